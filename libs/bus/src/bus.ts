@@ -1,0 +1,70 @@
+import type { CommandRequest, CommandResult, CommandSubject, EventEnvelope } from '@inbox/contracts';
+
+export interface RequestOptions {
+  timeoutMs?: number;
+}
+
+export interface ConsumeOptions {
+  /** The durable consumer's name: one per consuming service, shared by all its replicas. */
+  durable: string;
+  /** Event types to receive, as a NATS-style pattern over the type: `message.sent`, `message.*`, `>`. */
+  filter: string;
+  /** Deliveries before a failing event goes to the dead-letter subject. */
+  maxDeliver?: number;
+  /** Delay before each redelivery after a failure; the last value repeats. */
+  redeliveryDelaysMs?: number[];
+  /** How many events one replica handles at once. Above 1, events may finish out of order. */
+  concurrency?: number;
+  /** How long a delivery may stay unacknowledged before the server gives it to another replica. */
+  ackWaitMs?: number;
+}
+
+export interface Delivery {
+  /** 1 on the first delivery, counting up on every redelivery. */
+  attempt: number;
+}
+
+export type EventHandler = (event: EventEnvelope, delivery: Delivery) => Promise<void>;
+export type CommandHandler<S extends CommandSubject> = (
+  payload: import('@inbox/contracts').CommandPayload<S>,
+) => Promise<CommandResult<S>>;
+
+export interface DeadLetter {
+  durable: string;
+  event: EventEnvelope;
+  error: string;
+  attempts: number;
+}
+
+/**
+ * The one interface services use to talk: commands (someone waits for the answer) and events (nobody
+ * waits). Transports: NATS JetStream in production, in-process for the all-in-one local mode.
+ */
+export interface Bus {
+  readonly transport: 'nats' | 'in-process';
+  /** Sends a command to the owning service and returns its data, or throws the AppError it answered. */
+  request<S extends CommandSubject>(
+    subject: S,
+    payload: CommandRequest<S>,
+    options?: RequestOptions,
+  ): Promise<CommandResult<S>>;
+  /** Answers a command; replicas of a service share the load through the service's queue group. */
+  handle<S extends CommandSubject>(subject: S, handler: CommandHandler<S>): Promise<void>;
+  /** Publishes an event durably; the event id de-duplicates repeated publishes. */
+  publish(event: EventEnvelope): Promise<void>;
+  /** Receives events through a durable consumer with explicit acknowledgement. */
+  consume(options: ConsumeOptions, handler: EventHandler): Promise<void>;
+  /** Events that exhausted their deliveries for a durable consumer, oldest first. */
+  deadLetters(durable: string, limit?: number): Promise<DeadLetter[]>;
+  /** True while the transport is connected. */
+  healthy(): boolean;
+  /** Stops taking work, lets in-flight handlers finish, then closes. */
+  drain(): Promise<void>;
+}
+
+export const busDefaults = {
+  requestTimeoutMs: 10_000,
+  maxDeliver: 5,
+  redeliveryDelaysMs: [1_000, 5_000, 30_000, 120_000],
+  ackWaitMs: 30_000,
+} as const;

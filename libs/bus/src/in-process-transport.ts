@@ -1,0 +1,210 @@
+import {
+  AppError,
+  type CommandRequest,
+  type CommandResult,
+  type CommandSubject,
+  commandCatalogue,
+  type EventEnvelope,
+} from '@inbox/contracts';
+import { withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
+import {
+  type Bus,
+  busDefaults,
+  type CommandHandler,
+  type ConsumeOptions,
+  type DeadLetter,
+  type EventHandler,
+  type RequestOptions,
+} from './bus.js';
+import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
+import { InFlight } from './in-flight.js';
+import { subjectMatches } from './subjects.js';
+
+type AnyHandler = (payload: unknown) => Promise<unknown>;
+
+interface Durable {
+  options: ConsumeOptions;
+  handlers: EventHandler[];
+  nextHandler: number;
+  queue: Array<{ event: EventEnvelope; attempt: number }>;
+  running: number;
+}
+
+const emptyCarrier = { get: () => undefined, set: () => undefined, keys: () => [] };
+// Values cross the in-process bus as JSON, as they would cross the network, so no caller can come to
+// depend on sharing object references with a handler.
+const roundTrip = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+/**
+ * The bus inside one process, for the all-in-one local mode: the same semantics as the NATS transport
+ * (queue groups, durable consumers shared by "replicas", explicit ack, bounded redelivery, dead letters,
+ * de-duplication by event id), kept in memory, so nothing survives a restart.
+ */
+export class InProcessBus implements Bus {
+  readonly transport = 'in-process' as const;
+  private readonly handlers = new Map<string, { list: AnyHandler[]; next: number }>();
+  private readonly log: EventEnvelope[] = [];
+  private readonly seen = new Map<string, number>();
+  private readonly durables = new Map<string, Durable>();
+  private readonly letters: DeadLetter[] = [];
+  private readonly inFlight = new InFlight();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private closed = false;
+
+  constructor(
+    private readonly options: {
+      onHandlerError?: (error: unknown, context: { subject: string }) => void;
+    } = {},
+  ) {}
+
+  async request<S extends CommandSubject>(
+    subject: S,
+    payload: CommandRequest<S>,
+    options: RequestOptions = {},
+  ): Promise<CommandResult<S>> {
+    return withProducerSpan({ system: 'in-process', destination: subject, operation: 'send' }, async () => {
+      const entry = this.handlers.get(subject);
+      if (this.closed || !entry || entry.list.length === 0) throw noResponderError(subject);
+      const handler = entry.list[entry.next++ % entry.list.length]!;
+      const work = this.inFlight.track(handler(roundTrip(payload)));
+      const timeoutMs = options.timeoutMs ?? busDefaults.requestTimeoutMs;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(timeoutError(subject)), timeoutMs);
+      });
+      try {
+        return resultFromReply(await Promise.race([work, timeout])) as CommandResult<S>;
+      } finally {
+        clearTimeout(timer);
+      }
+    });
+  }
+
+  async handle<S extends CommandSubject>(subject: S, handler: CommandHandler<S>): Promise<void> {
+    const schema = commandCatalogue[subject].request;
+    const wrapped: AnyHandler = (payload) =>
+      withConsumerSpan(
+        { system: 'in-process', destination: subject, operation: 'process' },
+        emptyCarrier,
+        async () => {
+          try {
+            const data = await handler(schema.parse(payload) as Parameters<CommandHandler<S>>[0]);
+            return roundTrip({ ok: true, data });
+          } catch (error) {
+            if (!(error instanceof AppError)) this.options.onHandlerError?.(error, { subject });
+            return replyFromError(error);
+          }
+        },
+      );
+    const entry = this.handlers.get(subject) ?? { list: [], next: 0 };
+    entry.list.push(wrapped);
+    this.handlers.set(subject, entry);
+  }
+
+  async publish(event: EventEnvelope): Promise<void> {
+    if (this.closed) throw AppError.unavailable('bus closed');
+    await withProducerSpan(
+      { system: 'in-process', destination: `evt.${event.type}`, operation: 'publish', messageId: event.id },
+      async () => {
+        this.forgetOldIds();
+        if (this.seen.has(event.id)) return;
+        this.seen.set(event.id, Date.now());
+        const stored = roundTrip(event);
+        this.log.push(stored);
+        for (const durable of this.durables.values()) {
+          if (subjectMatches(durable.options.filter, stored.type)) this.enqueue(durable, stored, 1, 0);
+        }
+      },
+    );
+  }
+
+  // The same two-minute de-duplication window the NATS stream is created with.
+  private forgetOldIds(): void {
+    const horizon = Date.now() - 120_000;
+    for (const [id, at] of this.seen) {
+      if (at >= horizon) break;
+      this.seen.delete(id);
+    }
+  }
+
+  async consume(options: ConsumeOptions, handler: EventHandler): Promise<void> {
+    const existing = this.durables.get(options.durable);
+    if (existing) {
+      existing.handlers.push(handler);
+      return;
+    }
+    const durable: Durable = { options, handlers: [handler], nextHandler: 0, queue: [], running: 0 };
+    this.durables.set(options.durable, durable);
+    // A new durable starts from the beginning of the stream, as a JetStream durable with deliver-all does.
+    for (const event of this.log)
+      if (subjectMatches(options.filter, event.type)) this.enqueue(durable, event, 1, 0);
+  }
+
+  private enqueue(durable: Durable, event: EventEnvelope, attempt: number, delayMs: number): void {
+    const push = () => {
+      durable.queue.push({ event, attempt });
+      this.pump(durable);
+    };
+    if (delayMs <= 0) {
+      push();
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      push();
+    }, delayMs);
+    this.timers.add(timer);
+  }
+
+  private pump(durable: Durable): void {
+    const limit = durable.options.concurrency ?? 1;
+    while (!this.closed && durable.running < limit && durable.queue.length > 0) {
+      const { event, attempt } = durable.queue.shift()!;
+      const handler = durable.handlers[durable.nextHandler++ % durable.handlers.length]!;
+      durable.running++;
+      void this.inFlight.track(this.deliver(durable, handler, event, attempt)).finally(() => {
+        durable.running--;
+        this.pump(durable);
+      });
+    }
+  }
+
+  private async deliver(durable: Durable, handler: EventHandler, event: EventEnvelope, attempt: number) {
+    try {
+      await withConsumerSpan(
+        { system: 'in-process', destination: `evt.${event.type}`, operation: 'process', messageId: event.id },
+        emptyCarrier,
+        () => handler(roundTrip(event), { attempt }),
+      );
+    } catch (error) {
+      this.options.onHandlerError?.(error, { subject: `evt.${event.type}` });
+      const maxDeliver = durable.options.maxDeliver ?? busDefaults.maxDeliver;
+      if (attempt >= maxDeliver) {
+        this.letters.push({
+          durable: durable.options.durable,
+          event,
+          error: error instanceof Error ? error.message : String(error),
+          attempts: attempt,
+        });
+        return;
+      }
+      const delays = durable.options.redeliveryDelaysMs ?? busDefaults.redeliveryDelaysMs;
+      this.enqueue(durable, event, attempt + 1, delays[Math.min(attempt - 1, delays.length - 1)] ?? 0);
+    }
+  }
+
+  async deadLetters(durable: string, limit = 100): Promise<DeadLetter[]> {
+    return this.letters.filter((letter) => letter.durable === durable).slice(0, limit);
+  }
+
+  healthy(): boolean {
+    return !this.closed;
+  }
+
+  async drain(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    await this.inFlight.idle();
+  }
+}

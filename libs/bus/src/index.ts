@@ -1,0 +1,13 @@
+export type {
+  Bus,
+  CommandHandler,
+  ConsumeOptions,
+  DeadLetter,
+  Delivery,
+  EventHandler,
+  RequestOptions,
+} from './bus.js';
+export { busDefaults } from './bus.js';
+export { InProcessBus } from './in-process-transport.js';
+export { NatsBus, type NatsBusOptions } from './nats-transport.js';
+export { SubjectNames, subjectMatches } from './subjects.js';

@@ -1,0 +1,314 @@
+import {
+  AppError,
+  type CommandRequest,
+  type CommandResult,
+  type CommandSubject,
+  commandCatalogue,
+  type EventEnvelope,
+  EventEnvelope as EventEnvelopeSchema,
+  serviceOf,
+} from '@inbox/contracts';
+import { type HeaderCarrier, injectContext, withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+} from '@nats-io/jetstream';
+import {
+  connect,
+  headers as createHeaders,
+  type MsgHdrs,
+  type NatsConnection,
+  NoRespondersError,
+  nanos,
+  RequestError,
+  TimeoutError,
+} from '@nats-io/transport-node';
+import {
+  type Bus,
+  busDefaults,
+  type CommandHandler,
+  type ConsumeOptions,
+  type DeadLetter,
+  type EventHandler,
+  type RequestOptions,
+} from './bus.js';
+import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
+import { InFlight } from './in-flight.js';
+import { SubjectNames } from './subjects.js';
+
+export interface NatsBusOptions {
+  url: string;
+  /** Isolates subjects and streams, e.g. per test file; empty in production. */
+  prefix?: string;
+  /** Name shown in the server's connection list. */
+  name?: string;
+  onHandlerError?: (error: unknown, context: { subject: string }) => void;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
+const decode = (data: Uint8Array): unknown => JSON.parse(decoder.decode(data));
+
+function headerCarrier(h: MsgHdrs): HeaderCarrier {
+  return {
+    get: (name) => (h.has(name) ? h.get(name) : undefined),
+    set: (name, value) => h.set(name, value),
+    keys: () => [...h.keys()],
+  };
+}
+
+function outgoingHeaders(): MsgHdrs {
+  const h = createHeaders();
+  injectContext(headerCarrier(h));
+  return h;
+}
+
+const twoMinutes = 120_000;
+
+export class NatsBus implements Bus {
+  readonly transport = 'nats' as const;
+  private readonly names: SubjectNames;
+  private readonly inFlight = new InFlight();
+  private readonly stoppers: Array<() => Promise<void>> = [];
+  private draining = false;
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly options: NatsBusOptions,
+  ) {
+    this.names = new SubjectNames(options.prefix);
+  }
+
+  static async connect(options: NatsBusOptions): Promise<NatsBus> {
+    const nc = await connect({
+      servers: options.url,
+      name: options.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+    });
+    const jsm = await jetstreamManager(nc);
+    const bus = new NatsBus(nc, jetstream(nc), jsm, options);
+    await bus.ensureStreams();
+    return bus;
+  }
+
+  // Both streams are created idempotently by every process, so start order never matters.
+  private async ensureStreams(): Promise<void> {
+    const streams = [
+      {
+        name: this.names.eventsStream,
+        subjects: [this.names.event('>')],
+        retention: RetentionPolicy.Limits,
+        duplicate_window: nanos(twoMinutes),
+      },
+      {
+        name: this.names.deadLetterStream,
+        subjects: [this.names.deadLetter('>')],
+        retention: RetentionPolicy.Limits,
+        duplicate_window: nanos(twoMinutes),
+      },
+    ];
+    for (const config of streams) {
+      try {
+        await this.jsm.streams.info(config.name);
+      } catch {
+        await this.jsm.streams.add({ ...config, storage: StorageType.File });
+      }
+    }
+  }
+
+  async request<S extends CommandSubject>(
+    subject: S,
+    payload: CommandRequest<S>,
+    options: RequestOptions = {},
+  ): Promise<CommandResult<S>> {
+    const wire = this.names.command(subject);
+    return withProducerSpan({ system: 'nats', destination: subject, operation: 'send' }, async () => {
+      try {
+        const reply = await this.nc.request(wire, encode(payload), {
+          timeout: options.timeoutMs ?? busDefaults.requestTimeoutMs,
+          headers: outgoingHeaders(),
+        });
+        return resultFromReply(decode(reply.data)) as CommandResult<S>;
+      } catch (error) {
+        if (error instanceof AppError) throw error;
+        if (error instanceof TimeoutError) throw timeoutError(subject, error);
+        if (error instanceof NoRespondersError) throw noResponderError(subject, error);
+        if (error instanceof RequestError) {
+          if (error.isNoResponders()) throw noResponderError(subject, error);
+          if (error.cause instanceof TimeoutError) throw timeoutError(subject, error);
+        }
+        throw AppError.unavailable(error);
+      }
+    });
+  }
+
+  async handle<S extends CommandSubject>(subject: S, handler: CommandHandler<S>): Promise<void> {
+    const schema = commandCatalogue[subject].request;
+    const subscription = this.nc.subscribe(this.names.command(subject), {
+      queue: serviceOf(subject),
+      callback: (error, msg) => {
+        if (error) return;
+        const carrier = headerCarrier(msg.headers ?? createHeaders());
+        void this.inFlight.track(
+          withConsumerSpan(
+            { system: 'nats', destination: subject, operation: 'process' },
+            carrier,
+            async () => {
+              let reply: unknown;
+              try {
+                const payload = schema.parse(decode(msg.data));
+                reply = { ok: true, data: await handler(payload as Parameters<CommandHandler<S>>[0]) };
+              } catch (failure) {
+                if (!(failure instanceof AppError)) this.options.onHandlerError?.(failure, { subject });
+                reply = replyFromError(failure);
+              }
+              msg.respond(encode(reply));
+            },
+          ),
+        );
+      },
+    });
+    // drain() answers what is already queued for this replica, then leaves the queue group.
+    this.stoppers.push(() => subscription.drain());
+  }
+
+  async publish(event: EventEnvelope): Promise<void> {
+    const subject = this.names.event(event.type);
+    await withProducerSpan(
+      { system: 'nats', destination: `evt.${event.type}`, operation: 'publish', messageId: event.id },
+      async () => {
+        await this.js.publish(subject, encode(event), { msgID: event.id, headers: outgoingHeaders() });
+      },
+    );
+  }
+
+  async consume(options: ConsumeOptions, handler: EventHandler): Promise<void> {
+    const durable = this.names.durable(options.durable);
+    const maxDeliver = options.maxDeliver ?? busDefaults.maxDeliver;
+    const delays = options.redeliveryDelaysMs ?? [...busDefaults.redeliveryDelaysMs];
+    const config = {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      // One filter subject only: nats-server 2.9 has no multi-subject filters.
+      filter_subject: this.names.event(options.filter),
+      // The server may redeliver one more time than we count, should a process die mid-handling;
+      // the dead-letter decision is ours, taken on our own count.
+      max_deliver: maxDeliver + 1,
+      ack_wait: nanos(options.ackWaitMs ?? busDefaults.ackWaitMs),
+    };
+    try {
+      await this.jsm.consumers.info(this.names.eventsStream, durable);
+      await this.jsm.consumers.update(this.names.eventsStream, durable, {
+        max_deliver: config.max_deliver,
+        ack_wait: config.ack_wait,
+      });
+    } catch {
+      await this.jsm.consumers.add(this.names.eventsStream, config);
+    }
+    const consumer = await this.js.consumers.get(this.names.eventsStream, durable);
+    const messages = await consumer.consume({ max_messages: Math.max(16, (options.concurrency ?? 1) * 4) });
+    const limit = options.concurrency ?? 1;
+    const loop = (async () => {
+      for await (const msg of messages) {
+        await this.inFlight.acquire(limit);
+        void this.deliver(msg, options.durable, maxDeliver, delays, handler).finally(() =>
+          this.inFlight.release(),
+        );
+      }
+    })();
+    this.stoppers.push(async () => {
+      await messages.close();
+      await loop;
+    });
+  }
+
+  private async deliver(
+    msg: JsMsg,
+    durable: string,
+    maxDeliver: number,
+    delays: number[],
+    handler: EventHandler,
+  ): Promise<void> {
+    const attempt = msg.info.deliveryCount;
+    let event: EventEnvelope;
+    try {
+      event = EventEnvelopeSchema.parse(msg.json()) as EventEnvelope;
+    } catch (error) {
+      await this.deadLetter(durable, { raw: decoder.decode(msg.data) }, error, attempt);
+      msg.term('unparseable event');
+      return;
+    }
+    const carrier = headerCarrier(msg.headers ?? createHeaders());
+    try {
+      await withConsumerSpan(
+        { system: 'nats', destination: `evt.${event.type}`, operation: 'process', messageId: event.id },
+        carrier,
+        () => handler(event, { attempt }),
+      );
+      msg.ack();
+    } catch (error) {
+      this.options.onHandlerError?.(error, { subject: `evt.${event.type}` });
+      if (attempt >= maxDeliver) {
+        await this.deadLetter(durable, event, error, attempt);
+        msg.term('moved to dead letters');
+      } else {
+        msg.nak(delays[Math.min(attempt - 1, delays.length - 1)] ?? 0);
+      }
+    }
+  }
+
+  private async deadLetter(durable: string, event: unknown, error: unknown, attempts: number): Promise<void> {
+    const letter = {
+      durable,
+      event,
+      error: error instanceof Error ? error.message : String(error),
+      attempts,
+    };
+    const id = (event as { id?: string }).id;
+    await this.js.publish(this.names.deadLetter(this.names.durable(durable)), encode(letter), {
+      ...(id ? { msgID: `${durable}:${id}` } : {}),
+    });
+  }
+
+  async deadLetters(durable: string, limit = 100): Promise<DeadLetter[]> {
+    const subject = this.names.deadLetter(this.names.durable(durable));
+    const letters: DeadLetter[] = [];
+    const consumer = await this.js.consumers.get(this.names.deadLetterStream, {
+      filter_subjects: subject,
+      deliver_policy: DeliverPolicy.All,
+    });
+    const pending = (await consumer.info(true)).num_pending;
+    if (pending === 0) return letters;
+    const batch = await consumer.fetch({ max_messages: Math.min(limit, pending), expires: 2_000 });
+    for await (const msg of batch) {
+      letters.push(msg.json<DeadLetter>());
+      if (letters.length >= Math.min(limit, pending)) break;
+    }
+    await consumer.delete().catch(() => undefined);
+    return letters;
+  }
+
+  healthy(): boolean {
+    return !this.nc.isClosed() && !this.nc.isDraining();
+  }
+
+  async drain(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    for (const stop of this.stoppers.splice(0)) await stop();
+    await this.inFlight.idle();
+    await this.nc.drain();
+  }
+}

@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, type EventEnvelope } from '@inbox/contracts';
+import { waitFor } from '@inbox/testkit';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Bus } from '../src/index.js';
+
+/** Creates `replicas` buses that see the same subjects and streams (one "installation"). */
+export type BusFactory = (replicas: number) => Promise<Bus[]>;
+
+const workspace = { id: randomUUID(), default_country_code: '55' };
+const sendMessage = {
+  workspace,
+  phone: '+5511999990000',
+  message: 'olá',
+  channel: 'alt-a' as const,
+};
+const reply = {
+  success: true as const,
+  conversationId: randomUUID(),
+  contactId: randomUUID(),
+  messageId: randomUUID(),
+  waMessageId: 'BAE5',
+  contactCreated: true,
+  conversationCreated: true,
+  sent_at: new Date().toISOString(),
+};
+
+function event(type = 'message.sent', id = randomUUID()): EventEnvelope {
+  return { id, type, workspace_id: workspace.id, occurred_at: new Date().toISOString(), data: { n: id } };
+}
+
+/** The behaviour every transport must show; run once per transport. */
+export function busContract(name: string, factory: BusFactory): void {
+  describe(`bus contract: ${name}`, () => {
+    const open: Bus[] = [];
+    const make = async (replicas = 1) => {
+      const buses = await factory(replicas);
+      open.push(...buses);
+      return buses;
+    };
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((bus) => bus.drain().catch(() => undefined)));
+    });
+
+    it('answers a command with the handler data, validated against the catalogue', async () => {
+      const [bus] = await make();
+      let received: unknown;
+      await bus!.handle('cmd.messaging.send-message', async (payload) => {
+        received = payload;
+        return reply;
+      });
+      await expect(bus!.request('cmd.messaging.send-message', sendMessage)).resolves.toEqual(reply);
+      expect(received).toMatchObject(sendMessage);
+    });
+
+    it('carries an AppError across unchanged and hides unknown errors behind a 500', async () => {
+      const [bus] = await make();
+      await bus!.handle('cmd.messaging.send-message', async (payload) => {
+        if (payload.message === 'boom') throw new Error('secret detail');
+        throw new AppError(400, { error: 'Integração não está conectada' });
+      });
+      const known = await bus!.request('cmd.messaging.send-message', sendMessage).catch((e: unknown) => e);
+      expect(known).toBeInstanceOf(AppError);
+      expect(known).toMatchObject({ status: 400, body: { error: 'Integração não está conectada' } });
+      const unknown = await bus!
+        .request('cmd.messaging.send-message', { ...sendMessage, message: 'boom' })
+        .catch((e: unknown) => e);
+      expect(unknown).toMatchObject({ status: 500, body: { error: 'Erro interno' } });
+      expect(JSON.stringify((unknown as AppError).body)).not.toContain('secret detail');
+    });
+
+    it('answers 503 when nobody handles the subject and 504 when the handler is too slow', async () => {
+      const [bus] = await make();
+      await expect(bus!.request('cmd.messaging.send-message', sendMessage)).rejects.toMatchObject({
+        status: 503,
+      });
+      await bus!.handle(
+        'cmd.messaging.send-message',
+        () => new Promise((resolve) => setTimeout(() => resolve(reply), 1_000)),
+      );
+      await expect(
+        bus!.request('cmd.messaging.send-message', sendMessage, { timeoutMs: 100 }),
+      ).rejects.toMatchObject({ status: 504 });
+    });
+
+    it('spreads commands over the replicas of a service, each answered once', async () => {
+      const buses = await make(2);
+      const counts = [0, 0];
+      await Promise.all(
+        buses.map((bus, i) =>
+          bus.handle('cmd.messaging.send-message', async () => {
+            counts[i]!++;
+            return reply;
+          }),
+        ),
+      );
+      await Promise.all(
+        Array.from({ length: 40 }, () => buses[0]!.request('cmd.messaging.send-message', sendMessage)),
+      );
+      expect(counts[0]! + counts[1]!).toBe(40);
+      expect(counts[0]).toBeGreaterThan(0);
+      expect(counts[1]).toBeGreaterThan(0);
+    });
+
+    it('delivers each event once to a durable shared by replicas, and to every durable', async () => {
+      const buses = await make(2);
+      const shared: string[] = [];
+      const other: string[] = [];
+      for (const bus of buses) {
+        await bus.consume({ durable: 'dispatcher', filter: '>' }, async (e) => {
+          shared.push(e.id);
+        });
+      }
+      await buses[0]!.consume({ durable: 'audit', filter: '>' }, async (e) => {
+        other.push(e.id);
+      });
+      const events = Array.from({ length: 20 }, () => event());
+      for (const e of events) await buses[1]!.publish(e);
+      await waitFor(() => shared.length === 20 && other.length === 20, { what: 'all deliveries' });
+      expect([...shared].sort()).toEqual(events.map((e) => e.id).sort());
+      expect(other).toEqual(events.map((e) => e.id));
+    });
+
+    it('keeps the envelope intact and drops a second publish of the same id', async () => {
+      const [bus] = await make();
+      const seen: EventEnvelope[] = [];
+      await bus!.consume({ durable: 'dispatcher', filter: '>' }, async (e) => {
+        seen.push(e);
+      });
+      const first = event();
+      await bus!.publish(first);
+      await bus!.publish(first);
+      const marker = event();
+      await bus!.publish(marker);
+      await waitFor(() => seen.some((e) => e.id === marker.id), { what: 'marker event' });
+      expect(seen.filter((e) => e.id === first.id)).toEqual([first]);
+    });
+
+    it('delivers only the types its filter names', async () => {
+      const [bus] = await make();
+      const seen: string[] = [];
+      await bus!.consume({ durable: 'sent-only', filter: 'message.sent' }, async (e) => {
+        seen.push(e.type);
+      });
+      await bus!.publish(event('conversation.resolved'));
+      await bus!.publish(event('message.sent'));
+      await bus!.publish(event('message.sent'));
+      await waitFor(() => seen.length === 2, { what: 'two message.sent' });
+      expect(seen).toEqual(['message.sent', 'message.sent']);
+    });
+
+    it('redelivers a failed event with a growing attempt count until it succeeds', async () => {
+      const [bus] = await make();
+      const attempts: number[] = [];
+      await bus!.consume(
+        { durable: 'flaky', filter: '>', maxDeliver: 5, redeliveryDelaysMs: [20] },
+        async (_e, delivery) => {
+          attempts.push(delivery.attempt);
+          if (delivery.attempt < 3) throw new Error('not yet');
+        },
+      );
+      await bus!.publish(event());
+      await waitFor(() => attempts.length === 3, { what: 'third attempt' });
+      expect(attempts).toEqual([1, 2, 3]);
+      expect(await bus!.deadLetters('flaky')).toEqual([]);
+    });
+
+    it('moves an event that keeps failing to the dead letters after the bounded deliveries', async () => {
+      const [bus] = await make();
+      let calls = 0;
+      await bus!.consume(
+        { durable: 'poison', filter: '>', maxDeliver: 3, redeliveryDelaysMs: [10] },
+        async () => {
+          calls++;
+          throw new Error('cannot handle');
+        },
+      );
+      const poison = event();
+      await bus!.publish(poison);
+      const letters = await waitFor(
+        async () => {
+          const found = await bus!.deadLetters('poison');
+          return found.length > 0 ? found : undefined;
+        },
+        { what: 'dead letter' },
+      );
+      expect(calls).toBe(3);
+      expect(letters).toEqual([{ durable: 'poison', event: poison, error: 'cannot handle', attempts: 3 }]);
+    });
+
+    it('lets in-flight handlers finish when draining', async () => {
+      const [bus] = await make();
+      let finished = false;
+      let started = false;
+      await bus!.consume({ durable: 'slow', filter: '>' }, async () => {
+        started = true;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        finished = true;
+      });
+      await bus!.publish(event());
+      await waitFor(() => started, { what: 'handler start' });
+      await bus!.drain();
+      expect(finished).toBe(true);
+    });
+  });
+}

@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { integrationChannels } from './channels.js';
+import { publicEventTypes } from './events.js';
+
+export const workspaceStatuses = ['active', 'inactive', 'suspended'] as const;
+
+export const CreateWorkspaceBody = z.object({
+  name: z.string({ error: 'name é obrigatório' }).trim().min(1, { error: 'name é obrigatório' }).max(200),
+  default_country_code: z
+    .string({ error: 'default_country_code deve ter de 1 a 3 dígitos' })
+    .regex(/^\d{1,3}$/, { error: 'default_country_code deve ter de 1 a 3 dígitos' })
+    .default('55'),
+});
+
+export const UpdateWorkspaceBody = z.object({
+  status: z.enum(workspaceStatuses, { error: 'status deve ser "active", "inactive" ou "suspended"' }),
+});
+
+export const CreateIntegrationBody = z.object({
+  channel: z.enum(integrationChannels, {
+    error: `channel deve ser um de: ${integrationChannels.join(', ')}`,
+  }),
+  name: z.string().max(200).nullish(),
+  config: z.record(z.string(), z.string(), { error: 'config deve ser um objeto de strings' }),
+});
+
+export const CreateWebhookBody = z.object({
+  url: z.url({ protocol: /^https?$/, error: 'url deve ser uma URL http(s)' }),
+  events: z
+    .array(z.enum(['*', ...publicEventTypes] as [string, ...string[]]), {
+      error: `events deve ser uma lista de: *, ${publicEventTypes.join(', ')}`,
+    })
+    .min(1, { error: 'events não pode ser vazio' }),
+  secret: z.string().min(1).max(500).nullish(),
+});

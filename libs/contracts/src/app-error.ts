@@ -1,0 +1,30 @@
+import type { ErrorResponse } from './error-response.js';
+import { errorTexts, platformTexts } from './error-texts.js';
+
+/**
+ * A failure with the exact HTTP status and ErrorResponse body the caller must see. Thrown anywhere in a
+ * service; a command reply or the HTTP error middleware turns it into the answer unchanged.
+ */
+export class AppError extends Error {
+  override name = 'AppError';
+  constructor(
+    readonly status: number,
+    readonly body: ErrorResponse,
+    options?: { cause?: unknown },
+  ) {
+    super(body.error, options);
+  }
+
+  static badRequest(error: string): AppError {
+    return new AppError(400, { error });
+  }
+  static notFound(error: string): AppError {
+    return new AppError(404, { error });
+  }
+  static unavailable(cause?: unknown): AppError {
+    return new AppError(503, { error: platformTexts.serviceUnavailable }, { cause });
+  }
+  static internal(cause?: unknown): AppError {
+    return new AppError(500, { error: errorTexts.internal }, { cause });
+  }
+}

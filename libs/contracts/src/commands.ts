@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { CreateIntegrationBody, CreateWebhookBody } from './admin-api.js';
+import { integrationChannels, providers, sendMessageChannels } from './channels.js';
+import { Failure } from './error-response.js';
+import { SendMessageBody, SendMessageResponse } from './public-api.js';
+
+/** What the gateway knows of the caller's workspace, passed along so owners need not ask for it. */
+export const WorkspaceContext = z.object({ id: z.uuid(), default_country_code: z.string() });
+export type WorkspaceContext = z.infer<typeof WorkspaceContext>;
+
+export const Integration = z.object({
+  id: z.uuid(),
+  channel: z.enum(integrationChannels),
+  provider: z.enum(providers),
+  name: z.string().nullable(),
+  status: z.enum(['connected', 'disconnected']),
+  connected_at: z.iso.datetime().nullable(),
+  created_at: z.iso.datetime(),
+});
+export type Integration = z.infer<typeof Integration>;
+
+export const Webhook = z.object({
+  id: z.uuid(),
+  url: z.string(),
+  events: z.array(z.string()),
+  enabled: z.boolean(),
+  has_secret: z.boolean(),
+  created_at: z.iso.datetime(),
+});
+
+export const DeliveryAttempt = z.object({
+  attempt: z.number().int(),
+  at: z.iso.datetime(),
+  status_code: z.number().int().nullable(),
+  error: z.string().nullable(),
+  duration_ms: z.number().int(),
+});
+
+export const Delivery = z.object({
+  id: z.uuid(),
+  event_id: z.uuid(),
+  event_type: z.string(),
+  status: z.enum(['pending', 'delivered', 'failed']),
+  created_at: z.iso.datetime(),
+  attempts: z.array(DeliveryAttempt),
+});
+
+/**
+ * Every command on the bus: subject `cmd.<service>.<verb>`, the payload the handler accepts and the data
+ * of a successful reply. Callers and handlers are typed from this one table.
+ */
+export const commandCatalogue = {
+  'cmd.messaging.send-message': {
+    request: SendMessageBody.extend({ workspace: WorkspaceContext }),
+    reply: SendMessageResponse,
+  },
+  'cmd.connector.create-integration': {
+    request: CreateIntegrationBody.extend({ workspace_id: z.uuid() }),
+    reply: Integration,
+  },
+  'cmd.connector.resolve-integration': {
+    request: z.object({
+      workspace_id: z.uuid(),
+      channel: z.enum(sendMessageChannels),
+      integration_id: z.uuid().nullish(),
+    }),
+    reply: Integration,
+  },
+  'cmd.connector.send-text': {
+    request: z.object({
+      workspace_id: z.uuid(),
+      integration_id: z.uuid(),
+      message_id: z.uuid(),
+      to: z.string().regex(/^\+\d{8,15}$/),
+      text: z.string(),
+    }),
+    reply: z.object({ provider_message_id: z.string(), sent_at: z.iso.datetime() }),
+  },
+  'cmd.dispatcher.create-webhook': {
+    request: CreateWebhookBody.extend({ workspace_id: z.uuid() }),
+    reply: Webhook,
+  },
+  'cmd.dispatcher.list-deliveries': {
+    request: z.object({ workspace_id: z.uuid(), webhook_id: z.uuid() }),
+    reply: z.object({ deliveries: z.array(Delivery) }),
+  },
+} as const;
+
+export type CommandSubject = keyof typeof commandCatalogue;
+export type CommandRequest<S extends CommandSubject> = z.input<(typeof commandCatalogue)[S]['request']>;
+export type CommandPayload<S extends CommandSubject> = z.output<(typeof commandCatalogue)[S]['request']>;
+export type CommandResult<S extends CommandSubject> = z.output<(typeof commandCatalogue)[S]['reply']>;
+
+export const CommandReply = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), data: z.unknown() }),
+  z.object({ ok: z.literal(false), error: Failure }),
+]);
+export type CommandReply = z.infer<typeof CommandReply>;
+
+/** The service that answers a subject; its replicas share the queue group of that name. */
+export function serviceOf(subject: CommandSubject): string {
+  return subject.split('.')[1]!;
+}

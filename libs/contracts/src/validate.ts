@@ -1,0 +1,27 @@
+import type { z } from 'zod';
+
+export type Validation<T> = { ok: true; value: T } | { ok: false; error: string };
+
+export interface BodyRule<S extends z.ZodType> {
+  /** Fields whose absence (or an empty value) is answered with `requiredText`, before anything else. */
+  required: readonly string[];
+  requiredText: string;
+  /** Fields in the order their errors take precedence; each field's schema carries its own text. */
+  schema: S;
+}
+
+// The spec's "Parâmetros obrigatórios" rows treat every empty value (absent, null, "") as missing.
+function isMissing(value: unknown): boolean {
+  return value === undefined || value === null || value === '';
+}
+
+/** Checks a public request body and returns the first error text the spec prescribes, or the typed value. */
+export function validateBody<S extends z.ZodType>(rule: BodyRule<S>, body: unknown): Validation<z.output<S>> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return { ok: false, error: rule.requiredText };
+  const record = body as Record<string, unknown>;
+  if (rule.required.some((field) => isMissing(record[field]))) return { ok: false, error: rule.requiredText };
+  const parsed = rule.schema.safeParse(body);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return { ok: false, error: parsed.error.issues[0]?.message ?? rule.requiredText };
+}

@@ -1,0 +1,35 @@
+import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+
+let sdk: NodeSDK | undefined;
+
+/**
+ * Starts tracing for this process. Spans are exported over OTLP/HTTP only when
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set; without it context still propagates (trace ids in logs and bus
+ * headers) but nothing leaves the process.
+ */
+export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'inbox'): void {
+  if (sdk || process.env.OTEL_SDK_DISABLED === 'true') return;
+  const exporting = Boolean(
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+  );
+  sdk = new NodeSDK({
+    serviceName,
+    ...(exporting ? { traceExporter: new OTLPTraceExporter() } : { spanProcessors: [] }),
+    instrumentations: [
+      getNodeAutoInstrumentations({
+        // File system and DNS spans drown the useful ones and cost time on every request.
+        '@opentelemetry/instrumentation-fs': { enabled: false },
+        '@opentelemetry/instrumentation-dns': { enabled: false },
+        '@opentelemetry/instrumentation-net': { enabled: false },
+      }),
+    ],
+  });
+  sdk.start();
+}
+
+export async function stopTelemetry(): Promise<void> {
+  await sdk?.shutdown().catch(() => undefined);
+  sdk = undefined;
+}

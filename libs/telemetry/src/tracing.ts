@@ -1,0 +1,117 @@
+import {
+  type Attributes,
+  type Context,
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
+
+const tracer = () => trace.getTracer('inbox');
+
+function recordFailure(span: Span, error: unknown): void {
+  span.recordException(error instanceof Error ? error : new Error(String(error)));
+  span.setStatus({
+    code: SpanStatusCode.ERROR,
+    message: error instanceof Error ? error.message : String(error),
+  });
+}
+
+/** Runs `fn` inside a new active span that records an exception and ends however `fn` finishes. */
+export function startSpan<T>(
+  name: string,
+  fn: (span: Span) => Promise<T>,
+  options: { kind?: SpanKind; attributes?: Attributes; parent?: Context } = {},
+): Promise<T> {
+  return tracer().startActiveSpan(
+    name,
+    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes },
+    options.parent ?? context.active(),
+    async (span) => {
+      try {
+        return await fn(span);
+      } catch (error) {
+        recordFailure(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+/** A carrier over message headers: NATS and AMQP header names are matched case-insensitively. */
+export interface HeaderCarrier {
+  get(name: string): string | undefined;
+  set(name: string, value: string): void;
+  keys(): string[];
+}
+
+export function injectContext(carrier: HeaderCarrier, ctx: Context = context.active()): void {
+  propagation.inject(ctx, carrier, {
+    set: (c, key, value) => c.set(key, value),
+  });
+}
+
+/** Consumers continue the producer's trace from the root context, never from whatever is active. */
+export function extractContext(carrier: HeaderCarrier): Context {
+  return propagation.extract(ROOT_CONTEXT, carrier, {
+    get: (c, key) => c.get(key) ?? findCaseInsensitive(c, key),
+    keys: (c) => c.keys(),
+  });
+}
+
+function findCaseInsensitive(carrier: HeaderCarrier, key: string): string | undefined {
+  const wanted = key.toLowerCase();
+  const match = carrier.keys().find((k) => k.toLowerCase() === wanted);
+  return match === undefined ? undefined : carrier.get(match);
+}
+
+export interface MessagingSpanInfo {
+  system: 'nats' | 'rabbitmq' | 'in-process';
+  destination: string;
+  operation: 'publish' | 'send' | 'receive' | 'process';
+  messageId?: string;
+  attributes?: Attributes;
+}
+
+function messagingAttributes(info: MessagingSpanInfo): Attributes {
+  return {
+    'messaging.system': info.system,
+    'messaging.destination.name': info.destination,
+    'messaging.operation.type': info.operation,
+    ...(info.messageId ? { 'messaging.message.id': info.messageId } : {}),
+    ...info.attributes,
+  };
+}
+
+/** A PRODUCER span around a publish or a request; `fn` gets the span to inject into the headers. */
+export function withProducerSpan<T>(info: MessagingSpanInfo, fn: (span: Span) => Promise<T>): Promise<T> {
+  return startSpan(`${info.operation} ${info.destination}`, fn, {
+    kind: SpanKind.PRODUCER,
+    attributes: messagingAttributes(info),
+  });
+}
+
+/** A CONSUMER span whose parent is the context the producer put in the headers. */
+export function withConsumerSpan<T>(
+  info: MessagingSpanInfo,
+  carrier: HeaderCarrier,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  return startSpan(`${info.operation} ${info.destination}`, fn, {
+    kind: SpanKind.CONSUMER,
+    attributes: messagingAttributes(info),
+    parent: extractContext(carrier),
+  });
+}
+
+/** The ids of the active span, for log lines. */
+export function activeTraceIds(): { trace_id: string; span_id: string } | undefined {
+  const spanContext = trace.getActiveSpan()?.spanContext();
+  if (!spanContext || !trace.isSpanContextValid(spanContext)) return undefined;
+  return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
+}

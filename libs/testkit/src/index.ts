@@ -1,0 +1,19 @@
+export {
+  defaultSearchDirs,
+  findBinary,
+  installCommands,
+  MissingBinaryError,
+  requireBinary,
+} from './binaries.js';
+export type { Infra } from './global-setup.js';
+export {
+  createDatabase,
+  type LocalServer,
+  startNats,
+  startPostgres,
+  startRedis,
+  uniquePrefix,
+} from './local-servers.js';
+export { canConnect, freePort } from './ports.js';
+export { type ManagedProcess, startProcess } from './process.js';
+export { type WaitOptions, waitFor } from './wait-for.js';

@@ -1,0 +1,39 @@
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
+
+export interface ManagedProcess {
+  child: ChildProcess;
+  output(): string;
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+/** Spawns a process, keeps the tail of its output for failure messages, and stops it for sure. */
+export function startProcess(command: string, args: string[], options: SpawnOptions = {}): ManagedProcess {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  let tail = '';
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-20_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? null : 0)));
+    child.once('error', (error) => {
+      tail += `\nspawn error: ${error.message}`;
+      resolve(null);
+    });
+  });
+  return {
+    child,
+    exited,
+    output: () => tail,
+    async stop(signal = 'SIGTERM', timeoutMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}

@@ -1,0 +1,32 @@
+// Fails fast, before any test runs, when a server binary the tests need is missing, and says how to install it.
+import { existsSync, readdirSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+const needed = {
+  'nats-server': 'apt-get install -y nats-server',
+  'redis-server': 'apt-get install -y redis-server',
+  postgres: 'apt-get install -y postgresql',
+  initdb: 'apt-get install -y postgresql',
+};
+const pgRoot = '/usr/lib/postgresql';
+const pgDirs = existsSync(pgRoot) ? readdirSync(pgRoot).map((v) => join(pgRoot, v, 'bin')) : [];
+const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', ...pgDirs];
+const missing = Object.entries(needed).filter(
+  ([bin]) => !dirs.some((dir) => dir && existsSync(join(dir, bin))),
+);
+const given = {
+  'nats-server': 'NATS_URL',
+  'redis-server': 'REDIS_URL',
+  postgres: 'DATABASE_URL',
+  initdb: 'DATABASE_URL',
+};
+const reallyMissing = missing.filter(([bin]) => !process.env[given[bin]]);
+if (reallyMissing.length > 0) {
+  const commands = [...new Set(reallyMissing.map(([, cmd]) => cmd))];
+  console.error(
+    `The tests start real NATS, Postgres and Redis servers. Missing: ${reallyMissing.map(([b]) => b).join(', ')}.`,
+  );
+  console.error(`Install with (as root): apt-get update && ${commands.join(' && ')}`);
+  console.error('Or point the tests at running servers with NATS_URL, DATABASE_URL and REDIS_URL.');
+  process.exit(1);
+}

@@ -1,0 +1,2 @@
+export type { Sandbox, SandboxOptions } from './sandbox.js';
+export { createSandbox } from './sandbox.js';

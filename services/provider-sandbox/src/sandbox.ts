@@ -1,0 +1,84 @@
+import express, { type ErrorRequestHandler, type Express } from 'express';
+import { createAltA } from './alt-a.js';
+import type { ChannelEmulator, ChannelFactory, SandboxStores } from './channel-emulator.js';
+import { ControlError } from './control-error.js';
+import { createControls } from './controls.js';
+import { ConversationWindows } from './conversation-windows.js';
+import { CredentialBook } from './credentials.js';
+import { DEFAULT_FAULT_HOLD_MS, FaultBook } from './faults.js';
+import { SentLog } from './sent-log.js';
+
+export interface SandboxOptions {
+  /** Used to deliver inbound webhooks; defaults to the global fetch. */
+  fetchImpl?: typeof fetch;
+  /** How long a `timeout` fault holds a call before answering 504; 30 s unless a test needs it shorter. */
+  faultHoldMs?: number;
+}
+
+export interface Sandbox {
+  app: Express;
+  reset(): void;
+}
+
+/** Every emulated provider; a new channel is one more factory here. */
+const CHANNEL_FACTORIES: readonly ChannelFactory[] = [createAltA];
+
+export function createSandbox(options: SandboxOptions = {}): Sandbox {
+  const stores: SandboxStores = {
+    sent: new SentLog(),
+    faults: new FaultBook(),
+    credentials: new CredentialBook(),
+    windows: new ConversationWindows(),
+    faultHoldMs: options.faultHoldMs ?? DEFAULT_FAULT_HOLD_MS,
+  };
+  const channels = new Map<string, ChannelEmulator>();
+  for (const factory of CHANNEL_FACTORIES) {
+    const emulator = factory(stores);
+    channels.set(emulator.channel, emulator);
+  }
+
+  function reset(): void {
+    stores.sent.clear();
+    stores.faults.clear();
+    stores.credentials.clear();
+    stores.windows.clear();
+    for (const emulator of channels.values()) emulator.reset();
+  }
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(express.json({ limit: '1mb' }));
+  app.use('/_sandbox', createControls({ stores, channels, fetchImpl: options.fetchImpl ?? fetch, reset }));
+  for (const emulator of channels.values()) app.use(`/${emulator.channel}`, emulator.router);
+  app.use((req, res) => {
+    res.status(404).json({ error: `no route for ${req.method} ${req.path}` });
+  });
+  app.use(answerError);
+
+  return { app, reset };
+}
+
+const answerError: ErrorRequestHandler = (error: unknown, _req, res, next) => {
+  if (res.headersSent) {
+    next(error);
+    return;
+  }
+  if (error instanceof ControlError) {
+    res.status(error.status).json({ error: error.message });
+    return;
+  }
+  // body-parser's errors (bad JSON, body too large) carry their own 4xx status and a safe message.
+  const status = clientErrorStatus(error);
+  if (status !== undefined && error instanceof Error) {
+    res.status(status).json({ error: error.message });
+    return;
+  }
+  console.error('provider-sandbox: unexpected error', error);
+  res.status(500).json({ error: 'internal error' });
+};
+
+function clientErrorStatus(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null || !('status' in error)) return undefined;
+  const { status } = error;
+  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
+}
