@@ -2,11 +2,13 @@ export { meter, serveMetrics } from './metrics.js';
 export { startTelemetry, stopTelemetry } from './sdk.js';
 export {
   activeTraceIds,
+  captureContext,
   extractContext,
   type HeaderCarrier,
   injectContext,
   type MessagingSpanInfo,
   startSpan,
+  withCapturedContext,
   withConsumerSpan,
   withProducerSpan,
 } from './tracing.js';

@@ -115,3 +115,16 @@ export function activeTraceIds(): { trace_id: string; span_id: string } | undefi
   if (!spanContext || !trace.isSpanContextValid(spanContext)) return undefined;
   return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
 }
+
+/** The active trace context as plain headers, to be stored beside work that another process will pick up. */
+export function captureContext(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier;
+}
+
+/** Runs `fn` in the trace context that `captureContext` stored, so deferred work joins the original trace. */
+export function withCapturedContext<T>(carrier: Record<string, string> | null | undefined, fn: () => T): T {
+  if (!carrier || Object.keys(carrier).length === 0) return fn();
+  return context.with(propagation.extract(ROOT_CONTEXT, carrier), fn);
+}

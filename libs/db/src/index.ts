@@ -1,0 +1,12 @@
+export { type MigrateOptions, migrate } from './migrate.js';
+export { type NewEvent, OutboxRelay, type OutboxRelayOptions, writeEvent } from './outbox.js';
+export {
+  assertIdentifier,
+  createPool,
+  isReachable,
+  type Pool,
+  type PoolClient,
+  type PoolOptions,
+  type Queryable,
+} from './pool.js';
+export { withTransaction } from './transaction.js';

@@ -1,0 +1,96 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { assertIdentifier } from './pool.js';
+
+export interface MigrateOptions {
+  schema: string;
+  /** Folder of numbered SQL files: `001_contacts.sql`, `002_...`; applied in number order, once each. */
+  directory: string;
+  /** Also create the transactional outbox table in the schema. */
+  outbox?: boolean;
+}
+
+const outboxMigration = {
+  version: 0,
+  name: '000_outbox (from @inbox/db)',
+  sql: `
+    create table outbox (
+      seq bigserial primary key,
+      id uuid not null unique,
+      type text not null,
+      workspace_id uuid not null,
+      occurred_at timestamptz not null,
+      data jsonb not null,
+      trace_context jsonb,
+      published_at timestamptz
+    );
+    create index outbox_pending on outbox (seq) where published_at is null;
+  `,
+};
+
+async function readMigrations(directory: string) {
+  const files = (await readdir(directory)).filter((file) => /^\d+_.+\.sql$/.test(file));
+  const migrations = await Promise.all(
+    files.map(async (file) => ({
+      version: Number(file.split('_')[0]),
+      name: file,
+      sql: await readFile(join(directory, file), 'utf8'),
+    })),
+  );
+  migrations.sort((a, b) => a.version - b.version);
+  const versions = new Set<number>();
+  for (const { version, name } of migrations) {
+    if (version === 0) throw new Error(`${name}: version 0 is reserved for the outbox`);
+    if (versions.has(version)) throw new Error(`two migrations share number ${version} in ${directory}`);
+    versions.add(version);
+  }
+  return migrations;
+}
+
+/**
+ * Brings the service's schema up to date. Every replica may call it at start-up at once: an advisory
+ * lock lets one apply the files while the others wait and then find nothing left to do.
+ */
+export async function migrate(
+  pool: pg.Pool,
+  { schema, directory, outbox = false }: MigrateOptions,
+): Promise<string[]> {
+  assertIdentifier(schema);
+  const migrations = [...(outbox ? [outboxMigration] : []), ...(await readMigrations(directory))];
+  const client = await pool.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('select pg_advisory_lock(hashtext($1))', [`migrate:${schema}`]);
+    await client.query(`create schema if not exists ${schema}`);
+    await client.query(`set search_path to ${schema}`);
+    await client.query(
+      'create table if not exists schema_migrations (version int primary key, name text not null, applied_at timestamptz not null default now())',
+    );
+    const { rows } = await client.query<{ version: number }>('select version from schema_migrations');
+    const done = new Set(rows.map((row) => row.version));
+    for (const migration of migrations) {
+      if (done.has(migration.version)) continue;
+      await client.query('begin');
+      try {
+        await client.query(migration.sql);
+        await client.query('insert into schema_migrations (version, name) values ($1, $2)', [
+          migration.version,
+          migration.name,
+        ]);
+        await client.query('commit');
+        applied.push(migration.name);
+      } catch (error) {
+        await client.query('rollback');
+        throw new Error(`migration ${migration.name} of schema ${schema} failed`, { cause: error });
+      }
+    }
+  } finally {
+    await client
+      .query('select pg_advisory_unlock(hashtext($1))', [`migrate:${schema}`])
+      .catch(() => undefined);
+    await client.query('reset search_path').catch(() => undefined);
+    client.release();
+  }
+  return applied;
+}

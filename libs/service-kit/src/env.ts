@@ -1,0 +1,18 @@
+import { z } from 'zod';
+
+/** Settings shared by every service process, each parsed the same way everywhere. */
+export const env = {
+  port: (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback),
+  url: (example: string) =>
+    z.string({ error: `required, e.g. ${example}` }).min(1, { error: `required, e.g. ${example}` }),
+  busPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]*$/)
+    .default(''),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  encryptionKey: z
+    .string({ error: 'required: 32 random bytes in base64 (openssl rand -base64 32)' })
+    .refine((value) => Buffer.from(value, 'base64').length === 32, {
+      error: 'must be 32 bytes in base64 (openssl rand -base64 32)',
+    }),
+} as const;

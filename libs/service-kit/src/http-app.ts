@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
+import { serveMetrics } from '@inbox/telemetry';
+import express, { type ErrorRequestHandler, type Express as ExpressApp, type RequestHandler } from 'express';
+import type { Logger } from 'pino';
+
+export type ReadinessChecks = Record<string, () => Promise<boolean> | boolean>;
+
+export interface HttpAppOptions {
+  logger: Logger;
+  readiness?: ReadinessChecks;
+  /** Largest JSON body accepted; larger ones get a 413 ErrorResponse. */
+  bodyLimit?: string;
+}
+
+declare global {
+  namespace Express {
+    interface Request {
+      id: string;
+    }
+    interface Locals {
+      workspaceId?: string;
+    }
+  }
+}
+
+function accessLog(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    const incoming = req.get('x-request-id');
+    req.id = incoming && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', req.id);
+    res.on('finish', () => {
+      if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') return;
+      logger.info(
+        {
+          method: req.method,
+          route: req.route?.path ?? req.path,
+          status: res.statusCode,
+          duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+          request_id: req.id,
+          workspace_id: res.locals.workspaceId,
+        },
+        'request',
+      );
+    });
+    next();
+  };
+}
+
+/**
+ * The HTTP base every service shares: request ids, one access log line per request, a JSON body limit,
+ * and the operational routes. Mount the service's routes, then call `finishHttpApp`.
+ */
+export function createHttpApp({ logger, readiness = {}, bodyLimit = '256kb' }: HttpAppOptions): ExpressApp {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(accessLog(logger));
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const results = Object.fromEntries(
+      await Promise.all(
+        Object.entries(readiness).map(async ([name, check]) => [
+          name,
+          await Promise.resolve(check()).catch(() => false),
+        ]),
+      ),
+    );
+    const ready = Object.values(results).every(Boolean);
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks: results });
+  });
+  app.get('/metrics', (req, res) => serveMetrics(req, res));
+  app.use(express.json({ limit: bodyLimit, type: ['application/json', 'application/*+json'] }));
+  return app;
+}
+
+function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    if (res.headersSent) return;
+    if (error instanceof AppError) {
+      res.status(error.status).json(error.body);
+      return;
+    }
+    const type = (error as { type?: string }).type;
+    if (type === 'entity.parse.failed') {
+      res.status(400).json({ error: platformTexts.malformedJson });
+      return;
+    }
+    if (type === 'entity.too.large') {
+      res.status(413).json({ error: platformTexts.bodyTooLarge });
+      return;
+    }
+    const status = (error as { status?: number }).status;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      res.status(status).json({ error: (error as Error).message });
+      return;
+    }
+    const errorId = randomUUID();
+    logger.error({ err: error, error_id: errorId, request_id: req.id }, 'unhandled error');
+    res.status(500).json({ error: errorTexts.internal, error_id: errorId });
+  };
+}
+
+export function finishHttpApp(app: ExpressApp, logger: Logger): ExpressAppApp {
+  app.use((_req, res) => {
+    res.status(404).json({ error: platformTexts.routeNotFound });
+  });
+  app.use(errorHandler(logger));
+  return app;
+}

@@ -1,0 +1,17 @@
+export { ConfigError, loadConfig } from './config.js';
+export { env } from './env.js';
+export { createHttpApp, finishHttpApp, type HttpAppOptions, type ReadinessChecks } from './http-app.js';
+export { listen, type RunningServer } from './http-server.js';
+export { type Stoppable, stopOnSignals } from './lifecycle.js';
+export { createLogger, type Logger, redactedPaths } from './logger.js';
+export { SecretBox } from './secret-box.js';
+export {
+  type HostedService,
+  type HostSettings,
+  hostService,
+  prepareSchema,
+  runService,
+  type ServiceDefinition,
+  type ServiceDeps,
+  type ServiceEngine,
+} from './service-host.js';

@@ -1,0 +1,121 @@
+import type { Bus } from '@inbox/bus';
+import { NatsBus } from '@inbox/bus';
+import { createPool, migrate, type Pool } from '@inbox/db';
+import type { Express } from 'express';
+import type { Logger } from 'pino';
+import { createHttpApp, finishHttpApp, type ReadinessChecks } from './http-app.js';
+import { listen, type RunningServer } from './http-server.js';
+import { stopOnSignals } from './lifecycle.js';
+import { createLogger } from './logger.js';
+
+export interface ServiceDeps {
+  pool: Pool;
+  bus: Bus;
+  logger: Logger;
+}
+
+/**
+ * What a service is, apart from how it is hosted: it registers its handlers and consumers on start,
+ * stops its own loops on stop, and may add HTTP routes. The same engine runs alone (distributed mode)
+ * or beside the others in one process (all-in-one mode).
+ */
+export interface ServiceEngine {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  routes?(app: Express): void;
+  readiness?: ReadinessChecks;
+  /** HTTP body limit for the service's own routes. */
+  bodyLimit?: string;
+}
+
+export interface ServiceDefinition {
+  name: string;
+  /** The Postgres schema the service owns; also its migrations' target. */
+  schema?: string;
+  migrationsDir?: string;
+  outbox?: boolean;
+  create(deps: ServiceDeps): ServiceEngine | Promise<ServiceEngine>;
+}
+
+export interface HostSettings {
+  databaseUrl?: string;
+  natsUrl: string;
+  busPrefix?: string;
+  port: number;
+  host?: string;
+  logLevel?: string;
+}
+
+export interface HostedService {
+  http: RunningServer;
+  engine: ServiceEngine;
+  logger: Logger;
+  stop(): Promise<void>;
+}
+
+export async function prepareSchema(pool: Pool, definition: ServiceDefinition): Promise<void> {
+  if (definition.schema && definition.migrationsDir) {
+    await migrate(pool, {
+      schema: definition.schema,
+      directory: definition.migrationsDir,
+      outbox: definition.outbox,
+    });
+  }
+}
+
+/** Starts one service as its own process: pool, migrations, NATS, engine, HTTP, graceful stop. */
+export async function hostService(
+  definition: ServiceDefinition,
+  settings: HostSettings,
+): Promise<HostedService> {
+  const logger = createLogger(definition.name, { level: settings.logLevel });
+  const pool = createPool({
+    url: settings.databaseUrl ?? 'postgres://unused',
+    schema: definition.schema ?? 'public',
+    applicationName: definition.name,
+  });
+  await prepareSchema(pool, definition);
+  const bus = await NatsBus.connect({
+    url: settings.natsUrl,
+    prefix: settings.busPrefix,
+    name: definition.name,
+    onHandlerError: (error, context) => logger.error({ err: error, ...context }, 'handler failed'),
+  });
+  const engine = await definition.create({ pool, bus, logger });
+  await engine.start();
+  const app = createHttpApp({
+    logger,
+    bodyLimit: engine.bodyLimit,
+    readiness: {
+      bus: () => bus.healthy(),
+      ...(definition.schema ? { database: async () => (await pool.query('select 1')).rowCount === 1 } : {}),
+      ...engine.readiness,
+    },
+  });
+  engine.routes?.(app);
+  finishHttpApp(app, logger);
+  const http = await listen(app, settings.port, settings.host);
+  logger.info({ port: http.port }, 'started');
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      await http.close();
+      await engine.stop();
+      await bus.drain();
+      await pool.end();
+    })();
+    return stopping;
+  };
+  return { http, engine, logger, stop };
+}
+
+/** The whole `main.ts` of a service: host it and stop it on SIGTERM. */
+export async function runService(definition: ServiceDefinition, settings: HostSettings): Promise<void> {
+  try {
+    const hosted = await hostService(definition, settings);
+    stopOnSignals({ stop: hosted.stop }, hosted.logger);
+  } catch (error) {
+    createLogger(definition.name).fatal({ err: error }, 'failed to start');
+    process.exit(1);
+  }
+}

@@ -1,0 +1,97 @@
+import type { Bus } from '@inbox/bus';
+import {
+  AppError,
+  CreateIntegrationBody,
+  CreateWebhookBody,
+  CreateWorkspaceBody,
+  platformTexts,
+  UpdateWorkspaceBody,
+} from '@inbox/contracts';
+import { type RequestHandler, Router } from 'express';
+import { z } from 'zod';
+import { bearerToken, constantTimeEqual } from '../domain/api-key.js';
+import type { WorkspaceStore } from '../store/workspaces.js';
+
+function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) throw AppError.badRequest(parsed.error.issues[0]?.message ?? 'corpo inválido');
+  return parsed.data;
+}
+
+function requireAdmin(adminToken: string): RequestHandler {
+  return (req, _res, next) => {
+    const token = bearerToken(req.get('authorization'));
+    if (!token || !constantTimeEqual(token, adminToken)) {
+      return next(new AppError(401, { error: platformTexts.adminTokenInvalid }));
+    }
+    next();
+  };
+}
+
+const uuid = z.uuid();
+
+/** The panel's operations (ARCHITECTURE's admin API), guarded by ADMIN_TOKEN. */
+export function adminRoutes(store: WorkspaceStore, bus: Bus, adminToken: string): Router {
+  const router = Router();
+  router.use('/admin/v1', requireAdmin(adminToken));
+
+  router.param('ws', async (_req, res, next, id: string) => {
+    if (!uuid.safeParse(id).success)
+      return next(AppError.badRequest(platformTexts.mustBeUuid('workspace id')));
+    const workspace = await store.get(id);
+    if (!workspace) return next(AppError.notFound(platformTexts.workspaceNotFound));
+    res.locals.workspaceId = workspace.id;
+    next();
+  });
+
+  router.post('/admin/v1/workspaces', async (req, res) => {
+    const input = parse(CreateWorkspaceBody, req.body);
+    const { workspace, apiKey } = await store.create(input);
+    res.status(201).json({ workspace_id: workspace.id, ...workspace, api_key: apiKey });
+  });
+
+  router.get('/admin/v1/workspaces/:ws', async (_req, res) => {
+    const workspace = await store.get(res.locals.workspaceId!);
+    res.json({ workspace_id: workspace!.id, ...workspace });
+  });
+
+  router.patch('/admin/v1/workspaces/:ws', async (req, res) => {
+    const { status } = parse(UpdateWorkspaceBody, req.body);
+    const workspace = await store.setStatus(res.locals.workspaceId!, status);
+    res.json({ workspace_id: workspace!.id, ...workspace });
+  });
+
+  router.post('/admin/v1/workspaces/:ws/api-key', async (_req, res) => {
+    res.status(201).json({ api_key: await store.rotateKey(res.locals.workspaceId!) });
+  });
+
+  router.post('/admin/v1/workspaces/:ws/integrations', async (req, res) => {
+    const input = parse(CreateIntegrationBody, req.body);
+    const integration = await bus.request('cmd.connector.create-integration', {
+      ...input,
+      workspace_id: res.locals.workspaceId!,
+    });
+    res.status(201).json(integration);
+  });
+
+  router.post('/admin/v1/workspaces/:ws/webhooks', async (req, res) => {
+    const input = parse(CreateWebhookBody, req.body);
+    const webhook = await bus.request('cmd.dispatcher.create-webhook', {
+      ...input,
+      workspace_id: res.locals.workspaceId!,
+    });
+    res.status(201).json(webhook);
+  });
+
+  router.get('/admin/v1/workspaces/:ws/webhooks/:id/deliveries', async (req, res) => {
+    const id = req.params.id;
+    if (!uuid.safeParse(id).success) throw AppError.badRequest(platformTexts.mustBeUuid('webhook id'));
+    const result = await bus.request('cmd.dispatcher.list-deliveries', {
+      workspace_id: res.locals.workspaceId!,
+      webhook_id: id,
+    });
+    res.json(result);
+  });
+
+  return router;
+}

@@ -1,0 +1,12 @@
+import { loadConfig, runService } from '@inbox/service-kit';
+import { GatewayConfig } from './config.js';
+import { gatewayService } from './service.js';
+
+const config = loadConfig(GatewayConfig);
+await runService(gatewayService({ adminToken: config.ADMIN_TOKEN }), {
+  databaseUrl: config.DATABASE_URL,
+  natsUrl: config.NATS_URL,
+  busPrefix: config.BUS_PREFIX,
+  port: config.GATEWAY_PORT,
+  logLevel: config.LOG_LEVEL,
+});

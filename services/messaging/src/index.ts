@@ -1,0 +1,3 @@
+export { MessagingConfig } from './config.js';
+export { normalisePhone } from './domain/phone.js';
+export { messagingService } from './service.js';

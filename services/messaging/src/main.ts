@@ -1,0 +1,12 @@
+import { loadConfig, runService } from '@inbox/service-kit';
+import { MessagingConfig } from './config.js';
+import { messagingService } from './service.js';
+
+const config = loadConfig(MessagingConfig);
+await runService(messagingService(), {
+  databaseUrl: config.DATABASE_URL,
+  natsUrl: config.NATS_URL,
+  busPrefix: config.BUS_PREFIX,
+  port: config.MESSAGING_PORT,
+  logLevel: config.LOG_LEVEL,
+});

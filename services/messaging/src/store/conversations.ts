@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import type { Integration } from '@inbox/contracts';
+import type { PoolClient } from '@inbox/db';
+
+export interface ContactRow {
+  id: string;
+  phone: string;
+  name: string | null;
+}
+
+export interface ConversationRow {
+  id: string;
+  contact_id: string;
+  integration_id: string;
+  status: 'open' | 'assigned' | 'resolved';
+  assigned_to_type: 'human' | 'agent' | null;
+  assigned_to_id: string | null;
+}
+
+/** Contacts and conversations of one workspace; every statement names the workspace. */
+export class ConversationStore {
+  constructor(
+    private readonly client: PoolClient,
+    private readonly workspaceId: string,
+  ) {}
+
+  /** The contact of this phone, created when missing; a given name replaces the stored one. */
+  async upsertContact(
+    phone: string,
+    name: string | null | undefined,
+  ): Promise<{ contact: ContactRow; created: boolean }> {
+    const inserted = await this.client.query<ContactRow>(
+      `insert into contacts (id, workspace_id, phone, name) values ($1, $2, $3, $4)
+       on conflict (workspace_id, phone) do nothing returning id, phone, name`,
+      [randomUUID(), this.workspaceId, phone, name ?? null],
+    );
+    if (inserted.rows[0]) return { contact: inserted.rows[0], created: true };
+    const { rows } = await this.client.query<ContactRow>(
+      `update contacts set name = coalesce($3, name), updated_at = now()
+       where workspace_id = $1 and phone = $2 returning id, phone, name`,
+      [this.workspaceId, phone, name ?? null],
+    );
+    return { contact: rows[0]!, created: false };
+  }
+
+  /** The contact's conversation on this integration, created when missing and locked for this transaction. */
+  async openConversation(
+    contactId: string,
+    integration: Integration,
+  ): Promise<{ conversation: ConversationRow; created: boolean }> {
+    const columns = 'id, contact_id, integration_id, status, assigned_to_type, assigned_to_id';
+    const inserted = await this.client.query<ConversationRow>(
+      `insert into conversations (id, workspace_id, contact_id, integration_id, channel, provider)
+       values ($1, $2, $3, $4, $5, $6) on conflict (workspace_id, contact_id, integration_id) do nothing
+       returning ${columns}`,
+      [randomUUID(), this.workspaceId, contactId, integration.id, integration.channel, integration.provider],
+    );
+    if (inserted.rows[0]) return { conversation: inserted.rows[0], created: true };
+    const { rows } = await this.client.query<ConversationRow>(
+      `select ${columns} from conversations where workspace_id = $1 and contact_id = $2 and integration_id = $3 for update`,
+      [this.workspaceId, contactId, integration.id],
+    );
+    return { conversation: rows[0]!, created: false };
+  }
+
+  /** A send into a resolved conversation reopens it (assigned when it has an assignee, else open). */
+  async reopen(conversation: ConversationRow): Promise<void> {
+    if (conversation.status !== 'resolved') return;
+    const status = conversation.assigned_to_type ? 'assigned' : 'open';
+    await this.client.query(
+      'update conversations set status = $3, updated_at = now() where workspace_id = $1 and id = $2',
+      [this.workspaceId, conversation.id, status],
+    );
+  }
+
+  async addOutboundMessage(input: {
+    conversationId: string;
+    text: string;
+    senderType: 'human' | 'agent' | 'system';
+  }): Promise<string> {
+    const id = randomUUID();
+    await this.client.query(
+      `insert into messages (id, workspace_id, conversation_id, direction, sender_type, text, type, status)
+       values ($1, $2, $3, 'outbound', $4, $5, 'text', 'pending')`,
+      [id, this.workspaceId, input.conversationId, input.senderType, input.text],
+    );
+    return id;
+  }
+
+  async markSent(messageId: string, providerMessageId: string, sentAt: string): Promise<void> {
+    await this.client.query(
+      `update messages set status = 'sent', provider_message_id = $3, sent_at = $4 where workspace_id = $1 and id = $2`,
+      [this.workspaceId, messageId, providerMessageId, sentAt],
+    );
+  }
+
+  async markFailed(messageId: string, error: string): Promise<void> {
+    await this.client.query(
+      `update messages set status = 'failed', error = $3 where workspace_id = $1 and id = $2`,
+      [this.workspaceId, messageId, error],
+    );
+  }
+}

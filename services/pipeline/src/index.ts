@@ -1,0 +1,2 @@
+export { PipelineConfig } from './config.js';
+export { pipelineService } from './service.js';

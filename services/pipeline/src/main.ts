@@ -1,0 +1,12 @@
+import { loadConfig, runService } from '@inbox/service-kit';
+import { PipelineConfig } from './config.js';
+import { pipelineService } from './service.js';
+
+const config = loadConfig(PipelineConfig);
+await runService(pipelineService(), {
+  databaseUrl: config.DATABASE_URL,
+  natsUrl: config.NATS_URL,
+  busPrefix: config.BUS_PREFIX,
+  port: config.PIPELINE_PORT,
+  logLevel: config.LOG_LEVEL,
+});

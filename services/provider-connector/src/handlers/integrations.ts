@@ -1,0 +1,46 @@
+import {
+  AppError,
+  type CommandPayload,
+  type CommandResult,
+  errorTexts,
+  platformTexts,
+} from '@inbox/contracts';
+import { adapterFor } from '../adapters/index.js';
+import type { IntegrationStore } from '../store/integrations.js';
+
+export async function createIntegration(
+  store: IntegrationStore,
+  command: CommandPayload<'cmd.connector.create-integration'>,
+): Promise<CommandResult<'cmd.connector.create-integration'>> {
+  const adapter = adapterFor(command.channel);
+  if (!adapter)
+    throw AppError.badRequest(`O canal "${command.channel}" ainda não é suportado por este conector`);
+  const config = adapter.config.safeParse(command.config);
+  if (!config.success) throw AppError.badRequest(config.error.issues[0]?.message ?? 'config inválido');
+  const stored = await store.create(command.workspace_id, {
+    channel: command.channel,
+    name: command.name,
+    config: config.data,
+    accountId: adapter.accountId(config.data),
+  });
+  return stored.integration;
+}
+
+/** The integration a send uses: the one named (existing and connected) or the channel's latest connected. */
+export async function resolveIntegration(
+  store: IntegrationStore,
+  command: CommandPayload<'cmd.connector.resolve-integration'>,
+): Promise<CommandResult<'cmd.connector.resolve-integration'>> {
+  if (command.integration_id) {
+    const stored = await store.get(command.workspace_id, command.integration_id);
+    if (!stored || stored.integration.channel !== command.channel) {
+      throw AppError.notFound(platformTexts.integrationNotFound);
+    }
+    if (stored.integration.status !== 'connected')
+      throw AppError.badRequest(errorTexts.integrationNotConnected);
+    return stored.integration;
+  }
+  const latest = await store.latestConnected(command.workspace_id, command.channel);
+  if (!latest) throw AppError.notFound(platformTexts.noConnectedIntegration(command.channel));
+  return latest.integration;
+}

@@ -1,0 +1,2 @@
+export { ConnectorConfig } from './config.js';
+export { type ConnectorOptions, connectorService } from './service.js';

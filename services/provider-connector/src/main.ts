@@ -1,0 +1,15 @@
+import { loadConfig, runService } from '@inbox/service-kit';
+import { ConnectorConfig } from './config.js';
+import { connectorService } from './service.js';
+
+const config = loadConfig(ConnectorConfig);
+await runService(
+  connectorService({ encryptionKey: config.ENCRYPTION_KEY, providerTimeoutMs: config.PROVIDER_TIMEOUT_MS }),
+  {
+    databaseUrl: config.DATABASE_URL,
+    natsUrl: config.NATS_URL,
+    busPrefix: config.BUS_PREFIX,
+    port: config.CONNECTOR_PORT,
+    logLevel: config.LOG_LEVEL,
+  },
+);

@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import type { Integration, IntegrationChannel } from '@inbox/contracts';
+import { providerOf } from '@inbox/contracts';
+import type { Pool } from '@inbox/db';
+import type { SecretBox } from '@inbox/service-kit';
+
+interface IntegrationRow {
+  id: string;
+  channel: IntegrationChannel;
+  provider: Integration['provider'];
+  name: string | null;
+  status: Integration['status'];
+  config_sealed: string;
+  connected_at: Date | null;
+  created_at: Date;
+}
+
+export interface StoredIntegration {
+  integration: Integration;
+  config: Record<string, string>;
+}
+
+const columns = 'id, channel, provider, name, status, config_sealed, connected_at, created_at';
+
+export class IntegrationStore {
+  constructor(
+    private readonly pool: Pool,
+    private readonly secrets: SecretBox,
+  ) {}
+
+  private toStored(row: IntegrationRow): StoredIntegration {
+    return {
+      integration: {
+        id: row.id,
+        channel: row.channel,
+        provider: row.provider,
+        name: row.name,
+        status: row.status,
+        connected_at: row.connected_at?.toISOString() ?? null,
+        created_at: row.created_at.toISOString(),
+      },
+      config: JSON.parse(this.secrets.open(row.config_sealed)) as Record<string, string>,
+    };
+  }
+
+  async create(
+    workspaceId: string,
+    input: {
+      channel: IntegrationChannel;
+      name?: string | null;
+      config: Record<string, string>;
+      accountId: string;
+    },
+  ): Promise<StoredIntegration> {
+    const { rows } = await this.pool.query<IntegrationRow>(
+      `insert into integrations (id, workspace_id, channel, provider, name, status, config_sealed, account_id, connected_at)
+       values ($1, $2, $3, $4, $5, 'connected', $6, $7, now()) returning ${columns}`,
+      [
+        randomUUID(),
+        workspaceId,
+        input.channel,
+        providerOf(input.channel),
+        input.name ?? null,
+        this.secrets.seal(JSON.stringify(input.config)),
+        input.accountId,
+      ],
+    );
+    return this.toStored(rows[0]!);
+  }
+
+  async get(workspaceId: string, id: string): Promise<StoredIntegration | undefined> {
+    const { rows } = await this.pool.query<IntegrationRow>(
+      `select ${columns} from integrations where workspace_id = $1 and id = $2`,
+      [workspaceId, id],
+    );
+    return rows[0] ? this.toStored(rows[0]) : undefined;
+  }
+
+  /** The channel's most recently connected integration that is still connected. */
+  async latestConnected(
+    workspaceId: string,
+    channel: IntegrationChannel,
+  ): Promise<StoredIntegration | undefined> {
+    const { rows } = await this.pool.query<IntegrationRow>(
+      `select ${columns} from integrations where workspace_id = $1 and channel = $2 and status = 'connected'
+       order by connected_at desc limit 1`,
+      [workspaceId, channel],
+    );
+    return rows[0] ? this.toStored(rows[0]) : undefined;
+  }
+
+  async findSend(workspaceId: string, messageId: string) {
+    const { rows } = await this.pool.query<{ provider_message_id: string; sent_at: Date }>(
+      'select provider_message_id, sent_at from sends where workspace_id = $1 and message_id = $2',
+      [workspaceId, messageId],
+    );
+    return rows[0];
+  }
+
+  async recordSend(
+    workspaceId: string,
+    integrationId: string,
+    messageId: string,
+    providerMessageId: string,
+    sentAt: Date,
+  ) {
+    await this.pool.query(
+      `insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at)
+       values ($1, $2, $3, $4, $5) on conflict (message_id) do nothing`,
+      [messageId, workspaceId, integrationId, providerMessageId, sentAt],
+    );
+  }
+}

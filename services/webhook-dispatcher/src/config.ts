@@ -1,0 +1,17 @@
+import { env } from '@inbox/service-kit';
+import { z } from 'zod';
+
+export const DispatcherConfig = z.object({
+  DISPATCHER_PORT: env.port(8084),
+  DATABASE_URL: env.url('postgres://user:pass@host:5432/inbox'),
+  NATS_URL: env.url('nats://host:4222'),
+  BUS_PREFIX: env.busPrefix,
+  ENCRYPTION_KEY: env.encryptionKey,
+  WEBHOOK_ALLOWED_CIDRS: z.string().default(''),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\d+(,\d+)*$/, { error: 'a comma-separated list of seconds, e.g. 5,300,1800' })
+    .default('5,300,1800,7200,18000,36000,36000'),
+  LOG_LEVEL: env.logLevel,
+});

@@ -1,0 +1,31 @@
+import { createHmac } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { deliveryHeaders, signBody } from './signature.js';
+
+describe('webhook signature', () => {
+  it('is sha256= and the hex HMAC of the raw body keyed with the secret', () => {
+    const body = '{"event":"message.sent","n":1}';
+    const expected = createHmac('sha256', 's3cret').update(body).digest('hex');
+    expect(signBody(body, 's3cret')).toBe(`sha256=${expected}`);
+  });
+
+  it('sends every spec header and its legacy twin; no signature without a secret', () => {
+    const now = new Date('2026-01-02T03:04:05.678Z');
+    const input = { eventId: 'e1', eventType: 'message.sent', body: '{}', now };
+    const signed = deliveryHeaders({ ...input, secret: 'k' });
+    expect(signed).toEqual({
+      'Content-Type': 'application/json',
+      'User-Agent': 'Webhooks/1.0',
+      'X-Webhook-Event': 'message.sent',
+      'X-Webhook-Timestamp': '1767323045',
+      'X-Webhook-Id': 'e1',
+      'X-Webhook-Signature': signBody('{}', 'k'),
+      'X-Legacy-Event': 'message.sent',
+      'X-Legacy-Timestamp': '1767323045',
+      'X-Legacy-Signature': signBody('{}', 'k'),
+    });
+    const unsigned = deliveryHeaders({ ...input, secret: null });
+    expect(unsigned).not.toHaveProperty('X-Webhook-Signature');
+    expect(unsigned).not.toHaveProperty('X-Legacy-Signature');
+  });
+});

@@ -1,0 +1,40 @@
+import { createHmac } from 'node:crypto';
+
+/** `sha256=<hex HMAC-SHA256>` of the raw body, as the spec's Events section prescribes. */
+export function signBody(body: string, secret: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
+}
+
+export interface DeliveryHeaderInput {
+  eventId: string;
+  eventType: string;
+  body: string;
+  secret: string | null;
+  now: Date;
+}
+
+/** Every header the spec lists (with the legacy twins), plus X-Webhook-Id for receivers to de-duplicate. */
+export function deliveryHeaders({
+  eventId,
+  eventType,
+  body,
+  secret,
+  now,
+}: DeliveryHeaderInput): Record<string, string> {
+  const timestamp = String(Math.floor(now.getTime() / 1000));
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json',
+    'User-Agent': 'Webhooks/1.0',
+    'X-Webhook-Event': eventType,
+    'X-Webhook-Timestamp': timestamp,
+    'X-Webhook-Id': eventId,
+    'X-Legacy-Event': eventType,
+    'X-Legacy-Timestamp': timestamp,
+  };
+  if (secret) {
+    const signature = signBody(body, secret);
+    headers['X-Webhook-Signature'] = signature;
+    headers['X-Legacy-Signature'] = signature;
+  }
+  return headers;
+}

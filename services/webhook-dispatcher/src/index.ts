@@ -1,0 +1,2 @@
+export { DispatcherConfig } from './config.js';
+export { type DispatcherOptions, dispatcherService } from './service.js';

@@ -1,0 +1,19 @@
+import { loadConfig, runService } from '@inbox/service-kit';
+import { DispatcherConfig } from './config.js';
+import { dispatcherService } from './service.js';
+
+const config = loadConfig(DispatcherConfig);
+await runService(
+  dispatcherService({
+    encryptionKey: config.ENCRYPTION_KEY,
+    allowedCidrs: config.WEBHOOK_ALLOWED_CIDRS,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+  }),
+  {
+    databaseUrl: config.DATABASE_URL,
+    natsUrl: config.NATS_URL,
+    busPrefix: config.BUS_PREFIX,
+    port: config.DISPATCHER_PORT,
+    logLevel: config.LOG_LEVEL,
+  },
+);
