@@ -58,8 +58,11 @@ export interface Bus {
   deadLetters(durable: string, limit?: number): Promise<DeadLetter[]>;
   /** True while the transport is connected. */
   healthy(): boolean;
-  /** Stops taking work, lets in-flight handlers finish, then closes. */
-  drain(): Promise<void>;
+  /**
+   * Stops taking work, lets in-flight handlers finish, runs `beforeClose` (e.g. a last outbox pass that
+   * publishes what those handlers wrote), then closes.
+   */
+  drain(beforeClose?: () => Promise<void>): Promise<void>;
 }
 
 export const busDefaults = {

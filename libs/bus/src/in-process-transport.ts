@@ -49,6 +49,8 @@ export class InProcessBus implements Bus {
   private readonly letters: DeadLetter[] = [];
   private readonly inFlight = new InFlight();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Set first on drain: no new commands or deliveries start, but in-flight work may still publish. */
+  private intakeClosed = false;
   private closed = false;
 
   constructor(
@@ -64,7 +66,7 @@ export class InProcessBus implements Bus {
   ): Promise<CommandResult<S>> {
     return withProducerSpan({ system: 'in-process', destination: subject, operation: 'send' }, async () => {
       const entry = this.handlers.get(subject);
-      if (this.closed || !entry || entry.list.length === 0) throw noResponderError(subject);
+      if (this.intakeClosed || !entry || entry.list.length === 0) throw noResponderError(subject);
       const handler = entry.list[entry.next++ % entry.list.length]!;
       const work = this.inFlight.track(handler(roundTrip(payload)));
       const timeoutMs = options.timeoutMs ?? busDefaults.requestTimeoutMs;
@@ -158,7 +160,7 @@ export class InProcessBus implements Bus {
 
   private pump(durable: Durable): void {
     const limit = durable.options.concurrency ?? 1;
-    while (!this.closed && durable.running < limit && durable.queue.length > 0) {
+    while (!this.intakeClosed && durable.running < limit && durable.queue.length > 0) {
       const { event, attempt } = durable.queue.shift()!;
       const handler = durable.handlers[durable.nextHandler++ % durable.handlers.length]!;
       durable.running++;
@@ -201,10 +203,12 @@ export class InProcessBus implements Bus {
     return !this.closed;
   }
 
-  async drain(): Promise<void> {
-    this.closed = true;
+  async drain(beforeClose?: () => Promise<void>): Promise<void> {
+    this.intakeClosed = true;
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     await this.inFlight.idle();
+    await beforeClose?.();
+    this.closed = true;
   }
 }

@@ -304,11 +304,12 @@ export class NatsBus implements Bus {
     return !this.nc.isClosed() && !this.nc.isDraining();
   }
 
-  async drain(): Promise<void> {
+  async drain(beforeClose?: () => Promise<void>): Promise<void> {
     if (this.draining) return;
     this.draining = true;
     for (const stop of this.stoppers.splice(0)) await stop();
     await this.inFlight.idle();
+    await beforeClose?.();
     await this.nc.drain();
   }
 }

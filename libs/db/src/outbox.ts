@@ -100,15 +100,23 @@ export class OutboxRelay {
       });
   }
 
-  /** Finishes the pass under way and stops; pending rows stay for the next start. */
+  /**
+   * Finishes the pass under way, publishes what is still pending (call it while the bus is still open),
+   * and stops. Rows it cannot publish stay for the next start or another replica.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
+    await this.publishPending().catch((error: unknown) => this.options.onError?.(error));
   }
 
   private async drainPending(): Promise<void> {
-    while (!this.stopped && (await this.relayBatch()) === (this.options.batchSize ?? 100)) {
+    if (!this.stopped) await this.publishPending();
+  }
+
+  private async publishPending(): Promise<void> {
+    while ((await this.relayBatch()) === (this.options.batchSize ?? 100)) {
       // A full batch suggests more rows are waiting.
     }
   }

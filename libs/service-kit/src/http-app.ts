@@ -11,6 +11,16 @@ export interface HttpAppOptions {
   readiness?: ReadinessChecks;
   /** Largest JSON body accepted; larger ones get a 413 ErrorResponse. */
   bodyLimit?: string;
+  /**
+   * Parse JSON bodies for every route. The gateway turns this off and parses after authentication,
+   * so a caller without a valid key learns nothing from how its body is judged.
+   */
+  parseJson?: boolean;
+}
+
+/** The JSON body parser with the service's limit, for routes that parse after other checks. */
+export function jsonBody(limit = '256kb'): RequestHandler {
+  return express.json({ limit, type: ['application/json', 'application/*+json'] });
 }
 
 declare global {
@@ -52,7 +62,12 @@ function accessLog(logger: Logger): RequestHandler {
  * The HTTP base every service shares: request ids, one access log line per request, a JSON body limit,
  * and the operational routes. Mount the service's routes, then call `finishHttpApp`.
  */
-export function createHttpApp({ logger, readiness = {}, bodyLimit = '256kb' }: HttpAppOptions): ExpressApp {
+export function createHttpApp({
+  logger,
+  readiness = {},
+  bodyLimit = '256kb',
+  parseJson = true,
+}: HttpAppOptions): ExpressApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -73,7 +88,7 @@ export function createHttpApp({ logger, readiness = {}, bodyLimit = '256kb' }: H
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks: results });
   });
   app.get('/metrics', (req, res) => serveMetrics(req, res));
-  app.use(express.json({ limit: bodyLimit, type: ['application/json', 'application/*+json'] }));
+  if (parseJson) app.use(jsonBody(bodyLimit));
   return app;
 }
 
@@ -104,7 +119,7 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
   };
 }
 
-export function finishHttpApp(app: ExpressApp, logger: Logger): ExpressAppApp {
+export function finishHttpApp(app: ExpressApp, logger: Logger): ExpressApp {
   app.use((_req, res) => {
     res.status(404).json({ error: platformTexts.routeNotFound });
   });

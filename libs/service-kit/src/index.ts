@@ -1,6 +1,12 @@
 export { ConfigError, loadConfig } from './config.js';
 export { env } from './env.js';
-export { createHttpApp, finishHttpApp, type HttpAppOptions, type ReadinessChecks } from './http-app.js';
+export {
+  createHttpApp,
+  finishHttpApp,
+  type HttpAppOptions,
+  jsonBody,
+  type ReadinessChecks,
+} from './http-app.js';
 export { listen, type RunningServer } from './http-server.js';
 export { type Stoppable, stopOnSignals } from './lifecycle.js';
 export { createLogger, type Logger, redactedPaths } from './logger.js';

@@ -26,6 +26,8 @@ export interface ServiceEngine {
   readiness?: ReadinessChecks;
   /** HTTP body limit for the service's own routes. */
   bodyLimit?: string;
+  /** False when the service's routes parse JSON themselves (after authentication). */
+  parseJson?: boolean;
 }
 
 export interface ServiceDefinition {
@@ -86,6 +88,7 @@ export async function hostService(
   const app = createHttpApp({
     logger,
     bodyLimit: engine.bodyLimit,
+    parseJson: engine.parseJson,
     readiness: {
       bus: () => bus.healthy(),
       ...(definition.schema ? { database: async () => (await pool.query('select 1')).rowCount === 1 } : {}),
@@ -100,8 +103,9 @@ export async function hostService(
   const stop = () => {
     stopping ??= (async () => {
       await http.close();
-      await engine.stop();
-      await bus.drain();
+      // The engine stops inside the drain, after in-flight handlers finished and before the bus
+      // closes, so whatever those handlers wrote to the outbox is still published.
+      await bus.drain(() => engine.stop());
       await pool.end();
     })();
     return stopping;

@@ -4,6 +4,8 @@ import { adminRoutes } from './handlers/admin-routes.js';
 import { publicRoutes } from './handlers/public-routes.js';
 import { WorkspaceStore } from './store/workspaces.js';
 
+const bodyLimit = '128kb';
+
 export interface GatewayOptions {
   adminToken: string;
 }
@@ -16,12 +18,12 @@ export function gatewayService(options: GatewayOptions): ServiceDefinition {
     create: ({ pool, bus }) => {
       const store = new WorkspaceStore(pool);
       return {
-        bodyLimit: '128kb',
+        parseJson: false,
         start: async () => undefined,
         stop: async () => undefined,
         routes: (app) => {
-          app.use(publicRoutes(store, bus));
-          app.use(adminRoutes(store, bus, options.adminToken));
+          app.use(publicRoutes(store, bus, bodyLimit));
+          app.use(adminRoutes(store, bus, options.adminToken, bodyLimit));
         },
       };
     },

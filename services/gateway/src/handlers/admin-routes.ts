@@ -7,6 +7,7 @@ import {
   platformTexts,
   UpdateWorkspaceBody,
 } from '@inbox/contracts';
+import { jsonBody } from '@inbox/service-kit';
 import { type RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import { bearerToken, constantTimeEqual } from '../domain/api-key.js';
@@ -31,9 +32,9 @@ function requireAdmin(adminToken: string): RequestHandler {
 const uuid = z.uuid();
 
 /** The panel's operations (ARCHITECTURE's admin API), guarded by ADMIN_TOKEN. */
-export function adminRoutes(store: WorkspaceStore, bus: Bus, adminToken: string): Router {
+export function adminRoutes(store: WorkspaceStore, bus: Bus, adminToken: string, bodyLimit: string): Router {
   const router = Router();
-  router.use('/admin/v1', requireAdmin(adminToken));
+  router.use('/admin/v1', requireAdmin(adminToken), jsonBody(bodyLimit));
 
   router.param('ws', async (_req, res, next, id: string) => {
     if (!uuid.safeParse(id).success)

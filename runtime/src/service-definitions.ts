@@ -1,0 +1,22 @@
+import { gatewayService } from '@inbox/gateway';
+import { messagingService } from '@inbox/messaging';
+import { pipelineService } from '@inbox/pipeline';
+import { connectorService } from '@inbox/provider-connector';
+import type { ServiceDefinition } from '@inbox/service-kit';
+import { dispatcherService } from '@inbox/webhook-dispatcher';
+import type { Settings } from './settings.js';
+
+/** The five services as all-in-one mode composes them, with the settings each one takes. */
+export function serviceDefinitions(settings: Settings): ServiceDefinition[] {
+  return [
+    gatewayService({ adminToken: settings.ADMIN_TOKEN }),
+    messagingService(),
+    connectorService({ encryptionKey: settings.ENCRYPTION_KEY }),
+    pipelineService(),
+    dispatcherService({
+      encryptionKey: settings.ENCRYPTION_KEY,
+      allowedCidrs: settings.WEBHOOK_ALLOWED_CIDRS,
+      timeoutMs: settings.WEBHOOK_TIMEOUT_MS,
+    }),
+  ];
+}

@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import { env, loadConfig, SecretBox } from '@inbox/service-kit';
+import { z } from 'zod';
+
+/** ARCHITECTURE's settings table, read the same way by `npm start` and `npm run stack`. */
+export const RuntimeSettings = z.object({
+  GATEWAY_PORT: env.port(8080),
+  CONNECTOR_PORT: env.port(8081),
+  MESSAGING_PORT: env.port(8082),
+  PIPELINE_PORT: env.port(8083),
+  DISPATCHER_PORT: env.port(8084),
+  SANDBOX_PORT: env.port(8090),
+  SANDBOX: z.enum(['on', 'off']).default('on'),
+  PUBLIC_CONNECTOR_URL: z.url().optional(),
+  ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
+  ENCRYPTION_KEY: env.encryptionKey.optional(),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(60),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\d+(,\d+)*$/)
+    .default('5,300,1800,7200,18000,36000,36000'),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  WEBHOOK_ALLOWED_CIDRS: z.string().default(''),
+  NATS_URL: z.string().optional(),
+  DATABASE_URL: z.string().optional(),
+  REDIS_URL: z.string().optional(),
+  LOG_LEVEL: env.logLevel,
+});
+
+export type Settings = z.output<typeof RuntimeSettings> & {
+  ADMIN_TOKEN: string;
+  ENCRYPTION_KEY: string;
+  PUBLIC_CONNECTOR_URL: string;
+  sandboxEnabled: boolean;
+  adminTokenGenerated: boolean;
+};
+
+export function readSettings(source: NodeJS.ProcessEnv = process.env): Settings {
+  const parsed = loadConfig(RuntimeSettings, source);
+  return {
+    ...parsed,
+    ADMIN_TOKEN: parsed.ADMIN_TOKEN ?? `adm_${randomBytes(24).toString('base64url')}`,
+    adminTokenGenerated: parsed.ADMIN_TOKEN === undefined,
+    ENCRYPTION_KEY: parsed.ENCRYPTION_KEY ?? SecretBox.generateKey(),
+    PUBLIC_CONNECTOR_URL: parsed.PUBLIC_CONNECTOR_URL ?? `http://127.0.0.1:${parsed.CONNECTOR_PORT}`,
+    sandboxEnabled: parsed.SANDBOX === 'on' && parsed.SANDBOX_PORT !== 0,
+  };
+}
