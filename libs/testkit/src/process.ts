@@ -8,11 +8,18 @@ export interface ManagedProcess {
 }
 
 /** Spawns a process, keeps the tail of its output for failure messages, and stops it for sure. */
-export function startProcess(command: string, args: string[], options: SpawnOptions = {}): ManagedProcess {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+export function startProcess(
+  command: string,
+  args: string[],
+  options: SpawnOptions & { onOutput?: (chunk: string) => void } = {},
+): ManagedProcess {
+  const { onOutput, ...spawnOptions } = options;
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...spawnOptions });
   let tail = '';
   const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString()).slice(-20_000);
+    const text = chunk.toString();
+    tail = (tail + text).slice(-20_000);
+    onOutput?.(text);
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);

@@ -1,0 +1,187 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ReceivedRequest, startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+
+let stack: TestStack;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  stack = await startTestStack();
+});
+afterAll(async () => {
+  await stack?.stop();
+  await receiver?.close();
+});
+
+function verifySignature(request: ReceivedRequest, secret: string): boolean {
+  const header = String(request.headers['x-webhook-signature'] ?? '');
+  const expected = `sha256=${createHmac('sha256', secret).update(request.rawBody).digest('hex')}`;
+  return header.length === expected.length && timingSafeEqual(Buffer.from(header), Buffer.from(expected));
+}
+
+describe('first message end to end, distributed stack', () => {
+  it('goes from the public API through every service to the provider and back out as a signed webhook', async () => {
+    const workspace = await stack.admin<{ workspace_id: string; api_key: string; status: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      { name: 'Acme' },
+    );
+    expect(workspace.status).toBe(201);
+    expect(workspace.body.api_key).toMatch(/^sk_live_[0-9A-Za-z]{40}$/);
+    expect(workspace.body.status).toBe('active');
+    const ws = workspace.body.workspace_id;
+
+    const integration = await stack.admin<{ id: string; provider: string; status: string }>(
+      'POST',
+      `/admin/v1/workspaces/${ws}/integrations`,
+      {
+        channel: 'alt-a',
+        config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'acme-1', api_key: 'k-123' },
+      },
+    );
+    expect(integration.status).toBe(201);
+    expect(integration.body).toMatchObject({ channel: 'alt-a', provider: 'chat', status: 'connected' });
+
+    const secret = 'whsec_test_secret';
+    const webhook = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws}/webhooks`, {
+      url: `${receiver.url}/hooks`,
+      events: ['message.sent'],
+      secret,
+    });
+    expect(webhook.status).toBe(201);
+
+    const sent = await stack.api<Record<string, unknown>>('/api/v1/send-message', workspace.body.api_key, {
+      phone: '11 99999-0000',
+      message: 'Olá, Maria!',
+      channel: 'alt-a',
+      contactName: 'Maria',
+    });
+    expect(sent.status).toBe(200);
+    expect(sent.body).toMatchObject({ success: true, contactCreated: true, conversationCreated: true });
+    expect(Object.keys(sent.body).sort()).toEqual(
+      [
+        'contactCreated',
+        'contactId',
+        'conversationCreated',
+        'conversationId',
+        'messageId',
+        'sent_at',
+        'success',
+        'waMessageId',
+      ].sort(),
+    );
+
+    // The provider got the provider's own wire format, with the national number normalised.
+    const atProvider = (await (
+      await fetch(`${stack.sandboxUrl}/_sandbox/sent?to=5511999990000&channel=alt-a`)
+    ).json()) as Array<Record<string, unknown>>;
+    expect(atProvider).toHaveLength(1);
+    expect(atProvider[0]).toMatchObject({
+      account: 'acme-1',
+      path: '/alt-a/message/sendText/acme-1',
+      body: { number: '5511999990000', text: 'Olá, Maria!' },
+      provider_message_id: sent.body.waMessageId,
+    });
+
+    // The webhook: every spec header, legacy twins, and a signature over the raw body.
+    const [delivery] = await waitFor(() => (receiver.received.length > 0 ? receiver.received : undefined), {
+      what: 'the message.sent webhook',
+      timeoutMs: 20_000,
+    });
+    expect(delivery!.headers['content-type']).toBe('application/json');
+    expect(delivery!.headers['user-agent']).toBe('Webhooks/1.0');
+    expect(delivery!.headers['x-webhook-event']).toBe('message.sent');
+    expect(delivery!.headers['x-legacy-event']).toBe('message.sent');
+    const timestamp = Number(delivery!.headers['x-webhook-timestamp']);
+    expect(Math.abs(timestamp - Date.now() / 1000)).toBeLessThan(60);
+    expect(delivery!.headers['x-legacy-timestamp']).toBe(delivery!.headers['x-webhook-timestamp']);
+    expect(verifySignature(delivery!, secret)).toBe(true);
+    expect(verifySignature(delivery!, 'another secret')).toBe(false);
+    expect(delivery!.headers['x-legacy-signature']).toBe(delivery!.headers['x-webhook-signature']);
+    expect(JSON.parse(delivery!.rawBody)).toEqual({
+      event: 'message.sent',
+      workspace_id: ws,
+      conversation_id: sent.body.conversationId,
+      message: { id: sent.body.messageId, text: 'Olá, Maria!', type: 'text' },
+      status: { sender_type: 'agent' },
+      integration: { id: integration.body.id, provider: 'chat' },
+    });
+
+    // The dispatcher recorded the delivery and its attempt.
+    const history = await waitFor(
+      async () => {
+        const found = await stack.admin<{ deliveries: Array<{ status: string; attempts: unknown[] }> }>(
+          'GET',
+          `/admin/v1/workspaces/${ws}/webhooks/${webhook.body.id}/deliveries`,
+        );
+        return found.body.deliveries[0]?.status === 'delivered' ? found.body.deliveries : undefined;
+      },
+      { what: 'the recorded delivery' },
+    );
+    expect(history).toHaveLength(1);
+    expect(history[0]).toMatchObject({
+      event_type: 'message.sent',
+      attempts: [{ attempt: 1, status_code: 200 }],
+    });
+
+    // A second send reuses the contact and the conversation.
+    const again = await stack.api<Record<string, unknown>>('/api/v1/send-message', workspace.body.api_key, {
+      phone: '+5511999990000',
+      message: 'De novo',
+      channel: 'alt-a',
+    });
+    expect(again.body).toMatchObject({
+      contactCreated: false,
+      conversationCreated: false,
+      contactId: sent.body.contactId,
+      conversationId: sent.body.conversationId,
+    });
+  });
+
+  it('refuses requests at the door with the spec texts', async () => {
+    const noKey = await stack.api('/api/v1/send-message', undefined, {
+      phone: '+5511999990000',
+      message: 'x',
+      channel: 'alt-a',
+    });
+    expect(noKey).toEqual({ status: 401, body: { error: 'API Key inválida' } });
+    const badKey = await stack.api(
+      '/api/v1/send-message',
+      'sk_live_0000000000000000000000000000000000000000',
+      {},
+    );
+    expect(badKey).toEqual({ status: 401, body: { error: 'API Key inválida' } });
+    const adminWrong = await stack.api('/admin/v1/workspaces', 'wrong-token-wrong-token', { name: 'x' });
+    expect(adminWrong.status).toBe(401);
+  });
+
+  it('keeps workspaces apart: a key only reaches its own workspace, a suspended one gets 403', async () => {
+    const a = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
+      name: 'A',
+    });
+    const b = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
+      name: 'B',
+    });
+    await stack.admin('POST', `/admin/v1/workspaces/${a.body.workspace_id}/integrations`, {
+      channel: 'alt-a',
+      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'ws-a', api_key: 'key-a' },
+    });
+    const fromB = await stack.api('/api/v1/send-message', b.body.api_key, {
+      phone: '+5511988887777',
+      message: 'oi',
+      channel: 'alt-a',
+    });
+    expect(fromB.status).toBe(404);
+    expect(fromB.body).toEqual({ error: 'Nenhuma integração conectada do canal "alt-a" neste workspace' });
+
+    await stack.admin('PATCH', `/admin/v1/workspaces/${a.body.workspace_id}`, { status: 'suspended' });
+    const suspended = await stack.api('/api/v1/send-message', a.body.api_key, {
+      phone: '+5511988887777',
+      message: 'oi',
+      channel: 'alt-a',
+    });
+    expect(suspended).toEqual({ status: 403, body: { error: 'Workspace inativo' } });
+  });
+});

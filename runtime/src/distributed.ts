@@ -1,0 +1,182 @@
+import { fileURLToPath } from 'node:url';
+import { type ManagedProcess, startProcess, waitFor } from '@inbox/testkit';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface StackConfig {
+  natsUrl: string;
+  databaseUrl: string;
+  redisUrl?: string;
+  busPrefix?: string;
+  ports: {
+    gateway: number;
+    connector: number;
+    messaging: number;
+    pipeline: number;
+    dispatcher: number;
+    sandbox: number;
+  };
+  adminToken: string;
+  encryptionKey: string;
+  publicConnectorUrl?: string;
+  rateLimitPerMinute?: number;
+  webhookAllowedCidrs?: string;
+  webhookTimeoutMs?: number;
+  webhookRetrySchedule?: string;
+  logLevel?: string;
+  /** Added to every process's environment (e.g. OTEL_EXPORTER_OTLP_ENDPOINT). */
+  extraEnv?: Record<string, string>;
+  onOutput?: (service: string, chunk: string) => void;
+}
+
+export interface ServiceProcessSpec {
+  name: string;
+  entry: string;
+  port: number;
+  env: Record<string, string>;
+}
+
+/** The processes of the distributed mode: the five services and, when its port is not 0, the sandbox. */
+export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
+  const common = {
+    NATS_URL: config.natsUrl,
+    DATABASE_URL: config.databaseUrl,
+    BUS_PREFIX: config.busPrefix ?? '',
+    LOG_LEVEL: config.logLevel ?? 'info',
+  };
+  const specs: ServiceProcessSpec[] = [
+    {
+      name: 'gateway',
+      entry: 'services/gateway/src/main.ts',
+      port: config.ports.gateway,
+      env: {
+        ...common,
+        GATEWAY_PORT: String(config.ports.gateway),
+        ADMIN_TOKEN: config.adminToken,
+        RATE_LIMIT_PER_MINUTE: String(config.rateLimitPerMinute ?? 60),
+        ...(config.redisUrl ? { REDIS_URL: config.redisUrl } : {}),
+      },
+    },
+    {
+      name: 'messaging',
+      entry: 'services/messaging/src/main.ts',
+      port: config.ports.messaging,
+      env: { ...common, MESSAGING_PORT: String(config.ports.messaging) },
+    },
+    {
+      name: 'provider-connector',
+      entry: 'services/provider-connector/src/main.ts',
+      port: config.ports.connector,
+      env: {
+        ...common,
+        CONNECTOR_PORT: String(config.ports.connector),
+        ENCRYPTION_KEY: config.encryptionKey,
+        PUBLIC_CONNECTOR_URL: config.publicConnectorUrl ?? `http://127.0.0.1:${config.ports.connector}`,
+      },
+    },
+    {
+      name: 'pipeline',
+      entry: 'services/pipeline/src/main.ts',
+      port: config.ports.pipeline,
+      env: { ...common, PIPELINE_PORT: String(config.ports.pipeline) },
+    },
+    {
+      name: 'webhook-dispatcher',
+      entry: 'services/webhook-dispatcher/src/main.ts',
+      port: config.ports.dispatcher,
+      env: {
+        ...common,
+        DISPATCHER_PORT: String(config.ports.dispatcher),
+        ENCRYPTION_KEY: config.encryptionKey,
+        WEBHOOK_ALLOWED_CIDRS: config.webhookAllowedCidrs ?? '',
+        WEBHOOK_TIMEOUT_MS: String(config.webhookTimeoutMs ?? 15_000),
+        WEBHOOK_RETRY_SCHEDULE: config.webhookRetrySchedule ?? '5,300,1800,7200,18000,36000,36000',
+      },
+    },
+  ];
+  if (config.ports.sandbox !== 0) {
+    specs.unshift({
+      name: 'provider-sandbox',
+      entry: 'services/provider-sandbox/src/main.ts',
+      port: config.ports.sandbox,
+      env: { SANDBOX_PORT: String(config.ports.sandbox), SANDBOX_HOST: '127.0.0.1' },
+    });
+  }
+  return specs.map((spec) => ({
+    ...spec,
+    env: { ...spec.env, OTEL_SERVICE_NAME: spec.name, ...config.extraEnv },
+  }));
+}
+
+/** Starts one service process from its TypeScript source and waits until it reports ready. */
+export async function startServiceProcess(
+  spec: ServiceProcessSpec,
+  onOutput?: (service: string, chunk: string) => void,
+): Promise<ManagedProcess> {
+  const child = startProcess(
+    process.execPath,
+    ['--conditions=source', '--import', 'tsx', '--import', '@inbox/telemetry/register', spec.entry],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, ...spec.env },
+      onOutput: onOutput ? (chunk) => onOutput(spec.name, chunk) : undefined,
+    },
+  );
+  const readyPath = spec.name === 'provider-sandbox' ? '/_sandbox/sent' : '/readyz';
+  try {
+    await waitFor(
+      async () => {
+        if (child.child.exitCode !== null)
+          throw new Error(`${spec.name} exited with ${child.child.exitCode}`);
+        const response = await fetch(`http://127.0.0.1:${spec.port}${readyPath}`).catch(() => undefined);
+        return response?.ok === true;
+      },
+      { timeoutMs: 60_000, intervalMs: 100, what: `${spec.name} to be ready` },
+    );
+  } catch (error) {
+    await child.stop('SIGKILL');
+    throw new Error(`${spec.name} did not become ready:\n${child.output()}`, { cause: error });
+  }
+  return child;
+}
+
+export interface RunningStack {
+  processes: Map<string, ManagedProcess>;
+  specs: Map<string, ServiceProcessSpec>;
+  gatewayUrl: string;
+  sandboxUrl: string | undefined;
+  /** Starts a stopped service again with the same settings. */
+  restart(name: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startStack(config: StackConfig): Promise<RunningStack> {
+  const specs = new Map(serviceProcessSpecs(config).map((spec) => [spec.name, spec]));
+  const processes = new Map<string, ManagedProcess>();
+  const stop = async () => {
+    await Promise.all([...processes.values()].map((child) => child.stop('SIGTERM', 15_000)));
+  };
+  try {
+    // Started side by side: each waits for its own readiness; none depends on another to start.
+    const started = await Promise.allSettled(
+      [...specs.values()].map(async (spec) =>
+        processes.set(spec.name, await startServiceProcess(spec, config.onOutput)),
+      ),
+    );
+    const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed) throw failed.reason;
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    processes,
+    specs,
+    gatewayUrl: `http://127.0.0.1:${config.ports.gateway}`,
+    sandboxUrl: config.ports.sandbox === 0 ? undefined : `http://127.0.0.1:${config.ports.sandbox}`,
+    async restart(name) {
+      processes.set(name, await startServiceProcess(specs.get(name)!, config.onOutput));
+    },
+    stop,
+  };
+}

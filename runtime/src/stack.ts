@@ -1,0 +1,73 @@
+// `npm run stack`: the distributed mode on this machine, one process per service, with NATS, Postgres
+// and Redis started from the binaries on PATH unless NATS_URL, DATABASE_URL and REDIS_URL are given.
+import { createLogger, stopOnSignals } from '@inbox/service-kit';
+import { type LocalServer, startNats, startPostgres, startRedis } from '@inbox/testkit';
+import { type RunningStack, startStack } from './distributed.js';
+import { readSettings } from './settings.js';
+
+const settings = readSettings();
+const logger = createLogger('stack');
+const servers: LocalServer[] = [];
+let stack: RunningStack | undefined;
+const stopAll = async () => {
+  await stack?.stop();
+  await Promise.all(servers.map((server) => server.stop()));
+};
+stopOnSignals({ stop: stopAll }, logger, 30_000);
+
+const serverOrGiven = async (given: string | undefined, start: () => Promise<LocalServer>, what: string) => {
+  if (given) return given;
+  console.log(`Starting ${what}…`);
+  const server = await start();
+  servers.push(server);
+  return server.url;
+};
+
+try {
+  const [natsUrl, databaseUrl, redisUrl] = await Promise.all([
+    serverOrGiven(settings.NATS_URL, startNats, 'nats-server (JetStream)'),
+    serverOrGiven(settings.DATABASE_URL, startPostgres, 'Postgres'),
+    serverOrGiven(settings.REDIS_URL, startRedis, 'redis-server'),
+  ]);
+  stack = await startStack({
+    natsUrl,
+    databaseUrl,
+    redisUrl,
+    ports: {
+      gateway: settings.GATEWAY_PORT,
+      connector: settings.CONNECTOR_PORT,
+      messaging: settings.MESSAGING_PORT,
+      pipeline: settings.PIPELINE_PORT,
+      dispatcher: settings.DISPATCHER_PORT,
+      sandbox: settings.sandboxEnabled ? settings.SANDBOX_PORT : 0,
+    },
+    adminToken: settings.ADMIN_TOKEN,
+    encryptionKey: settings.ENCRYPTION_KEY,
+    publicConnectorUrl: settings.PUBLIC_CONNECTOR_URL,
+    rateLimitPerMinute: settings.RATE_LIMIT_PER_MINUTE,
+    webhookAllowedCidrs: settings.WEBHOOK_ALLOWED_CIDRS,
+    webhookTimeoutMs: settings.WEBHOOK_TIMEOUT_MS,
+    webhookRetrySchedule: settings.WEBHOOK_RETRY_SCHEDULE,
+    logLevel: settings.LOG_LEVEL,
+    onOutput: (_service, chunk) => process.stdout.write(chunk),
+  });
+  console.log(`
+Inbox platform is running (distributed mode: one process per service). Ctrl-C stops everything.
+
+  Gateway (public and admin API)   ${stack.gatewayUrl}
+  Provider connector               http://127.0.0.1:${settings.CONNECTOR_PORT}
+  Provider sandbox                 ${stack.sandboxUrl ?? 'off'}
+  Admin token                      ${settings.ADMIN_TOKEN}${settings.adminTokenGenerated ? '   (generated; set ADMIN_TOKEN to choose one)' : ''}
+  NATS / Postgres / Redis          ${natsUrl} / ${databaseUrl} / ${redisUrl}
+
+Create a workspace (its API key is shown once):
+
+  curl -sS -X POST ${stack.gatewayUrl}/admin/v1/workspaces \\
+    -H 'Authorization: Bearer ${settings.ADMIN_TOKEN}' -H 'Content-Type: application/json' \\
+    -d '{"name":"My workspace"}'
+`);
+} catch (error) {
+  console.error(`Could not start the stack: ${(error as Error).message}`);
+  await stopAll();
+  process.exit(1);
+}
