@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReceivedRequest, startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
 
@@ -138,6 +139,70 @@ describe('first message end to end, distributed stack', () => {
       contactId: sent.body.contactId,
       conversationId: sent.body.conversationId,
     });
+  });
+
+  it('keeps no secret in clear: API keys hashed, provider credentials and webhook secrets sealed', async () => {
+    const workspace = await stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      {
+        name: 'Secrets',
+      },
+    );
+    const ws = workspace.body.workspace_id;
+    await stack.admin('POST', `/admin/v1/workspaces/${ws}/integrations`, {
+      channel: 'alt-a',
+      config: {
+        base_url: `${stack.sandboxUrl}/alt-a`,
+        instance: 'sec-1',
+        api_key: 'provider-credential-xyz',
+      },
+    });
+    await stack.admin('POST', `/admin/v1/workspaces/${ws}/webhooks`, {
+      url: `${receiver.url}/secret`,
+      events: ['*'],
+      secret: 'webhook-secret-xyz',
+    });
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      const dump = async (table: string) =>
+        JSON.stringify((await db.query(`select * from ${table}`)).rows, (_key, value) =>
+          Buffer.isBuffer(value) ? value.toString('latin1') : value,
+        );
+      const keys = await dump('gateway.api_keys');
+      expect(keys).not.toContain(workspace.body.api_key);
+      expect(keys).not.toContain(workspace.body.api_key.slice(12, 40));
+      const integrations = await dump('connector.integrations');
+      expect(integrations).toContain('v1.');
+      expect(integrations).not.toContain('provider-credential-xyz');
+      const endpoints = await dump('dispatcher.endpoints');
+      expect(endpoints).not.toContain('webhook-secret-xyz');
+    } finally {
+      await db.end();
+    }
+  });
+
+  it('refuses a webhook URL that points at a private address outside the allow-list', async () => {
+    const workspace = await stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', {
+      name: 'SSRF',
+    });
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data',
+      'http://10.0.0.1/hook',
+      'http://[::1]:9/hook',
+    ]) {
+      const refused = await stack.admin<{ error: string }>(
+        'POST',
+        `/admin/v1/workspaces/${workspace.body.workspace_id}/webhooks`,
+        {
+          url,
+          events: ['*'],
+        },
+      );
+      expect(refused.status, url).toBe(400);
+      expect(refused.body.error).toMatch(/^url recusada: /);
+    }
   });
 
   it('refuses requests at the door with the spec texts', async () => {

@@ -7,6 +7,7 @@ import { inject } from 'vitest';
 
 export interface TestStack extends RunningStack {
   adminToken: string;
+  databaseUrl: string;
   admin<T = Record<string, unknown>>(
     method: string,
     path: string,
@@ -26,10 +27,11 @@ export async function startTestStack(overrides: Partial<StackConfig> = {}): Prom
     Array.from({ length: 6 }, () => freePort()),
   );
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  const databaseUrl = await createDatabase(postgresAdminUrl, 'e2e');
   const stack = await startStack({
     natsUrl,
     redisUrl,
-    databaseUrl: await createDatabase(postgresAdminUrl, 'e2e'),
+    databaseUrl,
     busPrefix: uniquePrefix(),
     ports: {
       gateway: gateway!,
@@ -59,6 +61,7 @@ export async function startTestStack(overrides: Partial<StackConfig> = {}): Prom
   return {
     ...stack,
     adminToken,
+    databaseUrl,
     admin: (method, path, body) => call(method, path, adminToken, body),
     api: (path, apiKey, body) => call('POST', path, apiKey, body),
   };

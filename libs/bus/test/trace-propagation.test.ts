@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { uniquePrefix, waitFor } from '@inbox/testkit';
+import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { NatsBus } from '../src/index.js';
+
+const exporter = new InMemorySpanExporter();
+let bus: NatsBus;
+
+beforeAll(async () => {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(
+    new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }),
+  );
+  bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix: uniquePrefix() });
+});
+afterAll(() => bus.drain());
+
+describe('trace context over NATS', () => {
+  it('continues the caller trace in command handlers and event consumers, with messaging attributes', async () => {
+    let handlerTraceId: string | undefined;
+    let consumerTraceId: string | undefined;
+    await bus.handle('cmd.dispatcher.list-deliveries', async () => {
+      handlerTraceId = trace.getActiveSpan()?.spanContext().traceId;
+      return { deliveries: [] };
+    });
+    await bus.consume({ durable: 'traced', filter: '>' }, async () => {
+      consumerTraceId = trace.getActiveSpan()?.spanContext().traceId;
+    });
+
+    const tracer = trace.getTracer('test');
+    const eventId = randomUUID();
+    const rootTraceId = await tracer.startActiveSpan('POST /api/v1/send-message', async (root) => {
+      await bus.request('cmd.dispatcher.list-deliveries', {
+        workspace_id: randomUUID(),
+        webhook_id: randomUUID(),
+      });
+      await bus.publish({
+        id: eventId,
+        type: 'message.sent',
+        workspace_id: randomUUID(),
+        occurred_at: new Date().toISOString(),
+        data: {},
+      });
+      root.end();
+      return root.spanContext().traceId;
+    });
+    await waitFor(() => consumerTraceId, { what: 'the consumer span' });
+
+    expect(handlerTraceId).toBe(rootTraceId);
+    expect(consumerTraceId).toBe(rootTraceId);
+    const spans = exporter.getFinishedSpans();
+    const publish = spans.find((s) => s.kind === SpanKind.PRODUCER && s.name === 'publish evt.message.sent')!;
+    const process = spans.find((s) => s.kind === SpanKind.CONSUMER && s.name === 'process evt.message.sent')!;
+    expect(process.parentSpanContext?.spanId).toBe(publish.spanContext().spanId);
+    expect(publish.attributes).toMatchObject({
+      'messaging.system': 'nats',
+      'messaging.destination.name': 'evt.message.sent',
+      'messaging.operation.type': 'publish',
+      'messaging.message.id': eventId,
+    });
+    const send = spans.find(
+      (s) => s.kind === SpanKind.PRODUCER && s.name === 'send cmd.dispatcher.list-deliveries',
+    )!;
+    const handle = spans.find(
+      (s) => s.kind === SpanKind.CONSUMER && s.name === 'process cmd.dispatcher.list-deliveries',
+    )!;
+    expect(handle.parentSpanContext?.spanId).toBe(send.spanContext().spanId);
+  });
+});
