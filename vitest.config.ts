@@ -17,6 +17,7 @@ export default defineConfig({
       'services/*/test/**/*.test.ts',
       'runtime/test/**/*.test.ts',
       'e2e/**/*.test.ts',
+      'deploy/test/**/*.test.ts',
     ],
     globalSetup: ['libs/testkit/src/global-setup.ts'],
     testTimeout: 30_000,

@@ -122,13 +122,12 @@ export async function startServiceProcess(
       onOutput: onOutput ? (chunk) => onOutput(spec.name, chunk) : undefined,
     },
   );
-  const readyPath = spec.name === 'provider-sandbox' ? '/_sandbox/sent' : '/readyz';
   try {
     await waitFor(
       async () => {
         if (child.child.exitCode !== null)
           throw new Error(`${spec.name} exited with ${child.child.exitCode}`);
-        const response = await fetch(`http://127.0.0.1:${spec.port}${readyPath}`).catch(() => undefined);
+        const response = await fetch(`http://127.0.0.1:${spec.port}/readyz`).catch(() => undefined);
         return response?.ok === true;
       },
       { timeoutMs: 60_000, intervalMs: 100, what: `${spec.name} to be ready` },

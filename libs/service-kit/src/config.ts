@@ -16,3 +16,14 @@ export function loadConfig<S extends z.ZodType>(
   );
   throw new ConfigError(`invalid configuration:\n${problems.join('\n')}`);
 }
+
+/** For a process's entry point: a bad configuration ends the process with its message and no stack. */
+export function configFromEnv<S extends z.ZodType>(schema: S, service: string): z.output<S> {
+  try {
+    return loadConfig(schema);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${service}: ${error.message}\n`);
+    process.exit(1);
+  }
+}

@@ -1,4 +1,4 @@
-export { ConfigError, loadConfig } from './config.js';
+export { ConfigError, configFromEnv, loadConfig } from './config.js';
 export { env } from './env.js';
 export {
   createHttpApp,

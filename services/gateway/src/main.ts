@@ -1,8 +1,8 @@
-import { loadConfig, runService } from '@inbox/service-kit';
+import { configFromEnv, runService } from '@inbox/service-kit';
 import { GatewayConfig } from './config.js';
 import { gatewayService } from './service.js';
 
-const config = loadConfig(GatewayConfig);
+const config = configFromEnv(GatewayConfig, 'gateway');
 await runService(gatewayService({ adminToken: config.ADMIN_TOKEN }), {
   databaseUrl: config.DATABASE_URL,
   natsUrl: config.NATS_URL,

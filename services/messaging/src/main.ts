@@ -1,8 +1,8 @@
-import { loadConfig, runService } from '@inbox/service-kit';
+import { configFromEnv, runService } from '@inbox/service-kit';
 import { MessagingConfig } from './config.js';
 import { messagingService } from './service.js';
 
-const config = loadConfig(MessagingConfig);
+const config = configFromEnv(MessagingConfig, 'messaging');
 await runService(messagingService(), {
   databaseUrl: config.DATABASE_URL,
   natsUrl: config.NATS_URL,

@@ -1,8 +1,8 @@
-import { loadConfig, runService } from '@inbox/service-kit';
+import { configFromEnv, runService } from '@inbox/service-kit';
 import { PipelineConfig } from './config.js';
 import { pipelineService } from './service.js';
 
-const config = loadConfig(PipelineConfig);
+const config = configFromEnv(PipelineConfig, 'pipeline');
 await runService(pipelineService(), {
   databaseUrl: config.DATABASE_URL,
   natsUrl: config.NATS_URL,

@@ -1,8 +1,8 @@
-import { loadConfig, runService } from '@inbox/service-kit';
+import { configFromEnv, runService } from '@inbox/service-kit';
 import { ConnectorConfig } from './config.js';
 import { connectorService } from './service.js';
 
-const config = loadConfig(ConnectorConfig);
+const config = configFromEnv(ConnectorConfig, 'provider-connector');
 await runService(
   connectorService({ encryptionKey: config.ENCRYPTION_KEY, providerTimeoutMs: config.PROVIDER_TIMEOUT_MS }),
   {

@@ -1,9 +1,10 @@
-import { createLogger, env, listen, loadConfig, stopOnSignals } from '@inbox/service-kit';
+import { configFromEnv, createLogger, env, listen, stopOnSignals } from '@inbox/service-kit';
 import { z } from 'zod';
 import { createSandbox } from './sandbox.js';
 
-const config = loadConfig(
+const config = configFromEnv(
   z.object({ SANDBOX_PORT: env.port(8090), SANDBOX_HOST: z.string().default('0.0.0.0') }),
+  'provider-sandbox',
 );
 const logger = createLogger('provider-sandbox');
 const sandbox = createSandbox();

@@ -48,6 +48,10 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const app = express();
   app.disable('x-powered-by');
   app.use(express.json({ limit: '1mb' }));
+  // Keeps nothing durable and depends on nothing, so alive is ready.
+  app.get(['/healthz', '/readyz'], (_req, res) => {
+    res.json({ status: 'ok' });
+  });
   app.use('/_sandbox', createControls({ stores, channels, fetchImpl: options.fetchImpl ?? fetch, reset }));
   for (const emulator of channels.values()) app.use(`/${emulator.channel}`, emulator.router);
   app.use((req, res) => {

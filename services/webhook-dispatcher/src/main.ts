@@ -1,8 +1,8 @@
-import { loadConfig, runService } from '@inbox/service-kit';
+import { configFromEnv, runService } from '@inbox/service-kit';
 import { DispatcherConfig } from './config.js';
 import { dispatcherService } from './service.js';
 
-const config = loadConfig(DispatcherConfig);
+const config = configFromEnv(DispatcherConfig, 'webhook-dispatcher');
 await runService(
   dispatcherService({
     encryptionKey: config.ENCRYPTION_KEY,
