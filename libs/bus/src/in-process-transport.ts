@@ -5,6 +5,7 @@ import {
   type CommandSubject,
   commandCatalogue,
   type EventEnvelope,
+  errorMessage,
 } from '@inbox/contracts';
 import { withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
 import {
@@ -185,7 +186,7 @@ export class InProcessBus implements Bus {
         this.letters.push({
           durable: durable.options.durable,
           event,
-          error: error instanceof Error ? error.message : String(error),
+          error: errorMessage(error),
           attempts: attempt,
         });
         return;

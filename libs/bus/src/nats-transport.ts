@@ -6,6 +6,7 @@ import {
   commandCatalogue,
   type EventEnvelope,
   EventEnvelope as EventEnvelopeSchema,
+  errorMessage,
   serviceOf,
 } from '@inbox/contracts';
 import { type HeaderCarrier, injectContext, withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
@@ -273,7 +274,7 @@ export class NatsBus implements Bus {
     const letter = {
       durable,
       event,
-      error: error instanceof Error ? error.message : String(error),
+      error: errorMessage(error),
       attempts,
     };
     const id = (event as { id?: string }).id;

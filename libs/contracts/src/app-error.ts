@@ -28,3 +28,8 @@ export class AppError extends Error {
     return new AppError(500, { error: errorTexts.internal }, { cause });
   }
 }
+
+/** The message of anything thrown, for logs and records; never sent to API callers as is. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -35,6 +35,7 @@ export const platformTexts = {
   workspaceNotFound: 'Workspace não encontrado',
   serviceUnavailable: 'Serviço temporariamente indisponível',
   serviceTimeout: (service: string) => `Tempo esgotado aguardando o serviço ${service}`,
+  channelNotSupported: (channel: string) => `O canal "${channel}" ainda não é suportado por este conector`,
   providerFailed: (channel: string) => `Falha ao enviar pelo provedor do canal "${channel}"`,
   mustBeUuid: (field: string) => `${field} deve ser um UUID`,
   mustBeString: (field: string, max: number) => `${field} deve ser string de até ${max} caracteres`,

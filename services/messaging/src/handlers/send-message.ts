@@ -4,6 +4,7 @@ import {
   type CommandPayload,
   type CommandResult,
   type EventData,
+  errorMessage,
   errorTexts,
   type Integration,
 } from '@inbox/contracts';
@@ -102,10 +103,7 @@ async function deliver(
     });
   } catch (error) {
     await withTransaction(deps.pool, (client) =>
-      new ConversationStore(client, workspaceId).markFailed(
-        messageId,
-        error instanceof Error ? error.message : String(error),
-      ),
+      new ConversationStore(client, workspaceId).markFailed(messageId, errorMessage(error)),
     );
     throw error;
   }

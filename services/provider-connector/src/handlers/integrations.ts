@@ -13,8 +13,7 @@ export async function createIntegration(
   command: CommandPayload<'cmd.connector.create-integration'>,
 ): Promise<CommandResult<'cmd.connector.create-integration'>> {
   const adapter = adapterFor(command.channel);
-  if (!adapter)
-    throw AppError.badRequest(`O canal "${command.channel}" ainda não é suportado por este conector`);
+  if (!adapter) throw AppError.badRequest(platformTexts.channelNotSupported(command.channel));
   const config = adapter.config.safeParse(command.config);
   if (!config.success) throw AppError.badRequest(config.error.issues[0]?.message ?? 'config inválido');
   const stored = await store.create(command.workspace_id, {

@@ -29,10 +29,7 @@ export async function sendText(
   if (stored.integration.status !== 'connected')
     throw AppError.badRequest(errorTexts.integrationNotConnected);
   const adapter = adapterFor(stored.integration.channel);
-  if (!adapter)
-    throw AppError.badRequest(
-      `O canal "${stored.integration.channel}" ainda não é suportado por este conector`,
-    );
+  if (!adapter) throw AppError.badRequest(platformTexts.channelNotSupported(stored.integration.channel));
 
   try {
     const { providerMessageId } = await adapter.sendText(

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { type EventEnvelope, publicEventTypes } from '@inbox/contracts';
+import { type EventEnvelope, errorMessage, publicEventTypes } from '@inbox/contracts';
 import type { Logger } from '@inbox/service-kit';
 import { type Dispatcher, request } from 'undici';
 import type { AddressPolicy } from '../domain/address-policy.js';
@@ -79,6 +79,6 @@ async function post(
     await response.body.dump();
     return { statusCode: response.statusCode, error: null };
   } catch (error) {
-    return { statusCode: null, error: error instanceof Error ? error.message : String(error) };
+    return { statusCode: null, error: errorMessage(error) };
   }
 }
