@@ -9,7 +9,7 @@ import type { Settings } from './settings.js';
 /** The five services as all-in-one mode composes them, with the settings each one takes. */
 export function serviceDefinitions(settings: Settings): ServiceDefinition[] {
   return [
-    gatewayService({ adminToken: settings.ADMIN_TOKEN }),
+    gatewayService({ adminToken: settings.ADMIN_TOKEN, rateLimitPerMinute: settings.RATE_LIMIT_PER_MINUTE }),
     messagingService(),
     connectorService({ encryptionKey: settings.ENCRYPTION_KEY }),
     pipelineService(),

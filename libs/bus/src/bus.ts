@@ -1,4 +1,11 @@
-import type { CommandRequest, CommandResult, CommandSubject, EventEnvelope } from '@inbox/contracts';
+import type {
+  CommandRequest,
+  CommandResult,
+  CommandSubject,
+  EventEnvelope,
+  NoticePayload,
+  NoticeSubject,
+} from '@inbox/contracts';
 
 export interface RequestOptions {
   timeoutMs?: number;
@@ -54,6 +61,10 @@ export interface Bus {
   publish(event: EventEnvelope): Promise<void>;
   /** Receives events through a durable consumer with explicit acknowledgement. */
   consume(options: ConsumeOptions, handler: EventHandler): Promise<void>;
+  /** Sends a notice to every replica that listens, now; not stored, not retried. */
+  notify<S extends NoticeSubject>(subject: S, payload: NoticePayload<S>): Promise<void>;
+  /** Listens for a notice on this replica (no queue group: every replica gets each notice). */
+  onNotice<S extends NoticeSubject>(subject: S, handler: (payload: NoticePayload<S>) => void): Promise<void>;
   /** Events that exhausted their deliveries for a durable consumer, oldest first. */
   deadLetters(durable: string, limit?: number): Promise<DeadLetter[]>;
   /** True while the transport is connected. */

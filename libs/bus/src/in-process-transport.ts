@@ -6,6 +6,9 @@ import {
   commandCatalogue,
   type EventEnvelope,
   errorMessage,
+  type NoticePayload,
+  type NoticeSubject,
+  noticeCatalogue,
 } from '@inbox/contracts';
 import { withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
 import {
@@ -48,6 +51,7 @@ export class InProcessBus implements Bus {
   private readonly seen = new Map<string, number>();
   private readonly durables = new Map<string, Durable>();
   private readonly letters: DeadLetter[] = [];
+  private readonly noticeHandlers = new Map<string, Array<(payload: unknown) => void>>();
   private readonly inFlight = new InFlight();
   private readonly timers = new Set<NodeJS.Timeout>();
   /** Set first on drain: no new commands or deliveries start, but in-flight work may still publish. */
@@ -128,6 +132,26 @@ export class InProcessBus implements Bus {
       if (at >= horizon) break;
       this.seen.delete(id);
     }
+  }
+
+  async notify<S extends NoticeSubject>(subject: S, payload: NoticePayload<S>): Promise<void> {
+    if (this.closed) return;
+    for (const handler of this.noticeHandlers.get(subject) ?? []) {
+      try {
+        handler(noticeCatalogue[subject].parse(roundTrip(payload)));
+      } catch (error) {
+        this.options.onHandlerError?.(error, { subject });
+      }
+    }
+  }
+
+  async onNotice<S extends NoticeSubject>(
+    subject: S,
+    handler: (payload: NoticePayload<S>) => void,
+  ): Promise<void> {
+    const list = this.noticeHandlers.get(subject) ?? [];
+    list.push(handler as (payload: unknown) => void);
+    this.noticeHandlers.set(subject, list);
   }
 
   async consume(options: ConsumeOptions, handler: EventHandler): Promise<void> {

@@ -7,6 +7,9 @@ import {
   type EventEnvelope,
   EventEnvelope as EventEnvelopeSchema,
   errorMessage,
+  type NoticePayload,
+  type NoticeSubject,
+  noticeCatalogue,
   serviceOf,
 } from '@inbox/contracts';
 import { type HeaderCarrier, injectContext, withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
@@ -192,6 +195,29 @@ export class NatsBus implements Bus {
         await this.js.publish(subject, encode(event), { msgID: event.id, headers: outgoingHeaders() });
       },
     );
+  }
+
+  async notify<S extends NoticeSubject>(subject: S, payload: NoticePayload<S>): Promise<void> {
+    this.nc.publish(this.names.command(subject), encode(payload));
+    await this.nc.flush();
+  }
+
+  async onNotice<S extends NoticeSubject>(
+    subject: S,
+    handler: (payload: NoticePayload<S>) => void,
+  ): Promise<void> {
+    const schema = noticeCatalogue[subject];
+    const subscription = this.nc.subscribe(this.names.command(subject), {
+      callback: (error, msg) => {
+        if (error) return;
+        try {
+          handler(schema.parse(decode(msg.data)) as NoticePayload<S>);
+        } catch (failure) {
+          this.options.onHandlerError?.(failure, { subject });
+        }
+      },
+    });
+    this.stoppers.push(async () => subscription.unsubscribe());
   }
 
   async consume(options: ConsumeOptions, handler: EventHandler): Promise<void> {

@@ -188,6 +188,24 @@ export function busContract(name: string, factory: BusFactory): void {
       expect(letters).toEqual([{ durable: 'poison', event: poison, error: 'cannot handle', attempts: 3 }]);
     });
 
+    it('fans a notice out to every replica, not to one of them', async () => {
+      const buses = await make(2);
+      const heard: string[][] = [[], []];
+      await Promise.all(
+        buses.map((bus, i) =>
+          bus.onNotice('notice.gateway.workspace-changed', (notice) => {
+            heard[i]!.push(notice.workspace_id);
+          }),
+        ),
+      );
+      const id = randomUUID();
+      await buses[0]!.notify('notice.gateway.workspace-changed', { workspace_id: id });
+      await waitFor(() => heard[0]!.length === 1 && heard[1]!.length === 1, {
+        what: 'both replicas to hear it',
+      });
+      expect(heard).toEqual([[id], [id]]);
+    });
+
     it('lets in-flight handlers finish when draining', async () => {
       const [bus] = await make();
       let finished = false;

@@ -2,7 +2,16 @@ import { z } from 'zod';
 import { CreateIntegrationBody, CreateWebhookBody } from './admin-api.js';
 import { integrationChannels, providers, sendMessageChannels } from './channels.js';
 import { Failure } from './error-response.js';
-import { SendMessageBody, SendMessageResponse } from './public-api.js';
+import {
+  ExternalSendBody,
+  ExternalSendResponse,
+  MoveLeadBody,
+  MoveLeadResponse,
+  SendMessageBody,
+  SendMessageResponse,
+  SendTemplateBody,
+  SendTemplateResponse,
+} from './public-api.js';
 
 /** What the gateway knows of the caller's workspace, passed along so owners need not ask for it. */
 export const WorkspaceContext = z.object({ id: z.uuid(), default_country_code: z.string() });
@@ -53,6 +62,18 @@ export const commandCatalogue = {
   'cmd.messaging.send-message': {
     request: SendMessageBody.extend({ workspace: WorkspaceContext }),
     reply: SendMessageResponse,
+  },
+  'cmd.messaging.send-template': {
+    request: SendTemplateBody.extend({ workspace: WorkspaceContext }),
+    reply: SendTemplateResponse,
+  },
+  'cmd.messaging.external-send': {
+    request: ExternalSendBody.extend({ workspace_id: z.uuid() }),
+    reply: ExternalSendResponse,
+  },
+  'cmd.pipeline.move-lead': {
+    request: MoveLeadBody.extend({ workspace_id: z.uuid(), contact_id: z.uuid(), moved_by: z.string() }),
+    reply: MoveLeadResponse,
   },
   'cmd.connector.create-integration': {
     request: CreateIntegrationBody.extend({ workspace_id: z.uuid() }),

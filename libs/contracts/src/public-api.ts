@@ -48,3 +48,158 @@ export const SendMessageResponse = z.object({
   sent_at: z.iso.datetime(),
 });
 export type SendMessageResponse = z.infer<typeof SendMessageResponse>;
+
+export const ExternalSendBody = z.object({
+  conversation_id: z.uuid({ error: platformTexts.mustBeUuid('conversation_id') }),
+  text: z
+    .string({ error: platformTexts.textLength })
+    .refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096, {
+      error: platformTexts.textLength,
+    }),
+  sender_type: z.enum(['agent', 'system'], { error: errorTexts.senderTypeInvalid }).nullish(),
+  sender_name: optionalText('sender_name', 120),
+});
+export type ExternalSendBody = z.infer<typeof ExternalSendBody>;
+
+export const externalSendRule: BodyRule<typeof ExternalSendBody> = {
+  required: ['conversation_id', 'text'],
+  requiredText: errorTexts.externalSendRequired,
+  schema: ExternalSendBody,
+};
+
+export const ExternalSendResponse = z.object({
+  success: z.literal(true),
+  message_id: z.uuid(),
+  conversation_id: z.uuid(),
+  workspace_id: z.uuid(),
+  sent_at: z.iso.datetime(),
+});
+
+export const MoveLeadBody = z.object({
+  pipeline_id: z.uuid({ error: platformTexts.mustBeUuid('pipeline_id') }),
+  stage: z
+    .string({ error: platformTexts.stageInvalid })
+    .min(1, { error: platformTexts.stageInvalid })
+    .max(200, { error: platformTexts.stageInvalid }),
+  conversation_id: optionalUuid('conversation_id'),
+});
+export type MoveLeadBody = z.infer<typeof MoveLeadBody>;
+
+export const moveLeadRule: BodyRule<typeof MoveLeadBody> = {
+  required: ['pipeline_id', 'stage'],
+  requiredText: platformTexts.leadsRequired,
+  schema: MoveLeadBody,
+};
+
+export const MoveLeadResponse = z.object({
+  success: z.literal(true),
+  contact_id: z.uuid(),
+  pipeline_id: z.uuid(),
+  stage: z.string(),
+});
+
+const HeaderMedia = z
+  .object(
+    {
+      type: z.enum(['image', 'video', 'document'], { error: platformTexts.headerMediaType }),
+      link: z.url({ protocol: /^https?$/, error: platformTexts.headerMediaLink }),
+      filename: z
+        .string({ error: platformTexts.mustBeString('headerMedia.filename', 240) })
+        .max(240)
+        .nullish(),
+    },
+    { error: platformTexts.headerMediaObject },
+  )
+  .refine((media) => media.filename == null || media.type === 'document', {
+    error: platformTexts.headerMediaFilename,
+  });
+
+const ButtonEntry = z.object({
+  index: z.number().int().min(0),
+  type: z.enum(['url', 'quick_reply']),
+  text: z.string().min(1).max(2000).nullish(),
+  payload: z.string().min(1).max(2000).nullish(),
+});
+export type TemplateButton = z.infer<typeof ButtonEntry>;
+
+// Buttons are judged entry by entry so that the text can name the entry at fault.
+const Buttons = z.unknown().transform((value, ctx): TemplateButton[] => {
+  const fail = (error: string) => {
+    ctx.addIssue({ code: 'custom', message: error });
+    return z.NEVER;
+  };
+  if (!Array.isArray(value)) return fail(platformTexts.buttonsNotArray);
+  const seen = new Set<number>();
+  const buttons: TemplateButton[] = [];
+  for (const [i, entry] of value.entries()) {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry))
+      return fail(platformTexts.buttonEntry(i));
+    const { index, type, text, payload } = entry as Record<string, unknown>;
+    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0)
+      return fail(platformTexts.buttonIndex(i));
+    if (type !== 'url' && type !== 'quick_reply') return fail(platformTexts.buttonType(i));
+    const nonEmpty = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 2000;
+    if (type === 'url' && !nonEmpty(text)) return fail(platformTexts.buttonText(i));
+    if (type === 'quick_reply' && !nonEmpty(payload)) return fail(platformTexts.buttonPayload(i));
+    if (seen.has(index)) return fail(platformTexts.buttonIndexRepeated(index));
+    seen.add(index);
+    buttons.push(
+      ButtonEntry.parse({
+        index,
+        type,
+        text: type === 'url' ? text : null,
+        payload: type === 'quick_reply' ? payload : null,
+      }),
+    );
+  }
+  return buttons;
+});
+
+export const SendTemplateBody = z.object({
+  channel: z.literal('chat-official', { error: platformTexts.templateChannel }),
+  phone: phoneField,
+  templateName: z
+    .string({ error: platformTexts.templateName })
+    .min(1, { error: platformTexts.templateName })
+    .max(512, { error: platformTexts.templateName }),
+  language: z
+    .string({ error: platformTexts.templateLanguage })
+    .regex(/^[a-z]{2,3}(_[A-Z]{2})?$/, { error: platformTexts.templateLanguage })
+    .nullish()
+    .transform((language) => language ?? 'pt_BR'),
+  variables: z
+    .array(z.unknown(), { error: errorTexts.variablesNotArray })
+    .refine(
+      (items) =>
+        items.every(
+          (item) => typeof item === 'string' || (typeof item === 'number' && Number.isFinite(item)),
+        ),
+      {
+        error: platformTexts.variablesItems,
+      },
+    )
+    .transform((items) => items as Array<string | number>)
+    .nullish(),
+  headerMedia: HeaderMedia.nullish(),
+  buttons: Buttons.nullish(),
+  integrationId: optionalUuid('integrationId'),
+  agentId: optionalUuid('agentId'),
+  contactName: optionalText('contactName', 255),
+});
+export type SendTemplateBody = z.infer<typeof SendTemplateBody>;
+
+export const sendTemplateRule: BodyRule<typeof SendTemplateBody> = {
+  required: ['phone', 'templateName', 'channel'],
+  requiredText: errorTexts.sendTemplateRequired,
+  schema: SendTemplateBody,
+};
+
+export const SendTemplateResponse = SendMessageResponse.extend({
+  template: z.object({
+    name: z.string(),
+    language: z.string(),
+    variables: z.array(z.union([z.string(), z.number()])),
+    headerMedia: z.object({ type: z.string(), link: z.string(), filename: z.string().optional() }).nullable(),
+    buttons: z.array(z.record(z.string(), z.unknown())).nullable(),
+  }),
+});

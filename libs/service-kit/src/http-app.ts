@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
-import { serveMetrics } from '@inbox/telemetry';
+import { annotateActiveSpan, serveMetrics } from '@inbox/telemetry';
 import express, { type ErrorRequestHandler, type Express as ExpressApp, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 
@@ -40,6 +40,7 @@ function accessLog(logger: Logger): RequestHandler {
     const incoming = req.get('x-request-id');
     req.id = incoming && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', req.id);
+    annotateActiveSpan({ 'request.id': req.id });
     res.on('finish', () => {
       if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') return;
       logger.info(
@@ -96,6 +97,10 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
     if (res.headersSent) return;
     if (error instanceof AppError) {
+      // An owner that did not answer (503/504) is worth a line an operator can find by request id.
+      if (error.status >= 500) {
+        logger.warn({ err: error.cause ?? error, status: error.status, request_id: req.id }, error.message);
+      }
       res.status(error.status).json(error.body);
       return;
     }

@@ -2,6 +2,7 @@ export { meter, serveMetrics } from './metrics.js';
 export { startTelemetry, stopTelemetry } from './sdk.js';
 export {
   activeTraceIds,
+  annotateActiveSpan,
   captureContext,
   extractContext,
   type HeaderCarrier,

@@ -128,3 +128,8 @@ export function withCapturedContext<T>(carrier: Record<string, string> | null | 
   if (!carrier || Object.keys(carrier).length === 0) return fn();
   return context.with(propagation.extract(ROOT_CONTEXT, carrier), fn);
 }
+
+/** Adds attributes to the span of the work under way (the HTTP request, the handler), if any. */
+export function annotateActiveSpan(attributes: Attributes): void {
+  trace.getActiveSpan()?.setAttributes(attributes);
+}

@@ -3,10 +3,17 @@ import { GatewayConfig } from './config.js';
 import { gatewayService } from './service.js';
 
 const config = configFromEnv(GatewayConfig, 'gateway');
-await runService(gatewayService({ adminToken: config.ADMIN_TOKEN }), {
-  databaseUrl: config.DATABASE_URL,
-  natsUrl: config.NATS_URL,
-  busPrefix: config.BUS_PREFIX,
-  port: config.GATEWAY_PORT,
-  logLevel: config.LOG_LEVEL,
-});
+await runService(
+  gatewayService({
+    adminToken: config.ADMIN_TOKEN,
+    rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    redisUrl: config.REDIS_URL,
+  }),
+  {
+    databaseUrl: config.DATABASE_URL,
+    natsUrl: config.NATS_URL,
+    busPrefix: config.BUS_PREFIX,
+    port: config.GATEWAY_PORT,
+    logLevel: config.LOG_LEVEL,
+  },
+);

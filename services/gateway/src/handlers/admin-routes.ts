@@ -12,6 +12,7 @@ import { type RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import { bearerToken, constantTimeEqual } from '../domain/api-key.js';
 import type { WorkspaceStore } from '../store/workspaces.js';
+import { methodNotAllowed } from './route-helpers.js';
 
 function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   const parsed = schema.safeParse(body ?? {});
@@ -32,7 +33,16 @@ function requireAdmin(adminToken: string): RequestHandler {
 const uuid = z.uuid();
 
 /** The panel's operations (ARCHITECTURE's admin API), guarded by ADMIN_TOKEN. */
-export function adminRoutes(store: WorkspaceStore, bus: Bus, adminToken: string, bodyLimit: string): Router {
+export interface AdminRouteDeps {
+  store: WorkspaceStore;
+  bus: Bus;
+  adminToken: string;
+  bodyLimit: string;
+  /** Tells every gateway replica that a workspace's key or status changed. */
+  workspaceChanged(workspaceId: string): Promise<void>;
+}
+
+export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChanged }: AdminRouteDeps): Router {
   const router = Router();
   router.use('/admin/v1', requireAdmin(adminToken), jsonBody(bodyLimit));
 
@@ -59,11 +69,14 @@ export function adminRoutes(store: WorkspaceStore, bus: Bus, adminToken: string,
   router.patch('/admin/v1/workspaces/:ws', async (req, res) => {
     const { status } = parse(UpdateWorkspaceBody, req.body);
     const workspace = await store.setStatus(res.locals.workspaceId!, status);
+    await workspaceChanged(workspace!.id);
     res.json({ workspace_id: workspace!.id, ...workspace });
   });
 
   router.post('/admin/v1/workspaces/:ws/api-key', async (_req, res) => {
-    res.status(201).json({ api_key: await store.rotateKey(res.locals.workspaceId!) });
+    const apiKey = await store.rotateKey(res.locals.workspaceId!);
+    await workspaceChanged(res.locals.workspaceId!);
+    res.status(201).json({ api_key: apiKey });
   });
 
   router.post('/admin/v1/workspaces/:ws/integrations', async (req, res) => {
@@ -94,5 +107,14 @@ export function adminRoutes(store: WorkspaceStore, bus: Bus, adminToken: string,
     res.json(result);
   });
 
+  const allowed: Array<[string, string[]]> = [
+    ['/admin/v1/workspaces', ['POST']],
+    ['/admin/v1/workspaces/:ws', ['GET', 'PATCH']],
+    ['/admin/v1/workspaces/:ws/api-key', ['POST']],
+    ['/admin/v1/workspaces/:ws/integrations', ['POST']],
+    ['/admin/v1/workspaces/:ws/webhooks', ['POST']],
+    ['/admin/v1/workspaces/:ws/webhooks/:id/deliveries', ['GET']],
+  ];
+  for (const [path, methods] of allowed) router.all(path, methodNotAllowed(methods));
   return router;
 }

@@ -1,25 +1,113 @@
 import type { Bus } from '@inbox/bus';
-import { AppError, sendMessageRule, validateBody } from '@inbox/contracts';
-import { jsonBody } from '@inbox/service-kit';
+import {
+  AppError,
+  type ExternalSendBody,
+  externalSendRule,
+  type MoveLeadBody,
+  moveLeadRule,
+  platformTexts,
+  type SendMessageBody,
+  type SendTemplateBody,
+  sendMessageRule,
+  sendTemplateRule,
+} from '@inbox/contracts';
+import { jsonBody, type Logger } from '@inbox/service-kit';
 import { Router } from 'express';
-import type { WorkspaceStore } from '../store/workspaces.js';
-import { apiV1AuthTexts, authenticate } from './authenticate.js';
+import { z } from 'zod';
+import type { WorkspaceRateLimiter } from '../rate-limit/workspace-rate-limiter.js';
+import type { IdempotencyStore } from '../store/idempotency.js';
+import { apiV1AuthTexts, authenticate, externalAuthTexts, type KeyResolver } from './authenticate.js';
+import { idempotency } from './idempotency.js';
+import { rateLimit } from './rate-limit.js';
+import { methodNotAllowed, validated } from './route-helpers.js';
 
-export function publicRoutes(store: WorkspaceStore, bus: Bus, bodyLimit: string): Router {
+export interface PublicRouteDeps {
+  keys: KeyResolver;
+  limiter: WorkspaceRateLimiter;
+  idempotencyStore: IdempotencyStore;
+  bus: Bus;
+  bodyLimit: string;
+  logger: Logger;
+}
+
+const uuid = z.uuid();
+
+/**
+ * The public API. Every route decides in the spec's order: key, workspace status, rate limit (not on
+ * external send), body, then Idempotency-Key, and only then asks the owning service.
+ */
+export function publicRoutes(deps: PublicRouteDeps): Router {
   const router = Router();
-  router.post(
-    '/api/v1/send-message',
-    authenticate(store, apiV1AuthTexts),
-    jsonBody(bodyLimit),
-    async (req, res) => {
-      const body = validateBody(sendMessageRule, req.body);
-      if (!body.ok) throw AppError.badRequest(body.error);
-      const result = await bus.request('cmd.messaging.send-message', {
-        ...body.value,
-        workspace: res.locals.workspace!,
-      });
-      res.status(200).json(result);
-    },
-  );
+  const v1Auth = authenticate(deps.keys, apiV1AuthTexts);
+  const limited = rateLimit(deps.limiter);
+  const body = jsonBody(deps.bodyLimit);
+  const once = (endpoint: string) => idempotency(deps.idempotencyStore, endpoint, deps.logger);
+
+  router
+    .route('/api/v1/send-message')
+    .post(v1Auth, limited, body, validated(sendMessageRule), once('send-message'), async (_req, res) => {
+      const input = res.locals.body as SendMessageBody;
+      res.json(
+        await deps.bus.request('cmd.messaging.send-message', { ...input, workspace: res.locals.workspace! }),
+      );
+    })
+    .all(methodNotAllowed(['POST']));
+
+  router
+    .route('/api/v1/send-template')
+    .post(v1Auth, limited, body, validated(sendTemplateRule), once('send-template'), async (_req, res) => {
+      const input = res.locals.body as SendTemplateBody;
+      res.json(
+        await deps.bus.request('cmd.messaging.send-template', { ...input, workspace: res.locals.workspace! }),
+      );
+    })
+    .all(methodNotAllowed(['POST']));
+
+  router
+    .route('/api/external/messages/send')
+    .post(
+      authenticate(deps.keys, externalAuthTexts),
+      body,
+      validated(externalSendRule),
+      once('external-send'),
+      async (_req, res) => {
+        const input = res.locals.body as ExternalSendBody;
+        res.json(
+          await deps.bus.request('cmd.messaging.external-send', {
+            ...input,
+            workspace_id: res.locals.workspaceId!,
+          }),
+        );
+      },
+    )
+    .all(methodNotAllowed(['POST']));
+
+  router
+    .route('/api/v1/leads/:id')
+    .patch(
+      v1Auth,
+      limited,
+      (req, _res, next) =>
+        next(
+          uuid.safeParse(req.params.id).success
+            ? undefined
+            : AppError.badRequest(platformTexts.mustBeUuid('id')),
+        ),
+      body,
+      validated(moveLeadRule),
+      async (req, res) => {
+        const input = res.locals.body as MoveLeadBody;
+        res.json(
+          await deps.bus.request('cmd.pipeline.move-lead', {
+            ...input,
+            workspace_id: res.locals.workspaceId!,
+            contact_id: req.params.id as string,
+            moved_by: res.locals.keyHint ?? 'api',
+          }),
+        );
+      },
+    )
+    .all(methodNotAllowed(['PATCH']));
+
   return router;
 }

@@ -70,14 +70,12 @@ export class WorkspaceStore {
    * The workspace a key belongs to. The lookup is by SHA-256 of the key, so what the index compares is a
    * digest an attacker cannot steer byte by byte, not the secret itself.
    */
-  async findByKey(apiKey: string): Promise<Workspace | undefined> {
+  async findByKeyDigest(digest: Buffer): Promise<(Workspace & { key_hint: string }) | undefined> {
     const { rows } = await this.pool.query(
-      `select ${columns
-        .split(', ')
-        .map((c) => `w.${c}`)
-        .join(', ')} from api_keys k join workspaces w on w.id = k.workspace_id where k.key_hash = $1`,
-      [hashApiKey(apiKey)],
+      `select w.id, w.name, w.status, w.default_country_code, w.created_at, k.key_hint
+         from api_keys k join workspaces w on w.id = k.workspace_id where k.key_hash = $1`,
+      [digest],
     );
-    return rows[0] ? toWorkspace(rows[0]) : undefined;
+    return rows[0] ? { ...toWorkspace(rows[0]), key_hint: rows[0].key_hint } : undefined;
   }
 }

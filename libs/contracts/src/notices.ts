@@ -1,0 +1,13 @@
+import { z } from 'zod';
+
+/**
+ * Notices: fire-and-forget messages that every replica of every listening service receives (fan-out),
+ * unlike events, which a durable consumer hands to one replica. Nothing is stored: a replica that is
+ * down misses them, so they may only speed up what would also happen without them (e.g. cache expiry).
+ */
+export const noticeCatalogue = {
+  'notice.gateway.workspace-changed': z.object({ workspace_id: z.uuid() }),
+} as const;
+
+export type NoticeSubject = keyof typeof noticeCatalogue;
+export type NoticePayload<S extends NoticeSubject> = z.output<(typeof noticeCatalogue)[S]>;

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { type CachedWorkspace, KeyCache } from './key-cache.js';
+
+const workspace = (id: string): CachedWorkspace => ({
+  id,
+  status: 'active',
+  default_country_code: '55',
+  key_hint: 'h',
+});
+
+describe('KeyCache', () => {
+  it('forgets entries after their time to live', () => {
+    let now = 0;
+    const cache = new KeyCache(5_000, 10, () => now);
+    cache.set('d1', workspace('w1'));
+    now = 4_999;
+    expect(cache.get('d1')?.id).toBe('w1');
+    now = 5_000;
+    expect(cache.get('d1')).toBeUndefined();
+  });
+
+  it('drops every entry of a workspace at once', () => {
+    const cache = new KeyCache();
+    cache.set('d1', workspace('w1'));
+    cache.set('d2', workspace('w1'));
+    cache.set('d3', workspace('w2'));
+    cache.dropWorkspace('w1');
+    expect(cache.get('d1')).toBeUndefined();
+    expect(cache.get('d2')).toBeUndefined();
+    expect(cache.get('d3')?.id).toBe('w2');
+  });
+
+  it('stays within its size by evicting the oldest entry', () => {
+    const cache = new KeyCache(60_000, 2);
+    cache.set('d1', workspace('w1'));
+    cache.set('d2', workspace('w2'));
+    cache.set('d3', workspace('w3'));
+    expect(cache.get('d1')).toBeUndefined();
+    expect(cache.get('d3')?.id).toBe('w3');
+  });
+});
