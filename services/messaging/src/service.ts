@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { OutboxRelay } from '@inbox/db';
 import type { ServiceDefinition } from '@inbox/service-kit';
+import { externalSend } from './handlers/external-send.js';
 import { sendMessage } from './handlers/send-message.js';
 
 export function messagingService(): ServiceDefinition {
@@ -18,9 +19,9 @@ export function messagingService(): ServiceDefinition {
       });
       return {
         start: async () => {
-          await bus.handle('cmd.messaging.send-message', (command) =>
-            sendMessage({ pool, bus, relay }, command),
-          );
+          const deps = { pool, bus, relay };
+          await bus.handle('cmd.messaging.send-message', (command) => sendMessage(deps, command));
+          await bus.handle('cmd.messaging.external-send', (command) => externalSend(deps, command));
           relay.start();
         },
         stop: () => relay.stop(),

@@ -1,32 +1,15 @@
-import type { Bus } from '@inbox/bus';
-import {
-  AppError,
-  type CommandPayload,
-  type CommandResult,
-  type EventData,
-  errorMessage,
-  errorTexts,
-  type Integration,
-} from '@inbox/contracts';
-import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
+import { AppError, type CommandPayload, type CommandResult, errorTexts } from '@inbox/contracts';
+import { withTransaction } from '@inbox/db';
 import { normalisePhone } from '../domain/phone.js';
 import { ConversationStore } from '../store/conversations.js';
-
-export interface SendMessageDeps {
-  pool: Pool;
-  bus: Bus;
-  relay: OutboxRelay;
-}
+import { deliverOutbound, type OutboundDeps } from './outbound-delivery.js';
 
 // Messages sent through the public API are attributed to an agent, as external send's default is.
 const apiSenderType = 'agent' as const;
 
-/**
- * send-message: contact and conversation found or created, the message stored as pending, sent through
- * the connector, then marked sent with `message.sent` written to the outbox in the same transaction.
- */
+/** send-message: contact and conversation found or created, the message stored as pending, then delivered. */
 export async function sendMessage(
-  deps: SendMessageDeps,
+  deps: OutboundDeps,
   command: CommandPayload<'cmd.messaging.send-message'>,
 ): Promise<CommandResult<'cmd.messaging.send-message'>> {
   const { workspace } = command;
@@ -53,25 +36,15 @@ export async function sendMessage(
     return { contact, conversation, messageId };
   });
 
-  const sent = await deliver(deps, workspace.id, integration, prepared.messageId, phone, command.message);
-
-  await withTransaction(deps.pool, async (client) => {
-    await new ConversationStore(client, workspace.id).markSent(
-      prepared.messageId,
-      sent.provider_message_id,
-      sent.sent_at,
-    );
-    const data: EventData<'message.sent'> = {
-      event: 'message.sent',
-      workspace_id: workspace.id,
-      conversation_id: prepared.conversation.conversation.id,
-      message: { id: prepared.messageId, text: command.message, type: 'text' },
-      status: { sender_type: apiSenderType },
-      integration: { id: integration.id, provider: integration.provider },
-    };
-    await writeEvent(client, { type: 'message.sent', workspace_id: workspace.id, data });
+  const sent = await deliverOutbound(deps, {
+    workspaceId: workspace.id,
+    conversationId: prepared.conversation.conversation.id,
+    integration: { id: integration.id, provider: integration.provider },
+    messageId: prepared.messageId,
+    to: phone,
+    text: command.message,
+    senderType: apiSenderType,
   });
-  deps.relay.wake();
 
   return {
     success: true,
@@ -83,28 +56,4 @@ export async function sendMessage(
     conversationCreated: prepared.conversation.created,
     sent_at: sent.sent_at,
   };
-}
-
-async function deliver(
-  deps: SendMessageDeps,
-  workspaceId: string,
-  integration: Integration,
-  messageId: string,
-  to: string,
-  text: string,
-) {
-  try {
-    return await deps.bus.request('cmd.connector.send-text', {
-      workspace_id: workspaceId,
-      integration_id: integration.id,
-      message_id: messageId,
-      to,
-      text,
-    });
-  } catch (error) {
-    await withTransaction(deps.pool, (client) =>
-      new ConversationStore(client, workspaceId).markFailed(messageId, errorMessage(error)),
-    );
-    throw error;
-  }
 }

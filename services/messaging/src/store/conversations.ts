@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Integration } from '@inbox/contracts';
+import type { Integration, Provider } from '@inbox/contracts';
 import type { PoolClient } from '@inbox/db';
 
 export interface ContactRow {
@@ -77,14 +77,28 @@ export class ConversationStore {
     conversationId: string;
     text: string;
     senderType: 'human' | 'agent' | 'system';
+    senderName?: string | null;
   }): Promise<string> {
     const id = randomUUID();
     await this.client.query(
-      `insert into messages (id, workspace_id, conversation_id, direction, sender_type, text, type, status)
-       values ($1, $2, $3, 'outbound', $4, $5, 'text', 'pending')`,
-      [id, this.workspaceId, input.conversationId, input.senderType, input.text],
+      `insert into messages (id, workspace_id, conversation_id, direction, sender_type, sender_name, text, type, status)
+       values ($1, $2, $3, 'outbound', $4, $5, $6, 'text', 'pending')`,
+      [id, this.workspaceId, input.conversationId, input.senderType, input.senderName ?? null, input.text],
     );
     return id;
+  }
+
+  /** The conversation with its contact's phone, locked for this transaction; undefined in another workspace. */
+  async conversationForSend(
+    conversationId: string,
+  ): Promise<(ConversationRow & { phone: string; provider: Provider }) | undefined> {
+    const { rows } = await this.client.query<ConversationRow & { phone: string; provider: Provider }>(
+      `select c.id, c.contact_id, c.integration_id, c.status, c.assigned_to_type, c.assigned_to_id, c.provider, k.phone
+         from conversations c join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
+        where c.workspace_id = $1 and c.id = $2 for update of c`,
+      [this.workspaceId, conversationId],
+    );
+    return rows[0];
   }
 
   async markSent(messageId: string, providerMessageId: string, sentAt: string): Promise<void> {

@@ -1,0 +1,1 @@
+alter table messages add column sender_name text;

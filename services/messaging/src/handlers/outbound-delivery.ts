@@ -1,0 +1,60 @@
+import type { Bus } from '@inbox/bus';
+import { type EventData, errorMessage, type Provider } from '@inbox/contracts';
+import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
+import { ConversationStore } from '../store/conversations.js';
+
+export interface OutboundDeps {
+  pool: Pool;
+  bus: Bus;
+  relay: OutboxRelay;
+}
+
+export interface OutboundMessage {
+  workspaceId: string;
+  conversationId: string;
+  integration: { id: string; provider: Provider };
+  messageId: string;
+  to: string;
+  text: string;
+  senderType: 'human' | 'agent' | 'system';
+}
+
+/**
+ * Sends a stored pending message through the connector, then marks it sent and writes `message.sent`
+ * to the outbox in one transaction. A provider failure marks it failed and is rethrown for the caller.
+ */
+export async function deliverOutbound(deps: OutboundDeps, message: OutboundMessage) {
+  let sent: { provider_message_id: string; sent_at: string };
+  try {
+    sent = await deps.bus.request('cmd.connector.send-text', {
+      workspace_id: message.workspaceId,
+      integration_id: message.integration.id,
+      message_id: message.messageId,
+      to: message.to,
+      text: message.text,
+    });
+  } catch (error) {
+    await withTransaction(deps.pool, (client) =>
+      new ConversationStore(client, message.workspaceId).markFailed(message.messageId, errorMessage(error)),
+    );
+    throw error;
+  }
+  await withTransaction(deps.pool, async (client) => {
+    await new ConversationStore(client, message.workspaceId).markSent(
+      message.messageId,
+      sent.provider_message_id,
+      sent.sent_at,
+    );
+    const data: EventData<'message.sent'> = {
+      event: 'message.sent',
+      workspace_id: message.workspaceId,
+      conversation_id: message.conversationId,
+      message: { id: message.messageId, text: message.text, type: 'text' },
+      status: { sender_type: message.senderType },
+      integration: message.integration,
+    };
+    await writeEvent(client, { type: 'message.sent', workspace_id: message.workspaceId, data });
+  });
+  deps.relay.wake();
+  return sent;
+}
