@@ -77,7 +77,6 @@ export interface Bus {
 }
 
 export const busDefaults = {
-  requestTimeoutMs: 10_000,
   maxDeliver: 5,
   redeliveryDelaysMs: [1_000, 5_000, 30_000, 120_000],
   ackWaitMs: 30_000,

@@ -15,7 +15,8 @@ export class InFlight {
 
   release(): void {
     this.running--;
-    this.slotWaiters.shift()?.();
+    // Every waiter looks again: each may wait for a different limit.
+    for (const wake of this.slotWaiters.splice(0)) wake();
     if (this.running === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 

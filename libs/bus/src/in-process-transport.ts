@@ -4,6 +4,7 @@ import {
   type CommandResult,
   type CommandSubject,
   commandCatalogue,
+  commandTimeoutMs,
   type EventEnvelope,
   errorMessage,
   type NoticePayload,
@@ -74,7 +75,7 @@ export class InProcessBus implements Bus {
       if (this.intakeClosed || !entry || entry.list.length === 0) throw noResponderError(subject);
       const handler = entry.list[entry.next++ % entry.list.length]!;
       const work = this.inFlight.track(handler(roundTrip(payload)));
-      const timeoutMs = options.timeoutMs ?? busDefaults.requestTimeoutMs;
+      const timeoutMs = options.timeoutMs ?? commandTimeoutMs(subject);
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(timeoutError(subject)), timeoutMs);

@@ -4,6 +4,7 @@ import {
   type CommandResult,
   type CommandSubject,
   commandCatalogue,
+  commandTimeoutMs,
   type EventEnvelope,
   EventEnvelope as EventEnvelopeSchema,
   errorMessage,
@@ -16,6 +17,7 @@ import { type HeaderCarrier, injectContext, withConsumerSpan, withProducerSpan }
 import {
   AckPolicy,
   DeliverPolicy,
+  DiscardPolicy,
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
@@ -76,6 +78,7 @@ function outgoingHeaders(): MsgHdrs {
 }
 
 const twoMinutes = 120_000;
+const day = 86_400_000;
 
 export class NatsBus implements Bus {
   readonly transport = 'nats' as const;
@@ -83,6 +86,8 @@ export class NatsBus implements Bus {
   private readonly inFlight = new InFlight();
   private readonly stoppers: Array<() => Promise<void>> = [];
   private draining = false;
+  // The client reconnects forever, so "closed" never tells of an outage; the status stream does.
+  private connected = true;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -91,6 +96,12 @@ export class NatsBus implements Bus {
     private readonly options: NatsBusOptions,
   ) {
     this.names = new SubjectNames(options.prefix);
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (status.type === 'disconnect') this.connected = false;
+        if (status.type === 'reconnect') this.connected = true;
+      }
+    })().catch(() => undefined);
   }
 
   static async connect(options: NatsBusOptions): Promise<NatsBus> {
@@ -109,16 +120,22 @@ export class NatsBus implements Bus {
   // Both streams are created idempotently by every process, so start order never matters.
   private async ensureStreams(): Promise<void> {
     const streams = [
+      // Events are kept a week: long enough for a consumer that was down to catch up, bounded so the
+      // disk never fills. Dead letters are kept a month for an operator to look at.
       {
         name: this.names.eventsStream,
         subjects: [this.names.event('>')],
         retention: RetentionPolicy.Limits,
+        discard: DiscardPolicy.Old,
+        max_age: nanos(7 * day),
         duplicate_window: nanos(twoMinutes),
       },
       {
         name: this.names.deadLetterStream,
         subjects: [this.names.deadLetter('>')],
         retention: RetentionPolicy.Limits,
+        discard: DiscardPolicy.Old,
+        max_age: nanos(30 * day),
         duplicate_window: nanos(twoMinutes),
       },
     ];
@@ -140,7 +157,7 @@ export class NatsBus implements Bus {
     return withProducerSpan({ system: 'nats', destination: subject, operation: 'send' }, async () => {
       try {
         const reply = await this.nc.request(wire, encode(payload), {
-          timeout: options.timeoutMs ?? busDefaults.requestTimeoutMs,
+          timeout: options.timeoutMs ?? commandTimeoutMs(subject),
           headers: outgoingHeaders(),
         });
         return resultFromReply(decode(reply.data)) as CommandResult<S>;
@@ -177,7 +194,12 @@ export class NatsBus implements Bus {
                 if (!(failure instanceof AppError)) this.options.onHandlerError?.(failure, { subject });
                 reply = replyFromError(failure);
               }
-              msg.respond(encode(reply));
+              try {
+                msg.respond(encode(reply));
+              } catch (failure) {
+                // The connection closed under us; the caller will see a timeout.
+                this.options.onHandlerError?.(failure, { subject });
+              }
             },
           ),
         );
@@ -224,37 +246,54 @@ export class NatsBus implements Bus {
     const durable = this.names.durable(options.durable);
     const maxDeliver = options.maxDeliver ?? busDefaults.maxDeliver;
     const delays = options.redeliveryDelaysMs ?? [...busDefaults.redeliveryDelaysMs];
+    const ackWaitMs = options.ackWaitMs ?? busDefaults.ackWaitMs;
     const config = {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
+      // A new durable starts at the oldest event the stream still keeps (a week at most).
       deliver_policy: DeliverPolicy.All,
       // One filter subject only: nats-server 2.9 has no multi-subject filters.
       filter_subject: this.names.event(options.filter),
       // The server may redeliver one more time than we count, should a process die mid-handling;
       // the dead-letter decision is ours, taken on our own count.
       max_deliver: maxDeliver + 1,
-      ack_wait: nanos(options.ackWaitMs ?? busDefaults.ackWaitMs),
+      ack_wait: nanos(ackWaitMs),
     };
     try {
       await this.jsm.consumers.info(this.names.eventsStream, durable);
       await this.jsm.consumers.update(this.names.eventsStream, durable, {
         max_deliver: config.max_deliver,
         ack_wait: config.ack_wait,
+        filter_subject: config.filter_subject,
       });
     } catch {
       await this.jsm.consumers.add(this.names.eventsStream, config);
     }
     const consumer = await this.js.consumers.get(this.names.eventsStream, durable);
-    const messages = await consumer.consume({ max_messages: Math.max(16, (options.concurrency ?? 1) * 4) });
     const limit = options.concurrency ?? 1;
+    // Pull no more than can run at once: a message waiting in a local buffer still ages toward its
+    // ack deadline, and would be handed to another replica while this one has not started it.
+    const messages = await consumer.consume({ max_messages: limit });
+    const slots = new InFlight();
     const loop = (async () => {
       for await (const msg of messages) {
-        await this.inFlight.acquire(limit);
-        void this.deliver(msg, options.durable, maxDeliver, delays, handler).finally(() =>
-          this.inFlight.release(),
-        );
+        if (this.draining) {
+          // Fetched but not started when the drain began: give it straight back to the stream.
+          msg.nak();
+          continue;
+        }
+        // From now until the handler ends, tell the server the message is being worked on.
+        const heartbeat = setInterval(() => msg.working(), Math.max(1_000, ackWaitMs / 3));
+        await slots.acquire(limit);
+        void this.inFlight
+          .track(this.deliver(msg, options.durable, maxDeliver, delays, handler))
+          .catch((error: unknown) => this.options.onHandlerError?.(error, { subject: msg.subject }))
+          .finally(() => {
+            clearInterval(heartbeat);
+            slots.release();
+          });
       }
-    })();
+    })().catch((error: unknown) => this.options.onHandlerError?.(error, { subject: options.filter }));
     this.stoppers.push(async () => {
       await messages.close();
       await loop;
@@ -273,8 +312,7 @@ export class NatsBus implements Bus {
     try {
       event = EventEnvelopeSchema.parse(msg.json()) as EventEnvelope;
     } catch (error) {
-      await this.deadLetter(durable, { raw: decoder.decode(msg.data) }, error, attempt);
-      msg.term('unparseable event');
+      await this.giveUp(msg, durable, { raw: decoder.decode(msg.data) }, error, attempt, delays);
       return;
     }
     const carrier = headerCarrier(msg.headers ?? createHeaders());
@@ -288,21 +326,33 @@ export class NatsBus implements Bus {
     } catch (error) {
       this.options.onHandlerError?.(error, { subject: `evt.${event.type}` });
       if (attempt >= maxDeliver) {
-        await this.deadLetter(durable, event, error, attempt);
-        msg.term('moved to dead letters');
+        await this.giveUp(msg, durable, event, error, attempt, delays);
       } else {
         msg.nak(delays[Math.min(attempt - 1, delays.length - 1)] ?? 0);
       }
     }
   }
 
+  /** Moves an event to the dead letters; if even that fails, it is left for redelivery, never dropped. */
+  private async giveUp(
+    msg: JsMsg,
+    durable: string,
+    event: unknown,
+    error: unknown,
+    attempts: number,
+    delays: number[],
+  ): Promise<void> {
+    try {
+      await this.deadLetter(durable, event, error, attempts);
+      msg.term('moved to dead letters');
+    } catch (deadLetterError) {
+      this.options.onHandlerError?.(deadLetterError, { subject: this.names.deadLetter(durable) });
+      msg.nak(delays[delays.length - 1] ?? 0);
+    }
+  }
+
   private async deadLetter(durable: string, event: unknown, error: unknown, attempts: number): Promise<void> {
-    const letter = {
-      durable,
-      event,
-      error: errorMessage(error),
-      attempts,
-    };
+    const letter = { durable, event, error: errorMessage(error), attempts };
     const id = (event as { id?: string }).id;
     await this.js.publish(this.names.deadLetter(this.names.durable(durable)), encode(letter), {
       ...(id ? { msgID: `${durable}:${id}` } : {}),
@@ -328,13 +378,13 @@ export class NatsBus implements Bus {
   }
 
   healthy(): boolean {
-    return !this.nc.isClosed() && !this.nc.isDraining();
+    return this.connected && !this.nc.isClosed() && !this.nc.isDraining();
   }
 
   async drain(beforeClose?: () => Promise<void>): Promise<void> {
     if (this.draining) return;
     this.draining = true;
-    for (const stop of this.stoppers.splice(0)) await stop();
+    await Promise.all(this.stoppers.splice(0).map((stop) => stop()));
     await this.inFlight.idle();
     await beforeClose?.();
     await this.nc.drain();

@@ -188,6 +188,23 @@ export function busContract(name: string, factory: BusFactory): void {
       expect(letters).toEqual([{ durable: 'poison', event: poison, error: 'cannot handle', attempts: 3 }]);
     });
 
+    it('does not redeliver events that wait longer than the ack deadline behind a slow handler', async () => {
+      const [bus] = await make();
+      const attempts: number[] = [];
+      await bus!.consume(
+        { durable: 'slow-queue', filter: '>', ackWaitMs: 1_000, concurrency: 1 },
+        async (_e, delivery) => {
+          attempts.push(delivery.attempt);
+          await new Promise((resolve) => setTimeout(resolve, 400));
+        },
+      );
+      for (let i = 0; i < 6; i++) await bus!.publish(event());
+      const marker = event('conversation.resolved');
+      await bus!.publish(marker);
+      await waitFor(() => attempts.length >= 7, { what: 'every event handled', timeoutMs: 20_000 });
+      expect(attempts).toEqual([1, 1, 1, 1, 1, 1, 1]);
+    });
+
     it('fans a notice out to every replica, not to one of them', async () => {
       const buses = await make(2);
       const heard: string[][] = [[], []];

@@ -108,6 +108,23 @@ export const commandCatalogue = {
 } as const;
 
 export type CommandSubject = keyof typeof commandCatalogue;
+
+/**
+ * How long a caller waits for each command. The budgets nest: the provider call (PROVIDER_TIMEOUT_MS,
+ * 15 s by default) fits inside send-text, which fits inside the sends that call it, so an inner timeout
+ * always answers before an outer one gives up and a late success is never reported as a failure.
+ */
+export const commandTimeoutsMs: Partial<Record<CommandSubject, number>> & { default: number } = {
+  default: 10_000,
+  'cmd.connector.send-text': 20_000,
+  'cmd.messaging.send-message': 30_000,
+  'cmd.messaging.send-template': 30_000,
+  'cmd.messaging.external-send': 30_000,
+};
+
+export function commandTimeoutMs(subject: CommandSubject): number {
+  return commandTimeoutsMs[subject] ?? commandTimeoutsMs.default;
+}
 export type CommandRequest<S extends CommandSubject> = z.input<(typeof commandCatalogue)[S]['request']>;
 export type CommandPayload<S extends CommandSubject> = z.output<(typeof commandCatalogue)[S]['request']>;
 export type CommandResult<S extends CommandSubject> = z.output<(typeof commandCatalogue)[S]['reply']>;

@@ -1,5 +1,5 @@
 import type { Bus } from '@inbox/bus';
-import { type EventData, errorMessage, type Provider } from '@inbox/contracts';
+import { AppError, type EventData, errorMessage, type Provider } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
 import { ConversationStore } from '../store/conversations.js';
 
@@ -34,9 +34,14 @@ export async function deliverOutbound(deps: OutboundDeps, message: OutboundMessa
       text: message.text,
     });
   } catch (error) {
-    await withTransaction(deps.pool, (client) =>
-      new ConversationStore(client, message.workspaceId).markFailed(message.messageId, errorMessage(error)),
-    );
+    // A timeout leaves the outcome unknown (the provider may yet accept it): the message stays pending
+    // rather than being called failed.
+    const unknownOutcome = error instanceof AppError && error.status === 504;
+    if (!unknownOutcome) {
+      await withTransaction(deps.pool, (client) =>
+        new ConversationStore(client, message.workspaceId).markFailed(message.messageId, errorMessage(error)),
+      );
+    }
     throw error;
   }
   await withTransaction(deps.pool, async (client) => {
