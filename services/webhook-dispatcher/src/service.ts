@@ -21,7 +21,8 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
     migrationsDir: fileURLToPath(new URL('../migrations', import.meta.url)),
     create: ({ pool, bus, logger }) => {
       const policy = AddressPolicy.fromSetting(options.allowedCidrs);
-      const agent = guardedAgent(policy, options.timeoutMs ?? 15_000);
+      const timeoutMs = options.timeoutMs ?? 15_000;
+      const agent = guardedAgent(policy, timeoutMs);
       const endpoints = new EndpointStore(pool, new SecretBox(options.encryptionKey));
       const deliveries = new DeliveryStore(pool);
       return {
@@ -33,7 +34,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
             listDeliveries({ endpoints, deliveries }, command),
           );
           await bus.consume({ durable: 'webhook-dispatcher', filter: '>', concurrency: 8 }, (event) =>
-            deliverEvent({ endpoints, deliveries, agent, policy, logger }, event),
+            deliverEvent({ endpoints, deliveries, agent, policy, logger, timeoutMs }, event),
           );
         },
         stop: () => agent.close(),

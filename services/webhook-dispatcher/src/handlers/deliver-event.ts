@@ -13,6 +13,8 @@ export interface DeliverDeps {
   agent: Dispatcher;
   policy: AddressPolicy;
   logger: Logger;
+  /** One attempt, from connecting to the response status, whatever the receiver does. */
+  timeoutMs: number;
 }
 
 const publicTypes = new Set<string>(publicEventTypes);
@@ -24,16 +26,20 @@ export async function deliverEvent(deps: DeliverDeps, event: EventEnvelope): Pro
   if (endpoints.length === 0) return;
   // Serialised once: every endpoint and every attempt gets these exact bytes, which is what is signed.
   const body = JSON.stringify(event.data);
-  await Promise.all(
+  const outcomes = await Promise.allSettled(
     endpoints.map(async (endpoint) => {
-      const delivery = await deps.deliveries.open({
-        workspaceId: event.workspace_id,
-        endpointId: endpoint.id,
-        eventId: event.id,
-        eventType: event.type,
-        body,
-      });
-      if (delivery.status === 'delivered') return;
+      // The lease outlives one attempt, so it cannot lapse while the attempt is still running.
+      const delivery = await deps.deliveries.claim(
+        {
+          workspaceId: event.workspace_id,
+          endpointId: endpoint.id,
+          eventId: event.id,
+          eventType: event.type,
+          body,
+        },
+        deps.timeoutMs * 2 + 5_000,
+      );
+      if (!delivery) return;
       const started = performance.now();
       const outcome = await post(deps, endpoint.url, delivery.body, {
         eventId: event.id,
@@ -41,7 +47,7 @@ export async function deliverEvent(deps: DeliverDeps, event: EventEnvelope): Pro
         secret: endpoint.secret,
       });
       const durationMs = Math.round(performance.now() - started);
-      await deps.deliveries.recordAttempt(delivery.id, { ...outcome, durationMs });
+      await deps.deliveries.recordAttempt(event.workspace_id, delivery.id, { ...outcome, durationMs });
       deps.logger.info(
         {
           event_id: event.id,
@@ -55,6 +61,10 @@ export async function deliverEvent(deps: DeliverDeps, event: EventEnvelope): Pro
       );
     }),
   );
+  // Every endpoint has had its turn; a failure to record one is retried by redelivering the event,
+  // which the leases and the delivered status keep from posting twice.
+  const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 async function post(
@@ -72,11 +82,14 @@ async function post(
       method: 'POST',
       body,
       headers: deliveryHeaders({ ...meta, body, now: new Date() }),
+      signal: AbortSignal.timeout(deps.timeoutMs),
       // undici's request() never follows redirects (that takes a redirect interceptor), so a 3xx is
       // recorded as a failed attempt rather than leading the request somewhere unchecked.
       dispatcher: deps.agent,
     });
-    await response.body.dump();
+    // Only the status matters; the body is not read, so a receiver that drips bytes cannot hold us.
+    response.body.on('error', () => undefined);
+    response.body.destroy();
     return { statusCode: response.statusCode, error: null };
   } catch (error) {
     return { statusCode: null, error: errorMessage(error) };
