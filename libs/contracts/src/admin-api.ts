@@ -5,7 +5,12 @@ import { publicEventTypes } from './events.js';
 export const workspaceStatuses = ['active', 'inactive', 'suspended'] as const;
 
 export const CreateWorkspaceBody = z.object({
-  name: z.string({ error: 'name é obrigatório' }).trim().min(1, { error: 'name é obrigatório' }).max(200),
+  name: z
+    .string({ error: 'name é obrigatório' })
+    .trim()
+    .min(1, { error: 'name é obrigatório' })
+    .max(200, { error: 'name deve ter até 200 caracteres' })
+    .refine((name) => !name.includes('\u0000'), { error: 'name não pode conter o caractere NUL' }),
   default_country_code: z
     .string({ error: 'default_country_code deve ter de 1 a 3 dígitos' })
     .regex(/^\d{1,3}$/, { error: 'default_country_code deve ter de 1 a 3 dígitos' })
@@ -20,7 +25,11 @@ export const CreateIntegrationBody = z.object({
   channel: z.enum(integrationChannels, {
     error: `channel deve ser um de: ${integrationChannels.join(', ')}`,
   }),
-  name: z.string().max(200).nullish(),
+  name: z
+    .string({ error: 'name deve ser string de até 200 caracteres' })
+    .max(200, { error: 'name deve ser string de até 200 caracteres' })
+    .refine((name) => !name.includes('\u0000'), { error: 'name deve ser string de até 200 caracteres' })
+    .nullish(),
   config: z.record(z.string(), z.string(), { error: 'config deve ser um objeto de strings' }),
 });
 

@@ -35,6 +35,8 @@ describe('send-message body', () => {
     [{ ...valid, integrationId: 'not-a-uuid' }, 'integrationId deve ser um UUID'],
     [{ ...valid, agentId: 12 }, 'agentId deve ser um UUID'],
     [{ ...valid, contactName: 'x'.repeat(256) }, 'contactName deve ser string de até 255 caracteres'],
+    [{ ...valid, message: 'a\u0000b' }, 'message deve ser string de 1–4096 caracteres'],
+    [{ ...valid, contactName: 'Ma\u0000ria' }, 'contactName deve ser string de até 255 caracteres'],
   ])('%j is refused with the exact text', (body, text) => {
     expect(errorOf(body)).toBe(text);
   });

@@ -9,9 +9,12 @@ const optionalText = (field: string, max: number) =>
   z
     .string({ error: platformTexts.mustBeString(field, max) })
     .max(max, { error: platformTexts.mustBeString(field, max) })
+    .refine(hasNoNul, { error: platformTexts.mustBeString(field, max) })
     .nullish();
 
 const codePointLength = (text: string) => [...text].length;
+// Postgres text cannot hold NUL; such input is refused at the door with the field's own text.
+const hasNoNul = (text: string) => !text.includes('\u0000');
 
 export const phoneField = z
   .string({ error: errorTexts.phoneInvalid })
@@ -22,7 +25,7 @@ export const SendMessageBody = z.object({
   phone: phoneField,
   message: z
     .string({ error: errorTexts.messageLength })
-    .refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096, {
+    .refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096 && hasNoNul(text), {
       error: errorTexts.messageLength,
     }),
   integrationId: optionalUuid('integrationId'),
@@ -53,7 +56,7 @@ export const ExternalSendBody = z.object({
   conversation_id: z.uuid({ error: platformTexts.mustBeUuid('conversation_id') }),
   text: z
     .string({ error: platformTexts.textLength })
-    .refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096, {
+    .refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096 && hasNoNul(text), {
       error: platformTexts.textLength,
     }),
   sender_type: z.enum(['agent', 'system'], { error: errorTexts.senderTypeInvalid }).nullish(),
@@ -80,7 +83,8 @@ export const MoveLeadBody = z.object({
   stage: z
     .string({ error: platformTexts.stageInvalid })
     .min(1, { error: platformTexts.stageInvalid })
-    .max(200, { error: platformTexts.stageInvalid }),
+    .max(200, { error: platformTexts.stageInvalid })
+    .refine(hasNoNul, { error: platformTexts.stageInvalid }),
   conversation_id: optionalUuid('conversation_id'),
 });
 export type MoveLeadBody = z.infer<typeof MoveLeadBody>;
@@ -138,7 +142,7 @@ const Buttons = z.unknown().transform((value, ctx): TemplateButton[] => {
     if (typeof index !== 'number' || !Number.isInteger(index) || index < 0)
       return fail(platformTexts.buttonIndex(i));
     if (type !== 'url' && type !== 'quick_reply') return fail(platformTexts.buttonType(i));
-    const nonEmpty = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 2000;
+    const nonEmpty = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 2000 && hasNoNul(v);
     if (type === 'url' && !nonEmpty(text)) return fail(platformTexts.buttonText(i));
     if (type === 'quick_reply' && !nonEmpty(payload)) return fail(platformTexts.buttonPayload(i));
     if (seen.has(index)) return fail(platformTexts.buttonIndexRepeated(index));
@@ -161,7 +165,8 @@ export const SendTemplateBody = z.object({
   templateName: z
     .string({ error: platformTexts.templateName })
     .min(1, { error: platformTexts.templateName })
-    .max(512, { error: platformTexts.templateName }),
+    .max(512, { error: platformTexts.templateName })
+    .refine(hasNoNul, { error: platformTexts.templateName }),
   language: z
     .string({ error: platformTexts.templateLanguage })
     .regex(/^[a-z]{2,3}(_[A-Z]{2})?$/, { error: platformTexts.templateLanguage })
@@ -172,7 +177,9 @@ export const SendTemplateBody = z.object({
     .refine(
       (items) =>
         items.every(
-          (item) => typeof item === 'string' || (typeof item === 'number' && Number.isFinite(item)),
+          (item) =>
+            (typeof item === 'string' && hasNoNul(item)) ||
+            (typeof item === 'number' && Number.isFinite(item)),
         ),
       {
         error: platformTexts.variablesItems,

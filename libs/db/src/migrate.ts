@@ -23,7 +23,10 @@ const outboxMigration = {
       occurred_at timestamptz not null,
       data jsonb not null,
       trace_context jsonb,
-      published_at timestamptz
+      published_at timestamptz,
+      -- The writing transaction: the relay only takes rows of transactions older than every running one,
+      -- so a row written earlier but committed later is never overtaken.
+      txid xid8 not null default pg_current_xact_id()
     );
     create index outbox_pending on outbox (seq) where published_at is null;
   `,

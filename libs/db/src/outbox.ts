@@ -136,7 +136,9 @@ export class OutboxRelay {
         return 0;
       }
       const { rows } = await client.query<OutboxRow>(
-        'select seq, id, type, workspace_id, occurred_at, data, trace_context from outbox where published_at is null order by seq limit $1',
+        `select seq, id, type, workspace_id, occurred_at, data, trace_context from outbox
+          where published_at is null and txid < pg_snapshot_xmin(pg_current_snapshot())
+          order by seq limit $1`,
         [this.options.batchSize ?? 100],
       );
       try {

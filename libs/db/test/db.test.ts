@@ -141,6 +141,31 @@ describe('transactional outbox', () => {
     expect(seen.map((e) => e.id)).toEqual(ids);
   });
 
+  it('keeps the order of writing when transactions commit out of order', async () => {
+    await pool.query('update outbox set published_at = now()');
+    const prefix = uniquePrefix();
+    const workspace = randomUUID();
+    const early = await pool.connect();
+    await early.query('begin');
+    const first = await writeEvent(early, { type: 'thing.made', workspace_id: workspace, data: { n: 1 } });
+    const second = await withTransaction(pool, (client) =>
+      writeEvent(client, { type: 'thing.made', workspace_id: workspace, data: { n: 2 } }),
+    );
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    const relay = new OutboxRelay({ pool, bus, schema: 'relaytest', pollIntervalMs: 20 });
+    relay.start();
+    // The later-written event is committed, but the earlier one is not: nothing may leave yet.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await relay.backlog()).toBe(1);
+    await early.query('commit');
+    early.release();
+    relay.wake();
+    const seen = await streamContents(prefix, 2);
+    await relay.stop();
+    await bus.drain();
+    expect(seen.map((e) => e.id)).toEqual([first.id, second.id]);
+  });
+
   it('lets only one replica relay at a time, keeping the order', async () => {
     await pool.query('update outbox set published_at = now()');
     const prefix = uniquePrefix();

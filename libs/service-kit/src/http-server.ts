@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 
@@ -6,13 +6,29 @@ export interface RunningServer {
   server: Server;
   port: number;
   url: string;
-  /** Stops accepting connections and resolves once every in-flight request has been answered. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections and resolves once every in-flight request has been answered. Keep-alive
+   * connections are told to close with their next answer and closed as soon as they are idle; whatever
+   * is still open at `graceMs` is cut.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 export function listen(app: Express, port: number, host = '0.0.0.0'): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
     const server = app.listen(port, host);
+    let closing = false;
+    const inFlight = new Set<ServerResponse>();
+    // While closing, every answer ends its connection, so pooled clients (load balancers) move on.
+    const endConnectionAfter = (res: ServerResponse) => {
+      if (!res.headersSent) res.setHeader('Connection', 'close');
+      res.on('finish', () => server.closeIdleConnections());
+    };
+    server.on('request', (_req, res: ServerResponse) => {
+      if (closing) return endConnectionAfter(res);
+      inFlight.add(res);
+      res.on('close', () => inFlight.delete(res));
+    });
     server.once('error', reject);
     server.once('listening', () => {
       const actual = (server.address() as AddressInfo).port;
@@ -21,10 +37,16 @@ export function listen(app: Express, port: number, host = '0.0.0.0'): Promise<Ru
         server,
         port: actual,
         url: `http://${shownHost}:${actual}`,
-        close: () =>
+        close: (graceMs = 8_000) =>
           new Promise<void>((done) => {
-            server.close(() => done());
-            // Keep-alive connections with no request in flight would otherwise hold close() open.
+            closing = true;
+            for (const res of inFlight) endConnectionAfter(res);
+            const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+            cut.unref();
+            server.close(() => {
+              clearTimeout(cut);
+              done();
+            });
             server.closeIdleConnections();
           }),
       });

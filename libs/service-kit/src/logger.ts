@@ -3,29 +3,28 @@ import pino, { type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
-/** Anything that could carry a credential, wherever it sits in a logged object. */
-export const redactedPaths = [
+// Key names that carry credentials anywhere in our code or in the providers' wire formats.
+const secretKeys = [
   'authorization',
-  '*.authorization',
-  'req.headers.authorization',
-  'headers.authorization',
+  'Authorization',
+  'apikey',
   'api_key',
-  '*.api_key',
   'apiKey',
-  '*.apiKey',
   'secret',
-  '*.secret',
   'token',
-  '*.token',
   'access_token',
-  '*.access_token',
+  'client_token',
+  'bot_token',
+  'secret_token',
+  'app_secret',
+  'verify_token',
   'password',
-  '*.password',
   'config',
-  '*.config',
   'credentials',
-  '*.credentials',
 ];
+
+/** Those keys at the top of a logged object and up to two levels down (headers, payloads, causes). */
+export const redactedPaths = secretKeys.flatMap((key) => [key, `*.${key}`, `*.*.${key}`]);
 
 export function createLogger(
   service: string,

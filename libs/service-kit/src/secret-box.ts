@@ -2,7 +2,9 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /**
  * Encrypts secrets at rest (provider credentials, webhook secrets) with AES-256-GCM. The stored form is
- * `v1.<iv>.<tag>.<ciphertext>` in base64url, so the format can change without guessing.
+ * `v1.<iv>.<tag>.<ciphertext>` in base64url, so the format can change without guessing. Each secret is
+ * bound to where it belongs (`context`, e.g. table, workspace and row id, as associated data), so a
+ * sealed value copied to another row or workspace does not open there.
  */
 export class SecretBox {
   private readonly key: Buffer;
@@ -16,21 +18,28 @@ export class SecretBox {
     return randomBytes(32).toString('base64');
   }
 
-  seal(plaintext: string): string {
+  seal(plaintext: string, context: string): string {
     const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv, { authTagLength: 16 });
+    cipher.setAAD(Buffer.from(context, 'utf8'));
     const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     return ['v1', iv, cipher.getAuthTag(), ciphertext]
       .map((part) => (typeof part === 'string' ? part : part.toString('base64url')))
       .join('.');
   }
 
-  open(sealed: string): string {
-    const [version, iv, tag, ciphertext] = sealed.split('.');
-    if (version !== 'v1' || !iv || !tag || ciphertext === undefined)
+  open(sealed: string, context: string): string {
+    const [version, ivText, tagText, ciphertext] = sealed.split('.');
+    if (version !== 'v1' || !ivText || !tagText || ciphertext === undefined) {
       throw new Error('unknown sealed secret format');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    }
+    const iv = Buffer.from(ivText, 'base64url');
+    const tag = Buffer.from(tagText, 'base64url');
+    // A shortened tag would weaken the authentication GCM gives; only the full 16 bytes are accepted.
+    if (iv.length !== 12 || tag.length !== 16) throw new Error('malformed sealed secret');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, iv, { authTagLength: 16 });
+    decipher.setAAD(Buffer.from(context, 'utf8'));
+    decipher.setAuthTag(tag);
     return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString(
       'utf8',
     );

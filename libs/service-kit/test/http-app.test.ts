@@ -29,7 +29,13 @@ beforeAll(async () => {
   });
   app.get('/log', (req, res) => {
     logger.info(
-      { headers: { authorization: req.get('authorization') }, api_key: 'sk_live_x', config: { token: 't' } },
+      {
+        headers: { authorization: req.get('authorization'), Authorization: 'Bearer other' },
+        api_key: 'sk_live_x',
+        config: { token: 't' },
+        command: { payload: { secret: 'deep-secret' } },
+        request: { apikey: 'alt-a-key', client_token: 'ct' },
+      },
       'sensitive',
     );
     res.json({ ok: true });
@@ -96,6 +102,8 @@ describe('service HTTP app', () => {
     const sensitive = lines.find((line) => line.includes('"sensitive"'))!;
     expect(sensitive).not.toContain('sk_live');
     expect(sensitive).not.toContain('"t"');
+    for (const leaked of ['Bearer other', 'deep-secret', 'alt-a-key', '"ct"'])
+      expect(sensitive).not.toContain(leaked);
     expect(JSON.parse(sensitive)).toMatchObject({
       headers: { authorization: '[redacted]' },
       api_key: '[redacted]',

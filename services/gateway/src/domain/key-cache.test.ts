@@ -30,6 +30,16 @@ describe('KeyCache', () => {
     expect(cache.get('d3')?.id).toBe('w2');
   });
 
+  it('does not cache a lookup that started before an invalidation', () => {
+    const cache = new KeyCache();
+    const epoch = cache.epoch;
+    cache.dropWorkspace('w1');
+    cache.set('d1', workspace('w1'), epoch);
+    expect(cache.get('d1')).toBeUndefined();
+    cache.set('d1', workspace('w1'), cache.epoch);
+    expect(cache.get('d1')?.id).toBe('w1');
+  });
+
   it('stays within its size by evicting the oldest entry', () => {
     const cache = new KeyCache(60_000, 2);
     cache.set('d1', workspace('w1'));

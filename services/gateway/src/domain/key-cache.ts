@@ -12,6 +12,15 @@ export interface CachedWorkspace {
  */
 export class KeyCache {
   private readonly entries = new Map<string, { workspace: CachedWorkspace; expires: number }>();
+  /**
+   * Counts invalidations. A lookup that started before one must not cache what it read: the database
+   * answer may predate the rotation or suspension that the invalidation announced.
+   */
+  private generation = 0;
+
+  get epoch(): number {
+    return this.generation;
+  }
 
   constructor(
     private readonly ttlMs = 5_000,
@@ -29,7 +38,8 @@ export class KeyCache {
     return entry.workspace;
   }
 
-  set(digest: string, workspace: CachedWorkspace): void {
+  set(digest: string, workspace: CachedWorkspace, readAtEpoch = this.generation): void {
+    if (readAtEpoch !== this.generation) return;
     if (this.entries.size >= this.maxEntries) {
       // Maps iterate in insertion order: the first key is the oldest entry.
       const oldest = this.entries.keys().next().value;
@@ -39,6 +49,7 @@ export class KeyCache {
   }
 
   dropWorkspace(workspaceId: string): void {
+    this.generation++;
     for (const [digest, entry] of this.entries) {
       if (entry.workspace.id === workspaceId) this.entries.delete(digest);
     }

@@ -41,6 +41,7 @@ export class KeyResolver {
     const cacheKey = digest.toString('base64');
     const cached = this.cache.get(cacheKey);
     if (cached) return cached;
+    const epoch = this.cache.epoch;
     const found = await this.store.findByKeyDigest(digest);
     if (!found) return undefined;
     const workspace: CachedWorkspace = {
@@ -49,7 +50,7 @@ export class KeyResolver {
       default_country_code: found.default_country_code,
       key_hint: found.key_hint,
     };
-    this.cache.set(cacheKey, workspace);
+    this.cache.set(cacheKey, workspace, epoch);
     return workspace;
   }
 }

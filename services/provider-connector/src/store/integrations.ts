@@ -6,6 +6,7 @@ import type { SecretBox } from '@inbox/service-kit';
 
 interface IntegrationRow {
   id: string;
+  workspace_id: string;
   channel: IntegrationChannel;
   provider: Integration['provider'];
   name: string | null;
@@ -20,7 +21,9 @@ export interface StoredIntegration {
   config: Record<string, string>;
 }
 
-const columns = 'id, channel, provider, name, status, config_sealed, connected_at, created_at';
+const columns = 'id, workspace_id, channel, provider, name, status, config_sealed, connected_at, created_at';
+// Credentials are sealed to their row: a sealed value copied elsewhere does not open.
+const sealContext = (workspaceId: string, id: string) => `integrations:${workspaceId}:${id}`;
 
 export class IntegrationStore {
   constructor(
@@ -39,7 +42,9 @@ export class IntegrationStore {
         connected_at: row.connected_at?.toISOString() ?? null,
         created_at: row.created_at.toISOString(),
       },
-      config: JSON.parse(this.secrets.open(row.config_sealed)) as Record<string, string>,
+      config: JSON.parse(
+        this.secrets.open(row.config_sealed, sealContext(row.workspace_id, row.id)),
+      ) as Record<string, string>,
     };
   }
 
@@ -52,16 +57,17 @@ export class IntegrationStore {
       accountId: string;
     },
   ): Promise<StoredIntegration> {
+    const id = randomUUID();
     const { rows } = await this.pool.query<IntegrationRow>(
       `insert into integrations (id, workspace_id, channel, provider, name, status, config_sealed, account_id, connected_at)
        values ($1, $2, $3, $4, $5, 'connected', $6, $7, now()) returning ${columns}`,
       [
-        randomUUID(),
+        id,
         workspaceId,
         input.channel,
         providerOf(input.channel),
         input.name ?? null,
-        this.secrets.seal(JSON.stringify(input.config)),
+        this.secrets.seal(JSON.stringify(input.config), sealContext(workspaceId, id)),
         input.accountId,
       ],
     );

@@ -13,6 +13,7 @@ export interface Endpoint {
 
 interface EndpointRow {
   id: string;
+  workspace_id: string;
   url: string;
   events: string[];
   enabled: boolean;
@@ -20,7 +21,9 @@ interface EndpointRow {
   created_at: Date;
 }
 
-const columns = 'id, url, events, enabled, secret_sealed, created_at';
+const columns = 'id, workspace_id, url, events, enabled, secret_sealed, created_at';
+// Secrets are sealed to their endpoint: a sealed value copied elsewhere does not open.
+const sealContext = (workspaceId: string, id: string) => `endpoints:${workspaceId}:${id}`;
 const toEndpoint = (row: EndpointRow): Endpoint => ({
   id: row.id,
   url: row.url,
@@ -40,14 +43,15 @@ export class EndpointStore {
     workspaceId: string,
     input: { url: string; events: string[]; secret?: string | null },
   ): Promise<Endpoint> {
+    const id = randomUUID();
     const { rows } = await this.pool.query<EndpointRow>(
       `insert into endpoints (id, workspace_id, url, events, secret_sealed) values ($1, $2, $3, $4, $5) returning ${columns}`,
       [
-        randomUUID(),
+        id,
         workspaceId,
         input.url,
         input.events,
-        input.secret ? this.secrets.seal(input.secret) : null,
+        input.secret ? this.secrets.seal(input.secret, sealContext(workspaceId, id)) : null,
       ],
     );
     return toEndpoint(rows[0]!);
@@ -72,7 +76,9 @@ export class EndpointStore {
     );
     return rows.map((row) => ({
       ...toEndpoint(row),
-      secret: row.secret_sealed ? this.secrets.open(row.secret_sealed) : null,
+      secret: row.secret_sealed
+        ? this.secrets.open(row.secret_sealed, sealContext(row.workspace_id, row.id))
+        : null,
     }));
   }
 }
