@@ -42,3 +42,33 @@ export const CreateWebhookBody = z.object({
     .min(1, { error: 'events não pode ser vazio' }),
   secret: z.string().min(1).max(500).nullish(),
 });
+
+export const CreateMemberBody = z.object({
+  name: z
+    .string({ error: 'name é obrigatório' })
+    .trim()
+    .min(1, { error: 'name é obrigatório' })
+    .max(200, { error: 'name deve ter até 200 caracteres' }),
+  email: z.email({ error: 'email inválido' }).max(320, { error: 'email inválido' }),
+});
+
+export const CreateAgentBody = z.object({
+  name: z
+    .string({ error: 'name é obrigatório' })
+    .trim()
+    .min(1, { error: 'name é obrigatório' })
+    .max(200, { error: 'name deve ter até 200 caracteres' }),
+});
+
+export const AssignBody = z
+  .object({
+    type: z.enum(['human', 'agent'], { error: 'type deve ser "human", "agent" ou null' }).nullable(),
+    id: z.uuid({ error: 'id deve ser um UUID ou null' }).nullable(),
+  })
+  .refine((body) => (body.type === null) === (body.id === null), {
+    error: 'type e id devem ser ambos null (remover atribuição) ou ambos preenchidos',
+  });
+
+export const UpdateIntegrationBody = z.object({
+  status: z.enum(['connected', 'disconnected'], { error: 'status deve ser "connected" ou "disconnected"' }),
+});

@@ -21,6 +21,14 @@ export class AppError extends Error {
   static notFound(error: string): AppError {
     return new AppError(404, { error });
   }
+  /** The official channel's 24-hour window is closed (provider code 131047): only a template may open it. */
+  static windowClosed(cause?: unknown): AppError {
+    return new AppError(
+      400,
+      { error: platformTexts.windowClosed, requires_template: true, meta_error_code: 131047 },
+      { cause },
+    );
+  }
   static unavailable(cause?: unknown): AppError {
     return new AppError(503, { error: platformTexts.serviceUnavailable }, { cause });
   }

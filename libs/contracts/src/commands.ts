@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { CreateIntegrationBody, CreateWebhookBody } from './admin-api.js';
+import {
+  CreateAgentBody,
+  CreateIntegrationBody,
+  CreateMemberBody,
+  CreateWebhookBody,
+  UpdateIntegrationBody,
+} from './admin-api.js';
 import { integrationChannels, providers, sendMessageChannels } from './channels.js';
 import { Failure } from './error-response.js';
 import {
@@ -27,6 +33,48 @@ export const Integration = z.object({
   created_at: z.iso.datetime(),
 });
 export type Integration = z.infer<typeof Integration>;
+
+export const Member = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  email: z.string(),
+  created_at: z.iso.datetime(),
+});
+export const Agent = z.object({ id: z.uuid(), name: z.string(), created_at: z.iso.datetime() });
+
+export const Contact = z.object({
+  id: z.uuid(),
+  phone: z.string(),
+  name: z.string().nullable(),
+  created_at: z.iso.datetime(),
+});
+
+export const MessageView = z.object({
+  id: z.uuid(),
+  direction: z.enum(['inbound', 'outbound', 'internal']),
+  sender_type: z.string().nullable(),
+  sender_name: z.string().nullable(),
+  text: z.string(),
+  type: z.string(),
+  status: z.string(),
+  delivery_status: z.string().nullable(),
+  provider_message_id: z.string().nullable(),
+  error: z.string().nullable(),
+  created_at: z.iso.datetime(),
+  sent_at: z.iso.datetime().nullable(),
+});
+
+export const ConversationView = z.object({
+  id: z.uuid(),
+  contact: z.object({ id: z.uuid(), phone: z.string(), name: z.string().nullable() }),
+  integration: z.object({ id: z.uuid(), channel: z.string(), provider: z.enum(providers) }),
+  status: z.enum(['open', 'assigned', 'resolved']),
+  assigned_to_type: z.enum(['human', 'agent']).nullable(),
+  assigned_to_id: z.uuid().nullable(),
+  last_inbound_at: z.iso.datetime().nullable(),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+});
 
 export const Webhook = z.object({
   id: z.uuid(),
@@ -74,6 +122,39 @@ export const commandCatalogue = {
   'cmd.pipeline.move-lead': {
     request: MoveLeadBody.extend({ workspace_id: z.uuid(), contact_id: z.uuid(), moved_by: z.string() }),
     reply: MoveLeadResponse,
+  },
+  'cmd.messaging.create-member': {
+    request: CreateMemberBody.extend({ workspace_id: z.uuid() }),
+    reply: Member,
+  },
+  'cmd.messaging.create-agent': {
+    request: CreateAgentBody.extend({ workspace_id: z.uuid() }),
+    reply: Agent,
+  },
+  'cmd.messaging.assign': {
+    request: z.object({
+      workspace_id: z.uuid(),
+      conversation_id: z.uuid(),
+      type: z.enum(['human', 'agent']).nullable(),
+      id: z.uuid().nullable(),
+    }),
+    reply: ConversationView,
+  },
+  'cmd.messaging.resolve': {
+    request: z.object({ workspace_id: z.uuid(), conversation_id: z.uuid() }),
+    reply: ConversationView,
+  },
+  'cmd.messaging.get-conversation': {
+    request: z.object({ workspace_id: z.uuid(), conversation_id: z.uuid() }),
+    reply: ConversationView.extend({ messages: z.array(MessageView) }),
+  },
+  'cmd.messaging.get-contact': {
+    request: z.object({ workspace_id: z.uuid(), contact_id: z.uuid() }),
+    reply: Contact,
+  },
+  'cmd.connector.update-integration': {
+    request: UpdateIntegrationBody.extend({ workspace_id: z.uuid(), integration_id: z.uuid() }),
+    reply: Integration,
   },
   'cmd.connector.create-integration': {
     request: CreateIntegrationBody.extend({ workspace_id: z.uuid() }),

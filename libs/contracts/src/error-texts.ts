@@ -35,6 +35,9 @@ export const platformTexts = {
   workspaceNotFound: 'Workspace não encontrado',
   serviceUnavailable: 'Serviço temporariamente indisponível',
   serviceTimeout: (service: string) => `Tempo esgotado aguardando o serviço ${service}`,
+  windowClosed:
+    'Fora da janela de 24 horas: este número não interagiu nas últimas 24 horas. Use send-template para iniciar a conversa.',
+  agentNotFound: 'agentId não é um agente deste workspace',
   channelNotSupported: (channel: string) => `O canal "${channel}" ainda não é suportado por este conector`,
   providerFailed: (channel: string) => `Falha ao enviar pelo provedor do canal "${channel}"`,
   mustBeUuid: (field: string) => `${field} deve ser um UUID`,

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { OutboxRelay } from '@inbox/db';
 import type { ServiceDefinition } from '@inbox/service-kit';
 import { externalSend } from './handlers/external-send.js';
+import { panel } from './handlers/panel.js';
 import { sendMessage } from './handlers/send-message.js';
 
 export function messagingService(): ServiceDefinition {
@@ -22,6 +23,14 @@ export function messagingService(): ServiceDefinition {
           const deps = { pool, bus, relay };
           await bus.handle('cmd.messaging.send-message', (command) => sendMessage(deps, command));
           await bus.handle('cmd.messaging.external-send', (command) => externalSend(deps, command));
+          await bus.handle('cmd.messaging.create-member', (command) => panel.createMember(deps, command));
+          await bus.handle('cmd.messaging.create-agent', (command) => panel.createAgent(deps, command));
+          await bus.handle('cmd.messaging.assign', (command) => panel.assign(deps, command));
+          await bus.handle('cmd.messaging.resolve', (command) => panel.resolve(deps, command));
+          await bus.handle('cmd.messaging.get-conversation', (command) =>
+            panel.getConversation(deps, command),
+          );
+          await bus.handle('cmd.messaging.get-contact', (command) => panel.getContact(deps, command));
           relay.start();
         },
         stop: () => relay.stop(),

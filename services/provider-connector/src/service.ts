@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
-import { createIntegration, resolveIntegration } from './handlers/integrations.js';
+import { createIntegration, resolveIntegration, updateIntegration } from './handlers/integrations.js';
 import { sendText } from './handlers/send-text.js';
 import { IntegrationStore } from './store/integrations.js';
 
@@ -27,6 +27,9 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
             resolveIntegration(store, command),
           );
           await bus.handle('cmd.connector.send-text', (command) => sendText(sendDeps, command));
+          await bus.handle('cmd.connector.update-integration', (command) =>
+            updateIntegration(store, command),
+          );
         },
         stop: async () => undefined,
       };

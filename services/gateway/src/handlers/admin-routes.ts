@@ -1,10 +1,14 @@
 import type { Bus } from '@inbox/bus';
 import {
   AppError,
+  AssignBody,
+  CreateAgentBody,
   CreateIntegrationBody,
+  CreateMemberBody,
   CreateWebhookBody,
   CreateWorkspaceBody,
   platformTexts,
+  UpdateIntegrationBody,
   UpdateWorkspaceBody,
 } from '@inbox/contracts';
 import { jsonBody } from '@inbox/service-kit';
@@ -31,6 +35,13 @@ function requireAdmin(adminToken: string): RequestHandler {
 }
 
 const uuid = z.uuid();
+
+function uuidParam(value: string | string[] | undefined, name: string): string {
+  if (typeof value !== 'string' || !uuid.safeParse(value).success) {
+    throw AppError.badRequest(platformTexts.mustBeUuid(name));
+  }
+  return value;
+}
 
 /** The panel's operations (ARCHITECTURE's admin API), guarded by ADMIN_TOKEN. */
 export interface AdminRouteDeps {
@@ -97,14 +108,80 @@ export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChange
     res.status(201).json(webhook);
   });
 
+  router.patch('/admin/v1/workspaces/:ws/integrations/:id', async (req, res) => {
+    const { status } = parse(UpdateIntegrationBody, req.body);
+    res.json(
+      await bus.request('cmd.connector.update-integration', {
+        status,
+        workspace_id: res.locals.workspaceId!,
+        integration_id: uuidParam(req.params.id, 'integration id'),
+      }),
+    );
+  });
+
+  router.post('/admin/v1/workspaces/:ws/members', async (req, res) => {
+    const input = parse(CreateMemberBody, req.body);
+    res
+      .status(201)
+      .json(
+        await bus.request('cmd.messaging.create-member', { ...input, workspace_id: res.locals.workspaceId! }),
+      );
+  });
+
+  router.post('/admin/v1/workspaces/:ws/agents', async (req, res) => {
+    const input = parse(CreateAgentBody, req.body);
+    res
+      .status(201)
+      .json(
+        await bus.request('cmd.messaging.create-agent', { ...input, workspace_id: res.locals.workspaceId! }),
+      );
+  });
+
+  router.post('/admin/v1/workspaces/:ws/conversations/:id/assign', async (req, res) => {
+    const input = parse(AssignBody, req.body);
+    res.json(
+      await bus.request('cmd.messaging.assign', {
+        ...input,
+        workspace_id: res.locals.workspaceId!,
+        conversation_id: uuidParam(req.params.id, 'conversation id'),
+      }),
+    );
+  });
+
+  router.post('/admin/v1/workspaces/:ws/conversations/:id/resolve', async (req, res) => {
+    res.json(
+      await bus.request('cmd.messaging.resolve', {
+        workspace_id: res.locals.workspaceId!,
+        conversation_id: uuidParam(req.params.id, 'conversation id'),
+      }),
+    );
+  });
+
+  router.get('/admin/v1/workspaces/:ws/conversations/:id', async (req, res) => {
+    res.json(
+      await bus.request('cmd.messaging.get-conversation', {
+        workspace_id: res.locals.workspaceId!,
+        conversation_id: uuidParam(req.params.id, 'conversation id'),
+      }),
+    );
+  });
+
+  router.get('/admin/v1/workspaces/:ws/contacts/:id', async (req, res) => {
+    res.json(
+      await bus.request('cmd.messaging.get-contact', {
+        workspace_id: res.locals.workspaceId!,
+        contact_id: uuidParam(req.params.id, 'contact id'),
+      }),
+    );
+  });
+
   router.get('/admin/v1/workspaces/:ws/webhooks/:id/deliveries', async (req, res) => {
-    const id = req.params.id;
-    if (!uuid.safeParse(id).success) throw AppError.badRequest(platformTexts.mustBeUuid('webhook id'));
-    const result = await bus.request('cmd.dispatcher.list-deliveries', {
-      workspace_id: res.locals.workspaceId!,
-      webhook_id: id,
-    });
-    res.json(result);
+    res.json(
+      await bus.request('cmd.dispatcher.list-deliveries', {
+        workspace_id: res.locals.workspaceId!,
+        webhook_id: uuidParam(req.params.id, 'webhook id'),
+      }),
+    );
   });
 
   const allowed: Array<[string, string[]]> = [
@@ -114,6 +191,13 @@ export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChange
     ['/admin/v1/workspaces/:ws/integrations', ['POST']],
     ['/admin/v1/workspaces/:ws/webhooks', ['POST']],
     ['/admin/v1/workspaces/:ws/webhooks/:id/deliveries', ['GET']],
+    ['/admin/v1/workspaces/:ws/integrations/:id', ['PATCH']],
+    ['/admin/v1/workspaces/:ws/members', ['POST']],
+    ['/admin/v1/workspaces/:ws/agents', ['POST']],
+    ['/admin/v1/workspaces/:ws/conversations/:id/assign', ['POST']],
+    ['/admin/v1/workspaces/:ws/conversations/:id/resolve', ['POST']],
+    ['/admin/v1/workspaces/:ws/conversations/:id', ['GET']],
+    ['/admin/v1/workspaces/:ws/contacts/:id', ['GET']],
   ];
   for (const [path, methods] of allowed) router.all(path, methodNotAllowed(methods));
   return router;

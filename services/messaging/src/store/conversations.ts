@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Integration, Provider } from '@inbox/contracts';
 import type { PoolClient } from '@inbox/db';
+import { type Assignee, statusAfterAssignment, statusAfterNewMessage } from '../domain/conversation-state.js';
 
 export interface ContactRow {
   id: string;
@@ -63,13 +64,44 @@ export class ConversationStore {
     return { conversation: rows[0]!, created: false };
   }
 
-  /** A send into a resolved conversation reopens it (assigned when it has an assignee, else open). */
+  /** A message into a resolved conversation reopens it (assigned when it has an assignee, else open). */
   async reopen(conversation: ConversationRow): Promise<void> {
-    if (conversation.status !== 'resolved') return;
-    const status = conversation.assigned_to_type ? 'assigned' : 'open';
+    const status = statusAfterNewMessage(conversation.status, conversation.assigned_to_type !== null);
+    if (status === conversation.status) return;
     await this.client.query(
       'update conversations set status = $3, updated_at = now() where workspace_id = $1 and id = $2',
       [this.workspaceId, conversation.id, status],
+    );
+  }
+
+  /** The conversation, locked for this transaction; undefined when it is not this workspace's. */
+  async lock(conversationId: string): Promise<ConversationRow | undefined> {
+    const { rows } = await this.client.query<ConversationRow>(
+      `select id, contact_id, integration_id, status, assigned_to_type, assigned_to_id
+         from conversations where workspace_id = $1 and id = $2 for update`,
+      [this.workspaceId, conversationId],
+    );
+    return rows[0];
+  }
+
+  async setAssignment(conversation: ConversationRow, assignee: Assignee): Promise<void> {
+    await this.client.query(
+      `update conversations set assigned_to_type = $3, assigned_to_id = $4, status = $5, updated_at = now()
+        where workspace_id = $1 and id = $2`,
+      [
+        this.workspaceId,
+        conversation.id,
+        assignee?.type ?? null,
+        assignee?.id ?? null,
+        statusAfterAssignment(conversation.status, assignee),
+      ],
+    );
+  }
+
+  async setResolved(conversationId: string): Promise<void> {
+    await this.client.query(
+      `update conversations set status = 'resolved', updated_at = now() where workspace_id = $1 and id = $2`,
+      [this.workspaceId, conversationId],
     );
   }
 

@@ -43,3 +43,12 @@ export async function resolveIntegration(
   if (!latest) throw AppError.notFound(platformTexts.noConnectedIntegration(command.channel));
   return latest.integration;
 }
+
+export async function updateIntegration(
+  store: IntegrationStore,
+  command: CommandPayload<'cmd.connector.update-integration'>,
+): Promise<CommandResult<'cmd.connector.update-integration'>> {
+  const stored = await store.setStatus(command.workspace_id, command.integration_id, command.status);
+  if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
+  return stored.integration;
+}

@@ -95,6 +95,21 @@ export class IntegrationStore {
     return rows[0] ? this.toStored(rows[0]) : undefined;
   }
 
+  /** Connects or disconnects; reconnecting makes it the channel's most recently connected integration. */
+  async setStatus(
+    workspaceId: string,
+    id: string,
+    status: 'connected' | 'disconnected',
+  ): Promise<StoredIntegration | undefined> {
+    const { rows } = await this.pool.query<IntegrationRow>(
+      `update integrations set status = $3,
+              connected_at = case when $3 = 'connected' and status <> 'connected' then now() else connected_at end
+        where workspace_id = $1 and id = $2 returning ${columns}`,
+      [workspaceId, id, status],
+    );
+    return rows[0] ? this.toStored(rows[0]) : undefined;
+  }
+
   async findSend(workspaceId: string, messageId: string) {
     const { rows } = await this.pool.query<{ provider_message_id: string; sent_at: Date }>(
       'select provider_message_id, sent_at from sends where workspace_id = $1 and message_id = $2',

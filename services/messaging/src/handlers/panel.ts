@@ -1,0 +1,99 @@
+import { AppError, type CommandPayload, type CommandResult, errorTexts } from '@inbox/contracts';
+import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
+import type { Assignee } from '../domain/conversation-state.js';
+import { eventPayloads } from '../domain/events.js';
+import { ConversationViews } from '../store/conversation-views.js';
+import { ConversationStore } from '../store/conversations.js';
+import { TeamStore } from '../store/team.js';
+
+export interface PanelDeps {
+  pool: Pool;
+  relay: OutboxRelay;
+}
+
+async function viewOf(deps: PanelDeps, workspaceId: string, conversationId: string) {
+  const view = await new ConversationViews(deps.pool, workspaceId).conversation(conversationId);
+  if (!view) throw AppError.notFound(errorTexts.conversationNotFound);
+  return view;
+}
+
+export const panel = {
+  createMember: (deps: PanelDeps, command: CommandPayload<'cmd.messaging.create-member'>) =>
+    new TeamStore(deps.pool, command.workspace_id).createMember(command.name, command.email),
+
+  createAgent: (deps: PanelDeps, command: CommandPayload<'cmd.messaging.create-agent'>) =>
+    new TeamStore(deps.pool, command.workspace_id).createAgent(command.name),
+
+  /** Assigns to a member or an AI agent, or removes the assignment; a change emits conversation.assigned. */
+  async assign(
+    deps: PanelDeps,
+    command: CommandPayload<'cmd.messaging.assign'>,
+  ): Promise<CommandResult<'cmd.messaging.assign'>> {
+    const workspaceId = command.workspace_id;
+    const assignee: Assignee = command.type && command.id ? { type: command.type, id: command.id } : null;
+    await withTransaction(deps.pool, async (client) => {
+      const store = new ConversationStore(client, workspaceId);
+      const conversation = await store.lock(command.conversation_id);
+      if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
+      if (assignee && !(await new TeamStore(client, workspaceId).exists(assignee.type, assignee.id))) {
+        throw AppError.badRequest(
+          assignee.type === 'human'
+            ? 'id não é um membro deste workspace'
+            : 'id não é um agente deste workspace',
+        );
+      }
+      const unchanged =
+        conversation.assigned_to_type === (assignee?.type ?? null) &&
+        conversation.assigned_to_id === (assignee?.id ?? null);
+      if (unchanged) return;
+      await store.setAssignment(conversation, assignee);
+      await writeEvent(client, {
+        type: 'conversation.assigned',
+        workspace_id: workspaceId,
+        data: eventPayloads.assigned(workspaceId, conversation.id, assignee),
+      });
+    });
+    deps.relay.wake();
+    return viewOf(deps, workspaceId, command.conversation_id);
+  },
+
+  /** Marks the conversation resolved; resolving a resolved conversation changes and emits nothing. */
+  async resolve(
+    deps: PanelDeps,
+    command: CommandPayload<'cmd.messaging.resolve'>,
+  ): Promise<CommandResult<'cmd.messaging.resolve'>> {
+    const workspaceId = command.workspace_id;
+    await withTransaction(deps.pool, async (client) => {
+      const store = new ConversationStore(client, workspaceId);
+      const conversation = await store.lock(command.conversation_id);
+      if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
+      if (conversation.status === 'resolved') return;
+      await store.setResolved(conversation.id);
+      await writeEvent(client, {
+        type: 'conversation.resolved',
+        workspace_id: workspaceId,
+        data: eventPayloads.resolved(workspaceId, conversation.id),
+      });
+    });
+    deps.relay.wake();
+    return viewOf(deps, workspaceId, command.conversation_id);
+  },
+
+  async getConversation(
+    deps: PanelDeps,
+    command: CommandPayload<'cmd.messaging.get-conversation'>,
+  ): Promise<CommandResult<'cmd.messaging.get-conversation'>> {
+    const view = await viewOf(deps, command.workspace_id, command.conversation_id);
+    const messages = await new ConversationViews(deps.pool, command.workspace_id).messages(view.id);
+    return { ...view, messages };
+  },
+
+  async getContact(
+    deps: PanelDeps,
+    command: CommandPayload<'cmd.messaging.get-contact'>,
+  ): Promise<CommandResult<'cmd.messaging.get-contact'>> {
+    const contact = await new ConversationViews(deps.pool, command.workspace_id).contact(command.contact_id);
+    if (!contact) throw AppError.notFound(errorTexts.contactNotFound);
+    return contact;
+  },
+};

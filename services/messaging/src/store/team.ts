@@ -1,0 +1,41 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '@inbox/contracts';
+import type { Queryable } from '@inbox/db';
+
+const iso = (value: Date) => value.toISOString();
+
+/** Members (people) and AI agents of a workspace: who a conversation can be assigned to. */
+export class TeamStore {
+  constructor(
+    private readonly db: Queryable,
+    private readonly workspaceId: string,
+  ) {}
+
+  async createMember(name: string, email: string) {
+    const { rows } = await this.db.query<{ id: string; name: string; email: string; created_at: Date }>(
+      `insert into members (id, workspace_id, name, email) values ($1, $2, $3, $4)
+       on conflict (workspace_id, email) do nothing returning id, name, email, created_at`,
+      [randomUUID(), this.workspaceId, name, email.toLowerCase()],
+    );
+    if (!rows[0]) throw new AppError(409, { error: 'Já existe um membro com este email neste workspace' });
+    return { ...rows[0], created_at: iso(rows[0].created_at) };
+  }
+
+  async createAgent(name: string) {
+    const { rows } = await this.db.query<{ id: string; name: string; created_at: Date }>(
+      'insert into agents (id, workspace_id, name) values ($1, $2, $3) returning id, name, created_at',
+      [randomUUID(), this.workspaceId, name],
+    );
+    return { ...rows[0]!, created_at: iso(rows[0]!.created_at) };
+  }
+
+  /** True when the assignee exists in this workspace: a member for `human`, an AI agent for `agent`. */
+  async exists(type: 'human' | 'agent', id: string): Promise<boolean> {
+    const table = type === 'human' ? 'members' : 'agents';
+    const { rowCount } = await this.db.query(`select 1 from ${table} where workspace_id = $1 and id = $2`, [
+      this.workspaceId,
+      id,
+    ]);
+    return rowCount === 1;
+  }
+}
