@@ -11,7 +11,10 @@ export function serviceDefinitions(settings: Settings): ServiceDefinition[] {
   return [
     gatewayService({ adminToken: settings.ADMIN_TOKEN, rateLimitPerMinute: settings.RATE_LIMIT_PER_MINUTE }),
     messagingService(),
-    connectorService({ encryptionKey: settings.ENCRYPTION_KEY }),
+    connectorService({
+      encryptionKey: settings.ENCRYPTION_KEY,
+      publicConnectorUrl: settings.PUBLIC_CONNECTOR_URL,
+    }),
     pipelineService(),
     dispatcherService({
       encryptionKey: settings.ENCRYPTION_KEY,

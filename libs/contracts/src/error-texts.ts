@@ -38,6 +38,8 @@ export const platformTexts = {
   windowClosed:
     'Fora da janela de 24 horas: este número não interagiu nas últimas 24 horas. Use send-template para iniciar a conversa.',
   agentNotFound: 'agentId não é um agente deste workspace',
+  inboundRegistrationFailed: (channel: string) =>
+    `Falha ao registrar o webhook de entrada no provedor do canal "${channel}"`,
   channelNotSupported: (channel: string) => `O canal "${channel}" ainda não é suportado por este conector`,
   providerFailed: (channel: string) => `Falha ao enviar pelo provedor do canal "${channel}"`,
   mustBeUuid: (field: string) => `${field} deve ser um UUID`,

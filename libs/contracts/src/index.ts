@@ -5,6 +5,7 @@ export * from './commands.js';
 export * from './error-response.js';
 export * from './error-texts.js';
 export * from './events.js';
+export * from './internal-events.js';
 export * from './notices.js';
 export * from './phone-input.js';
 export * from './public-api.js';

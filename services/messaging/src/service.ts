@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { OutboxRelay } from '@inbox/db';
 import type { ServiceDefinition } from '@inbox/service-kit';
 import { externalSend } from './handlers/external-send.js';
+import { handleInbound } from './handlers/inbound.js';
 import { panel } from './handlers/panel.js';
 import { sendMessage } from './handlers/send-message.js';
 
@@ -31,6 +32,9 @@ export function messagingService(): ServiceDefinition {
             panel.getConversation(deps, command),
           );
           await bus.handle('cmd.messaging.get-contact', (command) => panel.getContact(deps, command));
+          await bus.consume({ durable: 'messaging', filter: 'inbound.>', concurrency: 4 }, (event) =>
+            handleInbound(deps, event),
+          );
           relay.start();
         },
         stop: () => relay.stop(),

@@ -4,7 +4,11 @@ import { connectorService } from './service.js';
 
 const config = configFromEnv(ConnectorConfig, 'provider-connector');
 await runService(
-  connectorService({ encryptionKey: config.ENCRYPTION_KEY, providerTimeoutMs: config.PROVIDER_TIMEOUT_MS }),
+  connectorService({
+    encryptionKey: config.ENCRYPTION_KEY,
+    publicConnectorUrl: config.PUBLIC_CONNECTOR_URL,
+    providerTimeoutMs: config.PROVIDER_TIMEOUT_MS,
+  }),
   {
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,

@@ -25,10 +25,14 @@ export class ConversationStore {
     private readonly workspaceId: string,
   ) {}
 
-  /** The contact of this phone, created when missing; a given name replaces the stored one. */
+  /**
+   * The contact of this phone, created when missing. A name given by the API replaces the stored one;
+   * a name from the provider (the contact's profile) only fills an empty one.
+   */
   async upsertContact(
     phone: string,
     name: string | null | undefined,
+    { onlyIfEmpty = false }: { onlyIfEmpty?: boolean } = {},
   ): Promise<{ contact: ContactRow; created: boolean }> {
     const inserted = await this.client.query<ContactRow>(
       `insert into contacts (id, workspace_id, phone, name) values ($1, $2, $3, $4)
@@ -37,9 +41,9 @@ export class ConversationStore {
     );
     if (inserted.rows[0]) return { contact: inserted.rows[0], created: true };
     const { rows } = await this.client.query<ContactRow>(
-      `update contacts set name = coalesce($3, name), updated_at = now()
+      `update contacts set name = case when $4 then coalesce(name, $3) else coalesce($3, name) end, updated_at = now()
        where workspace_id = $1 and phone = $2 returning id, phone, name`,
-      [this.workspaceId, phone, name ?? null],
+      [this.workspaceId, phone, name ?? null, onlyIfEmpty],
     );
     return { contact: rows[0]!, created: false };
   }
@@ -47,7 +51,7 @@ export class ConversationStore {
   /** The contact's conversation on this integration, created when missing and locked for this transaction. */
   async openConversation(
     contactId: string,
-    integration: Integration,
+    integration: Pick<Integration, 'id' | 'channel' | 'provider'>,
   ): Promise<{ conversation: ConversationRow; created: boolean }> {
     const columns = 'id, contact_id, integration_id, status, assigned_to_type, assigned_to_id';
     const inserted = await this.client.query<ConversationRow>(
@@ -131,6 +135,40 @@ export class ConversationStore {
       [this.workspaceId, conversationId],
     );
     return rows[0];
+  }
+
+  /** Stores an inbound message once per provider id; undefined when it was stored before. */
+  async addInboundMessage(input: {
+    conversationId: string;
+    providerMessageId: string;
+    text: string;
+    type: string;
+    sentAt: string;
+  }): Promise<string | undefined> {
+    const id = randomUUID();
+    const { rowCount } = await this.client.query(
+      `insert into messages (id, workspace_id, conversation_id, direction, sender_type, text, type, status, provider_message_id, sent_at)
+       values ($1, $2, $3, 'inbound', 'contact', $4, $5, 'received', $6, $7)
+       on conflict (conversation_id, provider_message_id) where direction = 'inbound' do nothing`,
+      [
+        id,
+        this.workspaceId,
+        input.conversationId,
+        input.text,
+        input.type,
+        input.providerMessageId,
+        input.sentAt,
+      ],
+    );
+    if (rowCount !== 1) return undefined;
+    // The window runs from the contact's message, never from a clock ahead of ours.
+    await this.client.query(
+      `update conversations set last_inbound_at = greatest(coalesce(last_inbound_at, '-infinity'), least($3::timestamptz, now())),
+              updated_at = now()
+        where workspace_id = $1 and id = $2`,
+      [this.workspaceId, input.conversationId, input.sentAt],
+    );
+    return id;
   }
 
   async markSent(messageId: string, providerMessageId: string, sentAt: string): Promise<void> {

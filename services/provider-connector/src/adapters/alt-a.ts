@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { type ChannelAdapter, ProviderError } from './channel-adapter.js';
+import { type ChannelAdapter, InboundRejected, ProviderError } from './channel-adapter.js';
+import { sameSecret } from './constant-time.js';
+import { callProvider, joinUrl } from './http.js';
 
 const required = (key: string) =>
   z.string({ error: `config.${key} é obrigatório` }).min(1, { error: `config.${key} é obrigatório` });
@@ -13,37 +15,83 @@ type AltAConfig = z.infer<typeof AltAConfig>;
 
 const SendTextAnswer = z.object({ key: z.object({ id: z.string().min(1) }) });
 
-/** alt-a speaks the Evolution API v2: `POST /message/sendText/{instance}` with an `apikey` header. */
+const MessagesUpsert = z.object({
+  event: z.string(),
+  apikey: z.string().optional(),
+  data: z.object({
+    key: z.object({ remoteJid: z.string(), fromMe: z.boolean(), id: z.string().min(1) }),
+    pushName: z.string().optional(),
+    message: z.object({ conversation: z.string().optional() }).passthrough().optional(),
+    messageTimestamp: z.number().optional(),
+  }),
+});
+
+/** alt-a speaks the Evolution API v2: an instance per number, an `apikey` on every call. */
 export const altAAdapter: ChannelAdapter<AltAConfig> = {
   channel: 'alt-a',
   config: AltAConfig,
   accountId: (config) => config.instance,
+
   async sendText(config, message, signal) {
-    const url = new URL(
-      `message/sendText/${encodeURIComponent(config.instance)}`,
-      withSlash(config.base_url),
-    );
-    let response: Response;
-    try {
-      response = await fetch(url, {
+    const answer = await callProvider(
+      'alt-a',
+      joinUrl(config.base_url, `message/sendText/${encodeURIComponent(config.instance)}`),
+      {
         method: 'POST',
-        headers: { 'content-type': 'application/json', apikey: config.api_key },
-        body: JSON.stringify({ number: message.to, text: message.text }),
+        headers: { apikey: config.api_key },
+        body: { number: message.to, text: message.text },
         signal,
-      });
-    } catch (error) {
-      throw new ProviderError(`alt-a unreachable: ${(error as Error).message}`, undefined, undefined, {
-        cause: error,
-      });
-    }
-    const body: unknown = await response.json().catch(() => undefined);
-    if (!response.ok) throw new ProviderError(`alt-a answered ${response.status}`, response.status);
-    const parsed = SendTextAnswer.safeParse(body);
-    if (!parsed.success) throw new ProviderError('alt-a answered without a message id', response.status);
+      },
+    );
+    if (!answer.ok) throw new ProviderError(`alt-a answered ${answer.status}`, answer.status);
+    const parsed = SendTextAnswer.safeParse(answer.body);
+    if (!parsed.success) throw new ProviderError('alt-a answered without a message id', answer.status);
     return { providerMessageId: parsed.data.key.id };
   },
-};
 
-function withSlash(base: string): string {
-  return base.endsWith('/') ? base : `${base}/`;
-}
+  async registerInbound(config, callbackUrl, signal) {
+    const answer = await callProvider(
+      'alt-a',
+      joinUrl(config.base_url, `webhook/set/${encodeURIComponent(config.instance)}`),
+      {
+        method: 'POST',
+        headers: { apikey: config.api_key },
+        body: {
+          webhook: {
+            enabled: true,
+            url: callbackUrl,
+            events: ['MESSAGES_UPSERT'],
+            webhookByEvents: false,
+            webhookBase64: false,
+          },
+        },
+        signal,
+      },
+    );
+    if (!answer.ok) throw new ProviderError(`alt-a refused the webhook (${answer.status})`, answer.status);
+  },
+
+  // Evolution does not sign its callbacks; it repeats the instance's apikey in the body, which we check.
+  readInbound(config, request) {
+    const parsed = MessagesUpsert.safeParse(JSON.parse(request.rawBody.toString('utf8')));
+    if (!parsed.success) return { messages: [], statuses: [] };
+    if (!sameSecret(parsed.data.apikey, config.api_key))
+      throw new InboundRejected('alt-a apikey does not match');
+    const { data, event } = parsed.data;
+    if (event !== 'messages.upsert' || data.key.fromMe) return { messages: [], statuses: [] };
+    const text = data.message?.conversation;
+    return {
+      messages: [
+        {
+          providerMessageId: data.key.id,
+          from: data.key.remoteJid.split('@')[0]!.replace(/\D/g, ''),
+          name: data.pushName || null,
+          text: text ?? '',
+          type: text === undefined ? 'others' : 'text',
+          sentAt: data.messageTimestamp ? new Date(data.messageTimestamp * 1000) : new Date(),
+        },
+      ],
+      statuses: [],
+    };
+  },
+};

@@ -7,6 +7,39 @@ export interface OutboundText {
   text: string;
 }
 
+/** What a provider's callback carried, once verified: new messages and status changes. */
+export interface InboundBatch {
+  messages: InboundMessage[];
+  statuses: StatusUpdate[];
+}
+
+export interface InboundMessage {
+  providerMessageId: string;
+  /** Sender's number, digits only. */
+  from: string;
+  name: string | null;
+  text: string;
+  type: 'text' | 'image' | 'audio' | 'video' | 'document' | 'location' | 'others';
+  sentAt: Date;
+}
+
+export interface StatusUpdate {
+  providerMessageId: string;
+  status: 'sent' | 'delivered' | 'read' | 'failed';
+  error: string | null;
+}
+
+export interface InboundRequest {
+  headers: Record<string, string | string[] | undefined>;
+  /** The body exactly as received: signatures are computed over these bytes. */
+  rawBody: Buffer;
+}
+
+/** A callback that is not the provider's: wrong signature or token. */
+export class InboundRejected extends Error {
+  override name = 'InboundRejected';
+}
+
 /** One channel provider's wire format, behind the operations the connector needs. */
 export interface ChannelAdapter<C extends Record<string, string> = Record<string, string>> {
   channel: IntegrationChannel;
@@ -15,6 +48,12 @@ export interface ChannelAdapter<C extends Record<string, string> = Record<string
   /** The provider-side account id that inbound messages carry. */
   accountId(config: C): string;
   sendText(config: C, message: OutboundText, signal: AbortSignal): Promise<{ providerMessageId: string }>;
+  /** Tells the provider where to deliver inbound messages for this account. */
+  registerInbound(config: C, callbackUrl: string, signal: AbortSignal): Promise<void>;
+  /** Verifies a callback as the provider's own and reads it; throws InboundRejected otherwise. */
+  readInbound(config: C, request: InboundRequest): InboundBatch;
+  /** Answers the provider's subscription handshake (GET on the callback URL), when it has one. */
+  answerHandshake?(config: C, query: Record<string, unknown>): string | undefined;
 }
 
 /** A provider answered with an error or could not be reached; the connector maps it to the API's 502. */

@@ -7,9 +7,20 @@ import {
 } from '@inbox/contracts';
 import { adapterFor } from '../adapters/index.js';
 import type { IntegrationStore } from '../store/integrations.js';
+import { inboundPath } from './inbound.js';
 
+export interface CreateIntegrationDeps {
+  store: IntegrationStore;
+  publicConnectorUrl: string;
+  providerTimeoutMs: number;
+}
+
+/**
+ * Stores the integration (credentials sealed) and registers its inbound URL with the provider; an
+ * integration the provider refused to register is removed again, so "connected" means reachable.
+ */
 export async function createIntegration(
-  store: IntegrationStore,
+  { store, publicConnectorUrl, providerTimeoutMs }: CreateIntegrationDeps,
   command: CommandPayload<'cmd.connector.create-integration'>,
 ): Promise<CommandResult<'cmd.connector.create-integration'>> {
   const adapter = adapterFor(command.channel);
@@ -22,6 +33,21 @@ export async function createIntegration(
     config: config.data,
     accountId: adapter.accountId(config.data),
   });
+  const callbackUrl = new URL(
+    inboundPath(command.channel, stored.integration.id),
+    publicConnectorUrl,
+  ).toString();
+  try {
+    await adapter.registerInbound(stored.config, callbackUrl, AbortSignal.timeout(providerTimeoutMs));
+  } catch (error) {
+    await store.remove(command.workspace_id, stored.integration.id);
+    if (error instanceof AppError) throw error;
+    throw new AppError(
+      502,
+      { error: platformTexts.inboundRegistrationFailed(command.channel) },
+      { cause: error },
+    );
+  }
   return stored.integration;
 }
 

@@ -74,6 +74,23 @@ export class IntegrationStore {
     return this.toStored(rows[0]!);
   }
 
+  /**
+   * The integration a provider callback names by its URL. The one lookup not scoped by a workspace we
+   * already know: the callback is how the workspace becomes known, and the signature check that follows
+   * proves the caller holds that integration's credentials.
+   */
+  async forCallback(id: string): Promise<(StoredIntegration & { workspaceId: string }) | undefined> {
+    const { rows } = await this.pool.query<IntegrationRow>(
+      `select ${columns} from integrations where id = $1`,
+      [id],
+    );
+    return rows[0] ? { ...this.toStored(rows[0]), workspaceId: rows[0].workspace_id } : undefined;
+  }
+
+  async remove(workspaceId: string, id: string): Promise<void> {
+    await this.pool.query('delete from integrations where workspace_id = $1 and id = $2', [workspaceId, id]);
+  }
+
   async get(workspaceId: string, id: string): Promise<StoredIntegration | undefined> {
     const { rows } = await this.pool.query<IntegrationRow>(
       `select ${columns} from integrations where workspace_id = $1 and id = $2`,

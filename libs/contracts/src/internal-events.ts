@@ -1,0 +1,34 @@
+import { z } from 'zod';
+import { integrationChannels, providers } from './channels.js';
+import { messageTypes } from './events.js';
+
+/**
+ * Events between services that no webhook receiver sees. The connector announces what providers told it;
+ * messaging turns it into conversations and the public events.
+ */
+export const InboundMessageEvent = z.object({
+  workspace_id: z.uuid(),
+  integration: z.object({ id: z.uuid(), channel: z.enum(integrationChannels), provider: z.enum(providers) }),
+  provider_message_id: z.string().min(1),
+  /** E.164, with `+`. */
+  from: z.string().regex(/^\+\d{8,15}$/),
+  name: z.string().nullable(),
+  text: z.string(),
+  type: z.enum(messageTypes),
+  sent_at: z.iso.datetime(),
+});
+export type InboundMessageEvent = z.infer<typeof InboundMessageEvent>;
+
+export const InboundStatusEvent = z.object({
+  workspace_id: z.uuid(),
+  integration_id: z.uuid(),
+  provider_message_id: z.string().min(1),
+  status: z.enum(['sent', 'delivered', 'read', 'failed']),
+  error: z.string().nullable(),
+});
+export type InboundStatusEvent = z.infer<typeof InboundStatusEvent>;
+
+export const internalEventTypes = {
+  inboundMessage: 'inbound.message',
+  inboundStatus: 'inbound.status',
+} as const;

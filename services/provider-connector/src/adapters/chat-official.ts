@@ -1,0 +1,194 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { AppError } from '@inbox/contracts';
+import { z } from 'zod';
+import {
+  type ChannelAdapter,
+  type InboundMessage,
+  InboundRejected,
+  ProviderError,
+  type StatusUpdate,
+} from './channel-adapter.js';
+import { sameSecret } from './constant-time.js';
+import { callProvider, headerValue, joinUrl } from './http.js';
+
+const required = (key: string) =>
+  z.string({ error: `config.${key} é obrigatório` }).min(1, { error: `config.${key} é obrigatório` });
+
+const ChatOfficialConfig = z.object({
+  base_url: z.url({ protocol: /^https?$/, error: 'config.base_url deve ser uma URL http(s)' }),
+  phone_number_id: required('phone_number_id'),
+  waba_id: required('waba_id'),
+  access_token: required('access_token'),
+  app_secret: required('app_secret'),
+  verify_token: required('verify_token'),
+  api_version: z
+    .string()
+    .regex(/^v\d+\.\d+$/, { error: 'config.api_version deve ser como v21.0' })
+    .default('v21.0'),
+});
+type ChatOfficialConfig = z.infer<typeof ChatOfficialConfig>;
+
+const GraphError = z.object({
+  error: z.object({
+    code: z.number(),
+    message: z.string().optional(),
+    error_data: z.object({ details: z.string().optional() }).optional(),
+  }),
+});
+
+/** The Cloud API's error object, mapped: 131047 is the closed window; the rest is a provider failure. */
+export function graphFailure(status: number, body: unknown): Error {
+  const parsed = GraphError.safeParse(body);
+  if (!parsed.success) return new ProviderError(`chat-official answered ${status}`, status);
+  const { code, message, error_data } = parsed.data.error;
+  if (code === 131047) return AppError.windowClosed();
+  return new ProviderError(
+    `chat-official error ${code}: ${error_data?.details ?? message ?? ''}`,
+    status,
+    code,
+  );
+}
+
+const SendAnswer = z.object({ messages: z.array(z.object({ id: z.string().min(1) })).min(1) });
+
+const Notification = z.object({
+  object: z.string(),
+  entry: z.array(
+    z.object({
+      changes: z.array(
+        z.object({
+          field: z.string(),
+          value: z.object({
+            contacts: z
+              .array(z.object({ wa_id: z.string(), profile: z.object({ name: z.string() }).optional() }))
+              .optional(),
+            messages: z
+              .array(
+                z.object({
+                  from: z.string(),
+                  id: z.string(),
+                  timestamp: z.string(),
+                  type: z.string(),
+                  text: z.object({ body: z.string() }).optional(),
+                }),
+              )
+              .optional(),
+            statuses: z
+              .array(
+                z.object({
+                  id: z.string(),
+                  status: z.string(),
+                  errors: z.array(z.object({ code: z.number(), title: z.string().optional() })).optional(),
+                }),
+              )
+              .optional(),
+          }),
+        }),
+      ),
+    }),
+  ),
+});
+
+const knownTypes = new Set(['text', 'image', 'audio', 'video', 'document', 'location']);
+const knownStatuses = new Set(['sent', 'delivered', 'read', 'failed']);
+
+function verifySignature(appSecret: string, rawBody: Buffer, header: string | undefined): boolean {
+  const expected = Buffer.from(`sha256=${createHmac('sha256', appSecret).update(rawBody).digest('hex')}`);
+  const given = Buffer.from(header ?? '');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** chat-official speaks the Cloud API: `/{version}/{phone_number_id}/messages`, bearer token, signed callbacks. */
+export const chatOfficialAdapter: ChannelAdapter<ChatOfficialConfig> = {
+  channel: 'chat-official',
+  config: ChatOfficialConfig as unknown as z.ZodType<ChatOfficialConfig>,
+  accountId: (config) => config.phone_number_id,
+
+  async sendText(config, message, signal) {
+    const url = joinUrl(
+      config.base_url,
+      `${config.api_version}/${encodeURIComponent(config.phone_number_id)}/messages`,
+    );
+    const answer = await callProvider('chat-official', url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${config.access_token}` },
+      body: {
+        messaging_product: 'whatsapp',
+        recipient_type: 'individual',
+        to: message.to,
+        type: 'text',
+        text: { body: message.text, preview_url: false },
+      },
+      signal,
+    });
+    if (!answer.ok) throw graphFailure(answer.status, answer.body);
+    const parsed = SendAnswer.safeParse(answer.body);
+    if (!parsed.success)
+      throw new ProviderError('chat-official answered without a message id', answer.status);
+    return { providerMessageId: parsed.data.messages[0]!.id };
+  },
+
+  // The phone number's own webhook override; the provider checks it with the hub.challenge handshake.
+  async registerInbound(config, callbackUrl, signal) {
+    const url = joinUrl(
+      config.base_url,
+      `${config.api_version}/${encodeURIComponent(config.phone_number_id)}`,
+    );
+    const answer = await callProvider('chat-official', url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${config.access_token}` },
+      body: {
+        webhook_configuration: { override_callback_uri: callbackUrl, verify_token: config.verify_token },
+      },
+      signal,
+    });
+    if (!answer.ok) throw graphFailure(answer.status, answer.body);
+  },
+
+  answerHandshake(config, query) {
+    if (query['hub.mode'] !== 'subscribe' || typeof query['hub.challenge'] !== 'string') return undefined;
+    return sameSecret(query['hub.verify_token'] as string | undefined, config.verify_token)
+      ? query['hub.challenge']
+      : undefined;
+  },
+
+  readInbound(config, request) {
+    if (
+      !verifySignature(
+        config.app_secret,
+        request.rawBody,
+        headerValue(request.headers, 'x-hub-signature-256'),
+      )
+    ) {
+      throw new InboundRejected('X-Hub-Signature-256 does not match');
+    }
+    const parsed = Notification.safeParse(JSON.parse(request.rawBody.toString('utf8')));
+    const messages: InboundMessage[] = [];
+    const statuses: StatusUpdate[] = [];
+    if (!parsed.success) return { messages, statuses };
+    for (const change of parsed.data.entry.flatMap((entry) => entry.changes)) {
+      if (change.field !== 'messages') continue;
+      const names = new Map((change.value.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
+      for (const m of change.value.messages ?? []) {
+        messages.push({
+          providerMessageId: m.id,
+          from: m.from.replace(/\D/g, ''),
+          name: names.get(m.from) || null,
+          text: m.text?.body ?? '',
+          type: (knownTypes.has(m.type) ? m.type : 'others') as InboundMessage['type'],
+          sentAt: new Date(Number(m.timestamp) * 1000),
+        });
+      }
+      for (const s of change.value.statuses ?? []) {
+        if (!knownStatuses.has(s.status)) continue;
+        const error = s.errors?.[0];
+        statuses.push({
+          providerMessageId: s.id,
+          status: s.status as StatusUpdate['status'],
+          error: error ? `${error.code} ${error.title ?? ''}`.trim() : null,
+        });
+      }
+    }
+    return { messages, statuses };
+  },
+};
