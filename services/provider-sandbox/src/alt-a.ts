@@ -1,10 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import type { ChannelEmulator, InboundMessage, SandboxStores, WebhookDelivery } from './channel-emulator.js';
+import type { ChannelEmulator, InboundDelivery, InboundMessage, SandboxStores } from './channel-emulator.js';
 import { ControlError } from './control-error.js';
 import { answerFault } from './faults.js';
+import { jsonBody } from './json-body.js';
+import { unixSeconds, upperHexId } from './provider-ids.js';
 
 /** Emulates Evolution API v2, the provider behind the `alt-a` channel. */
 const CHANNEL = 'alt-a';
@@ -60,6 +61,7 @@ const setWebhookBody = z.object(
 export function createAltA(stores: SandboxStores): ChannelEmulator {
   const webhooks = new Map<string, WebhookRegistration>();
   const router = Router();
+  router.use(jsonBody);
 
   // Evolution checks the apikey before anything else, including whether the body makes sense.
   function requireApiKey(req: Request<{ instance: string }>, res: Response, next: NextFunction): void {
@@ -125,7 +127,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     res.status(201).json({ webhook: { instanceName: instance, webhook: { url, events, enabled } } });
   });
 
-  function inboundDelivery(message: InboundMessage): WebhookDelivery | undefined {
+  function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
     if (message.type !== 'text') {
       throw new ControlError(400, `${CHANNEL} inbound supports type "text" only`);
     }
@@ -139,12 +141,13 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
       );
     }
     const now = new Date();
+    const id = messageId();
     const apiKey = stores.credentials.get(CHANNEL, message.account);
     const payload = {
       event: 'messages.upsert',
       instance: message.account,
       data: {
-        key: { remoteJid: jid(message.from), fromMe: false, id: messageId() },
+        key: { remoteJid: jid(message.from), fromMe: false, id },
         pushName: message.name ?? '',
         message: { conversation: message.text },
         messageType: 'conversation',
@@ -160,6 +163,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
         : registration.url,
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(payload),
+      providerMessageId: id,
     };
   }
 
@@ -188,9 +192,5 @@ function jid(digits: string): string {
 
 /** Same look as the ids Evolution's WhatsApp client mints (upper-case hex with a fixed prefix). */
 function messageId(): string {
-  return `BAE5${randomBytes(8).toString('hex').toUpperCase()}`;
-}
-
-function unixSeconds(at: Date): number {
-  return Math.floor(at.getTime() / 1000);
+  return `BAE5${upperHexId(8)}`;
 }

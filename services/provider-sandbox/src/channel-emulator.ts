@@ -20,6 +20,19 @@ export interface InboundMessage {
   name?: string;
   text: string;
   type: string;
+  /** Only providers that sign their webhooks need it; the sandbox cannot know the app's secret otherwise. */
+  appSecret?: string;
+}
+
+export const DELIVERY_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface StatusUpdate {
+  account: string;
+  /** An id the emulated provider issued for one of its sends. */
+  messageId: string;
+  status: DeliveryStatus;
+  appSecret?: string;
 }
 
 /** Body is the exact serialized text, because some providers sign those bytes. */
@@ -29,14 +42,31 @@ export interface WebhookDelivery {
   body: string;
 }
 
+export interface InboundDelivery extends WebhookDelivery {
+  /** The provider's id of the inbound message, so a test can find it again on the connector side. */
+  providerMessageId: string;
+}
+
 export interface ChannelEmulator {
   /** Also the mount path: the emulated API answers under `/<channel>`. */
   readonly channel: string;
+  /**
+   * The emulated provider API. It parses its own request bodies, so that a malformed one is refused in
+   * the provider's own error shape.
+   */
   readonly router: Router;
+  /** Extra `/_sandbox` routes only this channel understands (e.g. registering Cloud API templates). */
+  readonly controlRouter?: Router;
   /** Undefined when the provider would have nowhere to deliver this message for the account. */
-  inboundDelivery(message: InboundMessage): WebhookDelivery | undefined;
+  inboundDelivery(message: InboundMessage): InboundDelivery | undefined;
+  /**
+   * Absent when the provider reports no delivery statuses by webhook. Undefined when it would have nowhere
+   * to deliver the update for the account.
+   */
+  statusDelivery?(update: StatusUpdate): WebhookDelivery | undefined;
   /** Forgets the channel's own state (webhook registrations and the like). */
   reset(): void;
 }
 
-export type ChannelFactory = (stores: SandboxStores) => ChannelEmulator;
+/** `fetchImpl` is how a channel reaches out on its own, e.g. for a webhook verification handshake. */
+export type ChannelFactory = (stores: SandboxStores, fetchImpl: typeof fetch) => ChannelEmulator;

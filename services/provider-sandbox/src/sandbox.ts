@@ -1,15 +1,19 @@
 import express, { type ErrorRequestHandler, type Express } from 'express';
 import { createAltA } from './alt-a.js';
+import { createAltB } from './alt-b.js';
 import type { ChannelEmulator, ChannelFactory, SandboxStores } from './channel-emulator.js';
+import { createChatOfficial } from './chat-official.js';
+import { clientErrorStatus } from './client-error-status.js';
 import { ControlError } from './control-error.js';
 import { createControls } from './controls.js';
 import { ConversationWindows } from './conversation-windows.js';
 import { CredentialBook } from './credentials.js';
 import { DEFAULT_FAULT_HOLD_MS, FaultBook } from './faults.js';
+import { jsonBody } from './json-body.js';
 import { SentLog } from './sent-log.js';
 
 export interface SandboxOptions {
-  /** Used to deliver inbound webhooks; defaults to the global fetch. */
+  /** Used for every call the sandbox makes (webhooks, verification handshakes); defaults to the global fetch. */
   fetchImpl?: typeof fetch;
   /** How long a `timeout` fault holds a call before answering 504; 30 s unless a test needs it shorter. */
   faultHoldMs?: number;
@@ -21,9 +25,10 @@ export interface Sandbox {
 }
 
 /** Every emulated provider; a new channel is one more factory here. */
-const CHANNEL_FACTORIES: readonly ChannelFactory[] = [createAltA];
+const CHANNEL_FACTORIES: readonly ChannelFactory[] = [createAltA, createAltB, createChatOfficial];
 
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
+  const fetchImpl = options.fetchImpl ?? fetch;
   const stores: SandboxStores = {
     sent: new SentLog(),
     faults: new FaultBook(),
@@ -33,7 +38,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   };
   const channels = new Map<string, ChannelEmulator>();
   for (const factory of CHANNEL_FACTORIES) {
-    const emulator = factory(stores);
+    const emulator = factory(stores, fetchImpl);
     channels.set(emulator.channel, emulator);
   }
 
@@ -47,12 +52,14 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   const app = express();
   app.disable('x-powered-by');
-  app.use(express.json({ limit: '1mb' }));
   // Keeps nothing durable and depends on nothing, so alive is ready.
   app.get(['/healthz', '/readyz'], (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.use('/_sandbox', createControls({ stores, channels, fetchImpl: options.fetchImpl ?? fetch, reset }));
+  app.use('/_sandbox', jsonBody, createControls({ stores, channels, fetchImpl, reset }));
+  for (const emulator of channels.values()) {
+    if (emulator.controlRouter) app.use('/_sandbox', emulator.controlRouter);
+  }
   for (const emulator of channels.values()) app.use(`/${emulator.channel}`, emulator.router);
   app.use((req, res) => {
     res.status(404).json({ error: `no route for ${req.method} ${req.path}` });
@@ -80,9 +87,3 @@ const answerError: ErrorRequestHandler = (error: unknown, _req, res, next) => {
   console.error('provider-sandbox: unexpected error', error);
   res.status(500).json({ error: 'internal error' });
 };
-
-function clientErrorStatus(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null || !('status' in error)) return undefined;
-  const { status } = error;
-  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
-}

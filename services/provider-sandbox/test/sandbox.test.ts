@@ -309,7 +309,8 @@ describe('provider sandbox', () => {
         text: 'oi',
       });
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ ok: true, delivered_status: 202 });
+      const answer = (await res.json()) as { provider_message_id: string };
+      expect(answer).toEqual({ ok: true, delivered_status: 202, provider_message_id: expect.any(String) });
 
       expect(receiver.received).toHaveLength(1);
       const [webhook] = receiver.received;
@@ -334,6 +335,7 @@ describe('provider sandbox', () => {
         apikey: API_KEY,
       });
       expect(payload.data.key.id).toMatch(/^[0-9A-F]{20,32}$/);
+      expect(answer.provider_message_id).toBe(payload.data.key.id);
       expect(payload.data.messageTimestamp).toBeGreaterThanOrEqual(before);
       expect(Number.isNaN(Date.parse(payload.date_time))).toBe(false);
     });
@@ -451,7 +453,11 @@ describe('provider sandbox webhook transport', () => {
         body: JSON.stringify({ channel: 'alt-a', account: INSTANCE, from: '5511977776666', text: 'oi' }),
       });
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ ok: true, delivered_status: 204 });
+      expect(await res.json()).toEqual({
+        ok: true,
+        delivered_status: 204,
+        provider_message_id: JSON.parse(calls[0]?.body ?? '').data.key.id,
+      });
       expect(calls).toHaveLength(1);
       expect(calls[0]?.url).toBe('http://connector.test/alt-a/messages-upsert');
       expect(JSON.parse(calls[0]?.body ?? '')).toMatchObject({

@@ -1,0 +1,114 @@
+import { eventCatalogue, type EventType } from '@inbox/contracts';
+import { waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+
+type Json = Record<string, unknown>;
+let stack: TestStack;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  stack = await startTestStack();
+});
+afterAll(async () => {
+  await stack?.stop();
+  await receiver?.close();
+});
+
+function eventsOf(workspaceId: string, type?: string): Json[] {
+  return receiver.received
+    .map((request) => JSON.parse(request.rawBody) as Json)
+    .filter((payload) => payload.workspace_id === workspaceId && (!type || payload.event === type))
+    .map((payload) => eventCatalogue[payload.event as EventType].parse(payload) as Json);
+}
+
+async function sandbox(path: string, body: Json) {
+  const response = await fetch(`${stack.sandboxUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Json };
+}
+
+describe('inbound messages on alt-a', () => {
+  it('inbound → message.received with the spec payload → external reply on its conversation_id', async () => {
+    const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', { name: 'in-1' });
+    const id = ws.body.workspace_id;
+    const integration = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/integrations`, {
+      channel: 'alt-a',
+      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'in-1', api_key: 'key-in-1' },
+    });
+    await stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, { url: `${receiver.url}/in-1`, events: ['*'] });
+
+    const delivered = await sandbox('/_sandbox/inbound', { channel: 'alt-a', account: 'in-1', from: '5511933330001', name: 'Carla', text: 'Oi, tudo bem?' });
+    expect(delivered.status).toBe(200);
+    await waitFor(() => eventsOf(id, 'message.received').length === 1, { what: 'message.received' });
+    const [received] = eventsOf(id, 'message.received');
+    expect(received).toMatchObject({
+      event: 'message.received',
+      workspace_id: id,
+      contact: { phone: '+5511933330001', name: 'Carla' },
+      message: { text: 'Oi, tudo bem?', type: 'text' },
+      status: { assigned_to_type: null, assigned_to_id: null },
+      integration: { id: integration.body.id, provider: 'chat' },
+    });
+    expect(Object.keys(received!).sort()).toEqual(['contact', 'conversation_id', 'event', 'integration', 'message', 'status', 'workspace_id']);
+
+    // The same provider message delivered again is taken in once.
+    const providerMessageId = delivered.body.provider_message_id;
+    expect(typeof providerMessageId).toBe('string');
+
+    const reply = await stack.api<Json>('/api/external/messages/send', ws.body.api_key, {
+      conversation_id: received!.conversation_id,
+      text: 'Tudo ótimo!',
+    });
+    expect(reply.status).toBe(200);
+    const atProvider = (await (await fetch(`${stack.sandboxUrl}/_sandbox/sent?to=5511933330001`)).json()) as Json[];
+    expect(atProvider.map((entry) => (entry.body as Json).text)).toEqual(['Tudo ótimo!']);
+
+    const conversation = await stack.admin<Json & { messages: Json[] }>(
+      'GET',
+      `/admin/v1/workspaces/${id}/conversations/${received!.conversation_id}`,
+    );
+    expect(conversation.body.messages.map((m) => [m.direction, m.text])).toEqual([
+      ['inbound', 'Oi, tudo bem?'],
+      ['outbound', 'Tudo ótimo!'],
+    ]);
+    expect(conversation.body.last_inbound_at).not.toBeNull();
+
+    // The contact is the same one send-message reaches by its digits.
+    const bySend = await stack.api<Json>('/api/v1/send-message', ws.body.api_key, {
+      phone: '5511933330001',
+      message: 'e agora?',
+      channel: 'alt-a',
+    });
+    expect(bySend.body).toMatchObject({
+      contactCreated: false,
+      conversationCreated: false,
+      contactId: (received!.contact as Json).id,
+      conversationId: received!.conversation_id,
+    });
+  });
+
+  it('refuses a callback that does not carry the integration\'s credentials', async () => {
+    const ws = await stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', { name: 'in-2' });
+    const integration = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`, {
+      channel: 'alt-a',
+      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'in-2', api_key: 'key-in-2' },
+    });
+    const connectorUrl = `http://127.0.0.1:${stack.specs.get('provider-connector')!.port}`;
+    const forged = await fetch(`${connectorUrl}/inbound/alt-a/${integration.body.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        event: 'messages.upsert',
+        apikey: 'wrong',
+        data: { key: { remoteJid: '5511900000000@s.whatsapp.net', fromMe: false, id: 'X1' }, message: { conversation: 'hi' } },
+      }),
+    });
+    expect(forged.status).toBe(401);
+    expect((await fetch(`${connectorUrl}/inbound/alt-a/00000000-0000-4000-8000-000000000000`, { method: 'POST', body: '{}' })).status).toBe(404);
+  });
+});

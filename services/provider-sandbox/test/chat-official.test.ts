@@ -1,0 +1,1078 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createSandbox } from '../src/index.js';
+import { close, listen, postJson, type ReceivedCall, type Receiver, startReceiver } from './support.js';
+
+const PHONE_ID = '1098765432';
+const TOKEN = 'EAAG-sandbox-token';
+const APP_SECRET = 'app-secret-1';
+const CUSTOMER = '5511999990000';
+const HOUR_MS = 60 * 60 * 1000;
+const WAMID = /^wamid\.[A-Za-z0-9_-]{32,}$/;
+
+interface GraphErrorBody {
+  error: {
+    message: string;
+    type: string;
+    code: number;
+    error_data: { messaging_product: string; details: string };
+    fbtrace_id: string;
+  };
+}
+
+interface SendAnswer {
+  messaging_product: string;
+  contacts: Array<{ input: string; wa_id: string }>;
+  messages: Array<{ id: string; message_status?: string }>;
+}
+
+interface Notification {
+  object: string;
+  entry: Array<{
+    id: string;
+    changes: Array<{ field: string; value: Record<string, unknown> }>;
+  }>;
+}
+
+/** The check the connector makes: HMAC-SHA256 of the raw bytes with the app secret. */
+function signatureIsValid(call: ReceivedCall, secret: string): boolean {
+  const header = call.headers['x-hub-signature-256'];
+  if (typeof header !== 'string' || !header.startsWith('sha256=')) return false;
+  const expected = createHmac('sha256', secret).update(call.rawBody).digest();
+  const given = Buffer.from(header.slice('sha256='.length), 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+const textMessage = (to = CUSTOMER, body = 'hello') => ({
+  messaging_product: 'whatsapp',
+  recipient_type: 'individual',
+  to,
+  type: 'text',
+  text: { body, preview_url: false },
+});
+
+describe('chat-official (Cloud API) emulation', () => {
+  const sandbox = createSandbox();
+  let base = '';
+  let sandboxServer: Server;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    ({ server: sandboxServer, url: base } = await listen(sandbox));
+    receiver = await startReceiver();
+  });
+
+  afterAll(async () => {
+    await close(sandboxServer);
+    await close(receiver.server);
+  });
+
+  beforeEach(() => {
+    sandbox.reset();
+    receiver.calls.length = 0;
+    receiver.handshake = 'echo';
+  });
+
+  const control = (path: string, body: unknown) => postJson(`${base}/_sandbox${path}`, body);
+
+  /** `null` sends no Authorization header at all. */
+  function send(body: unknown, token: string | null = TOKEN, phoneId = PHONE_ID, version = 'v21.0') {
+    return postJson(
+      `${base}/chat-official/${version}/${phoneId}/messages`,
+      body,
+      token === null ? {} : { authorization: `Bearer ${token}` },
+    );
+  }
+
+  function registerOverride(url: string, verifyToken = 'verify-me', token = TOKEN) {
+    return postJson(
+      `${base}/chat-official/v21.0/${PHONE_ID}`,
+      { webhook_configuration: { override_callback_uri: url, verify_token: verifyToken } },
+      { authorization: `Bearer ${token}` },
+    );
+  }
+
+  function setWindow(number: string, lastInboundAt: Date, account = PHONE_ID) {
+    return control('/windows', {
+      channel: 'chat-official',
+      account,
+      number,
+      last_inbound_at: lastInboundAt.toISOString(),
+    });
+  }
+
+  function registerTemplate(template: Record<string, unknown>) {
+    return control('/templates', { account: PHONE_ID, language: 'pt_BR', ...template });
+  }
+
+  function listTemplates(wabaId: string, query = '', token = TOKEN) {
+    return fetch(`${base}/chat-official/v21.0/${wabaId}/message_templates${query}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+  }
+
+  async function sent(query = ''): Promise<Array<Record<string, unknown>>> {
+    const res = await fetch(`${base}/_sandbox/sent${query}`);
+    expect(res.status).toBe(200);
+    return (await res.json()) as Array<Record<string, unknown>>;
+  }
+
+  async function expectGraphError(res: Response, status: number, code: number, message: string | RegExp) {
+    expect(res.status).toBe(status);
+    const body = (await res.json()) as GraphErrorBody;
+    expect(body).toEqual({
+      error: {
+        message: typeof message === 'string' ? message : expect.stringMatching(message),
+        type: 'OAuthException',
+        code,
+        error_data: { messaging_product: 'whatsapp', details: expect.any(String) },
+        fbtrace_id: expect.any(String),
+      },
+    });
+    expect(body.error.fbtrace_id.length).toBeGreaterThan(0);
+    return body.error;
+  }
+
+  const PROMO = {
+    name: 'promo',
+    body: 'Olá {{1}}, seu pedido {{2}} chegou. Obrigado, {{1}}!',
+    header: { format: 'IMAGE' },
+    buttons: [{ type: 'URL', text: 'Ver pedido', url: 'https://shop.test/orders/{{1}}' }],
+  };
+
+  const promoSend = (components: unknown[], to = CUSTOMER, name = 'promo', code = 'pt_BR') => ({
+    messaging_product: 'whatsapp',
+    to,
+    type: 'template',
+    template: { name, language: { code }, components },
+  });
+
+  const imageHeader = (link = 'https://cdn.test/banner.png') => ({
+    type: 'header',
+    parameters: [{ type: 'image', image: { link } }],
+  });
+  const bodyParams = (...texts: string[]) => ({
+    type: 'body',
+    parameters: texts.map((text) => ({ type: 'text', text })),
+  });
+  const urlButton = {
+    type: 'button',
+    sub_type: 'url',
+    index: '0',
+    parameters: [{ type: 'text', text: 'A-1' }],
+  };
+
+  describe('text send', () => {
+    it('answers 200 in the Cloud API shape inside the window and records the request', async () => {
+      expect((await setWindow(CUSTOMER, new Date(Date.now() - HOUR_MS))).status).toBe(200);
+
+      const body = textMessage();
+      const res = await send(body);
+      expect(res.status).toBe(200);
+      const answer = (await res.json()) as SendAnswer;
+      expect(answer).toEqual({
+        messaging_product: 'whatsapp',
+        contacts: [{ input: CUSTOMER, wa_id: CUSTOMER }],
+        messages: [{ id: expect.stringMatching(WAMID) }],
+      });
+
+      expect(await sent('?channel=chat-official')).toEqual([
+        {
+          channel: 'chat-official',
+          account: PHONE_ID,
+          to: CUSTOMER,
+          method: 'POST',
+          path: `/chat-official/v21.0/${PHONE_ID}/messages`,
+          body,
+          provider_message_id: answer.messages[0]?.id,
+          received_at: expect.any(String),
+        },
+      ]);
+    });
+
+    it('issues a different wamid for every send', async () => {
+      await setWindow(CUSTOMER, new Date());
+      const ids = new Set<string>();
+      for (let i = 0; i < 3; i++) {
+        const answer = (await (await send(textMessage())).json()) as SendAnswer;
+        ids.add(answer.messages[0]?.id ?? '');
+      }
+      expect(ids.size).toBe(3);
+    });
+
+    it('refuses free text to a number that never wrote with 131047', async () => {
+      const error = await expectGraphError(await send(textMessage()), 400, 131047, 'Re-engagement message');
+      expect(error.error_data.details).toBe(
+        'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
+      );
+      expect(await sent()).toEqual([]);
+    });
+
+    it('refuses free text once the last inbound is 25 hours old, and allows it at 23 hours', async () => {
+      expect((await setWindow(CUSTOMER, new Date(Date.now() - 25 * HOUR_MS))).status).toBe(200);
+      await expectGraphError(await send(textMessage()), 400, 131047, 'Re-engagement message');
+
+      expect((await setWindow(CUSTOMER, new Date(Date.now() - 23 * HOUR_MS))).status).toBe(200);
+      expect((await send(textMessage())).status).toBe(200);
+    });
+
+    it('keeps windows per phone number id', async () => {
+      await setWindow(CUSTOMER, new Date(), 'other-phone-id');
+      await expectGraphError(await send(textMessage()), 400, 131047, 'Re-engagement message');
+      expect((await send(textMessage(), TOKEN, 'other-phone-id')).status).toBe(200);
+    });
+
+    it('refuses a call without a bearer token with 190', async () => {
+      await setWindow(CUSTOMER, new Date());
+      await expectGraphError(
+        await send(textMessage(), null),
+        401,
+        190,
+        'Invalid OAuth access token - Cannot parse access token',
+      );
+      const basic = await postJson(`${base}/chat-official/v21.0/${PHONE_ID}/messages`, textMessage(), {
+        authorization: 'Basic dXNlcjpwYXNz',
+      });
+      await expectGraphError(basic, 401, 190, 'Invalid OAuth access token - Cannot parse access token');
+      expect(await sent()).toEqual([]);
+    });
+
+    it('refuses a token that differs from the first one seen for the phone number id with 190', async () => {
+      await setWindow(CUSTOMER, new Date());
+      expect((await send(textMessage())).status).toBe(200);
+      await expectGraphError(
+        await send(textMessage(), 'another-token'),
+        401,
+        190,
+        'Invalid OAuth access token - Cannot parse access token',
+      );
+      // Tokens are per phone number id.
+      await setWindow(CUSTOMER, new Date(), 'second-phone');
+      expect((await send(textMessage(), 'another-token', 'second-phone')).status).toBe(200);
+    });
+
+    it.each([
+      ['no to', { messaging_product: 'whatsapp', type: 'text', text: { body: 'hi' } }, 'to is required'],
+      ['an unknown type', { ...textMessage(), type: 'sticker' }, 'type must be text or template'],
+      ['text without body', { ...textMessage(), text: { preview_url: false } }, 'text.body is required'],
+      ['no text at all', { messaging_product: 'whatsapp', to: CUSTOMER, type: 'text' }, 'text is required'],
+      ['no messaging_product', { to: CUSTOMER, type: 'text', text: { body: 'hi' } }, 'messaging_product'],
+    ])('refuses a body with %s with 100', async (_case, body, details) => {
+      await setWindow(CUSTOMER, new Date());
+      const error = await expectGraphError(await send(body), 400, 100, 'Invalid parameter');
+      expect(error.error_data.details).toContain(details);
+      expect(await sent()).toEqual([]);
+    });
+
+    it('answers malformed JSON in the Graph shape too', async () => {
+      await expectGraphError(await send('{"to": '), 400, 100, 'Invalid parameter');
+    });
+
+    it('answers a path with a malformed version with a Graph error', async () => {
+      await expectGraphError(
+        await send(textMessage(), TOKEN, PHONE_ID, 'v21'),
+        400,
+        2500,
+        `Unknown path components: /v21/${PHONE_ID}/messages`,
+      );
+    });
+
+    it('accepts any version of the form vN.N', async () => {
+      await setWindow(CUSTOMER, new Date());
+      expect((await send(textMessage(), TOKEN, PHONE_ID, 'v19.0')).status).toBe(200);
+      expect((await send(textMessage(), TOKEN, PHONE_ID, 'v23.1')).status).toBe(200);
+    });
+  });
+
+  describe('template send', () => {
+    it('accepts an approved template outside the window and answers message_status accepted', async () => {
+      expect((await registerTemplate(PROMO)).status).toBe(201);
+
+      const body = promoSend([imageHeader(), bodyParams('Ana', 'A-1'), urlButton]);
+      const res = await send(body);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({
+        messaging_product: 'whatsapp',
+        contacts: [{ input: CUSTOMER, wa_id: CUSTOMER }],
+        messages: [{ id: expect.stringMatching(WAMID), message_status: 'accepted' }],
+      });
+      const log = await sent(`?to=${CUSTOMER}`);
+      expect(log).toHaveLength(1);
+      expect(log[0]?.body).toEqual(body);
+    });
+
+    it('accepts video and document headers with filename, and a template without placeholders', async () => {
+      await registerTemplate({ name: 'clip', body: 'Veja o vídeo', header: { format: 'VIDEO' } });
+      await registerTemplate({ name: 'invoice', body: 'Sua fatura', header: { format: 'DOCUMENT' } });
+      const video = promoSend(
+        [{ type: 'header', parameters: [{ type: 'video', video: { link: 'http://cdn.test/a.mp4' } }] }],
+        CUSTOMER,
+        'clip',
+      );
+      const document = promoSend(
+        [
+          {
+            type: 'header',
+            parameters: [
+              { type: 'document', document: { link: 'https://cdn.test/f.pdf', filename: 'fatura.pdf' } },
+            ],
+          },
+        ],
+        CUSTOMER,
+        'invoice',
+      );
+      expect((await send(video)).status).toBe(200);
+      expect((await send(document)).status).toBe(200);
+    });
+
+    it('refuses an unknown name, another language and an unapproved template with 132001', async () => {
+      await registerTemplate(PROMO);
+      await registerTemplate({ name: 'pending', body: 'Oi', status: 'PENDING' });
+      await registerTemplate({ name: 'rejected', body: 'Oi', status: 'REJECTED' });
+
+      const unknown = await expectGraphError(
+        await send(promoSend([bodyParams('a', 'b')], CUSTOMER, 'nope')),
+        404,
+        132001,
+        'Template name does not exist in the translation',
+      );
+      expect(unknown.error_data.details).toBe('template name (nope) does not exist in pt_BR');
+
+      const english = await expectGraphError(
+        await send(promoSend([imageHeader(), bodyParams('a', 'b')], CUSTOMER, 'promo', 'en_US')),
+        404,
+        132001,
+        'Template name does not exist in the translation',
+      );
+      expect(english.error_data.details).toBe('template name (promo) does not exist in en_US');
+
+      for (const name of ['pending', 'rejected']) {
+        await expectGraphError(
+          await send(promoSend([], CUSTOMER, name)),
+          404,
+          132001,
+          'Template name does not exist in the translation',
+        );
+      }
+      expect(await sent()).toEqual([]);
+    });
+
+    it('checks templates per phone number id', async () => {
+      await registerTemplate({ account: 'other-phone', name: 'hello', body: 'Oi' });
+      await expectGraphError(
+        await send(promoSend([], CUSTOMER, 'hello')),
+        404,
+        132001,
+        'Template name does not exist in the translation',
+      );
+      expect((await send(promoSend([], CUSTOMER, 'hello'), TOKEN, 'other-phone')).status).toBe(200);
+    });
+
+    it('refuses a body parameter count that differs from the distinct placeholders with 132000', async () => {
+      await registerTemplate(PROMO);
+      // Three placeholders, two of them the same: two parameters are expected.
+      for (const params of [['Ana'], ['Ana', 'A-1', 'Ana']]) {
+        const error = await expectGraphError(
+          await send(promoSend([imageHeader(), bodyParams(...params)])),
+          400,
+          132000,
+          'Number of parameters does not match the expected number of params',
+        );
+        expect(error.error_data.details).toContain(`(${params.length})`);
+      }
+      await expectGraphError(
+        await send(promoSend([imageHeader()])),
+        400,
+        132000,
+        'Number of parameters does not match the expected number of params',
+      );
+      expect(await sent()).toEqual([]);
+    });
+
+    it.each([
+      ['no header component', [bodyParams('Ana', 'A-1')], 'an image parameter is required'],
+      [
+        'a header parameter of another type',
+        [
+          // Carries an image link too, so only the type is wrong.
+          {
+            type: 'header',
+            parameters: [
+              {
+                type: 'video',
+                video: { link: 'https://cdn.test/a.mp4' },
+                image: { link: 'https://cdn.test/b.png' },
+              },
+            ],
+          },
+          bodyParams('Ana', 'A-1'),
+        ],
+        'expected an image parameter, received video',
+      ],
+      [
+        'a link that is not http(s)',
+        [imageHeader('ftp://cdn.test/banner.png'), bodyParams('Ana', 'A-1')],
+        'image.link must be an http(s) URL',
+      ],
+      [
+        'a link that is not a URL',
+        [imageHeader('banner.png'), bodyParams('Ana', 'A-1')],
+        'image.link must be an http(s) URL',
+      ],
+      [
+        'a media id instead of a link',
+        [{ type: 'header', parameters: [{ type: 'image', image: { id: '123' } }] }, bodyParams('Ana', 'A-1')],
+        'image.link must be an http(s) URL',
+      ],
+    ])('refuses a media header template send with %s with 131053', async (_case, components, details) => {
+      await registerTemplate(PROMO);
+      const error = await expectGraphError(
+        await send(promoSend(components)),
+        400,
+        131053,
+        'Media upload error',
+      );
+      expect(error.error_data.details).toContain(details);
+      expect(await sent()).toEqual([]);
+    });
+
+    it('refuses a template message without template.name with 100', async () => {
+      const error = await expectGraphError(
+        await send({ messaging_product: 'whatsapp', to: CUSTOMER, type: 'template', template: {} }),
+        400,
+        100,
+        'Invalid parameter',
+      );
+      expect(error.error_data.details).toContain('template.name');
+    });
+  });
+
+  describe('faults', () => {
+    it('answers the fault status with 131000 until turned off', async () => {
+      await registerTemplate({ name: 'hello', body: 'Oi' });
+      const on = await control('/faults', { channel: 'chat-official', mode: 'error', status: 503 });
+      expect(on.status).toBe(200);
+      const error = await expectGraphError(
+        await send(promoSend([], CUSTOMER, 'hello')),
+        503,
+        131000,
+        'Something went wrong',
+      );
+      expect(error.error_data.messaging_product).toBe('whatsapp');
+
+      await control('/faults', { channel: 'chat-official', mode: 'off' });
+      expect((await send(promoSend([], CUSTOMER, 'hello'))).status).toBe(200);
+    });
+
+    it('defaults to 500 and scopes an account fault to that phone number id', async () => {
+      await control('/faults', { channel: 'chat-official', account: PHONE_ID, mode: 'error' });
+      await expectGraphError(await send(textMessage()), 500, 131000, 'Something went wrong');
+      // Another phone number is not faulted, so it reaches the window check.
+      await expectGraphError(
+        await send(textMessage(), TOKEN, 'healthy-phone'),
+        400,
+        131047,
+        'Re-engagement message',
+      );
+    });
+
+    it('still checks the token before the fault', async () => {
+      await control('/faults', { channel: 'chat-official', mode: 'error' });
+      await expectGraphError(
+        await send(textMessage(), null),
+        401,
+        190,
+        'Invalid OAuth access token - Cannot parse access token',
+      );
+    });
+
+    it('holds the call in timeout mode', async () => {
+      await control('/faults', { channel: 'chat-official', mode: 'timeout' });
+      const controller = new AbortController();
+      const settled = fetch(`${base}/chat-official/v21.0/${PHONE_ID}/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify(textMessage()),
+        signal: controller.signal,
+      }).then(
+        () => 'answered',
+        () => 'aborted',
+      );
+      const outcome = await Promise.race([settled, new Promise((r) => setTimeout(r, 300, 'held'))]);
+      expect(outcome).toBe('held');
+      controller.abort();
+      expect(await settled).toBe('aborted');
+    });
+  });
+
+  describe('template list', () => {
+    it('pages 30 templates by 25 with a next URL that leads to the rest', async () => {
+      for (let i = 0; i < 30; i++) {
+        const res = await registerTemplate({ waba_id: 'waba-77', name: `t${i}`, body: `Body ${i} {{1}}` });
+        expect(res.status).toBe(201);
+      }
+
+      const first = await listTemplates('waba-77', '?limit=25');
+      expect(first.status).toBe(200);
+      const page1 = (await first.json()) as {
+        data: Array<{ name: string }>;
+        paging: { cursors: { before: string; after: string }; next?: string };
+      };
+      expect(page1.data.map((t) => t.name)).toEqual(Array.from({ length: 25 }, (_, i) => `t${i}`));
+      expect(page1.paging.cursors.before).toEqual(expect.any(String));
+      expect(page1.paging.cursors.after).toEqual(expect.any(String));
+      expect(page1.paging.next).toBeDefined();
+      const next = new URL(page1.paging.next ?? '');
+      expect(`${next.origin}${next.pathname}`).toBe(`${base}/chat-official/v21.0/waba-77/message_templates`);
+      expect(next.searchParams.get('after')).toBe(page1.paging.cursors.after);
+
+      const second = await fetch(page1.paging.next ?? '', { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(second.status).toBe(200);
+      const page2 = (await second.json()) as typeof page1;
+      expect(page2.data.map((t) => t.name)).toEqual(['t25', 't26', 't27', 't28', 't29']);
+      expect(page2.paging.next).toBeUndefined();
+      expect(page2.paging.cursors.before).not.toBe(page1.paging.cursors.before);
+    });
+
+    it('pages by 25 when no limit is given', async () => {
+      for (let i = 0; i < 26; i++) await registerTemplate({ name: `t${i}`, body: 'Oi' });
+      const page = (await (await listTemplates(`waba-${PHONE_ID}`)).json()) as {
+        data: unknown[];
+        paging: { next?: string };
+      };
+      expect(page.data).toHaveLength(25);
+      expect(page.paging.next).toBeDefined();
+    });
+
+    it('shows each template in the Graph shape, under the default waba id', async () => {
+      await registerTemplate({
+        ...PROMO,
+        buttons: [...PROMO.buttons, { type: 'QUICK_REPLY', text: 'Parar' }],
+        header: { format: 'IMAGE', example: 'https://cdn.test/sample.png' },
+      });
+      await registerTemplate({ name: 'pending', language: 'en_US', body: 'Hi', status: 'PENDING' });
+
+      const res = await listTemplates(`waba-${PHONE_ID}`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({
+        data: [
+          {
+            id: expect.stringMatching(/^\d+$/),
+            name: 'promo',
+            language: 'pt_BR',
+            status: 'APPROVED',
+            category: 'MARKETING',
+            components: [
+              {
+                type: 'HEADER',
+                format: 'IMAGE',
+                example: { header_handle: ['https://cdn.test/sample.png'] },
+              },
+              { type: 'BODY', text: PROMO.body },
+              {
+                type: 'BUTTONS',
+                buttons: [
+                  { type: 'URL', text: 'Ver pedido', url: 'https://shop.test/orders/{{1}}' },
+                  { type: 'QUICK_REPLY', text: 'Parar' },
+                ],
+              },
+            ],
+          },
+          {
+            id: expect.stringMatching(/^\d+$/),
+            name: 'pending',
+            language: 'en_US',
+            status: 'PENDING',
+            category: 'MARKETING',
+            components: [{ type: 'BODY', text: 'Hi' }],
+          },
+        ],
+        paging: { cursors: { before: expect.any(String), after: expect.any(String) } },
+      });
+      // Another business account has none of them.
+      expect(((await (await listTemplates('waba-other')).json()) as { data: unknown[] }).data).toEqual([]);
+    });
+
+    it('replaces a template registered again with the same name and language', async () => {
+      await registerTemplate({ name: 'hello', body: 'Oi {{1}}' });
+      await registerTemplate({ name: 'hello', language: 'en_US', body: 'Hi {{1}}' });
+      await registerTemplate({ name: 'hello', body: 'Olá {{1}} e {{2}}' });
+
+      const list = (await (await listTemplates(`waba-${PHONE_ID}`)).json()) as {
+        data: Array<{ language: string; components: Array<{ text?: string }> }>;
+      };
+      expect(list.data.map((t) => [t.language, t.components[0]?.text])).toEqual([
+        ['pt_BR', 'Olá {{1}} e {{2}}'],
+        ['en_US', 'Hi {{1}}'],
+      ]);
+      // Sends check against the new body.
+      await expectGraphError(
+        await send(promoSend([bodyParams('Ana')], CUSTOMER, 'hello')),
+        400,
+        132000,
+        'Number of parameters does not match the expected number of params',
+      );
+      expect((await send(promoSend([bodyParams('Ana', 'B')], CUSTOMER, 'hello'))).status).toBe(200);
+    });
+
+    it('requires a consistent bearer token', async () => {
+      const missing = await fetch(`${base}/chat-official/v21.0/waba-1/message_templates`);
+      await expectGraphError(missing, 401, 190, 'Invalid OAuth access token - Cannot parse access token');
+      expect((await listTemplates('waba-1')).status).toBe(200);
+      await expectGraphError(
+        await listTemplates('waba-1', '', 'other'),
+        401,
+        190,
+        'Invalid OAuth access token - Cannot parse access token',
+      );
+    });
+
+    it('refuses a bad limit or cursor with 100', async () => {
+      await expectGraphError(await listTemplates('waba-1', '?limit=0'), 400, 100, 'Invalid parameter');
+      await expectGraphError(await listTemplates('waba-1', '?after=bogus'), 400, 100, 'Invalid parameter');
+    });
+
+    it('refuses an invalid registration with 400', async () => {
+      for (const body of [
+        { account: PHONE_ID, language: 'pt_BR', body: 'Oi' },
+        { account: PHONE_ID, name: 'x', language: 'pt_BR', body: 'Oi', header: { format: 'GIF' } },
+        { account: PHONE_ID, name: 'x', language: 'pt_BR', body: 'Oi', status: 'MAYBE' },
+        { account: PHONE_ID, name: 'x', language: 'pt_BR', body: 'Oi', buttons: [{ type: 'CALL' }] },
+      ]) {
+        const res = await control('/templates', body);
+        expect(res.status).toBe(400);
+        expect(((await res.json()) as { error: string }).error).toEqual(expect.any(String));
+      }
+    });
+  });
+
+  describe('webhook override', () => {
+    it('performs the hub.challenge handshake and then remembers the callback', async () => {
+      const res = await registerOverride(`${receiver.url}/hooks/meta?tenant=7`, 'verify-me');
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ success: true });
+
+      expect(receiver.calls).toHaveLength(1);
+      const handshake = new URL(receiver.calls[0]?.url ?? '', receiver.url);
+      expect(receiver.calls[0]?.method).toBe('GET');
+      expect(handshake.pathname).toBe('/hooks/meta');
+      expect(handshake.searchParams.get('tenant')).toBe('7');
+      expect(handshake.searchParams.get('hub.mode')).toBe('subscribe');
+      expect(handshake.searchParams.get('hub.verify_token')).toBe('verify-me');
+      expect(handshake.searchParams.get('hub.challenge')).toMatch(/^\d+$/);
+
+      const inbound = await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        from: CUSTOMER,
+        text: 'oi',
+        app_secret: APP_SECRET,
+      });
+      expect(inbound.status).toBe(200);
+      expect(receiver.posts()[0]?.url).toBe('/hooks/meta?tenant=7');
+    });
+
+    it.each([
+      ['answers another body', 'wrong-body' as const, 'HTTP Status Code = 200'],
+      ['answers 403', 'forbidden' as const, 'HTTP Status Code = 403'],
+    ])('refuses the callback with 2200 when it %s', async (_case, answer, problem) => {
+      receiver.handshake = answer;
+      const error = await expectGraphError(
+        await registerOverride(`${receiver.url}/hooks/meta`),
+        400,
+        2200,
+        /^Callback verification failed with the following errors: /,
+      );
+      expect(error.message).toContain(problem);
+
+      const inbound = await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        from: CUSTOMER,
+        text: 'oi',
+        app_secret: APP_SECRET,
+      });
+      expect(inbound.status).toBe(409);
+    });
+
+    it('refuses a callback that cannot be reached with 2200', async () => {
+      const gone = await startReceiver();
+      await close(gone.server);
+      const error = await expectGraphError(
+        await registerOverride(`${gone.url}/hooks`),
+        400,
+        2200,
+        /^Callback verification failed with the following errors: /,
+      );
+      expect(error.error_data.details.length).toBeGreaterThan(0);
+    });
+
+    it('requires the bearer token and a valid body', async () => {
+      const noToken = await postJson(`${base}/chat-official/v21.0/${PHONE_ID}`, {
+        webhook_configuration: { override_callback_uri: `${receiver.url}/h`, verify_token: 'v' },
+      });
+      await expectGraphError(noToken, 401, 190, 'Invalid OAuth access token - Cannot parse access token');
+      await expectGraphError(
+        await postJson(
+          `${base}/chat-official/v21.0/${PHONE_ID}`,
+          { webhook_configuration: { override_callback_uri: 'not a url', verify_token: 'v' } },
+          { authorization: `Bearer ${TOKEN}` },
+        ),
+        400,
+        100,
+        'Invalid parameter',
+      );
+      expect(receiver.calls).toEqual([]);
+    });
+  });
+
+  describe('inbound', () => {
+    it('posts a signed Cloud API notification, opens the window and returns the wamid', async () => {
+      expect((await registerOverride(`${receiver.url}/hooks/meta`)).status).toBe(200);
+      const before = Math.floor(Date.now() / 1000);
+
+      const res = await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        from: '+55 11 99999-0000',
+        name: 'Ana',
+        text: 'quero comprar',
+        app_secret: APP_SECRET,
+      });
+      expect(res.status).toBe(200);
+      const answer = (await res.json()) as {
+        ok: boolean;
+        delivered_status: number;
+        provider_message_id: string;
+      };
+      expect(answer).toEqual({
+        ok: true,
+        delivered_status: 200,
+        provider_message_id: expect.stringMatching(WAMID),
+      });
+
+      const [webhook] = receiver.posts();
+      expect(webhook).toBeDefined();
+      if (!webhook) return;
+      expect(webhook.url).toBe('/hooks/meta');
+      expect(webhook.headers['content-type']).toBe('application/json');
+      expect(signatureIsValid(webhook, APP_SECRET)).toBe(true);
+      expect(signatureIsValid(webhook, 'another-secret')).toBe(false);
+
+      const notification = JSON.parse(webhook.rawBody) as Notification;
+      expect(notification).toEqual({
+        object: 'whatsapp_business_account',
+        entry: [
+          {
+            id: `waba-${PHONE_ID}`,
+            changes: [
+              {
+                field: 'messages',
+                value: {
+                  messaging_product: 'whatsapp',
+                  metadata: { display_phone_number: PHONE_ID, phone_number_id: PHONE_ID },
+                  contacts: [{ profile: { name: 'Ana' }, wa_id: CUSTOMER }],
+                  messages: [
+                    {
+                      from: CUSTOMER,
+                      id: answer.provider_message_id,
+                      timestamp: expect.stringMatching(/^\d+$/),
+                      type: 'text',
+                      text: { body: 'quero comprar' },
+                    },
+                  ],
+                },
+              },
+            ],
+          },
+        ],
+      });
+      const [message] = (notification.entry[0]?.changes[0]?.value.messages ?? []) as Array<{
+        timestamp: string;
+      }>;
+      expect(Number(message?.timestamp)).toBeGreaterThanOrEqual(before);
+      expect(Number(message?.timestamp)).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
+
+      // The customer wrote, so free text is now allowed.
+      expect((await send(textMessage())).status).toBe(200);
+    });
+
+    it('uses the registered waba id as the entry id and an empty profile name when none is given', async () => {
+      await registerTemplate({ waba_id: '4455', name: 'hello', body: 'Oi' });
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        from: CUSTOMER,
+        text: 'oi',
+        app_secret: APP_SECRET,
+      });
+      const notification = JSON.parse(receiver.posts()[0]?.rawBody ?? '') as Notification;
+      expect(notification.entry[0]?.id).toBe('4455');
+      expect(notification.entry[0]?.changes[0]?.value.contacts).toEqual([
+        { profile: { name: '' }, wa_id: CUSTOMER },
+      ]);
+    });
+
+    it('answers 409 without a registered callback and 400 without app_secret', async () => {
+      const noHook = await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        from: CUSTOMER,
+        text: 'oi',
+        app_secret: APP_SECRET,
+      });
+      expect(noHook.status).toBe(409);
+      expect(await noHook.json()).toEqual({
+        error: `no webhook registered for chat-official account ${PHONE_ID}`,
+      });
+
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      const noSecret = await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        from: CUSTOMER,
+        text: 'oi',
+      });
+      expect(noSecret.status).toBe(400);
+      expect(((await noSecret.json()) as { error: string }).error).toContain('app_secret');
+      expect(receiver.posts()).toEqual([]);
+      // Neither refused inbound opened the window.
+      await expectGraphError(await send(textMessage()), 400, 131047, 'Re-engagement message');
+    });
+  });
+
+  describe('status updates', () => {
+    async function sendTemplate(): Promise<string> {
+      await registerTemplate({ name: 'hello', body: 'Oi' });
+      const answer = (await (await send(promoSend([], CUSTOMER, 'hello'))).json()) as SendAnswer;
+      return answer.messages[0]?.id ?? '';
+    }
+
+    it.each(['sent', 'delivered', 'read'] as const)(
+      'posts a signed %s status for an issued wamid',
+      async (status) => {
+        await registerOverride(`${receiver.url}/hooks/meta`);
+        const wamid = await sendTemplate();
+
+        const res = await control('/status', {
+          channel: 'chat-official',
+          account: PHONE_ID,
+          message_id: wamid,
+          status,
+          app_secret: APP_SECRET,
+        });
+        expect(res.status).toBe(200);
+        expect(await res.json()).toEqual({ ok: true, delivered_status: 200 });
+
+        const [webhook] = receiver.posts();
+        expect(webhook && signatureIsValid(webhook, APP_SECRET)).toBe(true);
+        expect(JSON.parse(webhook?.rawBody ?? '')).toEqual({
+          object: 'whatsapp_business_account',
+          entry: [
+            {
+              id: `waba-${PHONE_ID}`,
+              changes: [
+                {
+                  field: 'messages',
+                  value: {
+                    messaging_product: 'whatsapp',
+                    metadata: { display_phone_number: PHONE_ID, phone_number_id: PHONE_ID },
+                    statuses: [
+                      {
+                        id: wamid,
+                        status,
+                        timestamp: expect.stringMatching(/^\d+$/),
+                        recipient_id: CUSTOMER,
+                      },
+                    ],
+                  },
+                },
+              ],
+            },
+          ],
+        });
+      },
+    );
+
+    it('adds the undeliverable error to a failed status', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      const wamid = await sendTemplate();
+      await control('/status', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        message_id: wamid,
+        status: 'failed',
+        app_secret: APP_SECRET,
+      });
+      const notification = JSON.parse(receiver.posts()[0]?.rawBody ?? '') as Notification;
+      expect(notification.entry[0]?.changes[0]?.value.statuses).toEqual([
+        {
+          id: wamid,
+          status: 'failed',
+          timestamp: expect.stringMatching(/^\d+$/),
+          recipient_id: CUSTOMER,
+          errors: [{ code: 131026, title: 'Message undeliverable' }],
+        },
+      ]);
+    });
+
+    it('answers 404 for a message id the sandbox never issued, or issued for another phone', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      const wamid = await sendTemplate();
+      for (const [account, messageId] of [
+        [PHONE_ID, 'wamid.never-issued'],
+        ['another-phone', wamid],
+      ]) {
+        const res = await control('/status', {
+          channel: 'chat-official',
+          account,
+          message_id: messageId,
+          status: 'delivered',
+          app_secret: APP_SECRET,
+        });
+        expect(res.status).toBe(404);
+      }
+      expect(receiver.posts()).toEqual([]);
+    });
+
+    it('answers 409 without a callback, and 400 for a bad status or channels without status updates', async () => {
+      const wamid = await sendTemplate();
+      const status = (body: Record<string, unknown>) =>
+        control('/status', {
+          channel: 'chat-official',
+          account: PHONE_ID,
+          message_id: wamid,
+          app_secret: APP_SECRET,
+          ...body,
+        });
+      expect((await status({ status: 'delivered' })).status).toBe(409);
+      expect((await status({ status: 'bounced' })).status).toBe(400);
+      for (const channel of ['alt-a', 'alt-b']) {
+        const res = await status({ channel, status: 'delivered' });
+        expect(res.status).toBe(400);
+        expect(((await res.json()) as { error: string }).error).toContain('not supported for this channel');
+      }
+    });
+  });
+
+  describe('windows control', () => {
+    it('refuses an invalid body with 400', async () => {
+      for (const body of [
+        { channel: 'chat-official', account: PHONE_ID, number: CUSTOMER, last_inbound_at: 'yesterday' },
+        {
+          channel: 'chat-official',
+          account: PHONE_ID,
+          number: 'abc',
+          last_inbound_at: new Date().toISOString(),
+        },
+        {
+          channel: 'nowhere',
+          account: PHONE_ID,
+          number: CUSTOMER,
+          last_inbound_at: new Date().toISOString(),
+        },
+      ]) {
+        const res = await control('/windows', body);
+        expect(res.status).toBe(400);
+      }
+    });
+
+    it('normalises the number to digits', async () => {
+      expect((await setWindow('+55 11 99999-0000', new Date())).status).toBe(200);
+      expect((await send(textMessage())).status).toBe(200);
+    });
+  });
+
+  it('forgets templates, callbacks, windows, tokens and issued ids on reset', async () => {
+    await registerTemplate({ name: 'hello', body: 'Oi' });
+    await registerOverride(`${receiver.url}/hooks/meta`);
+    await setWindow(CUSTOMER, new Date());
+    const wamid = ((await (await send(promoSend([], CUSTOMER, 'hello'))).json()) as SendAnswer).messages[0]
+      ?.id;
+    await control('/faults', { channel: 'chat-official', mode: 'error' });
+
+    const res = await control('/reset', {});
+    expect(res.status).toBe(200);
+
+    expect(await sent()).toEqual([]);
+    // A new token is accepted (old one unbound) and no fault is left: the call reaches the template check.
+    await expectGraphError(
+      await send(promoSend([], CUSTOMER, 'hello'), 'brand-new-token'),
+      404,
+      132001,
+      'Template name does not exist in the translation',
+    );
+    await expectGraphError(
+      await send(textMessage(), 'brand-new-token'),
+      400,
+      131047,
+      'Re-engagement message',
+    );
+    const inbound = await control('/inbound', {
+      channel: 'chat-official',
+      account: PHONE_ID,
+      from: CUSTOMER,
+      text: 'oi',
+      app_secret: APP_SECRET,
+    });
+    expect(inbound.status).toBe(409);
+    const status = await control('/status', {
+      channel: 'chat-official',
+      account: PHONE_ID,
+      message_id: wamid,
+      status: 'read',
+      app_secret: APP_SECRET,
+    });
+    expect(status.status).toBe(404);
+    expect(((await (await listTemplates(`waba-${PHONE_ID}`)).json()) as { data: unknown[] }).data).toEqual(
+      [],
+    );
+  });
+});
+
+describe('chat-official timeout fault release', () => {
+  it('answers 504 with the Graph error once the hold time has passed', async () => {
+    const sandbox = createSandbox({ faultHoldMs: 100 });
+    const { server, url } = await listen(sandbox);
+    try {
+      await postJson(`${url}/_sandbox/faults`, { channel: 'chat-official', mode: 'timeout' });
+      const res = await postJson(`${url}/chat-official/v21.0/${PHONE_ID}/messages`, textMessage(), {
+        authorization: `Bearer ${TOKEN}`,
+      });
+      expect(res.status).toBe(504);
+      expect(await res.json()).toMatchObject({ error: { code: 131000, message: 'Something went wrong' } });
+    } finally {
+      await close(server);
+    }
+  });
+});
+
+describe('chat-official handshake transport', () => {
+  it('verifies the callback through the given fetchImpl', async () => {
+    const asked: string[] = [];
+    const fetchImpl: typeof fetch = async (input) => {
+      const url = new URL(String(input));
+      asked.push(url.toString());
+      return new Response(url.searchParams.get('hub.challenge'), { status: 200 });
+    };
+    const { server, url } = await listen(createSandbox({ fetchImpl }));
+    try {
+      const res = await postJson(
+        `${url}/chat-official/v21.0/${PHONE_ID}`,
+        {
+          webhook_configuration: { override_callback_uri: 'https://connector.test/meta', verify_token: 't' },
+        },
+        { authorization: `Bearer ${TOKEN}` },
+      );
+      expect(res.status).toBe(200);
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toMatch(
+        /^https:\/\/connector\.test\/meta\?hub\.mode=subscribe&hub\.verify_token=t&hub\.challenge=\d+$/,
+      );
+    } finally {
+      await close(server);
+    }
+  });
+});

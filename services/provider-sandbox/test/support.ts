@@ -1,0 +1,90 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Sandbox } from '../src/index.js';
+
+export function listen(sandbox: Sandbox): Promise<{ server: Server; url: string }> {
+  return new Promise((resolve) => {
+    const server = sandbox.app.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({ server, url: `http://127.0.0.1:${port}` });
+    });
+  });
+}
+
+export function close(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
+}
+
+export interface ReceivedCall {
+  method: string;
+  /** Path and query, as the receiver saw them. */
+  url: string;
+  headers: IncomingHttpHeaders;
+  /** The exact bytes received, as text, so a signature can be checked over them. */
+  rawBody: string;
+}
+
+/** How the receiver answers Meta's `hub.challenge` handshake. */
+export type HandshakeAnswer = 'echo' | 'wrong-body' | 'forbidden';
+
+export interface Receiver {
+  server: Server;
+  url: string;
+  calls: ReceivedCall[];
+  /** The POSTs only (webhooks), without the handshake GETs. */
+  posts(): ReceivedCall[];
+  handshake: HandshakeAnswer;
+}
+
+/**
+ * A stand-in for the connector: records every call, answers the verification handshake as told, and
+ * answers webhooks with 200.
+ */
+export function startReceiver(): Promise<Receiver> {
+  const calls: ReceivedCall[] = [];
+  const receiver: Omit<Receiver, 'server' | 'url'> = {
+    calls,
+    posts: () => calls.filter((call) => call.method === 'POST'),
+    handshake: 'echo',
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      calls.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        rawBody: Buffer.concat(chunks).toString('utf8'),
+      });
+      if (req.method === 'GET') {
+        const challenge = new URL(req.url ?? '/', 'http://receiver').searchParams.get('hub.challenge') ?? '';
+        if (receiver.handshake === 'forbidden') res.writeHead(403).end('forbidden');
+        else res.writeHead(200).end(receiver.handshake === 'echo' ? challenge : `${challenge}x`);
+        return;
+      }
+      res.writeHead(200).end();
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      resolve(Object.assign(receiver, { server, url: `http://127.0.0.1:${port}` }));
+    });
+  });
+}
+
+export function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  init: RequestInit = {},
+): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    ...init,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
