@@ -1,4 +1,4 @@
-import { eventCatalogue, type EventType } from '@inbox/contracts';
+import { type EventType, eventCatalogue } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
@@ -34,15 +34,26 @@ async function sandbox(path: string, body: Json) {
 
 describe('inbound messages on alt-a', () => {
   it('inbound → message.received with the spec payload → external reply on its conversation_id', async () => {
-    const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', { name: 'in-1' });
+    const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
+      name: 'in-1',
+    });
     const id = ws.body.workspace_id;
     const integration = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/integrations`, {
       channel: 'alt-a',
       config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'in-1', api_key: 'key-in-1' },
     });
-    await stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, { url: `${receiver.url}/in-1`, events: ['*'] });
+    await stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+      url: `${receiver.url}/in-1`,
+      events: ['*'],
+    });
 
-    const delivered = await sandbox('/_sandbox/inbound', { channel: 'alt-a', account: 'in-1', from: '5511933330001', name: 'Carla', text: 'Oi, tudo bem?' });
+    const delivered = await sandbox('/_sandbox/inbound', {
+      channel: 'alt-a',
+      account: 'in-1',
+      from: '5511933330001',
+      name: 'Carla',
+      text: 'Oi, tudo bem?',
+    });
     expect(delivered.status).toBe(200);
     await waitFor(() => eventsOf(id, 'message.received').length === 1, { what: 'message.received' });
     const [received] = eventsOf(id, 'message.received');
@@ -54,7 +65,15 @@ describe('inbound messages on alt-a', () => {
       status: { assigned_to_type: null, assigned_to_id: null },
       integration: { id: integration.body.id, provider: 'chat' },
     });
-    expect(Object.keys(received!).sort()).toEqual(['contact', 'conversation_id', 'event', 'integration', 'message', 'status', 'workspace_id']);
+    expect(Object.keys(received!).sort()).toEqual([
+      'contact',
+      'conversation_id',
+      'event',
+      'integration',
+      'message',
+      'status',
+      'workspace_id',
+    ]);
 
     // The same provider message delivered again is taken in once.
     const providerMessageId = delivered.body.provider_message_id;
@@ -65,7 +84,9 @@ describe('inbound messages on alt-a', () => {
       text: 'Tudo ótimo!',
     });
     expect(reply.status).toBe(200);
-    const atProvider = (await (await fetch(`${stack.sandboxUrl}/_sandbox/sent?to=5511933330001`)).json()) as Json[];
+    const atProvider = (await (
+      await fetch(`${stack.sandboxUrl}/_sandbox/sent?to=5511933330001`)
+    ).json()) as Json[];
     expect(atProvider.map((entry) => (entry.body as Json).text)).toEqual(['Tudo ótimo!']);
 
     const conversation = await stack.admin<Json & { messages: Json[] }>(
@@ -92,12 +113,64 @@ describe('inbound messages on alt-a', () => {
     });
   });
 
-  it('refuses a callback that does not carry the integration\'s credentials', async () => {
-    const ws = await stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', { name: 'in-2' });
-    const integration = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`, {
+  it('takes a provider message in once however often the provider delivers it', async () => {
+    const ws = await stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', { name: 'in-3' });
+    const id = ws.body.workspace_id;
+    const integration = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/integrations`, {
       channel: 'alt-a',
-      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'in-2', api_key: 'key-in-2' },
+      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'in-3', api_key: 'key-in-3' },
     });
+    await stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+      url: `${receiver.url}/in-3`,
+      events: ['message.received'],
+    });
+    const connectorUrl = `http://127.0.0.1:${stack.specs.get('provider-connector')!.port}`;
+    const callback = JSON.stringify({
+      event: 'messages.upsert',
+      instance: 'in-3',
+      apikey: 'key-in-3',
+      data: {
+        key: { remoteJid: '5511933330003@s.whatsapp.net', fromMe: false, id: 'REPEATED-1' },
+        message: { conversation: 'uma vez' },
+      },
+    });
+    const deliveries = await Promise.all(
+      [1, 2, 3].map(() =>
+        fetch(`${connectorUrl}/inbound/alt-a/${integration.body.id}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: callback,
+        }),
+      ),
+    );
+    expect(deliveries.map((r) => r.status)).toEqual([200, 200, 200]);
+    await waitFor(() => eventsOf(id, 'message.received').length >= 1, { what: 'message.received' });
+    // A later inbound marks the end: had the repeats got through, they would have arrived before it.
+    await fetch(`${connectorUrl}/inbound/alt-a/${integration.body.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: callback.replace('REPEATED-1', 'MARKER-1').replace('uma vez', 'marcador'),
+    });
+    await waitFor(
+      () => eventsOf(id, 'message.received').some((e) => (e.message as Json).text === 'marcador'),
+      { what: 'marker' },
+    );
+    expect(eventsOf(id, 'message.received').map((e) => (e.message as Json).text)).toEqual([
+      'uma vez',
+      'marcador',
+    ]);
+  });
+
+  it("refuses a callback that does not carry the integration's credentials", async () => {
+    const ws = await stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', { name: 'in-2' });
+    const integration = await stack.admin<{ id: string }>(
+      'POST',
+      `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`,
+      {
+        channel: 'alt-a',
+        config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'in-2', api_key: 'key-in-2' },
+      },
+    );
     const connectorUrl = `http://127.0.0.1:${stack.specs.get('provider-connector')!.port}`;
     const forged = await fetch(`${connectorUrl}/inbound/alt-a/${integration.body.id}`, {
       method: 'POST',
@@ -105,10 +178,20 @@ describe('inbound messages on alt-a', () => {
       body: JSON.stringify({
         event: 'messages.upsert',
         apikey: 'wrong',
-        data: { key: { remoteJid: '5511900000000@s.whatsapp.net', fromMe: false, id: 'X1' }, message: { conversation: 'hi' } },
+        data: {
+          key: { remoteJid: '5511900000000@s.whatsapp.net', fromMe: false, id: 'X1' },
+          message: { conversation: 'hi' },
+        },
       }),
     });
     expect(forged.status).toBe(401);
-    expect((await fetch(`${connectorUrl}/inbound/alt-a/00000000-0000-4000-8000-000000000000`, { method: 'POST', body: '{}' })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${connectorUrl}/inbound/alt-a/00000000-0000-4000-8000-000000000000`, {
+          method: 'POST',
+          body: '{}',
+        })
+      ).status,
+    ).toBe(404);
   });
 });

@@ -9,7 +9,12 @@ export type CommandFailureLog = (error: unknown, subject: string) => void;
 
 /** Turns a handler's outcome into the wire reply: known failures keep their status and body. */
 export function replyFromError(error: unknown): CommandReply {
-  if (error instanceof AppError) return { ok: false, error: { status: error.status, body: error.body } };
+  if (error instanceof AppError) {
+    return {
+      ok: false,
+      error: { status: error.status, body: error.body, ...(error.detail ? { detail: error.detail } : {}) },
+    };
+  }
   const internal = AppError.internal(error);
   return { ok: false, error: { status: internal.status, body: internal.body } };
 }
@@ -18,7 +23,7 @@ export function replyFromError(error: unknown): CommandReply {
 export function resultFromReply(raw: unknown): unknown {
   const reply = CommandReplySchema.parse(raw);
   if (reply.ok) return reply.data;
-  throw new AppError(reply.error.status, reply.error.body);
+  throw new AppError(reply.error.status, reply.error.body, { detail: reply.error.detail });
 }
 
 export function timeoutError(subject: string, cause?: unknown): AppError {

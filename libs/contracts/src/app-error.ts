@@ -7,12 +7,16 @@ import { errorTexts, platformTexts } from './error-texts.js';
  */
 export class AppError extends Error {
   override name = 'AppError';
+  /** What went wrong inside, for records and logs; never part of an HTTP answer. */
+  readonly detail: string | undefined;
+
   constructor(
     readonly status: number,
     readonly body: ErrorResponse,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; detail?: string },
   ) {
     super(body.error, options);
+    this.detail = options?.detail ?? (options?.cause instanceof Error ? options.cause.message : undefined);
   }
 
   static badRequest(error: string): AppError {

@@ -7,6 +7,13 @@ export const ErrorResponse = z.object({
 });
 export type ErrorResponse = z.infer<typeof ErrorResponse>;
 
-/** How a command reply or an HTTP answer carries a failure: the status and the exact body to return. */
-export const Failure = z.object({ status: z.number().int(), body: ErrorResponse });
+/**
+ * How a command reply carries a failure: the status and the exact body the HTTP caller gets, and an
+ * internal `detail` (what really went wrong, e.g. the provider's own error) for records and logs only.
+ */
+export const Failure = z.object({
+  status: z.number().int(),
+  body: ErrorResponse,
+  detail: z.string().optional(),
+});
 export type Failure = z.infer<typeof Failure>;

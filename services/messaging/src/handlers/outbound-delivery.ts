@@ -39,7 +39,10 @@ export async function deliverOutbound(deps: OutboundDeps, message: OutboundMessa
     const unknownOutcome = error instanceof AppError && error.status === 504;
     if (!unknownOutcome) {
       await withTransaction(deps.pool, (client) =>
-        new ConversationStore(client, message.workspaceId).markFailed(message.messageId, errorMessage(error)),
+        new ConversationStore(client, message.workspaceId).markFailed(
+          message.messageId,
+          error instanceof AppError ? (error.detail ?? error.message) : errorMessage(error),
+        ),
       );
     }
     throw error;
