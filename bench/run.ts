@@ -63,7 +63,11 @@ async function main() {
       {
         setupRequest: (request) => ({
           ...request,
-          body: JSON.stringify({ phone: `+55119${10_000_000 + (n++ % 1000)}`, message: 'bench', channel: 'alt-a' }),
+          body: JSON.stringify({
+            phone: `+55119${10_000_000 + (n++ % 1000)}`,
+            message: 'bench',
+            channel: 'alt-a',
+          }),
         }),
       },
     ],
@@ -71,13 +75,25 @@ async function main() {
 
   const line = (label: string, value: string) => console.log(`${label.padEnd(28)} ${value}`);
   console.log('\nsend-message through the distributed stack');
-  line('machine', `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
+  line(
+    'machine',
+    `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+  );
   line('tracing', process.env.BENCH_TRACING === 'on' ? 'on (no exporter)' : 'off');
   line('connections', String(connections));
   line('duration', `${durationSeconds} s`);
-  line('requests', `${result.requests.total} (2xx ${result['2xx']}, non-2xx ${result.non2xx}, errors ${result.errors}, timeouts ${result.timeouts})`);
-  line('throughput', `${result.requests.average.toFixed(1)} req/s (mean), ${result.requests.max} req/s (best second)`);
-  line('latency', `p50 ${result.latency.p50} ms, p90 ${result.latency.p90} ms, p99 ${result.latency.p99} ms, max ${result.latency.max} ms`);
+  line(
+    'requests',
+    `${result.requests.total} (2xx ${result['2xx']}, non-2xx ${result.non2xx}, errors ${result.errors}, timeouts ${result.timeouts})`,
+  );
+  line(
+    'throughput',
+    `${result.requests.average.toFixed(1)} req/s (mean), ${result.requests.max} req/s (best second)`,
+  );
+  line(
+    'latency',
+    `p50 ${result.latency.p50} ms, p90 ${result.latency.p90} ms, p99 ${result.latency.p99} ms, max ${result.latency.max} ms`,
+  );
 }
 
 try {
