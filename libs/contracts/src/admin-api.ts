@@ -72,3 +72,39 @@ export const AssignBody = z
 export const UpdateIntegrationBody = z.object({
   status: z.enum(['connected', 'disconnected'], { error: 'status deve ser "connected" ou "disconnected"' }),
 });
+
+const stageKey = z
+  .string({ error: 'key deve ser string de 1 a 100 caracteres' })
+  .trim()
+  .min(1, { error: 'key deve ser string de 1 a 100 caracteres' })
+  .max(100, { error: 'key deve ser string de 1 a 100 caracteres' })
+  .refine((key) => !key.includes('\u0000'), { error: 'key deve ser string de 1 a 100 caracteres' });
+const stageName = z
+  .string({ error: 'name do estágio deve ser string de 1 a 200 caracteres' })
+  .trim()
+  .min(1, { error: 'name do estágio deve ser string de 1 a 200 caracteres' })
+  .max(200, { error: 'name do estágio deve ser string de 1 a 200 caracteres' });
+const pipelineName = z
+  .string({ error: 'name é obrigatório' })
+  .trim()
+  .min(1, { error: 'name é obrigatório' })
+  .max(200, { error: 'name deve ter até 200 caracteres' });
+
+export const StageConfig = z.object({ key: stageKey, name: stageName });
+export type StageConfig = z.infer<typeof StageConfig>;
+
+export const CreatePipelineBody = z.object({
+  name: pipelineName,
+  stages: z
+    .array(StageConfig, { error: 'stages deve ser uma lista de { key, name }' })
+    .min(1, { error: 'stages deve ter ao menos um estágio' })
+    .max(100, { error: 'stages pode ter no máximo 100 estágios' }),
+});
+export const RenamePipelineBody = z.object({ name: pipelineName });
+export const AddStageBody = StageConfig.extend({
+  position: z.number({ error: 'position deve ser inteiro >= 0' }).int().min(0).optional(),
+});
+export const RenameStageBody = z.object({ name: stageName });
+export const ReorderStagesBody = z.object({
+  keys: z.array(stageKey, { error: 'keys deve ser a lista de todas as chaves na nova ordem' }),
+});

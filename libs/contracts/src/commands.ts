@@ -1,9 +1,15 @@
 import { z } from 'zod';
 import {
+  AddStageBody,
   CreateAgentBody,
   CreateIntegrationBody,
   CreateMemberBody,
+  CreatePipelineBody,
   CreateWebhookBody,
+  RenamePipelineBody,
+  RenameStageBody,
+  ReorderStagesBody,
+  StageConfig,
   UpdateIntegrationBody,
 } from './admin-api.js';
 import { integrationChannels, providers, sendMessageChannels } from './channels.js';
@@ -74,6 +80,30 @@ export const ConversationView = z.object({
   last_inbound_at: z.iso.datetime().nullable(),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
+});
+
+export const Pipeline = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  stages_config: z.array(StageConfig.extend({ contacts: z.number().int() })),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+});
+
+export const LeadMove = z.object({
+  from_stage: z.string().nullable(),
+  to_stage: z.string(),
+  moved_at: z.iso.datetime(),
+  moved_by: z.string(),
+  conversation_id: z.uuid().nullable(),
+});
+
+export const ContactStage = z.object({
+  pipeline_id: z.uuid(),
+  pipeline_name: z.string(),
+  stage: z.string(),
+  stage_name: z.string(),
+  moved_at: z.iso.datetime(),
 });
 
 export const Webhook = z.object({
@@ -151,6 +181,51 @@ export const commandCatalogue = {
   'cmd.messaging.get-contact': {
     request: z.object({ workspace_id: z.uuid(), contact_id: z.uuid() }),
     reply: Contact,
+  },
+  'cmd.pipeline.create': {
+    request: CreatePipelineBody.extend({ workspace_id: z.uuid() }),
+    reply: Pipeline,
+  },
+  'cmd.pipeline.list': {
+    request: z.object({ workspace_id: z.uuid() }),
+    reply: z.object({ pipelines: z.array(Pipeline) }),
+  },
+  'cmd.pipeline.get': {
+    request: z.object({ workspace_id: z.uuid(), pipeline_id: z.uuid() }),
+    reply: Pipeline,
+  },
+  'cmd.pipeline.rename': {
+    request: RenamePipelineBody.extend({ workspace_id: z.uuid(), pipeline_id: z.uuid() }),
+    reply: Pipeline,
+  },
+  'cmd.pipeline.add-stage': {
+    request: AddStageBody.extend({ workspace_id: z.uuid(), pipeline_id: z.uuid() }),
+    reply: Pipeline,
+  },
+  'cmd.pipeline.rename-stage': {
+    request: RenameStageBody.extend({ workspace_id: z.uuid(), pipeline_id: z.uuid(), key: z.string() }),
+    reply: Pipeline,
+  },
+  'cmd.pipeline.reorder-stages': {
+    request: ReorderStagesBody.extend({ workspace_id: z.uuid(), pipeline_id: z.uuid() }),
+    reply: Pipeline,
+  },
+  'cmd.pipeline.remove-stage': {
+    request: z.object({
+      workspace_id: z.uuid(),
+      pipeline_id: z.uuid(),
+      key: z.string(),
+      move_to: z.string().nullish(),
+    }),
+    reply: Pipeline,
+  },
+  'cmd.pipeline.contact-stages': {
+    request: z.object({ workspace_id: z.uuid(), contact_id: z.uuid() }),
+    reply: z.object({ stages: z.array(ContactStage) }),
+  },
+  'cmd.pipeline.lead-history': {
+    request: z.object({ workspace_id: z.uuid(), pipeline_id: z.uuid(), contact_id: z.uuid() }),
+    reply: z.object({ moves: z.array(LeadMove) }),
   },
   'cmd.connector.update-integration': {
     request: UpdateIntegrationBody.extend({ workspace_id: z.uuid(), integration_id: z.uuid() }),

@@ -28,7 +28,23 @@ export const InboundStatusEvent = z.object({
 });
 export type InboundStatusEvent = z.infer<typeof InboundStatusEvent>;
 
+/** A contact moved between stages; with a conversation, messaging records it there as a system event. */
+export const LeadMovedEvent = z.object({
+  workspace_id: z.uuid(),
+  contact_id: z.uuid(),
+  pipeline_id: z.uuid(),
+  pipeline_name: z.string(),
+  from_stage: z.string().nullable(),
+  from_stage_name: z.string().nullable(),
+  to_stage: z.string(),
+  to_stage_name: z.string(),
+  conversation_id: z.uuid().nullable(),
+  moved_at: z.iso.datetime(),
+});
+export type LeadMovedEvent = z.infer<typeof LeadMovedEvent>;
+
 export const internalEventTypes = {
   inboundMessage: 'inbound.message',
   inboundStatus: 'inbound.status',
+  leadMoved: 'lead.moved',
 } as const;

@@ -3,6 +3,7 @@ import { OutboxRelay } from '@inbox/db';
 import type { ServiceDefinition } from '@inbox/service-kit';
 import { externalSend } from './handlers/external-send.js';
 import { handleInbound } from './handlers/inbound.js';
+import { recordLeadMoved } from './handlers/lead-moved.js';
 import { panel } from './handlers/panel.js';
 import { sendMessage } from './handlers/send-message.js';
 
@@ -34,6 +35,9 @@ export function messagingService(): ServiceDefinition {
           await bus.handle('cmd.messaging.get-contact', (command) => panel.getContact(deps, command));
           await bus.consume({ durable: 'messaging', filter: 'inbound.>', concurrency: 4 }, (event) =>
             handleInbound(deps, event),
+          );
+          await bus.consume({ durable: 'messaging-leads', filter: 'lead.moved' }, (event) =>
+            recordLeadMoved(pool, event),
           );
           relay.start();
         },

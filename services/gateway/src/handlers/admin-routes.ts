@@ -1,13 +1,18 @@
 import type { Bus } from '@inbox/bus';
 import {
+  AddStageBody,
   AppError,
   AssignBody,
   CreateAgentBody,
   CreateIntegrationBody,
   CreateMemberBody,
+  CreatePipelineBody,
   CreateWebhookBody,
   CreateWorkspaceBody,
   platformTexts,
+  RenamePipelineBody,
+  RenameStageBody,
+  ReorderStagesBody,
   UpdateIntegrationBody,
   UpdateWorkspaceBody,
 } from '@inbox/contracts';
@@ -166,11 +171,79 @@ export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChange
     );
   });
 
+  // The contact is messaging's; its stage in each pipeline is the pipeline service's.
   router.get('/admin/v1/workspaces/:ws/contacts/:id', async (req, res) => {
+    const ids = { workspace_id: res.locals.workspaceId!, contact_id: uuidParam(req.params.id, 'contact id') };
+    const contact = await bus.request('cmd.messaging.get-contact', ids);
+    const { stages } = await bus.request('cmd.pipeline.contact-stages', ids);
+    res.json({ ...contact, stages });
+  });
+
+  router.post('/admin/v1/workspaces/:ws/pipelines', async (req, res) => {
+    const input = parse(CreatePipelineBody, req.body);
+    res
+      .status(201)
+      .json(await bus.request('cmd.pipeline.create', { ...input, workspace_id: res.locals.workspaceId! }));
+  });
+
+  router.get('/admin/v1/workspaces/:ws/pipelines', async (_req, res) => {
+    res.json(await bus.request('cmd.pipeline.list', { workspace_id: res.locals.workspaceId! }));
+  });
+
+  const pipelineIds = (
+    req: { params: Record<string, string | string[] | undefined> },
+    res: { locals: { workspaceId?: string } },
+  ) => ({
+    workspace_id: res.locals.workspaceId!,
+    pipeline_id: uuidParam(req.params.id, 'pipeline id'),
+  });
+
+  router.get('/admin/v1/workspaces/:ws/pipelines/:id', async (req, res) => {
+    res.json(await bus.request('cmd.pipeline.get', pipelineIds(req, res)));
+  });
+
+  router.patch('/admin/v1/workspaces/:ws/pipelines/:id', async (req, res) => {
+    const input = parse(RenamePipelineBody, req.body);
+    res.json(await bus.request('cmd.pipeline.rename', { ...input, ...pipelineIds(req, res) }));
+  });
+
+  router.post('/admin/v1/workspaces/:ws/pipelines/:id/stages', async (req, res) => {
+    const input = parse(AddStageBody, req.body);
+    res.status(201).json(await bus.request('cmd.pipeline.add-stage', { ...input, ...pipelineIds(req, res) }));
+  });
+
+  router.put('/admin/v1/workspaces/:ws/pipelines/:id/stage-order', async (req, res) => {
+    const input = parse(ReorderStagesBody, req.body);
+    res.json(await bus.request('cmd.pipeline.reorder-stages', { ...input, ...pipelineIds(req, res) }));
+  });
+
+  router.patch('/admin/v1/workspaces/:ws/pipelines/:id/stages/:key', async (req, res) => {
+    const input = parse(RenameStageBody, req.body);
     res.json(
-      await bus.request('cmd.messaging.get-contact', {
-        workspace_id: res.locals.workspaceId!,
-        contact_id: uuidParam(req.params.id, 'contact id'),
+      await bus.request('cmd.pipeline.rename-stage', {
+        ...input,
+        ...pipelineIds(req, res),
+        key: String(req.params.key),
+      }),
+    );
+  });
+
+  router.delete('/admin/v1/workspaces/:ws/pipelines/:id/stages/:key', async (req, res) => {
+    const moveTo = typeof req.query.move_to === 'string' ? req.query.move_to : null;
+    res.json(
+      await bus.request('cmd.pipeline.remove-stage', {
+        ...pipelineIds(req, res),
+        key: String(req.params.key),
+        move_to: moveTo,
+      }),
+    );
+  });
+
+  router.get('/admin/v1/workspaces/:ws/pipelines/:id/contacts/:contact/history', async (req, res) => {
+    res.json(
+      await bus.request('cmd.pipeline.lead-history', {
+        ...pipelineIds(req, res),
+        contact_id: uuidParam(req.params.contact, 'contact id'),
       }),
     );
   });
@@ -198,6 +271,12 @@ export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChange
     ['/admin/v1/workspaces/:ws/conversations/:id/resolve', ['POST']],
     ['/admin/v1/workspaces/:ws/conversations/:id', ['GET']],
     ['/admin/v1/workspaces/:ws/contacts/:id', ['GET']],
+    ['/admin/v1/workspaces/:ws/pipelines', ['GET', 'POST']],
+    ['/admin/v1/workspaces/:ws/pipelines/:id', ['GET', 'PATCH']],
+    ['/admin/v1/workspaces/:ws/pipelines/:id/stages', ['POST']],
+    ['/admin/v1/workspaces/:ws/pipelines/:id/stage-order', ['PUT']],
+    ['/admin/v1/workspaces/:ws/pipelines/:id/stages/:key', ['PATCH', 'DELETE']],
+    ['/admin/v1/workspaces/:ws/pipelines/:id/contacts/:contact/history', ['GET']],
   ];
   for (const [path, methods] of allowed) router.all(path, methodNotAllowed(methods));
   return router;

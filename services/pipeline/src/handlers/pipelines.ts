@@ -1,0 +1,128 @@
+import { AppError, type CommandPayload, type StageConfig } from '@inbox/contracts';
+import { type Pool, withTransaction } from '@inbox/db';
+import {
+  addStage,
+  assertUniqueKeys,
+  removeStage,
+  renameStage,
+  reorderStages,
+  stageOf,
+} from '../domain/stages.js';
+import { type PipelineRow, PipelineStore } from '../store/pipelines.js';
+
+const pipelineNotFound = () => AppError.notFound('Pipeline não encontrado neste workspace');
+
+async function present(store: PipelineStore, rows: PipelineRow[]) {
+  const counts = await store.contactsPerStage(rows.map((row) => row.id));
+  return rows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    stages_config: row.stages_config.map((stage) => ({
+      ...stage,
+      contacts: counts.get(`${row.id}:${stage.key}`) ?? 0,
+    })),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  }));
+}
+
+/** Edits the pipeline's stage list under a row lock, so concurrent edits never lose one another. */
+async function editStages(
+  pool: Pool,
+  workspaceId: string,
+  pipelineId: string,
+  edit: (stages: StageConfig[], store: PipelineStore) => Promise<StageConfig[]> | StageConfig[],
+) {
+  return withTransaction(pool, async (client) => {
+    const store = new PipelineStore(client, workspaceId);
+    const pipeline = await store.get(pipelineId, { forUpdate: true });
+    if (!pipeline) throw pipelineNotFound();
+    const updated = await store.update(pipelineId, { stages: await edit(pipeline.stages_config, store) });
+    return (await present(store, [updated]))[0]!;
+  });
+}
+
+/** The admin API's pipeline operations. */
+export const pipelines = {
+  async create(pool: Pool, command: CommandPayload<'cmd.pipeline.create'>) {
+    const store = new PipelineStore(pool, command.workspace_id);
+    const created = await store.create(command.name, assertUniqueKeys(command.stages));
+    return (await present(store, [created]))[0]!;
+  },
+
+  async list(pool: Pool, command: CommandPayload<'cmd.pipeline.list'>) {
+    const store = new PipelineStore(pool, command.workspace_id);
+    return { pipelines: await present(store, await store.list()) };
+  },
+
+  async get(pool: Pool, command: CommandPayload<'cmd.pipeline.get'>) {
+    const store = new PipelineStore(pool, command.workspace_id);
+    const pipeline = await store.get(command.pipeline_id);
+    if (!pipeline) throw pipelineNotFound();
+    return (await present(store, [pipeline]))[0]!;
+  },
+
+  async rename(pool: Pool, command: CommandPayload<'cmd.pipeline.rename'>) {
+    const store = new PipelineStore(pool, command.workspace_id);
+    if (!(await store.get(command.pipeline_id))) throw pipelineNotFound();
+    return (await present(store, [await store.update(command.pipeline_id, { name: command.name })]))[0]!;
+  },
+
+  addStage: (pool: Pool, command: CommandPayload<'cmd.pipeline.add-stage'>) =>
+    editStages(pool, command.workspace_id, command.pipeline_id, (stages) =>
+      addStage(stages, { key: command.key, name: command.name }, command.position),
+    ),
+
+  renameStage: (pool: Pool, command: CommandPayload<'cmd.pipeline.rename-stage'>) =>
+    editStages(pool, command.workspace_id, command.pipeline_id, (stages) =>
+      renameStage(stages, command.key, command.name),
+    ),
+
+  reorderStages: (pool: Pool, command: CommandPayload<'cmd.pipeline.reorder-stages'>) =>
+    editStages(pool, command.workspace_id, command.pipeline_id, (stages) =>
+      reorderStages(stages, command.keys),
+    ),
+
+  /** A stage that holds contacts goes only when told where they go (`move_to`); their moves are recorded. */
+  removeStage: (pool: Pool, command: CommandPayload<'cmd.pipeline.remove-stage'>) =>
+    editStages(pool, command.workspace_id, command.pipeline_id, async (stages, store) => {
+      const remaining = removeStage(stages, command.key, command.move_to);
+      const held =
+        (await store.contactsPerStage([command.pipeline_id])).get(`${command.pipeline_id}:${command.key}`) ??
+        0;
+      if (held > 0) {
+        if (!command.move_to) {
+          throw new AppError(409, {
+            error: `O estágio "${command.key}" tem ${held} contato(s): informe move_to com o estágio para onde eles vão`,
+          });
+        }
+        await store.moveEveryone(
+          command.pipeline_id,
+          command.key,
+          command.move_to,
+          `admin: estágio "${command.key}" removido`,
+        );
+      }
+      return remaining;
+    }),
+
+  async contactStages(pool: Pool, command: CommandPayload<'cmd.pipeline.contact-stages'>) {
+    const rows = await new PipelineStore(pool, command.workspace_id).stagesOfContact(command.contact_id);
+    return {
+      stages: rows.map((row) => ({
+        pipeline_id: row.pipeline_id,
+        pipeline_name: row.name,
+        stage: row.stage,
+        stage_name: stageOf(row.stages_config, row.stage)?.name ?? row.stage,
+        moved_at: row.moved_at.toISOString(),
+      })),
+    };
+  },
+
+  async leadHistory(pool: Pool, command: CommandPayload<'cmd.pipeline.lead-history'>) {
+    const store = new PipelineStore(pool, command.workspace_id);
+    if (!(await store.get(command.pipeline_id))) throw pipelineNotFound();
+    const moves = await store.history(command.pipeline_id, command.contact_id);
+    return { moves: moves.map((move) => ({ ...move, moved_at: move.moved_at.toISOString() })) };
+  },
+};
