@@ -1,2 +1,3 @@
+export { SandboxConfig } from './config.js';
 export type { Sandbox, SandboxOptions } from './sandbox.js';
 export { createSandbox } from './sandbox.js';
