@@ -113,18 +113,23 @@ describe('first message end to end, distributed stack', () => {
     // The dispatcher recorded the delivery and its attempt.
     const history = await waitFor(
       async () => {
-        const found = await stack.admin<{ deliveries: Array<{ status: string; attempts: unknown[] }> }>(
+        const found = await stack.admin<{ deliveries: Array<{ id: string }> }>(
           'GET',
-          `/admin/v1/workspaces/${ws}/webhooks/${webhook.body.id}/deliveries`,
+          `/admin/v1/workspaces/${ws}/webhooks/${webhook.body.id}/deliveries?status=delivered`,
         );
-        return found.body.deliveries[0]?.status === 'delivered' ? found.body.deliveries : undefined;
+        return found.body.deliveries.length > 0 ? found.body.deliveries : undefined;
       },
       { what: 'the recorded delivery' },
     );
     expect(history).toHaveLength(1);
-    expect(history[0]).toMatchObject({
+    const recorded = await stack.admin<Record<string, unknown>>(
+      'GET',
+      `/admin/v1/workspaces/${ws}/webhooks/${webhook.body.id}/deliveries/${history[0]!.id}`,
+    );
+    expect(recorded.body).toMatchObject({
       event_type: 'message.sent',
-      attempts: [{ attempt: 1, status_code: 200 }],
+      status: 'delivered',
+      attempts: [{ attempt: 1, status_code: 200, response_body: '{"ok":true}' }],
     });
 
     // A second send reuses the contact and the conversation.

@@ -20,6 +20,7 @@ export function serviceDefinitions(settings: Settings): ServiceDefinition[] {
       encryptionKey: settings.ENCRYPTION_KEY,
       allowedCidrs: settings.WEBHOOK_ALLOWED_CIDRS,
       timeoutMs: settings.WEBHOOK_TIMEOUT_MS,
+      retrySchedule: settings.WEBHOOK_RETRY_SCHEDULE,
     }),
   ];
 }

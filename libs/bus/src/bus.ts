@@ -29,6 +29,8 @@ export interface ConsumeOptions {
 export interface Delivery {
   /** 1 on the first delivery, counting up on every redelivery. */
   attempt: number;
+  /** The event's position in the stream: later events have higher numbers. */
+  sequence: number;
 }
 
 export type EventHandler = (event: EventEnvelope, delivery: Delivery) => Promise<void>;
@@ -65,6 +67,11 @@ export interface Bus {
   notify<S extends NoticeSubject>(subject: S, payload: NoticePayload<S>): Promise<void>;
   /** Listens for a notice on this replica (no queue group: every replica gets each notice). */
   onNotice<S extends NoticeSubject>(subject: S, handler: (payload: NoticePayload<S>) => void): Promise<void>;
+  /**
+   * Where a durable consumer stands: `ackFloor`, the stream sequence up to which every event has been
+   * handled (acknowledged or dead-lettered); `pending`, events not yet delivered to it (its lag).
+   */
+  consumerPosition(durable: string): Promise<{ ackFloor: number; pending: number }>;
   /** Events that exhausted their deliveries for a durable consumer, oldest first. */
   deadLetters(durable: string, limit?: number): Promise<DeadLetter[]>;
   /** True while the transport is connected. */

@@ -320,7 +320,7 @@ export class NatsBus implements Bus {
       await withConsumerSpan(
         { system: 'nats', destination: `evt.${event.type}`, operation: 'process', messageId: event.id },
         carrier,
-        () => handler(event, { attempt }),
+        () => handler(event, { attempt, sequence: msg.seq }),
       );
       msg.ack();
     } catch (error) {
@@ -357,6 +357,11 @@ export class NatsBus implements Bus {
     await this.js.publish(this.names.deadLetter(this.names.durable(durable)), encode(letter), {
       ...(id ? { msgID: `${durable}:${id}` } : {}),
     });
+  }
+
+  async consumerPosition(durable: string): Promise<{ ackFloor: number; pending: number }> {
+    const info = await this.jsm.consumers.info(this.names.eventsStream, this.names.durable(durable));
+    return { ackFloor: info.ack_floor.stream_seq, pending: info.num_pending };
   }
 
   async deadLetters(durable: string, limit = 100): Promise<DeadLetter[]> {

@@ -111,12 +111,16 @@ export function busContract(name: string, factory: BusFactory): void {
           shared.push(e.id);
         });
       }
-      await buses[0]!.consume({ durable: 'audit', filter: '>' }, async (e) => {
+      const sequences: number[] = [];
+      await buses[0]!.consume({ durable: 'audit', filter: '>' }, async (e, delivery) => {
         other.push(e.id);
+        sequences.push(delivery.sequence);
       });
       const events = Array.from({ length: 20 }, () => event());
       for (const e of events) await buses[1]!.publish(e);
       await waitFor(() => shared.length === 20 && other.length === 20, { what: 'all deliveries' });
+      expect(sequences).toEqual([...sequences].sort((a, b) => a - b));
+      expect(new Set(sequences).size).toBe(20);
       expect([...shared].sort()).toEqual(events.map((e) => e.id).sort());
       expect(other).toEqual(events.map((e) => e.id));
     });
@@ -134,6 +138,46 @@ export function busContract(name: string, factory: BusFactory): void {
       await bus!.publish(marker);
       await waitFor(() => seen.some((e) => e.id === marker.id), { what: 'marker event' });
       expect(seen.filter((e) => e.id === first.id)).toEqual([first]);
+    });
+
+    it('reports the ack floor: every event up to it has been handled', async () => {
+      const [bus] = await make();
+      let release: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const handled: number[] = [];
+      let heldSequence = 0;
+      await bus!.consume(
+        { durable: 'floor', filter: 'message.sent', concurrency: 4 },
+        async (e, delivery) => {
+          if ((e.data as { n: string }).n === 'hold') {
+            heldSequence = delivery.sequence;
+            await held;
+          }
+          handled.push(delivery.sequence);
+        },
+      );
+      try {
+        await bus!.publish(event());
+        await bus!.publish(event('conversation.resolved'));
+        await bus!.publish({ ...event(), data: { n: 'hold' } });
+        await bus!.publish(event());
+        await waitFor(() => handled.length === 2 && heldSequence > 0, { what: 'the two events not held' });
+        const stuck = await bus!.consumerPosition('floor');
+        // The held event keeps the floor below it, though a later event is done.
+        expect(stuck.ackFloor).toBeGreaterThanOrEqual(Math.min(...handled));
+        expect(stuck.ackFloor).toBeLessThan(heldSequence);
+      } finally {
+        release();
+      }
+      await waitFor(
+        async () =>
+          (await bus!.consumerPosition('floor')).ackFloor >= Math.max(...handled) && handled.length === 3,
+        {
+          what: 'the floor to pass every handled event',
+        },
+      );
     });
 
     it('delivers only the types its filter names', async () => {

@@ -33,15 +33,44 @@ export const CreateIntegrationBody = z.object({
   config: z.record(z.string(), z.string(), { error: 'config deve ser um objeto de strings' }),
 });
 
+const webhookUrl = z.url({ protocol: /^https?$/, error: 'url deve ser uma URL http(s)' });
+const webhookEvents = z
+  .array(z.enum(['*', ...publicEventTypes] as [string, ...string[]]), {
+    error: `events deve ser uma lista de: *, ${publicEventTypes.join(', ')}`,
+  })
+  .min(1, { error: 'events não pode ser vazio' });
+const webhookSecret = z
+  .string({ error: 'secret deve ser string de 1 a 500 caracteres' })
+  .min(1, { error: 'secret deve ser string de 1 a 500 caracteres' })
+  .max(500, { error: 'secret deve ser string de 1 a 500 caracteres' });
+
 export const CreateWebhookBody = z.object({
-  url: z.url({ protocol: /^https?$/, error: 'url deve ser uma URL http(s)' }),
-  events: z
-    .array(z.enum(['*', ...publicEventTypes] as [string, ...string[]]), {
-      error: `events deve ser uma lista de: *, ${publicEventTypes.join(', ')}`,
-    })
-    .min(1, { error: 'events não pode ser vazio' }),
-  secret: z.string().min(1).max(500).nullish(),
+  url: webhookUrl,
+  events: webhookEvents,
+  secret: webhookSecret.nullish(),
+  ordered: z.boolean({ error: 'ordered deve ser booleano' }).nullish(),
 });
+
+export const UpdateWebhookBody = z.object({
+  url: webhookUrl.optional(),
+  events: webhookEvents.optional(),
+  enabled: z.boolean({ error: 'enabled deve ser booleano' }).optional(),
+  ordered: z.boolean({ error: 'ordered deve ser booleano' }).optional(),
+});
+
+export const RotateSecretBody = z.object({ secret: webhookSecret.nullish() });
+
+export const DeliveryQuery = z.object({
+  status: z
+    .enum(['pending', 'delivered', 'failed'], { error: 'status deve ser pending, delivered ou failed' })
+    .optional(),
+  event: z.string().optional(),
+  since: z.iso.datetime({ error: 'since deve ser data ISO 8601' }).optional(),
+  until: z.iso.datetime({ error: 'until deve ser data ISO 8601' }).optional(),
+  limit: z.coerce.number({ error: 'limit deve ser inteiro de 1 a 500' }).int().min(1).max(500).default(100),
+});
+
+export const ReplayBody = z.object({ since: z.iso.datetime({ error: 'since deve ser data ISO 8601' }) });
 
 export const CreateMemberBody = z.object({
   name: z

@@ -6,11 +6,15 @@ import {
   CreateMemberBody,
   CreatePipelineBody,
   CreateWebhookBody,
+  DeliveryQuery,
   RenamePipelineBody,
   RenameStageBody,
   ReorderStagesBody,
+  ReplayBody,
+  RotateSecretBody,
   StageConfig,
   UpdateIntegrationBody,
+  UpdateWebhookBody,
 } from './admin-api.js';
 import { integrationChannels, providers, sendMessageChannels } from './channels.js';
 import { Failure } from './error-response.js';
@@ -111,8 +115,12 @@ export const Webhook = z.object({
   url: z.string(),
   events: z.array(z.string()),
   enabled: z.boolean(),
+  ordered: z.boolean(),
   has_secret: z.boolean(),
+  disabled_reason: z.string().nullable(),
+  failing_since: z.iso.datetime().nullable(),
   created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
 });
 
 export const DeliveryAttempt = z.object({
@@ -121,6 +129,7 @@ export const DeliveryAttempt = z.object({
   status_code: z.number().int().nullable(),
   error: z.string().nullable(),
   duration_ms: z.number().int(),
+  response_body: z.string().nullable(),
 });
 
 export const Delivery = z.object({
@@ -128,9 +137,14 @@ export const Delivery = z.object({
   event_id: z.uuid(),
   event_type: z.string(),
   status: z.enum(['pending', 'delivered', 'failed']),
+  attempt_count: z.number().int(),
+  next_attempt_at: z.iso.datetime().nullable(),
+  last_error: z.string().nullable(),
   created_at: z.iso.datetime(),
-  attempts: z.array(DeliveryAttempt),
+  delivered_at: z.iso.datetime().nullable(),
 });
+
+const webhookRef = z.object({ workspace_id: z.uuid(), webhook_id: z.uuid() });
 
 /**
  * Every command on the bus: subject `cmd.<service>.<verb>`, the payload the handler accepts and the data
@@ -257,9 +271,32 @@ export const commandCatalogue = {
     request: CreateWebhookBody.extend({ workspace_id: z.uuid() }),
     reply: Webhook,
   },
+  'cmd.dispatcher.list-webhooks': {
+    request: z.object({ workspace_id: z.uuid() }),
+    reply: z.object({ webhooks: z.array(Webhook) }),
+  },
+  'cmd.dispatcher.get-webhook': { request: webhookRef, reply: Webhook },
+  'cmd.dispatcher.update-webhook': { request: UpdateWebhookBody.extend(webhookRef.shape), reply: Webhook },
+  'cmd.dispatcher.delete-webhook': { request: webhookRef, reply: z.object({ deleted: z.literal(true) }) },
+  'cmd.dispatcher.rotate-secret': {
+    request: RotateSecretBody.extend(webhookRef.shape),
+    reply: z.object({ secret: z.string() }),
+  },
   'cmd.dispatcher.list-deliveries': {
-    request: z.object({ workspace_id: z.uuid(), webhook_id: z.uuid() }),
+    request: DeliveryQuery.extend(webhookRef.shape),
     reply: z.object({ deliveries: z.array(Delivery) }),
+  },
+  'cmd.dispatcher.get-delivery': {
+    request: webhookRef.extend({ delivery_id: z.uuid() }),
+    reply: Delivery.extend({ attempts: z.array(DeliveryAttempt) }),
+  },
+  'cmd.dispatcher.resend-delivery': {
+    request: webhookRef.extend({ delivery_id: z.uuid() }),
+    reply: z.object({ scheduled: z.literal(true) }),
+  },
+  'cmd.dispatcher.replay-failed': {
+    request: ReplayBody.extend(webhookRef.shape),
+    reply: z.object({ scheduled: z.number().int() }),
   },
 } as const;
 

@@ -8,6 +8,10 @@ await runService(
     encryptionKey: config.ENCRYPTION_KEY,
     allowedCidrs: config.WEBHOOK_ALLOWED_CIDRS,
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+    disableAfterHours: config.WEBHOOK_DISABLE_AFTER_HOURS,
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    perEndpointConcurrency: config.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
   }),
   {
     databaseUrl: config.DATABASE_URL,

@@ -1,9 +1,12 @@
 import { fileURLToPath } from 'node:url';
 import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
+import { meter } from '@inbox/telemetry';
+import { DeliveryWorker } from './delivery-worker.js';
 import { AddressPolicy } from './domain/address-policy.js';
 import { guardedAgent } from './domain/guarded-http.js';
-import { deliverEvent } from './handlers/deliver-event.js';
-import { createWebhook, listDeliveries } from './handlers/endpoints.js';
+import { parseSchedule } from './domain/retry-policy.js';
+import { webhooks } from './handlers/endpoints.js';
+import { scheduleEvent } from './handlers/schedule-event.js';
 import { DeliveryStore } from './store/deliveries.js';
 import { EndpointStore } from './store/endpoints.js';
 
@@ -12,7 +15,16 @@ export interface DispatcherOptions {
   /** WEBHOOK_ALLOWED_CIDRS: private ranges webhooks may reach. */
   allowedCidrs?: string;
   timeoutMs?: number;
+  /** WEBHOOK_RETRY_SCHEDULE: seconds between attempts. */
+  retrySchedule?: string;
+  disableAfterHours?: number;
+  concurrency?: number;
+  perEndpointConcurrency?: number;
+  /** How often idle workers look for due deliveries. */
+  pollMs?: number;
 }
+
+const durable = 'webhook-dispatcher';
 
 export function dispatcherService(options: DispatcherOptions): ServiceDefinition {
   return {
@@ -22,22 +34,69 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
     create: ({ pool, bus, logger }) => {
       const policy = AddressPolicy.fromSetting(options.allowedCidrs);
       const timeoutMs = options.timeoutMs ?? 15_000;
-      const agent = guardedAgent(policy, timeoutMs);
+      const perEndpointConcurrency = options.perEndpointConcurrency ?? 8;
+      const agent = guardedAgent(policy, timeoutMs, perEndpointConcurrency);
       const endpoints = new EndpointStore(pool, new SecretBox(options.encryptionKey));
       const deliveries = new DeliveryStore(pool);
+      const worker = new DeliveryWorker({
+        pool,
+        deliveries,
+        endpoints,
+        agent,
+        policy,
+        logger,
+        timeoutMs,
+        retry: {
+          scheduleSeconds: parseSchedule(options.retrySchedule ?? '5,300,1800,7200,18000,36000,36000'),
+        },
+        concurrency: options.concurrency ?? 64,
+        perEndpointConcurrency,
+        disableAfterMs: (options.disableAfterHours ?? 120) * 3_600_000,
+        pollMs: options.pollMs,
+        consumerPosition: () => bus.consumerPosition(durable),
+      });
+      const deps = { endpoints, deliveries, policy, wake: () => worker.wake() };
+      let pendingRetries = 0;
+      const gauge = meter('webhook-dispatcher').createObservableGauge('webhook.retries.pending', {
+        description: 'Deliveries waiting for a retry',
+      });
+      gauge.addCallback((result) => result.observe(pendingRetries));
+      const refreshGauge = setInterval(() => {
+        deliveries.pendingRetries().then(
+          (n) => (pendingRetries = n),
+          () => undefined,
+        );
+      }, 15_000);
+      refreshGauge.unref();
       return {
         start: async () => {
-          await bus.handle('cmd.dispatcher.create-webhook', (command) =>
-            createWebhook({ endpoints, policy }, command),
-          );
+          await bus.handle('cmd.dispatcher.create-webhook', (command) => webhooks.create(deps, command));
+          await bus.handle('cmd.dispatcher.list-webhooks', (command) => webhooks.list(deps, command));
+          await bus.handle('cmd.dispatcher.get-webhook', (command) => webhooks.get(deps, command));
+          await bus.handle('cmd.dispatcher.update-webhook', (command) => webhooks.update(deps, command));
+          await bus.handle('cmd.dispatcher.delete-webhook', (command) => webhooks.remove(deps, command));
+          await bus.handle('cmd.dispatcher.rotate-secret', (command) => webhooks.rotateSecret(deps, command));
           await bus.handle('cmd.dispatcher.list-deliveries', (command) =>
-            listDeliveries({ endpoints, deliveries }, command),
+            webhooks.listDeliveries(deps, command),
           );
-          await bus.consume({ durable: 'webhook-dispatcher', filter: '>', concurrency: 8 }, (event) =>
-            deliverEvent({ endpoints, deliveries, agent, policy, logger, timeoutMs }, event),
+          await bus.handle('cmd.dispatcher.get-delivery', (command) => webhooks.getDelivery(deps, command));
+          await bus.handle('cmd.dispatcher.resend-delivery', (command) => webhooks.resend(deps, command));
+          await bus.handle('cmd.dispatcher.replay-failed', (command) => webhooks.replayFailed(deps, command));
+          // Scheduling is quick (one insert); the attempts run in the worker, so no receiver can hold
+          // the stream back.
+          await bus.consume(
+            { durable: 'webhook-dispatcher', filter: '>', concurrency: 8 },
+            async (event, delivery) => {
+              if ((await scheduleEvent({ endpoints, deliveries }, event, delivery)) > 0) worker.wake();
+            },
           );
+          worker.start();
         },
-        stop: () => agent.close(),
+        stop: async () => {
+          clearInterval(refreshGauge);
+          await worker.stop();
+          await agent.close();
+        },
       };
     },
   };

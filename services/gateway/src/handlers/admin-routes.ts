@@ -9,11 +9,15 @@ import {
   CreatePipelineBody,
   CreateWebhookBody,
   CreateWorkspaceBody,
+  DeliveryQuery,
   platformTexts,
   RenamePipelineBody,
   RenameStageBody,
   ReorderStagesBody,
+  ReplayBody,
+  RotateSecretBody,
   UpdateIntegrationBody,
+  UpdateWebhookBody,
   UpdateWorkspaceBody,
 } from '@inbox/contracts';
 import { jsonBody } from '@inbox/service-kit';
@@ -248,13 +252,64 @@ export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChange
     );
   });
 
+  const webhookIds = (
+    req: { params: Record<string, string | string[] | undefined> },
+    res: { locals: { workspaceId?: string } },
+  ) => ({
+    workspace_id: res.locals.workspaceId!,
+    webhook_id: uuidParam(req.params.id, 'webhook id'),
+  });
+
+  router.get('/admin/v1/workspaces/:ws/webhooks', async (_req, res) => {
+    res.json(await bus.request('cmd.dispatcher.list-webhooks', { workspace_id: res.locals.workspaceId! }));
+  });
+
+  router.get('/admin/v1/workspaces/:ws/webhooks/:id', async (req, res) => {
+    res.json(await bus.request('cmd.dispatcher.get-webhook', webhookIds(req, res)));
+  });
+
+  router.patch('/admin/v1/workspaces/:ws/webhooks/:id', async (req, res) => {
+    const input = parse(UpdateWebhookBody, req.body);
+    res.json(await bus.request('cmd.dispatcher.update-webhook', { ...input, ...webhookIds(req, res) }));
+  });
+
+  router.delete('/admin/v1/workspaces/:ws/webhooks/:id', async (req, res) => {
+    res.json(await bus.request('cmd.dispatcher.delete-webhook', webhookIds(req, res)));
+  });
+
+  router.post('/admin/v1/workspaces/:ws/webhooks/:id/secret', async (req, res) => {
+    const input = parse(RotateSecretBody, req.body);
+    res
+      .status(201)
+      .json(await bus.request('cmd.dispatcher.rotate-secret', { ...input, ...webhookIds(req, res) }));
+  });
+
   router.get('/admin/v1/workspaces/:ws/webhooks/:id/deliveries', async (req, res) => {
+    const query = parse(DeliveryQuery, req.query);
+    res.json(await bus.request('cmd.dispatcher.list-deliveries', { ...query, ...webhookIds(req, res) }));
+  });
+
+  router.get('/admin/v1/workspaces/:ws/webhooks/:id/deliveries/:delivery', async (req, res) => {
     res.json(
-      await bus.request('cmd.dispatcher.list-deliveries', {
-        workspace_id: res.locals.workspaceId!,
-        webhook_id: uuidParam(req.params.id, 'webhook id'),
+      await bus.request('cmd.dispatcher.get-delivery', {
+        ...webhookIds(req, res),
+        delivery_id: uuidParam(req.params.delivery, 'delivery id'),
       }),
     );
+  });
+
+  router.post('/admin/v1/workspaces/:ws/webhooks/:id/deliveries/:delivery/resend', async (req, res) => {
+    res.json(
+      await bus.request('cmd.dispatcher.resend-delivery', {
+        ...webhookIds(req, res),
+        delivery_id: uuidParam(req.params.delivery, 'delivery id'),
+      }),
+    );
+  });
+
+  router.post('/admin/v1/workspaces/:ws/webhooks/:id/replay', async (req, res) => {
+    const input = parse(ReplayBody, req.body);
+    res.json(await bus.request('cmd.dispatcher.replay-failed', { ...input, ...webhookIds(req, res) }));
   });
 
   const allowed: Array<[string, string[]]> = [
@@ -262,7 +317,12 @@ export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChange
     ['/admin/v1/workspaces/:ws', ['GET', 'PATCH']],
     ['/admin/v1/workspaces/:ws/api-key', ['POST']],
     ['/admin/v1/workspaces/:ws/integrations', ['POST']],
-    ['/admin/v1/workspaces/:ws/webhooks', ['POST']],
+    ['/admin/v1/workspaces/:ws/webhooks', ['GET', 'POST']],
+    ['/admin/v1/workspaces/:ws/webhooks/:id', ['GET', 'PATCH', 'DELETE']],
+    ['/admin/v1/workspaces/:ws/webhooks/:id/secret', ['POST']],
+    ['/admin/v1/workspaces/:ws/webhooks/:id/deliveries/:delivery', ['GET']],
+    ['/admin/v1/workspaces/:ws/webhooks/:id/deliveries/:delivery/resend', ['POST']],
+    ['/admin/v1/workspaces/:ws/webhooks/:id/replay', ['POST']],
     ['/admin/v1/workspaces/:ws/webhooks/:id/deliveries', ['GET']],
     ['/admin/v1/workspaces/:ws/integrations/:id', ['PATCH']],
     ['/admin/v1/workspaces/:ws/members', ['POST']],

@@ -11,8 +11,10 @@ export class ForbiddenAddressError extends Error {
  * An HTTP agent whose DNS lookup refuses forbidden addresses at connect time, so a name that resolves to
  * a private address (or is re-pointed there after the URL was accepted) is never reached.
  */
-export function guardedAgent(policy: AddressPolicy, timeoutMs: number): Agent {
+export function guardedAgent(policy: AddressPolicy, timeoutMs: number, connectionsPerOrigin = 8): Agent {
   return new Agent({
+    // Keep-alive connections, at most this many per receiver origin.
+    connections: connectionsPerOrigin,
     connect: {
       timeout: timeoutMs,
       lookup: (hostname, options, callback) => {

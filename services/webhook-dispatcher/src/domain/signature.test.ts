@@ -23,9 +23,13 @@ describe('webhook signature', () => {
       'X-Legacy-Event': 'message.sent',
       'X-Legacy-Timestamp': '1767323045',
       'X-Legacy-Signature': signBody('{}', 'k'),
+      'webhook-id': 'e1',
+      'webhook-timestamp': '1767323045',
+      'webhook-signature': `v1,${createHmac('sha256', 'k').update('e1.1767323045.{}').digest('base64')}`,
     });
     const unsigned = deliveryHeaders({ ...input, secret: null });
     expect(unsigned).not.toHaveProperty('X-Webhook-Signature');
     expect(unsigned).not.toHaveProperty('X-Legacy-Signature');
+    expect(unsigned).not.toHaveProperty('webhook-signature');
   });
 });

@@ -13,7 +13,18 @@ export interface DeliveryHeaderInput {
   now: Date;
 }
 
-/** Every header the spec lists (with the legacy twins), plus X-Webhook-Id for receivers to de-duplicate. */
+/**
+ * The Standard Webhooks signature (`v1,<base64 HMAC-SHA256 of "id.timestamp.body">`). The key is the
+ * secret's UTF-8 bytes; receivers using a Standard Webhooks library pass `whsec_` + base64(secret).
+ */
+export function standardSignature(eventId: string, timestamp: string, body: string, secret: string): string {
+  return `v1,${createHmac('sha256', secret).update(`${eventId}.${timestamp}.${body}`, 'utf8').digest('base64')}`;
+}
+
+/**
+ * Every header the spec lists (with the legacy twins), plus X-Webhook-Id for receivers to de-duplicate
+ * and, with a secret, the Standard Webhooks trio so receivers can also refuse replays.
+ */
 export function deliveryHeaders({
   eventId,
   eventType,
@@ -35,6 +46,9 @@ export function deliveryHeaders({
     const signature = signBody(body, secret);
     headers['X-Webhook-Signature'] = signature;
     headers['X-Legacy-Signature'] = signature;
+    headers['webhook-id'] = eventId;
+    headers['webhook-timestamp'] = timestamp;
+    headers['webhook-signature'] = standardSignature(eventId, timestamp, body, secret);
   }
   return headers;
 }

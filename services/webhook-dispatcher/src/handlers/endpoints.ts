@@ -4,21 +4,105 @@ import { checkUrl } from '../domain/guarded-http.js';
 import type { DeliveryStore } from '../store/deliveries.js';
 import type { EndpointStore } from '../store/endpoints.js';
 
-export async function createWebhook(
-  deps: { endpoints: EndpointStore; policy: AddressPolicy },
-  command: CommandPayload<'cmd.dispatcher.create-webhook'>,
-): Promise<CommandResult<'cmd.dispatcher.create-webhook'>> {
-  const refused = await checkUrl(command.url, deps.policy);
-  if (refused) throw AppError.badRequest(`url recusada: ${refused}`);
-  return deps.endpoints.create(command.workspace_id, command);
+export interface EndpointDeps {
+  endpoints: EndpointStore;
+  deliveries: DeliveryStore;
+  policy: AddressPolicy;
+  /** Asks the worker to look for due deliveries now (after a resend, a replay or a re-enable). */
+  wake: () => void;
 }
 
-export async function listDeliveries(
-  deps: { endpoints: EndpointStore; deliveries: DeliveryStore },
-  command: CommandPayload<'cmd.dispatcher.list-deliveries'>,
-): Promise<CommandResult<'cmd.dispatcher.list-deliveries'>> {
-  if (!(await deps.endpoints.exists(command.workspace_id, command.webhook_id))) {
-    throw AppError.notFound('Webhook não encontrado neste workspace');
-  }
-  return { deliveries: await deps.deliveries.history(command.workspace_id, command.webhook_id) };
+const webhookNotFound = () => AppError.notFound('Webhook não encontrado neste workspace');
+
+async function requireAllowedUrl(url: string, policy: AddressPolicy): Promise<void> {
+  const refused = await checkUrl(url, policy);
+  if (refused) throw AppError.badRequest(`url recusada: ${refused}`);
 }
+
+async function requireWebhook(deps: EndpointDeps, workspaceId: string, webhookId: string) {
+  const endpoint = await deps.endpoints.get(workspaceId, webhookId);
+  if (!endpoint) throw webhookNotFound();
+  return endpoint;
+}
+
+/** The admin API's webhook operations: endpoints, their delivery log, resend and replay. */
+export const webhooks = {
+  async create(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.create-webhook'>) {
+    await requireAllowedUrl(command.url, deps.policy);
+    return deps.endpoints.create(command.workspace_id, command);
+  },
+
+  async list(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.list-webhooks'>) {
+    return { webhooks: await deps.endpoints.list(command.workspace_id) };
+  },
+
+  get: (deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.get-webhook'>) =>
+    requireWebhook(deps, command.workspace_id, command.webhook_id),
+
+  async update(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.update-webhook'>) {
+    if (command.url) await requireAllowedUrl(command.url, deps.policy);
+    const updated = await deps.endpoints.update(command.workspace_id, command.webhook_id, command);
+    if (!updated) throw webhookNotFound();
+    if (command.enabled) deps.wake();
+    return updated;
+  },
+
+  async remove(
+    deps: EndpointDeps,
+    command: CommandPayload<'cmd.dispatcher.delete-webhook'>,
+  ): Promise<CommandResult<'cmd.dispatcher.delete-webhook'>> {
+    if (!(await deps.endpoints.remove(command.workspace_id, command.webhook_id))) throw webhookNotFound();
+    return { deleted: true };
+  },
+
+  async rotateSecret(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.rotate-secret'>) {
+    const secret = await deps.endpoints.rotateSecret(
+      command.workspace_id,
+      command.webhook_id,
+      command.secret,
+    );
+    if (!secret) throw webhookNotFound();
+    return { secret };
+  },
+
+  async listDeliveries(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.list-deliveries'>) {
+    await requireWebhook(deps, command.workspace_id, command.webhook_id);
+    const deliveries = await deps.deliveries.list(command.workspace_id, command.webhook_id, {
+      status: command.status,
+      eventType: command.event,
+      since: command.since,
+      until: command.until,
+      limit: command.limit,
+    });
+    return { deliveries };
+  },
+
+  async getDelivery(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.get-delivery'>) {
+    const delivery = await deps.deliveries.one(command.workspace_id, command.webhook_id, command.delivery_id);
+    if (!delivery) throw AppError.notFound('Entrega não encontrada para este webhook');
+    return delivery;
+  },
+
+  async resend(
+    deps: EndpointDeps,
+    command: CommandPayload<'cmd.dispatcher.resend-delivery'>,
+  ): Promise<CommandResult<'cmd.dispatcher.resend-delivery'>> {
+    await requireWebhook(deps, command.workspace_id, command.webhook_id);
+    if (!(await deps.deliveries.resend(command.workspace_id, command.webhook_id, command.delivery_id))) {
+      throw AppError.notFound('Entrega não encontrada para este webhook, ou em tentativa agora');
+    }
+    deps.wake();
+    return { scheduled: true };
+  },
+
+  async replayFailed(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.replay-failed'>) {
+    await requireWebhook(deps, command.workspace_id, command.webhook_id);
+    const scheduled = await deps.deliveries.replayFailed(
+      command.workspace_id,
+      command.webhook_id,
+      command.since,
+    );
+    deps.wake();
+    return { scheduled };
+  },
+};

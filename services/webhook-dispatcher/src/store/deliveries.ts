@@ -1,91 +1,237 @@
 import { randomUUID } from 'node:crypto';
-import type { Pool } from '@inbox/db';
+import type { Pool, Queryable } from '@inbox/db';
 
-export interface AttemptRecord {
+export interface NewDelivery {
+  workspaceId: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  body: string;
+  streamSeq: number;
+  orderingKey: string | null;
+}
+
+export interface LeasedDelivery {
+  id: string;
+  workspace_id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  body: string;
+  attempts: number;
+}
+
+export interface AttemptResult {
+  delivery: LeasedDelivery;
   statusCode: number | null;
   error: string | null;
   durationMs: number;
+  responseBody: string | null;
+  at: Date;
+  /** What the policy decided: delivered, retry at a time, or failed for good. */
+  status: 'delivered' | 'pending' | 'failed';
+  nextAttemptAt: Date | null;
 }
 
-export interface ClaimedDelivery {
-  id: string;
-  body: string;
+export interface DeliveryFilter {
+  status?: 'pending' | 'delivered' | 'failed';
+  eventType?: string;
+  since?: string;
+  until?: string;
+  limit: number;
 }
 
-/** Deliveries and their attempts; every statement names the workspace. */
+const iso = (value: Date | null) => (value ? value.toISOString() : null);
+
+/** Deliveries and their attempts. Queries that serve one workspace name it; the worker's span them all. */
 export class DeliveryStore {
   constructor(private readonly pool: Pool) {}
 
-  /**
-   * The delivery of this event to this endpoint, created once and leased to the caller; undefined when
-   * it was delivered already or another handler holds the lease.
-   */
-  async claim(
-    input: { workspaceId: string; endpointId: string; eventId: string; eventType: string; body: string },
-    leaseMs: number,
-  ): Promise<ClaimedDelivery | undefined> {
-    await this.pool.query(
-      `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, status)
-       values ($1, $2, $3, $4, $5, $6, 'pending') on conflict (endpoint_id, event_id) do nothing`,
-      [randomUUID(), input.workspaceId, input.endpointId, input.eventId, input.eventType, input.body],
+  /** One delivery per event and endpoint, due now; a redelivered event creates none again. */
+  async schedule(deliveries: NewDelivery[]): Promise<number> {
+    if (deliveries.length === 0) return 0;
+    const { rowCount } = await this.pool.query(
+      `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, stream_seq, ordering_key, status, next_attempt_at)
+       select t.*, 'pending', now()
+         from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::bigint[], $8::text[])
+           as t(id, workspace_id, endpoint_id, event_id, event_type, body, stream_seq, ordering_key)
+       on conflict (endpoint_id, event_id) do nothing`,
+      [
+        deliveries.map(() => randomUUID()),
+        deliveries.map((d) => d.workspaceId),
+        deliveries.map((d) => d.endpointId),
+        deliveries.map((d) => d.eventId),
+        deliveries.map((d) => d.eventType),
+        deliveries.map((d) => d.body),
+        deliveries.map((d) => d.streamSeq),
+        deliveries.map((d) => d.orderingKey),
+      ],
     );
-    const { rows } = await this.pool.query<ClaimedDelivery>(
-      `update deliveries set status = 'sending', lease_until = now() + $4 * interval '1 millisecond'
-        where workspace_id = $1 and endpoint_id = $2 and event_id = $3 and status <> 'delivered'
-          and (status <> 'sending' or lease_until < now())
-        returning id, body`,
-      [input.workspaceId, input.endpointId, input.eventId, leaseMs],
-    );
-    return rows[0];
+    return rowCount ?? 0;
   }
 
-  async recordAttempt(workspaceId: string, deliveryId: string, attempt: AttemptRecord): Promise<void> {
-    const delivered = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
-    await this.pool.query(
-      `with attempt as (
-         insert into attempts (workspace_id, delivery_id, attempt, status_code, error, duration_ms)
-         values ($1, $2, (select count(*) + 1 from attempts where workspace_id = $1 and delivery_id = $2), $3, $4, $5)
-       )
-       update deliveries set status = $6, lease_until = null,
-              delivered_at = case when $6 = 'delivered' then now() end
-        where workspace_id = $1 and id = $2`,
+  /**
+   * Leases up to `limit` due deliveries for this worker. Due: pending and its time has come, or leased
+   * by a worker that died (lease expired). Skipped: disabled endpoints, endpoints already at their
+   * in-flight cap, and, for ordered endpoints, any delivery with an earlier one of the same
+   * conversation still undelivered, or whose earlier events may not all be scheduled yet: events are
+   * scheduled concurrently, so only those at or just above the consumer's ack floor (`scheduledUpTo`,
+   * every event up to it scheduled) are known to have no earlier event still on its way.
+   */
+  async lease(
+    limit: number,
+    perEndpoint: number,
+    leaseMs: number,
+    scheduledUpTo: number,
+  ): Promise<LeasedDelivery[]> {
+    const { rows } = await this.pool.query<LeasedDelivery>(
+      `with candidates as (
+         select d.id, d.endpoint_id, d.next_attempt_at, d.stream_seq,
+                row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.stream_seq) as place
+           from (select * from deliveries
+                  where (status = 'pending' and next_attempt_at <= now()) or (status = 'sending' and lease_until < now())
+                  order by next_attempt_at limit $1 * 4) d
+           join endpoints e on e.id = d.endpoint_id and e.workspace_id = d.workspace_id
+          where e.enabled
+            and (not e.ordered or d.ordering_key is null or (d.stream_seq <= $4 + 1 and not exists (
+                  select 1 from deliveries p
+                   where p.endpoint_id = d.endpoint_id and p.ordering_key = d.ordering_key
+                     and p.stream_seq < d.stream_seq and p.status in ('pending', 'sending'))))
+       ),
+       capped as (
+         select c.id from candidates c
+          where c.place <= $2 - (select count(*) from deliveries s
+                                  where s.endpoint_id = c.endpoint_id and s.status = 'sending' and s.lease_until >= now())
+          order by c.next_attempt_at, c.stream_seq limit $1
+       ),
+       locked as (select id from deliveries where id in (select id from capped) for update skip locked)
+       update deliveries d
+          set status = 'sending', lease_until = now() + $3 * interval '1 millisecond', attempts = d.attempts + 1
+         from locked where d.id = locked.id
+       returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts`,
+      [limit, perEndpoint, leaseMs, scheduledUpTo],
+    );
+    return rows;
+  }
+
+  /** Records a batch of attempts and their outcomes in one transaction. */
+  async record(db: Queryable, results: AttemptResult[]): Promise<void> {
+    if (results.length === 0) return;
+    await db.query(
+      `insert into attempts (workspace_id, delivery_id, attempt, at, status_code, error, duration_ms, response_body)
+       select * from unnest($1::uuid[], $2::uuid[], $3::int[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::text[])`,
       [
-        workspaceId,
-        deliveryId,
-        attempt.statusCode,
-        attempt.error,
-        attempt.durationMs,
-        delivered ? 'delivered' : 'failed',
+        results.map((r) => r.delivery.workspace_id),
+        results.map((r) => r.delivery.id),
+        results.map((r) => r.delivery.attempts),
+        results.map((r) => r.at),
+        results.map((r) => r.statusCode),
+        results.map((r) => r.error),
+        results.map((r) => r.durationMs),
+        results.map((r) => r.responseBody),
+      ],
+    );
+    await db.query(
+      `update deliveries d set status = u.status, next_attempt_at = u.next_at, lease_until = null, last_error = u.error,
+              delivered_at = case when u.status = 'delivered' then u.at else d.delivered_at end
+         from unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[], $6::timestamptz[])
+           as u(id, workspace_id, status, next_at, error, at)
+        where d.id = u.id and d.workspace_id = u.workspace_id and d.status = 'sending'`,
+      [
+        results.map((r) => r.delivery.id),
+        results.map((r) => r.delivery.workspace_id),
+        results.map((r) => r.status),
+        results.map((r) => r.nextAttemptAt),
+        results.map(
+          (r) =>
+            r.error ?? (r.statusCode !== null && r.status !== 'delivered' ? `HTTP ${r.statusCode}` : null),
+        ),
+        results.map((r) => r.at),
       ],
     );
   }
 
-  async history(workspaceId: string, endpointId: string) {
+  async list(workspaceId: string, endpointId: string, filter: DeliveryFilter) {
     const { rows } = await this.pool.query(
-      `select d.id, d.event_id, d.event_type, d.status, d.created_at,
-              coalesce(json_agg(json_build_object('attempt', a.attempt, 'at', a.at, 'status_code', a.status_code,
-                'error', a.error, 'duration_ms', a.duration_ms) order by a.attempt) filter (where a.id is not null), '[]') as attempts
-         from deliveries d left join attempts a on a.delivery_id = d.id and a.workspace_id = d.workspace_id
+      `select d.id, d.event_id, d.event_type, d.status, d.attempts, d.next_attempt_at, d.last_error, d.created_at, d.delivered_at
+         from deliveries d
         where d.workspace_id = $1 and d.endpoint_id = $2
-        group by d.id order by d.created_at desc limit 100`,
-      [workspaceId, endpointId],
+          and ($3::text is null or (case when d.status = 'sending' then 'pending' else d.status end) = $3)
+          and ($4::text is null or d.event_type = $4)
+          and ($5::timestamptz is null or d.created_at >= $5)
+          and ($6::timestamptz is null or d.created_at < $6)
+        order by d.created_at desc, d.id limit $7`,
+      [
+        workspaceId,
+        endpointId,
+        filter.status ?? null,
+        filter.eventType ?? null,
+        filter.since ?? null,
+        filter.until ?? null,
+        filter.limit,
+      ],
     );
     return rows.map((row) => ({
       id: row.id as string,
       event_id: row.event_id as string,
       event_type: row.event_type as string,
-      // A lease in progress shows as pending: the attempt has not ended.
       status: (row.status === 'sending' ? 'pending' : row.status) as 'pending' | 'delivered' | 'failed',
-      created_at: (row.created_at as Date).toISOString(),
-      attempts: (
-        row.attempts as Array<{
-          attempt: number;
-          at: string;
-          status_code: number | null;
-          error: string | null;
-          duration_ms: number;
-        }>
-      ).map((a) => ({ ...a, at: new Date(a.at).toISOString() })),
+      attempt_count: row.attempts as number,
+      next_attempt_at: iso(row.next_attempt_at),
+      last_error: row.last_error as string | null,
+      created_at: iso(row.created_at)!,
+      delivered_at: iso(row.delivered_at),
     }));
+  }
+
+  async attemptsOf(workspaceId: string, deliveryId: string) {
+    const { rows } = await this.pool.query(
+      `select attempt, at, status_code, error, duration_ms, response_body from attempts
+        where workspace_id = $1 and delivery_id = $2 order by attempt, id`,
+      [workspaceId, deliveryId],
+    );
+    return rows.map((row) => ({ ...row, at: iso(row.at)! })) as Array<{
+      attempt: number;
+      at: string;
+      status_code: number | null;
+      error: string | null;
+      duration_ms: number;
+      response_body: string | null;
+    }>;
+  }
+
+  async one(workspaceId: string, endpointId: string, deliveryId: string) {
+    const [delivery] = (await this.list(workspaceId, endpointId, { limit: 1_000_000 })).filter(
+      (d) => d.id === deliveryId,
+    );
+    if (!delivery) return undefined;
+    return { ...delivery, attempts: await this.attemptsOf(workspaceId, deliveryId) };
+  }
+
+  /** Due again now, whatever its state, unless it is being attempted this moment. */
+  async resend(workspaceId: string, endpointId: string, deliveryId: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `update deliveries set status = 'pending', next_attempt_at = now()
+        where workspace_id = $1 and endpoint_id = $2 and id = $3 and status <> 'sending'`,
+      [workspaceId, endpointId, deliveryId],
+    );
+    return rowCount === 1;
+  }
+
+  /** Every failed delivery of the endpoint created since `since`, due again now. */
+  async replayFailed(workspaceId: string, endpointId: string, since: string): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `update deliveries set status = 'pending', next_attempt_at = now()
+        where workspace_id = $1 and endpoint_id = $2 and status = 'failed' and created_at >= $3`,
+      [workspaceId, endpointId, since],
+    );
+    return rowCount ?? 0;
+  }
+
+  async pendingRetries(): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(
+      "select count(*)::int as n from deliveries where status = 'pending' and attempts > 0",
+    );
+    return rows[0]?.n ?? 0;
   }
 }

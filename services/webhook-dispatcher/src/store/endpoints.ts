@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import type { Pool } from '@inbox/db';
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Pool, Queryable } from '@inbox/db';
 import type { SecretBox } from '@inbox/service-kit';
 
 export interface Endpoint {
@@ -7,8 +7,12 @@ export interface Endpoint {
   url: string;
   events: string[];
   enabled: boolean;
+  ordered: boolean;
   has_secret: boolean;
+  disabled_reason: string | null;
+  failing_since: string | null;
   created_at: string;
+  updated_at: string;
 }
 
 interface EndpointRow {
@@ -17,11 +21,16 @@ interface EndpointRow {
   url: string;
   events: string[];
   enabled: boolean;
+  ordered: boolean;
   secret_sealed: string | null;
+  disabled_reason: string | null;
+  failing_since: Date | null;
   created_at: Date;
+  updated_at: Date;
 }
 
-const columns = 'id, workspace_id, url, events, enabled, secret_sealed, created_at';
+const columns =
+  'id, workspace_id, url, events, enabled, ordered, secret_sealed, disabled_reason, failing_since, created_at, updated_at';
 // Secrets are sealed to their endpoint: a sealed value copied elsewhere does not open.
 const sealContext = (workspaceId: string, id: string) => `endpoints:${workspaceId}:${id}`;
 const toEndpoint = (row: EndpointRow): Endpoint => ({
@@ -29,10 +38,19 @@ const toEndpoint = (row: EndpointRow): Endpoint => ({
   url: row.url,
   events: row.events,
   enabled: row.enabled,
+  ordered: row.ordered,
   has_secret: row.secret_sealed !== null,
+  disabled_reason: row.disabled_reason,
+  failing_since: row.failing_since?.toISOString() ?? null,
   created_at: row.created_at.toISOString(),
+  updated_at: row.updated_at.toISOString(),
 });
 
+export function generateSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64url')}`;
+}
+
+/** Webhook endpoints of a workspace; every query names the workspace. */
 export class EndpointStore {
   constructor(
     private readonly pool: Pool,
@@ -41,44 +59,145 @@ export class EndpointStore {
 
   async create(
     workspaceId: string,
-    input: { url: string; events: string[]; secret?: string | null },
+    input: { url: string; events: string[]; secret?: string | null; ordered?: boolean | null },
   ): Promise<Endpoint> {
     const id = randomUUID();
     const { rows } = await this.pool.query<EndpointRow>(
-      `insert into endpoints (id, workspace_id, url, events, secret_sealed) values ($1, $2, $3, $4, $5) returning ${columns}`,
+      `insert into endpoints (id, workspace_id, url, events, secret_sealed, ordered) values ($1, $2, $3, $4, $5, $6) returning ${columns}`,
       [
         id,
         workspaceId,
         input.url,
         input.events,
         input.secret ? this.secrets.seal(input.secret, sealContext(workspaceId, id)) : null,
+        input.ordered ?? false,
       ],
     );
     return toEndpoint(rows[0]!);
   }
 
-  async exists(workspaceId: string, id: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      'select 1 from endpoints where workspace_id = $1 and id = $2',
+  async get(workspaceId: string, id: string): Promise<Endpoint | undefined> {
+    const { rows } = await this.pool.query<EndpointRow>(
+      `select ${columns} from endpoints where workspace_id = $1 and id = $2`,
       [workspaceId, id],
     );
+    return rows[0] ? toEndpoint(rows[0]) : undefined;
+  }
+
+  async list(workspaceId: string): Promise<Endpoint[]> {
+    const { rows } = await this.pool.query<EndpointRow>(
+      `select ${columns} from endpoints where workspace_id = $1 order by created_at, id`,
+      [workspaceId],
+    );
+    return rows.map(toEndpoint);
+  }
+
+  /** Changes what is given; enabling clears the failure record so the endpoint starts afresh. */
+  async update(
+    workspaceId: string,
+    id: string,
+    changes: { url?: string; events?: string[]; enabled?: boolean; ordered?: boolean },
+  ): Promise<Endpoint | undefined> {
+    const { rows } = await this.pool.query<EndpointRow>(
+      `update endpoints set url = coalesce($3, url), events = coalesce($4, events), ordered = coalesce($6, ordered),
+              enabled = coalesce($5, enabled),
+              disabled_reason = case when $5 is null then disabled_reason when $5 then null else 'disabled by an operator' end,
+              failing_since = case when $5 then null else failing_since end,
+              updated_at = now()
+        where workspace_id = $1 and id = $2 returning ${columns}`,
+      [
+        workspaceId,
+        id,
+        changes.url ?? null,
+        changes.events ?? null,
+        changes.enabled ?? null,
+        changes.ordered ?? null,
+      ],
+    );
+    return rows[0] ? toEndpoint(rows[0]) : undefined;
+  }
+
+  async remove(workspaceId: string, id: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query('delete from endpoints where workspace_id = $1 and id = $2', [
+      workspaceId,
+      id,
+    ]);
     return rowCount === 1;
   }
 
-  /** Enabled endpoints of the workspace subscribed to this event type (or to every event). */
-  async subscribedTo(
+  /** Replaces the signing secret (a given one, or a new random one) and returns it once. */
+  async rotateSecret(
     workspaceId: string,
-    eventType: string,
-  ): Promise<Array<Endpoint & { secret: string | null }>> {
+    id: string,
+    secret: string | null | undefined,
+  ): Promise<string | undefined> {
+    const next = secret ?? generateSecret();
+    const { rowCount } = await this.pool.query(
+      'update endpoints set secret_sealed = $3, updated_at = now() where workspace_id = $1 and id = $2',
+      [workspaceId, id, this.secrets.seal(next, sealContext(workspaceId, id))],
+    );
+    return rowCount === 1 ? next : undefined;
+  }
+
+  /** Enabled endpoints of the workspace subscribed to this event type (or to every event). */
+  async subscribedTo(workspaceId: string, eventType: string): Promise<Endpoint[]> {
     const { rows } = await this.pool.query<EndpointRow>(
       `select ${columns} from endpoints where workspace_id = $1 and enabled and ($2 = any(events) or '*' = any(events))`,
       [workspaceId, eventType],
     );
-    return rows.map((row) => ({
-      ...toEndpoint(row),
-      secret: row.secret_sealed
-        ? this.secrets.open(row.secret_sealed, sealContext(row.workspace_id, row.id))
-        : null,
-    }));
+    return rows.map(toEndpoint);
+  }
+
+  /** URL and opened secret of the endpoints a batch of deliveries goes to. */
+  async forDelivery(ids: string[]): Promise<Map<string, { url: string; secret: string | null }>> {
+    const { rows } = await this.pool.query<EndpointRow>(
+      `select ${columns} from endpoints where id = any($1)`,
+      [ids],
+    );
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          url: row.url,
+          secret: row.secret_sealed
+            ? this.secrets.open(row.secret_sealed, sealContext(row.workspace_id, row.id))
+            : null,
+        },
+      ]),
+    );
+  }
+
+  /**
+   * Keeps each endpoint's failure clock: a success clears it, a failure starts it if it is not running.
+   * Returns the endpoints that have now failed for longer than `disableAfterMs` without a success.
+   */
+  async noteOutcomes(
+    db: Queryable,
+    outcomes: Array<{ workspaceId: string; endpointId: string; success: boolean }>,
+    disableAfterMs: number,
+  ): Promise<Array<{ id: string; workspace_id: string }>> {
+    if (outcomes.length === 0) return [];
+    await db.query(
+      `update endpoints e set failing_since = case when o.success then null else coalesce(e.failing_since, now()) end
+         from (select distinct on (endpoint_id) * from unnest($1::uuid[], $2::uuid[], $3::bool[]) as t(workspace_id, endpoint_id, success)
+                order by endpoint_id, success desc) o
+        where e.id = o.endpoint_id and e.workspace_id = o.workspace_id`,
+      [outcomes.map((o) => o.workspaceId), outcomes.map((o) => o.endpointId), outcomes.map((o) => o.success)],
+    );
+    const { rows } = await db.query<{ id: string; workspace_id: string }>(
+      `update endpoints set enabled = false, updated_at = now(),
+              disabled_reason = 'no successful delivery for ' || $3 || ' hours'
+        where id = any($1) and enabled and failing_since < now() - $2 * interval '1 millisecond'
+        returning id, workspace_id`,
+      [[...new Set(outcomes.map((o) => o.endpointId))], disableAfterMs, String(disableAfterMs / 3_600_000)],
+    );
+    return rows;
+  }
+
+  async disable(db: Queryable, endpointId: string, reason: string): Promise<void> {
+    await db.query(
+      'update endpoints set enabled = false, disabled_reason = $2, updated_at = now() where id = $1',
+      [endpointId, reason],
+    );
   }
 }

@@ -1,0 +1,95 @@
+import { isIP } from 'node:net';
+import { type Dispatcher, request } from 'undici';
+import type { AddressPolicy } from './address-policy.js';
+import { parseRetryAfter } from './retry-policy.js';
+import { deliveryHeaders } from './signature.js';
+
+export interface AttemptInput {
+  url: string;
+  body: string;
+  eventId: string;
+  eventType: string;
+  secret: string | null;
+}
+
+export interface HttpOutcome {
+  statusCode: number | null;
+  error: string | null;
+  retryAfterSeconds: number | null;
+  /** The first 2 KB of the receiver's answer, for the delivery log. */
+  responseBody: string | null;
+  durationMs: number;
+}
+
+const responseSnippetBytes = 2048;
+
+async function firstBytes(body: AsyncIterable<Buffer | Uint8Array>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(Buffer.from(chunk));
+    size += chunk.length;
+    if (size >= limit) break;
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+/**
+ * One POST, bounded as a whole by `timeoutMs` (connecting, waiting, and reading the first 2 KB of the
+ * answer). Redirects are not followed: undici's request() follows none without a redirect interceptor.
+ */
+export async function attemptDelivery(
+  input: AttemptInput,
+  deps: { agent: Dispatcher; policy: AddressPolicy; timeoutMs: number },
+): Promise<HttpOutcome> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const host = new URL(input.url).hostname.replace(/^\[|\]$/g, '');
+  // Names are checked by the agent's lookup at connect time; literal addresses never reach a lookup.
+  if (isIP(host) && !deps.policy.permits(host)) {
+    return {
+      statusCode: null,
+      error: `forbidden address ${host}`,
+      retryAfterSeconds: null,
+      responseBody: null,
+      durationMs: 0,
+    };
+  }
+  const signal = AbortSignal.timeout(deps.timeoutMs);
+  try {
+    const response = await request(input.url, {
+      method: 'POST',
+      body: input.body,
+      headers: deliveryHeaders({ ...input, now: new Date() }),
+      dispatcher: deps.agent,
+      signal,
+    });
+    response.body.on('error', () => undefined);
+    let responseBody: string | null = null;
+    try {
+      responseBody = await firstBytes(response.body, responseSnippetBytes);
+    } catch {
+      // The status is what counts; an answer cut short by the time limit still has one.
+    }
+    response.body.destroy();
+    const retryAfter = response.headers['retry-after'];
+    return {
+      statusCode: response.statusCode,
+      error: null,
+      retryAfterSeconds: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, new Date()),
+      responseBody,
+      durationMs: elapsed(),
+    };
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? '';
+    const timedOut = signal.aborted || /TIMEOUT/.test(code);
+    const message = timedOut ? `timed out after ${deps.timeoutMs} ms` : (error as Error).message;
+    return {
+      statusCode: null,
+      error: message,
+      retryAfterSeconds: null,
+      responseBody: null,
+      durationMs: elapsed(),
+    };
+  }
+}

@@ -1,0 +1,429 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { NatsBus } from '@inbox/bus';
+import { createPool, migrate } from '@inbox/db';
+import { type HostedService, hostService, SecretBox } from '@inbox/service-kit';
+import { createDatabase, uniquePrefix, waitFor } from '@inbox/testkit';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { AddressPolicy } from '../src/domain/address-policy.js';
+import { guardedAgent } from '../src/domain/guarded-http.js';
+import { webhooks } from '../src/handlers/endpoints.js';
+import { dispatcherService } from '../src/index.js';
+import { DeliveryStore } from '../src/store/deliveries.js';
+import { EndpointStore } from '../src/store/endpoints.js';
+import { messageSent, type Receiver, receiver } from './support.js';
+
+let dispatcher: HostedService;
+let bus: NatsBus;
+let databaseUrl: string;
+const receivers: Receiver[] = [];
+const workspace = randomUUID();
+
+beforeAll(async () => {
+  const { natsUrl, postgresAdminUrl } = inject('infra');
+  const prefix = uniquePrefix();
+  databaseUrl = await createDatabase(postgresAdminUrl);
+  dispatcher = await hostService(
+    dispatcherService({
+      encryptionKey: SecretBox.generateKey(),
+      allowedCidrs: '127.0.0.0/8',
+      timeoutMs: 800,
+      retrySchedule: '1,1,1',
+      pollMs: 100,
+    }),
+    {
+      databaseUrl,
+      natsUrl,
+      busPrefix: prefix,
+      port: 0,
+      host: '127.0.0.1',
+      logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
+    },
+  );
+  bus = await NatsBus.connect({ url: natsUrl, prefix });
+});
+afterAll(async () => {
+  await bus?.drain();
+  await dispatcher?.stop();
+  await Promise.all(receivers.map((r) => r.close()));
+});
+
+async function endpoint(
+  target: Receiver,
+  options: { events?: string[]; secret?: string; ordered?: boolean } = {},
+) {
+  return bus.request('cmd.dispatcher.create-webhook', {
+    workspace_id: workspace,
+    url: target.url,
+    events: options.events ?? ['*'],
+    secret: options.secret,
+    ordered: options.ordered,
+  });
+}
+
+async function newReceiver(answer?: Parameters<typeof receiver>[0]) {
+  const r = await receiver(answer);
+  receivers.push(r);
+  return r;
+}
+
+const deliveriesOf = (webhookId: string) =>
+  bus.request('cmd.dispatcher.list-deliveries', {
+    workspace_id: workspace,
+    webhook_id: webhookId,
+    limit: 100,
+  });
+
+describe('delivery', () => {
+  it('sends the spec headers, the legacy twins, X-Webhook-Id and the Standard Webhooks trio; signs the raw body', async () => {
+    const signed = await newReceiver();
+    const unsigned = await newReceiver();
+    await endpoint(signed, { secret: 's3cret' });
+    await endpoint(unsigned);
+    const event = messageSent(workspace);
+    await bus.publish(event);
+    await waitFor(() => signed.hits.length === 1 && unsigned.hits.length === 1, { what: 'both deliveries' });
+    const [hit] = signed.hits;
+    const h = hit!.headers;
+    expect(hit!.body).toBe(JSON.stringify(event.data));
+    expect(h['content-type']).toBe('application/json');
+    expect(h['user-agent']).toBe('Webhooks/1.0');
+    expect(h['x-webhook-event']).toBe('message.sent');
+    expect(h['x-legacy-event']).toBe('message.sent');
+    expect(h['x-webhook-timestamp']).toMatch(/^\d{10}$/);
+    expect(h['x-legacy-timestamp']).toBe(h['x-webhook-timestamp']);
+    expect(h['x-webhook-id']).toBe(event.id);
+    const expected = `sha256=${createHmac('sha256', 's3cret').update(hit!.body).digest('hex')}`;
+    expect(h['x-webhook-signature']).toBe(expected);
+    expect(h['x-legacy-signature']).toBe(expected);
+    expect(h['webhook-id']).toBe(event.id);
+    expect(h['webhook-timestamp']).toBe(h['x-webhook-timestamp']);
+    const standard = createHmac('sha256', 's3cret')
+      .update(`${event.id}.${h['webhook-timestamp']}.${hit!.body}`)
+      .digest('base64');
+    expect(h['webhook-signature']).toBe(`v1,${standard}`);
+    const plain = unsigned.hits[0]!.headers;
+    for (const header of ['x-webhook-signature', 'x-legacy-signature', 'webhook-signature'])
+      expect(plain).not.toHaveProperty(header);
+  });
+
+  it('delivers only the events an endpoint subscribed to', async () => {
+    const onlyReceived = await newReceiver();
+    await endpoint(onlyReceived, { events: ['message.received'] });
+    const all = await newReceiver();
+    await endpoint(all);
+    await bus.publish(messageSent(workspace));
+    await waitFor(() => all.hits.length === 1, { what: 'the subscribed-to-all endpoint' });
+    // Another workspace's event reaches neither.
+    await bus.publish(messageSent(randomUUID()));
+    const marker = messageSent(workspace);
+    await bus.publish(marker);
+    await waitFor(() => all.hits.length === 2, { what: 'the marker' });
+    expect(onlyReceived.hits).toHaveLength(0);
+  });
+
+  it('retries on the schedule until it succeeds, with the same id and body every time', async () => {
+    const flaky = await newReceiver((_hit, res, index) => {
+      res.statusCode = index < 2 ? 500 : 200;
+      res.end(index < 2 ? 'not yet' : 'ok');
+    });
+    const hook = await endpoint(flaky, { secret: 'k' });
+    await bus.publish(messageSent(workspace));
+    await waitFor(() => flaky.hits.length === 3, { what: 'three attempts', timeoutMs: 15_000 });
+    expect(new Set(flaky.hits.map((hit) => hit.headers['x-webhook-id'])).size).toBe(1);
+    expect(new Set(flaky.hits.map((hit) => hit.body)).size).toBe(1);
+    const { deliveries } = await waitFor(
+      async () => {
+        const found = await deliveriesOf(hook.id);
+        return found.deliveries[0]?.status === 'delivered' ? found : undefined;
+      },
+      { what: 'delivered' },
+    );
+    const detail = await bus.request('cmd.dispatcher.get-delivery', {
+      workspace_id: workspace,
+      webhook_id: hook.id,
+      delivery_id: deliveries[0]!.id,
+    });
+    expect(detail.attempts.map((a) => [a.attempt, a.status_code, a.response_body])).toEqual([
+      [1, 500, 'not yet'],
+      [2, 500, 'not yet'],
+      [3, 200, 'ok'],
+    ]);
+    // The schedule's 1 s (±20 %) separates the attempts.
+    const gap = flaky.hits[1]!.at - flaky.hits[0]!.at;
+    expect(gap).toBeGreaterThanOrEqual(700);
+  });
+
+  it('honours Retry-After on 429 within [delay, 2 × delay]', async () => {
+    const busy = await newReceiver((_hit, res, index) => {
+      if (index === 0) {
+        res.writeHead(429, { 'retry-after': '30' });
+        res.end();
+      } else res.end('ok');
+    });
+    const hook = await endpoint(busy);
+    await bus.publish(messageSent(workspace));
+    const delivery = await waitFor(
+      async () =>
+        (await deliveriesOf(hook.id)).deliveries.find(
+          (d) => d.status === 'pending' && d.attempt_count === 1 && d.last_error,
+        ),
+      { what: 'the scheduled retry' },
+    );
+    const detail = await bus.request('cmd.dispatcher.get-delivery', {
+      workspace_id: workspace,
+      webhook_id: hook.id,
+      delivery_id: delivery.id,
+    });
+    const waited = (Date.parse(delivery.next_attempt_at!) - Date.parse(detail.attempts[0]!.at)) / 1000;
+    // Retry-After said 30 s; the schedule's delay is 1 s, so the wait is capped at 2 s.
+    expect(waited).toBeGreaterThanOrEqual(1.5);
+    expect(waited).toBeLessThanOrEqual(2.5);
+  });
+
+  it('disables the endpoint on 410 and stops delivering to it', async () => {
+    const gone = await newReceiver((_hit, res) => {
+      res.statusCode = 410;
+      res.end();
+    });
+    const hook = await endpoint(gone);
+    await bus.publish(messageSent(workspace));
+    const disabled = await waitFor(
+      async () => {
+        const read = await bus.request('cmd.dispatcher.get-webhook', {
+          workspace_id: workspace,
+          webhook_id: hook.id,
+        });
+        return read.enabled ? undefined : read;
+      },
+      { what: 'the endpoint to be disabled' },
+    );
+    expect(disabled.disabled_reason).toMatch(/410/);
+    expect((await deliveriesOf(hook.id)).deliveries[0]).toMatchObject({ status: 'failed' });
+    const marker = await newReceiver();
+    await endpoint(marker);
+    const later = messageSent(workspace);
+    await bus.publish(later);
+    await waitFor(() => marker.hits.some((hit) => hit.headers['x-webhook-id'] === later.id), {
+      what: 'a later event elsewhere',
+    });
+    expect(gone.hits).toHaveLength(1);
+  });
+
+  it('ends an attempt at WEBHOOK_TIMEOUT_MS and retries it', async () => {
+    const silent = await newReceiver(() => undefined);
+    const hook = await endpoint(silent);
+    await bus.publish(messageSent(workspace));
+    const delivery = await waitFor(
+      async () =>
+        (await deliveriesOf(hook.id)).deliveries.find(
+          (d) => d.attempt_count >= 1 && d.status === 'pending' && d.last_error,
+        ),
+      {
+        what: 'a timed-out attempt',
+      },
+    );
+    expect(delivery.last_error).toMatch(/timed out after 800 ms/);
+  });
+
+  it('holds later events of a conversation behind a failing one on an ordered endpoint, and only those', async () => {
+    const conversation = randomUUID();
+    const other = randomUUID();
+    let failuresLeft = 2;
+    const ordered = await newReceiver((hit, res) => {
+      const text = (JSON.parse(hit.body) as { message: { text: string } }).message.text;
+      if (text === 'first' && failuresLeft > 0) {
+        failuresLeft--;
+        res.statusCode = 500;
+      }
+      res.end();
+    });
+    await endpoint(ordered, { ordered: true });
+    for (const [conv, text] of [
+      [conversation, 'first'],
+      [conversation, 'second'],
+      [conversation, 'third'],
+      [other, 'elsewhere'],
+    ] as const) {
+      await bus.publish(messageSent(workspace, conv, text));
+    }
+    await waitFor(() => ordered.hits.filter((h) => h.headers['x-webhook-event']).length >= 6, {
+      what: 'all deliveries',
+      timeoutMs: 15_000,
+    });
+    const texts = ordered.hits.map(
+      (hit) => (JSON.parse(hit.body) as { message: { text: string } }).message.text,
+    );
+    const ofConversation = texts.filter((t) => t !== 'elsewhere');
+    expect(ofConversation).toEqual(['first', 'first', 'first', 'second', 'third']);
+    // The other conversation was not held back by the failing one.
+    expect(texts.indexOf('elsewhere')).toBeLessThan(texts.lastIndexOf('first'));
+  });
+
+  it('resends one delivery and replays every failed one since a time', async () => {
+    let healthy = false;
+    const sometimes = await newReceiver((_hit, res) => {
+      res.statusCode = healthy ? 200 : 500;
+      res.end();
+    });
+    const hook = await endpoint(sometimes);
+    const since = new Date(Date.now() - 1_000).toISOString();
+    await bus.publish(messageSent(workspace));
+    await bus.publish(messageSent(workspace));
+    // Three delays of about a second: four attempts each, then failed.
+    await waitFor(
+      async () => {
+        const { deliveries } = await deliveriesOf(hook.id);
+        return deliveries.length === 2 && deliveries.every((d) => d.status === 'failed');
+      },
+      { what: 'both deliveries to give up', timeoutMs: 20_000 },
+    );
+    const failedHits = sometimes.hits.length;
+    expect(failedHits).toBe(8);
+
+    healthy = true;
+    const replayed = await bus.request('cmd.dispatcher.replay-failed', {
+      workspace_id: workspace,
+      webhook_id: hook.id,
+      since,
+    });
+    expect(replayed.scheduled).toBe(2);
+    await waitFor(
+      async () => (await deliveriesOf(hook.id)).deliveries.every((d) => d.status === 'delivered'),
+      { what: 'replayed' },
+    );
+
+    const [one] = (await deliveriesOf(hook.id)).deliveries;
+    await bus.request('cmd.dispatcher.resend-delivery', {
+      workspace_id: workspace,
+      webhook_id: hook.id,
+      delivery_id: one!.id,
+    });
+    await waitFor(() => sometimes.hits.length === failedHits + 3, { what: 'the resend' });
+    expect(sometimes.hits.at(-1)!.headers['x-webhook-id']).toBe(one!.event_id);
+    const detail = await bus.request('cmd.dispatcher.get-delivery', {
+      workspace_id: workspace,
+      webhook_id: hook.id,
+      delivery_id: one!.id,
+    });
+    expect(detail.attempts).toHaveLength(6);
+  });
+
+  it('disables an endpoint that has failed for WEBHOOK_DISABLE_AFTER_HOURS without a success', async () => {
+    const failing = await newReceiver((_hit, res) => {
+      res.statusCode = 500;
+      res.end();
+    });
+    const hook = await endpoint(failing);
+    const pool = createPool({ url: databaseUrl, schema: 'dispatcher' });
+    await pool.query("update endpoints set failing_since = now() - interval '121 hours' where id = $1", [
+      hook.id,
+    ]);
+    await pool.end();
+    await bus.publish(messageSent(workspace));
+    const disabled = await waitFor(
+      async () => {
+        const read = await bus.request('cmd.dispatcher.get-webhook', {
+          workspace_id: workspace,
+          webhook_id: hook.id,
+        });
+        return read.enabled ? undefined : read;
+      },
+      { what: 'the endpoint to be disabled' },
+    );
+    expect(disabled.disabled_reason).toMatch(/no successful delivery for 120 hours/);
+    const metrics = await (await fetch(`${dispatcher.http.url}/metrics`)).text();
+    expect(metrics).toMatch(/webhook_endpoints_disabled_total\{reason="failing"\S* [1-9]/);
+    expect(metrics).toMatch(/webhook_deliveries_total\{outcome="delivered"\S* [1-9]/);
+  });
+});
+
+describe('endpoint management and address policy', () => {
+  it('lists, updates, rotates the secret, disables, deletes', async () => {
+    const target = await newReceiver();
+    const hook = await endpoint(target);
+    const { webhooks: list } = await bus.request('cmd.dispatcher.list-webhooks', { workspace_id: workspace });
+    expect(list.map((w) => w.id)).toContain(hook.id);
+    const updated = await bus.request('cmd.dispatcher.update-webhook', {
+      workspace_id: workspace,
+      webhook_id: hook.id,
+      events: ['conversation.resolved'],
+    });
+    expect(updated.events).toEqual(['conversation.resolved']);
+    const { secret } = await bus.request('cmd.dispatcher.rotate-secret', {
+      workspace_id: workspace,
+      webhook_id: hook.id,
+    });
+    expect(secret).toMatch(/^whsec_/);
+    expect(
+      (await bus.request('cmd.dispatcher.get-webhook', { workspace_id: workspace, webhook_id: hook.id }))
+        .has_secret,
+    ).toBe(true);
+    const off = await bus.request('cmd.dispatcher.update-webhook', {
+      workspace_id: workspace,
+      webhook_id: hook.id,
+      enabled: false,
+    });
+    expect(off).toMatchObject({ enabled: false, disabled_reason: 'disabled by an operator' });
+    await bus.request('cmd.dispatcher.delete-webhook', { workspace_id: workspace, webhook_id: hook.id });
+    await expect(
+      bus.request('cmd.dispatcher.get-webhook', { workspace_id: workspace, webhook_id: hook.id }),
+    ).rejects.toMatchObject({ status: 404 });
+    await expect(
+      bus.request('cmd.dispatcher.get-webhook', { workspace_id: randomUUID(), webhook_id: list[0]!.id }),
+    ).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('refuses private, loopback, link-local and metadata targets unless allowed, and never follows redirects', async () => {
+    const pool = createPool({ url: databaseUrl, schema: 'dispatcher' });
+    await migrate(pool, {
+      schema: 'dispatcher',
+      directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+    });
+    const strict = new AddressPolicy();
+    const deps = {
+      endpoints: new EndpointStore(pool, new SecretBox(SecretBox.generateKey())),
+      deliveries: new DeliveryStore(pool),
+      policy: strict,
+      wake: () => undefined,
+    };
+    for (const url of [
+      'http://127.0.0.1/x',
+      'http://10.1.2.3/x',
+      'http://169.254.169.254/latest',
+      'http://[::1]/x',
+      'http://localhost/x',
+    ]) {
+      await expect(
+        webhooks.create(deps, { workspace_id: workspace, url, events: ['*'] }),
+        url,
+      ).rejects.toMatchObject({ status: 400, body: { error: expect.stringMatching(/^url recusada: /) } });
+    }
+    await pool.end();
+
+    // At connect time: a name that resolves to a loopback address is refused by the agent itself.
+    const target = await newReceiver();
+    const port = new URL(target.url).port;
+    const agent = guardedAgent(strict, 1_000);
+    await expect(
+      request(`http://localhost:${port}/hook`, { method: 'POST', body: '{}', dispatcher: agent }),
+    ).rejects.toThrow(/forbidden addresses/);
+    await agent.close();
+    expect(target.hits).toHaveLength(0);
+
+    const landing = await newReceiver();
+    const redirecting = await newReceiver((_hit, res) => {
+      res.writeHead(302, { location: landing.url });
+      res.end();
+    });
+    const hook = await endpoint(redirecting);
+    await bus.publish(messageSent(workspace));
+    const delivery = await waitFor(
+      async () => (await deliveriesOf(hook.id)).deliveries.find((d) => d.last_error),
+      { what: 'the 302' },
+    );
+    expect(delivery.last_error).toBe('HTTP 302');
+    expect(landing.hits).toHaveLength(0);
+  });
+});
