@@ -83,7 +83,9 @@ export class DeliveryWorker {
 
   private async run(): Promise<void> {
     const { concurrency, perEndpointConcurrency, timeoutMs, pollMs = 500 } = this.options;
-    const leaseMs = timeoutMs * 2 + 10_000;
+    // Long enough for one bounded attempt and its recording; short enough that a crashed replica's
+    // deliveries are taken over within seconds.
+    const leaseMs = timeoutMs + 5_000;
     while (this.running) {
       const free = concurrency - this.inFlight;
       let leased: LeasedDelivery[] = [];

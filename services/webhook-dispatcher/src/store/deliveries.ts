@@ -104,7 +104,14 @@ export class DeliveryStore {
                                   where s.endpoint_id = c.endpoint_id and s.status = 'sending' and s.lease_until >= now())
           order by c.next_attempt_at, c.stream_seq limit $1
        ),
-       locked as (select id from deliveries where id in (select id from capped) for update skip locked)
+       -- The due condition again, on the row as it is now: under read committed a row another
+       -- replica leased (and committed) since this statement's snapshot is re-checked and skipped.
+       locked as (
+         select id from deliveries
+          where id in (select id from capped)
+            and ((status = 'pending' and next_attempt_at <= now()) or (status = 'sending' and lease_until < now()))
+          for update skip locked
+       )
        update deliveries d
           set status = 'sending', lease_until = now() + $3 * interval '1 millisecond', attempts = d.attempts + 1
          from locked where d.id = locked.id
