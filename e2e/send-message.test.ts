@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
+import { verifySignature, verifyStandardWebhook } from '@inbox/webhook-verify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReceivedRequest, startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
@@ -16,7 +17,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-function verifySignature(request: ReceivedRequest, secret: string): boolean {
+function verifyRaw(request: ReceivedRequest, secret: string): boolean {
   const header = String(request.headers['x-webhook-signature'] ?? '');
   const expected = `sha256=${createHmac('sha256', secret).update(request.rawBody).digest('hex')}`;
   return header.length === expected.length && timingSafeEqual(Buffer.from(header), Buffer.from(expected));
@@ -98,8 +99,15 @@ describe('first message end to end, distributed stack', () => {
     const timestamp = Number(delivery!.headers['x-webhook-timestamp']);
     expect(Math.abs(timestamp - Date.now() / 1000)).toBeLessThan(60);
     expect(delivery!.headers['x-legacy-timestamp']).toBe(delivery!.headers['x-webhook-timestamp']);
-    expect(verifySignature(delivery!, secret)).toBe(true);
-    expect(verifySignature(delivery!, 'another secret')).toBe(false);
+    expect(verifyRaw(delivery!, secret)).toBe(true);
+    expect(verifyRaw(delivery!, 'another secret')).toBe(false);
+    // The receiver library agrees, for the spec's signature and the Standard Webhooks headers.
+    expect(verifySignature(delivery!.rawBody, String(delivery!.headers['x-webhook-signature']), secret)).toBe(
+      true,
+    );
+    expect(
+      verifyStandardWebhook(delivery!.headers as Record<string, string>, delivery!.rawBody, secret),
+    ).toMatchObject({ ok: true });
     expect(delivery!.headers['x-legacy-signature']).toBe(delivery!.headers['x-webhook-signature']);
     expect(JSON.parse(delivery!.rawBody)).toEqual({
       event: 'message.sent',

@@ -15,7 +15,7 @@ export const DispatcherConfig = z.object({
     .default('5,300,1800,7200,18000,36000,36000'),
   WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().positive().default(120),
   /** Attempts in flight at once in this process, over all endpoints. */
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(64),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(128),
   /** Attempts in flight at once to one endpoint, so a slow receiver cannot take every slot. */
   WEBHOOK_PER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(8),
   LOG_LEVEL: env.logLevel,

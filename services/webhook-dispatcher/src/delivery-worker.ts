@@ -86,14 +86,17 @@ export class DeliveryWorker {
     // Long enough for one bounded attempt and its recording; short enough that a crashed replica's
     // deliveries are taken over within seconds.
     const leaseMs = timeoutMs + 5_000;
+    // Lease in batches: only when a quarter of the slots are free (or none is busy), so a busy worker
+    // asks the database once per batch rather than once per finished attempt.
+    const batchThreshold = Math.max(1, Math.floor(concurrency / 4));
     while (this.running) {
       const free = concurrency - this.inFlight;
       let leased: LeasedDelivery[] = [];
-      if (free > 0) {
+      if (free >= batchThreshold || this.inFlight === 0) {
         try {
           this.position = await this.options.consumerPosition().catch(() => this.position);
           leased = await this.options.deliveries.lease(
-            Math.min(free, 200),
+            Math.min(free, 500),
             perEndpointConcurrency,
             leaseMs,
             this.position.ackFloor,
@@ -103,8 +106,8 @@ export class DeliveryWorker {
         }
       }
       if (leased.length > 0) await this.attemptAll(leased);
-      // A full lease suggests more is due; otherwise wait for a wake-up, a finished attempt or the poll.
-      if (leased.length === 0 || this.inFlight >= concurrency) {
+      // A full lease suggests more is due; otherwise wait for a wake-up, freed slots or the poll.
+      if (leased.length === 0 || concurrency - this.inFlight < batchThreshold) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, pollMs);
           this.wakeUp = () => {
@@ -124,7 +127,8 @@ export class DeliveryWorker {
       void this.attempt(delivery, target).finally(() => {
         this.inFlight--;
         if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
-        this.wake();
+        if (this.options.concurrency - this.inFlight >= Math.max(1, Math.floor(this.options.concurrency / 4)))
+          this.wake();
       });
     }
   }

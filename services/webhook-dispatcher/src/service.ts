@@ -49,7 +49,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
         retry: {
           scheduleSeconds: parseSchedule(options.retrySchedule ?? '5,300,1800,7200,18000,36000,36000'),
         },
-        concurrency: options.concurrency ?? 64,
+        concurrency: options.concurrency ?? 128,
         perEndpointConcurrency,
         disableAfterMs: (options.disableAfterHours ?? 120) * 3_600_000,
         pollMs: options.pollMs,
@@ -83,11 +83,12 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
           await bus.handle('cmd.dispatcher.resend-delivery', (command) => webhooks.resend(deps, command));
           await bus.handle('cmd.dispatcher.replay-failed', (command) => webhooks.replayFailed(deps, command));
           // Scheduling is quick (one insert); the attempts run in the worker, so no receiver can hold
-          // the stream back.
+          // the stream back. It takes milliseconds, so a short ack wait lets another replica take over
+          // quickly after a crash; heartbeats keep a slow one from being redelivered meanwhile.
           await bus.consume(
-            { durable: 'webhook-dispatcher', filter: '>', concurrency: 8 },
+            { durable, filter: '>', concurrency: 32, ackWaitMs: 10_000 },
             async (event, delivery) => {
-              if ((await scheduleEvent({ endpoints, deliveries }, event, delivery)) > 0) worker.wake();
+              if ((await scheduleEvent(deliveries, event, delivery)) > 0) worker.wake();
             },
           );
           worker.start();

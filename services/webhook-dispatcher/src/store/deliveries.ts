@@ -1,15 +1,4 @@
-import { randomUUID } from 'node:crypto';
 import type { Pool, Queryable } from '@inbox/db';
-
-export interface NewDelivery {
-  workspaceId: string;
-  endpointId: string;
-  eventId: string;
-  eventType: string;
-  body: string;
-  streamSeq: number;
-  orderingKey: string | null;
-}
 
 export interface LeasedDelivery {
   id: string;
@@ -47,25 +36,25 @@ const iso = (value: Date | null) => (value ? value.toISOString() : null);
 export class DeliveryStore {
   constructor(private readonly pool: Pool) {}
 
-  /** One delivery per event and endpoint, due now; a redelivered event creates none again. */
-  async schedule(deliveries: NewDelivery[]): Promise<number> {
-    if (deliveries.length === 0) return 0;
+  /**
+   * One delivery per enabled endpoint of the event's workspace that subscribed to its type, due now, in
+   * one statement; a redelivered event creates none again. Returns how many were scheduled.
+   */
+  async schedule(event: {
+    workspaceId: string;
+    eventId: string;
+    eventType: string;
+    body: string;
+    streamSeq: number;
+    orderingKey: string | null;
+  }): Promise<number> {
     const { rowCount } = await this.pool.query(
       `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, stream_seq, ordering_key, status, next_attempt_at)
-       select t.*, 'pending', now()
-         from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::bigint[], $8::text[])
-           as t(id, workspace_id, endpoint_id, event_id, event_type, body, stream_seq, ordering_key)
+       select gen_random_uuid(), e.workspace_id, e.id, $2, $3, $4, $5, $6, 'pending', now()
+         from endpoints e
+        where e.workspace_id = $1 and e.enabled and ($3 = any(e.events) or '*' = any(e.events))
        on conflict (endpoint_id, event_id) do nothing`,
-      [
-        deliveries.map(() => randomUUID()),
-        deliveries.map((d) => d.workspaceId),
-        deliveries.map((d) => d.endpointId),
-        deliveries.map((d) => d.eventId),
-        deliveries.map((d) => d.eventType),
-        deliveries.map((d) => d.body),
-        deliveries.map((d) => d.streamSeq),
-        deliveries.map((d) => d.orderingKey),
-      ],
+      [event.workspaceId, event.eventId, event.eventType, event.body, event.streamSeq, event.orderingKey],
     );
     return rowCount ?? 0;
   }
@@ -85,13 +74,25 @@ export class DeliveryStore {
     scheduledUpTo: number,
   ): Promise<LeasedDelivery[]> {
     const { rows } = await this.pool.query<LeasedDelivery>(
-      `with candidates as (
-         select d.id, d.endpoint_id, d.next_attempt_at, d.stream_seq,
+      `with due as (
+         -- Two index-backed scans rather than one OR over the table: due retries and expired leases.
+         (select id, workspace_id, endpoint_id, next_attempt_at, stream_seq, ordering_key from deliveries
+           where status = 'pending' and next_attempt_at <= now() order by next_attempt_at limit $1 * 4)
+         union all
+         (select id, workspace_id, endpoint_id, next_attempt_at, stream_seq, ordering_key from deliveries
+           where status = 'sending' and lease_until < now() order by lease_until limit $1)
+       ),
+       busy as (
+         select endpoint_id, count(*) as n from deliveries
+          where status = 'sending' and lease_until >= now() and endpoint_id in (select endpoint_id from due)
+          group by endpoint_id
+       ),
+       candidates as (
+         select d.id, d.next_attempt_at, d.stream_seq, coalesce(b.n, 0) as busy,
                 row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.stream_seq) as place
-           from (select * from deliveries
-                  where (status = 'pending' and next_attempt_at <= now()) or (status = 'sending' and lease_until < now())
-                  order by next_attempt_at limit $1 * 4) d
+           from due d
            join endpoints e on e.id = d.endpoint_id and e.workspace_id = d.workspace_id
+           left join busy b on b.endpoint_id = d.endpoint_id
           where e.enabled
             and (not e.ordered or d.ordering_key is null or (d.stream_seq <= $4 + 1 and not exists (
                   select 1 from deliveries p
@@ -99,10 +100,7 @@ export class DeliveryStore {
                      and p.stream_seq < d.stream_seq and p.status in ('pending', 'sending'))))
        ),
        capped as (
-         select c.id from candidates c
-          where c.place <= $2 - (select count(*) from deliveries s
-                                  where s.endpoint_id = c.endpoint_id and s.status = 'sending' and s.lease_until >= now())
-          order by c.next_attempt_at, c.stream_seq limit $1
+         select id from candidates where place <= $2 - busy order by next_attempt_at, stream_seq limit $1
        ),
        -- The due condition again, on the row as it is now: under read committed a row another
        -- replica leased (and committed) since this statement's snapshot is re-checked and skipped.

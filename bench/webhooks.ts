@@ -1,0 +1,124 @@
+// Signed webhook deliveries per second from one dispatcher process to a loopback receiver, and the
+// latency from an event's commit (its occurred_at) to its arrival at the receiver.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { NatsBus } from '@inbox/bus';
+import { type ServiceProcessSpec, serviceProcessSpecs, startServiceProcess } from '@inbox/runtime';
+import {
+  freePort,
+  type LocalServer,
+  type ManagedProcess,
+  startNats,
+  startPostgres,
+  waitFor,
+} from '@inbox/testkit';
+
+const eventCount = Number(process.env.BENCH_EVENTS ?? 20_000);
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+export async function benchWebhooks(): Promise<Record<string, string>> {
+  const servers: LocalServer[] = [];
+  let dispatcher: ManagedProcess | undefined;
+  let bus: NatsBus | undefined;
+  const latencies: number[] = [];
+  let firstArrival = 0;
+  let lastArrival = 0;
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => {
+      body += chunk;
+    });
+    req.on('end', () => {
+      const arrived = Date.now();
+      firstArrival ||= arrived;
+      lastArrival = arrived;
+      latencies.push(arrived - Number((JSON.parse(body) as { sent_ms: number }).sent_ms));
+      res.end();
+    });
+  });
+  try {
+    servers.push(...(await Promise.all([startNats(), startPostgres()])));
+    const [nats, postgres] = servers as [LocalServer, LocalServer];
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const spec = serviceProcessSpecs({
+      natsUrl: nats.url,
+      databaseUrl: postgres.url,
+      adminToken: 'unused',
+      encryptionKey: randomBytes(32).toString('base64'),
+      webhookAllowedCidrs: '127.0.0.0/8',
+      logLevel: 'warn',
+      extraEnv: {
+        OTEL_SDK_DISABLED: 'true',
+        WEBHOOK_PER_ENDPOINT_CONCURRENCY: '64',
+        ...(process.env.BENCH_PROFILE
+          ? { NODE_OPTIONS: '--cpu-prof --cpu-prof-dir=' + process.env.BENCH_PROFILE }
+          : {}),
+      },
+      ports: {
+        gateway: 0,
+        connector: 0,
+        messaging: 0,
+        pipeline: 0,
+        dispatcher: await freePort(),
+        sandbox: 0,
+      },
+    }).find((s) => s.name === 'webhook-dispatcher') as ServiceProcessSpec;
+    dispatcher = await startServiceProcess(spec);
+    bus = await NatsBus.connect({ url: nats.url });
+    const workspace = randomUUID();
+    await bus.request('cmd.dispatcher.create-webhook', {
+      workspace_id: workspace,
+      url: receiverUrl,
+      events: ['*'],
+      secret: 'bench-secret',
+    });
+
+    const started = Date.now();
+    const publishing: Array<Promise<void>> = [];
+    for (let i = 0; i < eventCount; i++) {
+      const now = Date.now();
+      publishing.push(
+        bus.publish({
+          id: randomUUID(),
+          type: 'message.sent',
+          workspace_id: workspace,
+          occurred_at: new Date(now).toISOString(),
+          data: {
+            event: 'message.sent',
+            workspace_id: workspace,
+            conversation_id: randomUUID(),
+            sent_ms: now,
+          },
+        }),
+      );
+      if (publishing.length >= 500) await Promise.all(publishing.splice(0));
+    }
+    await Promise.all(publishing);
+    const published = Date.now();
+    await waitFor(() => latencies.length >= eventCount, {
+      what: 'every delivery',
+      timeoutMs: 300_000,
+      intervalMs: 100,
+    });
+    const sorted = [...latencies].sort((a, b) => a - b);
+    const seconds = (lastArrival - started) / 1000;
+    return {
+      events: String(eventCount),
+      'publish rate': `${(eventCount / ((published - started) / 1000)).toFixed(0)} events/s`,
+      'deliveries/s (end to end)': (eventCount / seconds).toFixed(0),
+      'deliveries/s (while arriving)': (eventCount / ((lastArrival - firstArrival) / 1000)).toFixed(0),
+      'commit → delivery latency': `p50 ${percentile(sorted, 50)} ms, p90 ${percentile(sorted, 90)} ms, p99 ${percentile(sorted, 99)} ms, max ${sorted.at(-1)} ms`,
+    };
+  } finally {
+    await bus?.drain().catch(() => undefined);
+    await dispatcher?.stop();
+    receiver.closeAllConnections();
+    receiver.close();
+    await Promise.all(servers.map((server) => server.stop()));
+  }
+}
