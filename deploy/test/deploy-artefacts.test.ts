@@ -128,16 +128,34 @@ describe('deploy/Dockerfile', () => {
     expect(instructions.filter((line) => line.startsWith('FROM ')).length).toBeGreaterThanOrEqual(2);
   });
 
+  // The npm steps are in deploy/image-steps.sh (which image-build.test.ts also runs); the Dockerfile calls
+  // one step per stage. Comments do not count: only the commands that run.
+  const steps = read('deploy/image-steps.sh')
+    .split('\n')
+    .filter((line) => !line.trim().startsWith('#'))
+    .join('\n');
+  const runs = instructions.filter((line) => line.startsWith('RUN ')).join('\n');
+
   it('builds with turbo for the service and installs only its production dependencies', () => {
-    expect(dockerfile).toMatch(/npm ci\b/);
-    expect(dockerfile).toMatch(/turbo run build --filter="?@inbox\/\$\{SERVICE\}\.\.\./);
-    expect(dockerfile).toMatch(/--omit=dev/);
-    expect(dockerfile).toMatch(/--workspace="?services\/\$\{SERVICE\}/);
-    expect(dockerfile).toMatch(/--include-workspace-root=false/);
+    expect(steps).toMatch(/^\s*npm ci$/m);
+    expect(steps).toMatch(/turbo run build --filter="@inbox\/\$\{service\}\.\.\."/);
+    expect(steps).toMatch(
+      /npm ci --omit=dev --workspace="services\/\$\{service\}" --include-workspace-root=false/,
+    );
+    for (const step of ['manifests', 'install', 'build', 'prod-install', 'prune']) {
+      expect(runs).toMatch(new RegExp(`image-steps\\.sh ${step}\\b`));
+    }
+    expect(runs).toMatch(/image-steps\.sh build "\$\{SERVICE\}"/);
+    expect(runs).toMatch(/image-steps\.sh prod-install "\$\{SERVICE\}"/);
   });
 
   it("ships the service's migrations, which it reads at run time from ../migrations", () => {
-    expect(dockerfile).toMatch(/services\/\$\{SERVICE\}\/migrations/);
+    expect(steps).toMatch(
+      /cp -R "services\/\$service\/migrations\/\." "\$out\/services\/\$service\/migrations\/"/,
+    );
+    expect(dockerfile).toMatch(
+      /COPY --from=prod-deps \/repo\/services\/\$\{SERVICE\} \/app\/services\/\$\{SERVICE\}/,
+    );
   });
 
   it('runs as a non-root user under tini, with NODE_ENV=production and a HEALTHCHECK on /healthz', () => {
@@ -267,11 +285,11 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('publishes the gateway, the connector and (dev) the sandbox', () => {
+  it('publishes the gateway, the connector and (dev) the sandbox on the host ports the settings name', () => {
     const published = (name: string) => list(service(name).ports).map(String);
-    expect(published('gateway')).toContain('8080:8080');
-    expect(published('provider-connector')).toContain('8081:8081');
-    expect(published(SANDBOX.name)).toContain('8090:8090');
+    expect(published('gateway')).toEqual([`\${GATEWAY_PORT:-8080}:8080`]);
+    expect(published('provider-connector')).toEqual([`\${CONNECTOR_PORT:-8081}:8081`]);
+    expect(published(SANDBOX.name)).toEqual([`\${SANDBOX_PORT:-8090}:8090`]);
     for (const name of ['messaging', 'pipeline', 'webhook-dispatcher']) expect(published(name)).toEqual([]);
   });
 
@@ -413,11 +431,20 @@ describe('k8s/', () => {
       }
       const kustomization = dict(parse(read('k8s/base/kustomization.yaml')));
       const generated = list(kustomization.configMapGenerator).map(dict);
-      const config = generated.find((g) => g.name === 'inbox-config');
-      expect(config).toBeDefined();
-      const keys = list(config?.literals).map((l) => String(l).split('=')[0]);
-      expect(keys).toContain('NATS_URL');
-      for (const secret of SECRET_KEYS) expect(keys).not.toContain(secret);
+      const keysOf = (name: string) =>
+        list(generated.find((g) => g.name === name)?.literals).map((l) => String(l).split('=')[0]);
+      // What every service reads in inbox-config; each service's own keys in <service>-config.
+      expect(keysOf('inbox-config').sort()).toEqual(['BUS_PREFIX', 'LOG_LEVEL', 'NATS_URL']);
+      for (const name of ['gateway', 'provider-connector', 'webhook-dispatcher']) {
+        expect(keysOf(`${name}-config`).length, name).toBeGreaterThan(0);
+        const fromConfig = list(firstContainer(deployment(name)).envFrom).map(
+          (e) => dict(dict(e).configMapRef).name,
+        );
+        expect(fromConfig, name).toContain(`${name}-config`);
+      }
+      for (const { name } of generated) {
+        for (const secret of SECRET_KEYS) expect(keysOf(String(name)), String(name)).not.toContain(secret);
+      }
     });
 
     it('autoscales provider-connector and webhook-dispatcher on CPU at 70%', () => {

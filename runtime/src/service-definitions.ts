@@ -21,6 +21,9 @@ export function serviceDefinitions(settings: Settings): ServiceDefinition[] {
       allowedCidrs: settings.WEBHOOK_ALLOWED_CIDRS,
       timeoutMs: settings.WEBHOOK_TIMEOUT_MS,
       retrySchedule: settings.WEBHOOK_RETRY_SCHEDULE,
+      disableAfterHours: settings.WEBHOOK_DISABLE_AFTER_HOURS,
+      concurrency: settings.WEBHOOK_CONCURRENCY,
+      perEndpointConcurrency: settings.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
     }),
   ];
 }
