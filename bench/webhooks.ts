@@ -55,9 +55,6 @@ export async function benchWebhooks(): Promise<Record<string, string>> {
       extraEnv: {
         OTEL_SDK_DISABLED: 'true',
         WEBHOOK_PER_ENDPOINT_CONCURRENCY: '64',
-        ...(process.env.BENCH_PROFILE
-          ? { NODE_OPTIONS: '--cpu-prof --cpu-prof-dir=' + process.env.BENCH_PROFILE }
-          : {}),
       },
       ports: {
         gateway: 0,
