@@ -33,6 +33,10 @@ export class AppError extends Error {
       { cause },
     );
   }
+  /** A template the provider (or our copy of its catalogue) refuses, with the provider's own code. */
+  static template(metaErrorCode: 132000 | 132001 | 131053, error: string, cause?: unknown): AppError {
+    return new AppError(400, { error, meta_error_code: metaErrorCode }, { cause });
+  }
   static unavailable(cause?: unknown): AppError {
     return new AppError(503, { error: platformTexts.serviceUnavailable }, { cause });
   }

@@ -146,6 +146,40 @@ export const Delivery = z.object({
 
 const webhookRef = z.object({ workspace_id: z.uuid(), webhook_id: z.uuid() });
 
+/** A template send as the connector takes it: validated by the gateway, language already defaulted. */
+export const TemplateSend = z.object({
+  name: z.string(),
+  language: z.string(),
+  variables: z.array(z.union([z.string(), z.number()])),
+  headerMedia: z
+    .object({
+      type: z.enum(['image', 'video', 'document']),
+      link: z.string(),
+      filename: z.string().nullish(),
+    })
+    .nullable(),
+  buttons: z
+    .array(
+      z.object({
+        index: z.number().int(),
+        type: z.enum(['url', 'quick_reply']),
+        text: z.string().nullish(),
+        payload: z.string().nullish(),
+      }),
+    )
+    .nullable(),
+});
+export type TemplateSend = z.infer<typeof TemplateSend>;
+
+export const CatalogueTemplate = z.object({
+  name: z.string(),
+  language: z.string(),
+  status: z.string(),
+  body: z.string(),
+  header_format: z.string().nullable(),
+  buttons: z.array(z.record(z.string(), z.unknown())),
+});
+
 /**
  * Every command on the bus: subject `cmd.<service>.<verb>`, the payload the handler accepts and the data
  * of a successful reply. Callers and handlers are typed from this one table.
@@ -240,6 +274,32 @@ export const commandCatalogue = {
   'cmd.pipeline.lead-history': {
     request: z.object({ workspace_id: z.uuid(), pipeline_id: z.uuid(), contact_id: z.uuid() }),
     reply: z.object({ moves: z.array(LeadMove) }),
+  },
+  'cmd.connector.prepare-template': {
+    request: z.object({
+      workspace_id: z.uuid(),
+      integration_id: z.uuid(),
+      template: TemplateSend,
+    }),
+    reply: z.object({ rendered_text: z.string() }),
+  },
+  'cmd.connector.send-template': {
+    request: z.object({
+      workspace_id: z.uuid(),
+      integration_id: z.uuid(),
+      message_id: z.uuid(),
+      to: z.string().regex(/^\+\d{8,15}$/),
+      template: TemplateSend,
+    }),
+    reply: z.object({ provider_message_id: z.string(), sent_at: z.iso.datetime() }),
+  },
+  'cmd.connector.refresh-templates': {
+    request: z.object({ workspace_id: z.uuid(), integration_id: z.uuid() }),
+    reply: z.object({ templates: z.array(CatalogueTemplate) }),
+  },
+  'cmd.connector.list-templates': {
+    request: z.object({ workspace_id: z.uuid(), integration_id: z.uuid() }),
+    reply: z.object({ templates: z.array(CatalogueTemplate), refreshed_at: z.iso.datetime().nullable() }),
   },
   'cmd.connector.update-integration': {
     request: UpdateIntegrationBody.extend({ workspace_id: z.uuid(), integration_id: z.uuid() }),

@@ -40,6 +40,18 @@ export const platformTexts = {
   agentNotFound: 'agentId não é um agente deste workspace',
   inboundRegistrationFailed: (channel: string) =>
     `Falha ao registrar o webhook de entrada no provedor do canal "${channel}"`,
+  templateNotFound: (name: string, language: string) =>
+    `Template "${name}" (idioma ${language}) não encontrado ou não aprovado: verifique o nome e o idioma`,
+  templateVariables: (name: string, expected: number, given: number) =>
+    `Número de variáveis incorreto: o template "${name}" tem ${expected} placeholder(s) no corpo e foram enviadas ${given} variável(is)`,
+  templateHeaderMissing: (name: string, format: string) =>
+    `headerMedia é obrigatório: o template "${name}" tem cabeçalho do tipo ${format}`,
+  templateHeaderMismatch: (name: string, format: string, given: string) =>
+    `headerMedia.type deve ser "${format}": é o tipo de cabeçalho aprovado no template "${name}" (enviado: ${given})`,
+  templateHeaderUnexpected: (name: string) =>
+    `O template "${name}" não tem cabeçalho de mídia: não envie headerMedia`,
+  templateMediaRejected:
+    'Mídia do cabeçalho inválida ou inacessível: o link deve ser público e o tipo deve corresponder ao template',
   channelNotSupported: (channel: string) => `O canal "${channel}" ainda não é suportado por este conector`,
   providerFailed: (channel: string) => `Falha ao enviar pelo provedor do canal "${channel}"`,
   mustBeUuid: (field: string) => `${field} deve ser um UUID`,

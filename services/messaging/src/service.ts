@@ -5,7 +5,7 @@ import { externalSend } from './handlers/external-send.js';
 import { handleInbound } from './handlers/inbound.js';
 import { recordLeadMoved } from './handlers/lead-moved.js';
 import { panel } from './handlers/panel.js';
-import { sendMessage } from './handlers/send-message.js';
+import { sendMessage, sendTemplate } from './handlers/send-message.js';
 
 export function messagingService(): ServiceDefinition {
   return {
@@ -24,6 +24,7 @@ export function messagingService(): ServiceDefinition {
         start: async () => {
           const deps = { pool, bus, relay };
           await bus.handle('cmd.messaging.send-message', (command) => sendMessage(deps, command));
+          await bus.handle('cmd.messaging.send-template', (command) => sendTemplate(deps, command));
           await bus.handle('cmd.messaging.external-send', (command) => externalSend(deps, command));
           await bus.handle('cmd.messaging.create-member', (command) => panel.createMember(deps, command));
           await bus.handle('cmd.messaging.create-agent', (command) => panel.createAgent(deps, command));

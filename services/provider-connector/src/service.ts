@@ -4,13 +4,17 @@ import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { inboundRoutes } from './handlers/inbound.js';
 import { createIntegration, resolveIntegration, updateIntegration } from './handlers/integrations.js';
 import { sendText } from './handlers/send-text.js';
+import { templates } from './handlers/templates.js';
 import { IntegrationStore } from './store/integrations.js';
+import { TemplateStore } from './store/templates.js';
 
 export interface ConnectorOptions {
   encryptionKey: string;
   /** Where providers reach this connector: inbound URLs registered with them start with it. */
   publicConnectorUrl: string;
   providerTimeoutMs?: number;
+  /** How old a template catalogue may get before it is fetched again. */
+  templateRefreshMs?: number;
 }
 
 export function connectorService(options: ConnectorOptions): ServiceDefinition {
@@ -23,7 +27,35 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
       const store = new IntegrationStore(pool, new SecretBox(options.encryptionKey));
       const providerTimeoutMs = options.providerTimeoutMs ?? 15_000;
       const sendDeps = { store, logger, providerTimeoutMs };
-      const createDeps = { store, publicConnectorUrl: options.publicConnectorUrl, providerTimeoutMs };
+      const templateDeps = {
+        integrations: store,
+        templates: new TemplateStore(pool),
+        logger,
+        providerTimeoutMs,
+      };
+      const createDeps = {
+        store,
+        publicConnectorUrl: options.publicConnectorUrl,
+        providerTimeoutMs,
+        // A new official integration fetches its catalogue at once; a failure here is retried later.
+        afterCreate: (created: Awaited<ReturnType<IntegrationStore['create']>>) =>
+          templates
+            .refresh(templateDeps, created)
+            .catch((error: unknown) => logger.warn({ err: error }, 'first template fetch failed')),
+      };
+      const refreshEveryMs = options.templateRefreshMs ?? 30 * 60_000;
+      let refresher: NodeJS.Timeout | undefined;
+      const refreshStale = async () => {
+        for (const { id, workspace_id } of await templateDeps.templates.stale(refreshEveryMs, 20)) {
+          const stored = await store.get(workspace_id, id);
+          if (stored)
+            await templates
+              .refresh(templateDeps, stored)
+              .catch((error: unknown) =>
+                logger.warn({ err: error, integration_id: id }, 'template refresh failed'),
+              );
+        }
+      };
       const relay = new OutboxRelay({
         pool,
         bus,
@@ -47,9 +79,32 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           await bus.handle('cmd.connector.update-integration', (command) =>
             updateIntegration(store, command),
           );
+          await bus.handle('cmd.connector.prepare-template', (command) =>
+            templates.prepare(templateDeps, command),
+          );
+          await bus.handle('cmd.connector.send-template', (command) => templates.send(templateDeps, command));
+          await bus.handle('cmd.connector.refresh-templates', (command) =>
+            templates.refreshCommand(templateDeps, command),
+          );
+          await bus.handle('cmd.connector.list-templates', (command) =>
+            templates.list(templateDeps, command),
+          );
           relay.start();
+          // Catalogues are refreshed in the background; every replica may do it, the writes are idempotent.
+          refresher = setInterval(
+            () => {
+              refreshStale().catch((error: unknown) =>
+                logger.warn({ err: error }, 'template refresh pass failed'),
+              );
+            },
+            Math.min(refreshEveryMs, 5 * 60_000),
+          );
+          refresher.unref();
         },
-        stop: () => relay.stop(),
+        stop: async () => {
+          clearInterval(refresher);
+          await relay.stop();
+        },
       };
     },
   };

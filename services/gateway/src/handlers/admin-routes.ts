@@ -128,6 +128,24 @@ export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChange
     );
   });
 
+  router.get('/admin/v1/workspaces/:ws/integrations/:id/templates', async (req, res) => {
+    res.json(
+      await bus.request('cmd.connector.list-templates', {
+        workspace_id: res.locals.workspaceId!,
+        integration_id: uuidParam(req.params.id, 'integration id'),
+      }),
+    );
+  });
+
+  router.post('/admin/v1/workspaces/:ws/integrations/:id/templates/refresh', async (req, res) => {
+    res.json(
+      await bus.request('cmd.connector.refresh-templates', {
+        workspace_id: res.locals.workspaceId!,
+        integration_id: uuidParam(req.params.id, 'integration id'),
+      }),
+    );
+  });
+
   router.post('/admin/v1/workspaces/:ws/members', async (req, res) => {
     const input = parse(CreateMemberBody, req.body);
     res
@@ -325,6 +343,8 @@ export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChange
     ['/admin/v1/workspaces/:ws/webhooks/:id/replay', ['POST']],
     ['/admin/v1/workspaces/:ws/webhooks/:id/deliveries', ['GET']],
     ['/admin/v1/workspaces/:ws/integrations/:id', ['PATCH']],
+    ['/admin/v1/workspaces/:ws/integrations/:id/templates', ['GET']],
+    ['/admin/v1/workspaces/:ws/integrations/:id/templates/refresh', ['POST']],
     ['/admin/v1/workspaces/:ws/members', ['POST']],
     ['/admin/v1/workspaces/:ws/agents', ['POST']],
     ['/admin/v1/workspaces/:ws/conversations/:id/assign', ['POST']],

@@ -23,16 +23,21 @@ export interface OutboundMessage {
  * Sends a stored pending message through the connector, then marks it sent and writes `message.sent`
  * to the outbox in one transaction. A provider failure marks it failed and is rethrown for the caller.
  */
-export async function deliverOutbound(deps: OutboundDeps, message: OutboundMessage) {
-  let sent: { provider_message_id: string; sent_at: string };
-  try {
-    sent = await deps.bus.request('cmd.connector.send-text', {
+export async function deliverOutbound(
+  deps: OutboundDeps,
+  message: OutboundMessage,
+  send: () => Promise<{ provider_message_id: string; sent_at: string }> = () =>
+    deps.bus.request('cmd.connector.send-text', {
       workspace_id: message.workspaceId,
       integration_id: message.integration.id,
       message_id: message.messageId,
       to: message.to,
       text: message.text,
-    });
+    }),
+) {
+  let sent: { provider_message_id: string; sent_at: string };
+  try {
+    sent = await send();
   } catch (error) {
     // A timeout leaves the outcome unknown (the provider may yet accept it): the message stays pending
     // rather than being called failed.

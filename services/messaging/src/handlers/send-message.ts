@@ -1,3 +1,4 @@
+import type { Integration } from '@inbox/contracts';
 import {
   AppError,
   type CommandPayload,
@@ -16,23 +17,84 @@ import { deliverOutbound, type OutboundDeps } from './outbound-delivery.js';
 // Messages sent through the public API are attributed to an agent, as external send's default is.
 const apiSenderType = 'agent' as const;
 
+interface Recipient {
+  workspace: CommandPayload<'cmd.messaging.send-message'>['workspace'];
+  phone: string;
+  agentId?: string | null;
+  contactName?: string | null;
+}
+
+/** The sender's checks that come before any write: a valid phone, a known agent, the integration. */
+async function resolveRecipient(
+  deps: OutboundDeps,
+  input: {
+    workspace: Recipient['workspace'];
+    phone: string;
+    agentId?: string | null;
+    channel: 'chat-official' | 'alt-a' | 'alt-b';
+    integrationId?: string | null;
+  },
+) {
+  const phone = normalisePhone(input.phone, input.workspace.default_country_code);
+  if (!phone) throw AppError.badRequest(errorTexts.phoneInvalid);
+  if (input.agentId && !(await new TeamStore(deps.pool, input.workspace.id).exists('agent', input.agentId))) {
+    throw AppError.badRequest(platformTexts.agentNotFound);
+  }
+  const integration = await deps.bus.request('cmd.connector.resolve-integration', {
+    workspace_id: input.workspace.id,
+    channel: input.channel,
+    integration_id: input.integrationId,
+  });
+  return { phone, integration };
+}
+
+/** Contact and conversation found or created (reopened, assigned to `agentId`), the message stored pending. */
+async function storeOutbound(
+  deps: OutboundDeps,
+  recipient: Recipient,
+  integration: Integration,
+  text: string,
+) {
+  const workspaceId = recipient.workspace.id;
+  return withTransaction(deps.pool, async (client) => {
+    const store = new ConversationStore(client, workspaceId);
+    const contact = await store.upsertContact(recipient.phone, recipient.contactName);
+    const conversation = await store.openConversation(contact.contact.id, integration);
+    await store.reopen(conversation.conversation);
+    if (recipient.agentId)
+      await assignToAgent(client, workspaceId, conversation.conversation, recipient.agentId);
+    const messageId = await store.addOutboundMessage({
+      conversationId: conversation.conversation.id,
+      text,
+      senderType: apiSenderType,
+    });
+    return { contact, conversation, messageId };
+  });
+}
+
+function answer(
+  prepared: Awaited<ReturnType<typeof storeOutbound>>,
+  sent: { provider_message_id: string; sent_at: string },
+) {
+  return {
+    success: true as const,
+    conversationId: prepared.conversation.conversation.id,
+    contactId: prepared.contact.contact.id,
+    messageId: prepared.messageId,
+    waMessageId: sent.provider_message_id,
+    contactCreated: prepared.contact.created,
+    conversationCreated: prepared.conversation.created,
+    sent_at: sent.sent_at,
+  };
+}
+
 /** send-message: contact and conversation found or created, the message stored as pending, then delivered. */
 export async function sendMessage(
   deps: OutboundDeps,
   command: CommandPayload<'cmd.messaging.send-message'>,
 ): Promise<CommandResult<'cmd.messaging.send-message'>> {
   const { workspace } = command;
-  const phone = normalisePhone(command.phone, workspace.default_country_code);
-  if (!phone) throw AppError.badRequest(errorTexts.phoneInvalid);
-  if (command.agentId && !(await new TeamStore(deps.pool, workspace.id).exists('agent', command.agentId))) {
-    throw AppError.badRequest(platformTexts.agentNotFound);
-  }
-
-  const integration = await deps.bus.request('cmd.connector.resolve-integration', {
-    workspace_id: workspace.id,
-    channel: command.channel,
-    integration_id: command.integrationId,
-  });
+  const { phone, integration } = await resolveRecipient(deps, { ...command, workspace });
 
   // Decided before anything is written or sent: the provider would refuse it anyway.
   if (channelHasWindow(integration.channel)) {
@@ -40,21 +102,8 @@ export async function sendMessage(
     if (!windowIsOpen(lastInbound, new Date())) throw AppError.windowClosed();
   }
 
-  const prepared = await withTransaction(deps.pool, async (client) => {
-    const store = new ConversationStore(client, workspace.id);
-    const contact = await store.upsertContact(phone, command.contactName);
-    const conversation = await store.openConversation(contact.contact.id, integration);
-    await store.reopen(conversation.conversation);
-    if (command.agentId)
-      await assignToAgent(client, workspace.id, conversation.conversation, command.agentId);
-    const messageId = await store.addOutboundMessage({
-      conversationId: conversation.conversation.id,
-      text: command.message,
-      senderType: apiSenderType,
-    });
-    return { contact, conversation, messageId };
-  });
-
+  const recipient = { workspace, phone, agentId: command.agentId, contactName: command.contactName };
+  const prepared = await storeOutbound(deps, recipient, integration, command.message);
   const sent = await deliverOutbound(deps, {
     workspaceId: workspace.id,
     conversationId: prepared.conversation.conversation.id,
@@ -64,16 +113,75 @@ export async function sendMessage(
     text: command.message,
     senderType: apiSenderType,
   });
+  return answer(prepared, sent);
+}
 
+/**
+ * send-template: the template is checked against the connector's catalogue and rendered before anything
+ * is written; the stored message (and message.sent) carries the rendered body. No 24-hour window:
+ * templates are how a conversation outside it is opened.
+ */
+export async function sendTemplate(
+  deps: OutboundDeps,
+  command: CommandPayload<'cmd.messaging.send-template'>,
+): Promise<CommandResult<'cmd.messaging.send-template'>> {
+  const { workspace } = command;
+  const { phone, integration } = await resolveRecipient(deps, { ...command, workspace });
+  const template = {
+    name: command.templateName,
+    language: command.language,
+    variables: command.variables ?? [],
+    headerMedia: command.headerMedia ?? null,
+    buttons: command.buttons ?? null,
+  };
+  const { rendered_text } = await deps.bus.request('cmd.connector.prepare-template', {
+    workspace_id: workspace.id,
+    integration_id: integration.id,
+    template,
+  });
+  const recipient = { workspace, phone, agentId: command.agentId, contactName: command.contactName };
+  const prepared = await storeOutbound(deps, recipient, integration, rendered_text);
+  const sent = await deliverOutbound(
+    deps,
+    {
+      workspaceId: workspace.id,
+      conversationId: prepared.conversation.conversation.id,
+      integration: { id: integration.id, provider: integration.provider },
+      messageId: prepared.messageId,
+      to: phone,
+      text: rendered_text,
+      senderType: apiSenderType,
+    },
+    () =>
+      deps.bus.request('cmd.connector.send-template', {
+        workspace_id: workspace.id,
+        integration_id: integration.id,
+        message_id: prepared.messageId,
+        to: phone,
+        template,
+      }),
+  );
   return {
-    success: true,
-    conversationId: prepared.conversation.conversation.id,
-    contactId: prepared.contact.contact.id,
-    messageId: prepared.messageId,
-    waMessageId: sent.provider_message_id,
-    contactCreated: prepared.contact.created,
-    conversationCreated: prepared.conversation.created,
-    sent_at: sent.sent_at,
+    ...answer(prepared, sent),
+    template: {
+      name: template.name,
+      language: template.language,
+      variables: template.variables,
+      headerMedia: template.headerMedia
+        ? {
+            type: template.headerMedia.type,
+            link: template.headerMedia.link,
+            ...(template.headerMedia.filename ? { filename: template.headerMedia.filename } : {}),
+          }
+        : null,
+      buttons: template.buttons
+        ? template.buttons.map((b) =>
+            b.type === 'url'
+              ? { index: b.index, type: b.type, text: b.text }
+              : { index: b.index, type: b.type, payload: b.payload },
+          )
+        : null,
+    },
   };
 }
 

@@ -52,8 +52,28 @@ export interface ChannelAdapter<C extends Record<string, string> = Record<string
   registerInbound(config: C, callbackUrl: string, signal: AbortSignal): Promise<void>;
   /** Verifies a callback as the provider's own and reads it; throws InboundRejected otherwise. */
   readInbound(config: C, request: InboundRequest): InboundBatch;
+  /** Template sends and the provider's template list, for channels that have templates. */
+  templates?: TemplateCapability<C>;
   /** Answers the provider's subscription handshake (GET on the callback URL), when it has one. */
   answerHandshake?(config: C, query: Record<string, unknown>): string | undefined;
+}
+
+export interface ProviderTemplate {
+  name: string;
+  language: string;
+  status: string;
+  body: string;
+  header_format: string | null;
+  buttons: Array<Record<string, unknown>>;
+}
+
+export interface TemplateCapability<C> {
+  list(config: C, signal: AbortSignal): Promise<ProviderTemplate[]>;
+  send(
+    config: C,
+    message: { to: string; template: import('@inbox/contracts').TemplateSend },
+    signal: AbortSignal,
+  ): Promise<{ providerMessageId: string }>;
 }
 
 /** A provider answered with an error or could not be reached; the connector maps it to the API's 502. */

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { AppError } from '@inbox/contracts';
+import { AppError, platformTexts, type TemplateSend } from '@inbox/contracts';
 import { z } from 'zod';
+import { templateComponents } from '../domain/template-rules.js';
 import {
   type ChannelAdapter,
   type InboundMessage,
@@ -42,6 +43,13 @@ export function graphFailure(status: number, body: unknown): Error {
   if (!parsed.success) return new ProviderError(`chat-official answered ${status}`, status);
   const { code, message, error_data } = parsed.data.error;
   if (code === 131047) return AppError.windowClosed();
+  const detail = error_data?.details ?? message ?? '';
+  // The template codes pass through with our texts, when our copy of the catalogue was stale.
+  if (code === 132001)
+    return AppError.template(132001, `Template não encontrado ou não aprovado no provedor: ${detail}`);
+  if (code === 132000)
+    return AppError.template(132000, `Número de variáveis recusado pelo provedor: ${detail}`);
+  if (code === 131053) return AppError.template(131053, platformTexts.templateMediaRejected);
   return new ProviderError(
     `chat-official error ${code}: ${error_data?.details ?? message ?? ''}`,
     status,
@@ -50,6 +58,27 @@ export function graphFailure(status: number, body: unknown): Error {
 }
 
 const SendAnswer = z.object({ messages: z.array(z.object({ id: z.string().min(1) })).min(1) });
+
+const TemplatePage = z.object({
+  data: z.array(
+    z.object({
+      name: z.string(),
+      language: z.string(),
+      status: z.string(),
+      components: z.array(
+        z
+          .object({
+            type: z.string(),
+            text: z.string().optional(),
+            format: z.string().optional(),
+            buttons: z.array(z.record(z.string(), z.unknown())).optional(),
+          })
+          .passthrough(),
+      ),
+    }),
+  ),
+  paging: z.object({ next: z.string().optional() }).optional(),
+});
 
 const Notification = z.object({
   object: z.string(),
@@ -143,6 +172,70 @@ export const chatOfficialAdapter: ChannelAdapter<ChatOfficialConfig> = {
       signal,
     });
     if (!answer.ok) throw graphFailure(answer.status, answer.body);
+  },
+
+  templates: {
+    /** Every page of the WABA's template list, following `paging.next` (bounded, in case it loops). */
+    async list(config, signal) {
+      const templates = [];
+      let url: URL | undefined = joinUrl(
+        config.base_url,
+        `${config.api_version}/${encodeURIComponent(config.waba_id)}/message_templates`,
+      );
+      url.searchParams.set('limit', '100');
+      for (let page = 0; url && page < 100; page++) {
+        const answer = await callProvider('chat-official', url, {
+          method: 'GET',
+          headers: { authorization: `Bearer ${config.access_token}` },
+          signal,
+        });
+        if (!answer.ok) throw graphFailure(answer.status, answer.body);
+        const parsed = TemplatePage.parse(answer.body);
+        for (const template of parsed.data) {
+          const body = template.components.find((c) => c.type.toUpperCase() === 'BODY');
+          const header = template.components.find((c) => c.type.toUpperCase() === 'HEADER');
+          const buttons = template.components.find((c) => c.type.toUpperCase() === 'BUTTONS');
+          templates.push({
+            name: template.name,
+            language: template.language,
+            status: template.status.toUpperCase(),
+            body: body?.text ?? '',
+            header_format: header?.format?.toUpperCase() ?? null,
+            buttons: buttons?.buttons ?? [],
+          });
+        }
+        url = parsed.paging?.next ? new URL(parsed.paging.next) : undefined;
+      }
+      return templates;
+    },
+
+    async send(config, { to, template }: { to: string; template: TemplateSend }, signal) {
+      const url = joinUrl(
+        config.base_url,
+        `${config.api_version}/${encodeURIComponent(config.phone_number_id)}/messages`,
+      );
+      const answer = await callProvider('chat-official', url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${config.access_token}` },
+        body: {
+          messaging_product: 'whatsapp',
+          recipient_type: 'individual',
+          to,
+          type: 'template',
+          template: {
+            name: template.name,
+            language: { code: template.language },
+            components: templateComponents(template),
+          },
+        },
+        signal,
+      });
+      if (!answer.ok) throw graphFailure(answer.status, answer.body);
+      const parsed = SendAnswer.safeParse(answer.body);
+      if (!parsed.success)
+        throw new ProviderError('chat-official answered without a message id', answer.status);
+      return { providerMessageId: parsed.data.messages[0]!.id };
+    },
   },
 
   answerHandshake(config, query) {

@@ -6,13 +6,14 @@ import {
   platformTexts,
 } from '@inbox/contracts';
 import { adapterFor } from '../adapters/index.js';
-import type { IntegrationStore } from '../store/integrations.js';
+import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 import { inboundPath } from './inbound.js';
 
 export interface CreateIntegrationDeps {
   store: IntegrationStore;
   publicConnectorUrl: string;
   providerTimeoutMs: number;
+  afterCreate?: (created: StoredIntegration) => Promise<unknown>;
 }
 
 /**
@@ -20,7 +21,7 @@ export interface CreateIntegrationDeps {
  * integration the provider refused to register is removed again, so "connected" means reachable.
  */
 export async function createIntegration(
-  { store, publicConnectorUrl, providerTimeoutMs }: CreateIntegrationDeps,
+  { store, publicConnectorUrl, providerTimeoutMs, afterCreate }: CreateIntegrationDeps,
   command: CommandPayload<'cmd.connector.create-integration'>,
 ): Promise<CommandResult<'cmd.connector.create-integration'>> {
   const adapter = adapterFor(command.channel);

@@ -1,0 +1,289 @@
+import { createHash } from 'node:crypto';
+import { type EventType, eventCatalogue } from '@inbox/contracts';
+import { waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+
+type Json = Record<string, unknown>;
+let stack: TestStack;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let ws: { id: string; key: string; integrationId: string };
+const account = 'pn-templates';
+const appSecret = `app-${createHash('sha256').update(account).digest('hex').slice(0, 12)}`;
+
+async function sandbox(path: string, body: Json) {
+  const response = await fetch(`${stack.sandboxUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Json };
+}
+
+const registerTemplate = (template: Json) => sandbox('/_sandbox/templates', { account, ...template });
+const sendTemplate = (body: Json) => stack.api<Json>('/api/v1/send-template', ws.key, body);
+const sentTo = async (digits: string) =>
+  (await (
+    await fetch(`${stack.sandboxUrl}/_sandbox/sent?to=${digits}&channel=chat-official`)
+  ).json()) as Json[];
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  stack = await startTestStack();
+  await registerTemplate({
+    name: 'boas_vindas',
+    language: 'pt_BR',
+    body: 'Olá {{1}}, seu pedido {{2}} saiu!',
+  });
+  await registerTemplate({
+    name: 'promo_imagem',
+    language: 'pt_BR',
+    body: 'Oferta para {{1}}',
+    header: { format: 'IMAGE' },
+    buttons: [
+      { type: 'URL', text: 'Ver', url: 'https://loja.example/{{1}}' },
+      { type: 'QUICK_REPLY', text: 'Quero' },
+    ],
+  });
+  const created = await stack.admin<{ workspace_id: string; api_key: string }>(
+    'POST',
+    '/admin/v1/workspaces',
+    { name: 'templates' },
+  );
+  const integration = await stack.admin<{ id: string }>(
+    'POST',
+    `/admin/v1/workspaces/${created.body.workspace_id}/integrations`,
+    {
+      channel: 'chat-official',
+      config: {
+        base_url: `${stack.sandboxUrl}/chat-official`,
+        phone_number_id: account,
+        waba_id: `waba-${account}`,
+        access_token: 'token-templates',
+        app_secret: appSecret,
+        verify_token: 'verify-templates',
+      },
+    },
+  );
+  ws = { id: created.body.workspace_id, key: created.body.api_key, integrationId: integration.body.id };
+  await stack.admin('POST', `/admin/v1/workspaces/${ws.id}/webhooks`, {
+    url: `${receiver.url}/t`,
+    events: ['*'],
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await receiver?.close();
+});
+
+describe('POST /api/v1/send-template', () => {
+  it('sends every component in the provider format, echoes the template, stores the rendered body, and assigns by agentId', async () => {
+    const agent = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/agents`, {
+      name: 'Robô',
+    });
+    const request = {
+      phone: '+5511966660001',
+      channel: 'chat-official',
+      templateName: 'promo_imagem',
+      variables: ['Bruna'],
+      headerMedia: { type: 'image', link: 'https://cdn.example/oferta.png' },
+      buttons: [
+        { index: 0, type: 'url', text: 'abc123' },
+        { index: 1, type: 'quick_reply', payload: 'QUERO-1' },
+      ],
+      agentId: agent.body.id,
+      contactName: 'Bruna',
+    };
+    const sent = await sendTemplate(request);
+    expect(sent.status).toBe(200);
+    expect(sent.body).toMatchObject({ success: true, contactCreated: true, conversationCreated: true });
+    expect(sent.body.waMessageId).toMatch(/^wamid\./);
+    expect(sent.body.template).toEqual({
+      name: 'promo_imagem',
+      language: 'pt_BR',
+      variables: ['Bruna'],
+      headerMedia: { type: 'image', link: 'https://cdn.example/oferta.png' },
+      buttons: [
+        { index: 0, type: 'url', text: 'abc123' },
+        { index: 1, type: 'quick_reply', payload: 'QUERO-1' },
+      ],
+    });
+    const [atProvider] = await sentTo('5511966660001');
+    expect(atProvider!.body).toEqual({
+      messaging_product: 'whatsapp',
+      recipient_type: 'individual',
+      to: '5511966660001',
+      type: 'template',
+      template: {
+        name: 'promo_imagem',
+        language: { code: 'pt_BR' },
+        components: [
+          {
+            type: 'header',
+            parameters: [{ type: 'image', image: { link: 'https://cdn.example/oferta.png' } }],
+          },
+          { type: 'body', parameters: [{ type: 'text', text: 'Bruna' }] },
+          { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: 'abc123' }] },
+          {
+            type: 'button',
+            sub_type: 'quick_reply',
+            index: '1',
+            parameters: [{ type: 'payload', payload: 'QUERO-1' }],
+          },
+        ],
+      },
+    });
+    const events = await waitFor(
+      () => {
+        const found = receiver.received
+          .map((r) => JSON.parse(r.rawBody) as Json)
+          .filter((p) => p.conversation_id === sent.body.conversationId)
+          .map((p) => eventCatalogue[p.event as EventType].parse(p) as Json);
+        return found.length >= 2 ? found : undefined;
+      },
+      { what: 'assigned and sent' },
+    );
+    expect(events.map((e) => e.event)).toEqual(['conversation.assigned', 'message.sent']);
+    expect((events[1]!.message as Json).text).toBe('Oferta para Bruna');
+  });
+
+  it('echoes nulls, defaults language to pt_BR, sends numbers as text, and opens free text after the reply', async () => {
+    const sent = await sendTemplate({
+      phone: '11966660002',
+      channel: 'chat-official',
+      templateName: 'boas_vindas',
+      variables: ['Caio', 4521],
+    });
+    expect(sent.status).toBe(200);
+    expect(sent.body.template).toEqual({
+      name: 'boas_vindas',
+      language: 'pt_BR',
+      variables: ['Caio', 4521],
+      headerMedia: null,
+      buttons: null,
+    });
+    const [atProvider] = await sentTo('5511966660002');
+    expect(((atProvider!.body as Json).template as Json).components).toEqual([
+      {
+        type: 'body',
+        parameters: [
+          { type: 'text', text: 'Caio' },
+          { type: 'text', text: '4521' },
+        ],
+      },
+    ]);
+    const conversation = await stack.admin<Json & { messages: Json[] }>(
+      'GET',
+      `/admin/v1/workspaces/${ws.id}/conversations/${sent.body.conversationId}`,
+    );
+    expect(conversation.body.messages[0]!.text).toBe('Olá Caio, seu pedido 4521 saiu!');
+
+    const free = { phone: '+5511966660002', message: 'Obrigado!', channel: 'chat-official' };
+    expect((await stack.api<Json>('/api/v1/send-message', ws.key, free)).body).toMatchObject({
+      requires_template: true,
+    });
+    await sandbox('/_sandbox/inbound', {
+      channel: 'chat-official',
+      account,
+      from: '5511966660002',
+      text: 'Oba!',
+      app_secret: appSecret,
+    });
+    const accepted = await waitFor(
+      async () => {
+        const answer = await stack.api<Json>('/api/v1/send-message', ws.key, free);
+        return answer.status === 200 ? answer : undefined;
+      },
+      { what: 'free text after the reply' },
+    );
+    expect(accepted.body.conversationId).toBe(sent.body.conversationId);
+  });
+
+  it('refuses with 132001, 132000 and 131053 from our catalogue, before calling the provider', async () => {
+    const cases: Array<[Json, number, RegExp]> = [
+      [
+        { templateName: 'nao_existe' },
+        132001,
+        /Template "nao_existe" \(idioma pt_BR\) não encontrado ou não aprovado/,
+      ],
+      [{ templateName: 'boas_vindas', language: 'en_US', variables: ['a', 'b'] }, 132001, /idioma en_US/],
+      [{ templateName: 'boas_vindas', variables: ['só uma'] }, 132000, /tem 2 placeholder\(s\).*1 variável/],
+      [{ templateName: 'promo_imagem', variables: ['x'] }, 131053, /headerMedia é obrigatório.*image/],
+      [
+        {
+          templateName: 'promo_imagem',
+          variables: ['x'],
+          headerMedia: { type: 'video', link: 'https://x/v.mp4' },
+        },
+        131053,
+        /deve ser "image"/,
+      ],
+    ];
+    for (const [fields, code, text] of cases) {
+      const answer = await sendTemplate({ phone: '+5511966660003', channel: 'chat-official', ...fields });
+      expect(answer.status, JSON.stringify(fields)).toBe(400);
+      expect(answer.body.meta_error_code).toBe(code);
+      expect(String(answer.body.error)).toMatch(text);
+    }
+    expect(await sentTo('5511966660003')).toHaveLength(0);
+  });
+
+  it('refreshes once for a template approved after the catalogue was fetched', async () => {
+    await registerTemplate({ name: 'recem_aprovado', language: 'pt_BR', body: 'Novo!' });
+    const sent = await sendTemplate({
+      phone: '+5511966660004',
+      channel: 'chat-official',
+      templateName: 'recem_aprovado',
+    });
+    expect(sent.status).toBe(200);
+    const listed = await stack.admin<{ templates: Json[] }>(
+      'GET',
+      `/admin/v1/workspaces/${ws.id}/integrations/${ws.integrationId}/templates`,
+    );
+    expect(listed.body.templates.map((t) => t.name)).toContain('recem_aprovado');
+  });
+
+  it("passes the provider's 132001, 132000 and 131053 through when our catalogue is stale", async () => {
+    await registerTemplate({ name: 'mutante', language: 'pt_BR', body: 'Oi {{1}}' });
+    const refreshed = await stack.admin<{ templates: Json[] }>(
+      'POST',
+      `/admin/v1/workspaces/${ws.id}/integrations/${ws.integrationId}/templates/refresh`,
+    );
+    expect(refreshed.body.templates.map((t) => t.name)).toContain('mutante');
+    const base = { phone: '+5511966660005', channel: 'chat-official', templateName: 'mutante' };
+
+    // The provider now wants two variables; our copy still says one.
+    await registerTemplate({ name: 'mutante', language: 'pt_BR', body: 'Oi {{1}} {{2}}' });
+    const count = await sendTemplate({ ...base, variables: ['a'] });
+    expect(count.body).toMatchObject({ meta_error_code: 132000 });
+    // Now it has a media header; our copy has none.
+    await registerTemplate({
+      name: 'mutante',
+      language: 'pt_BR',
+      body: 'Oi {{1}}',
+      header: { format: 'VIDEO' },
+    });
+    const media = await sendTemplate({ ...base, variables: ['a'] });
+    expect(media.body).toMatchObject({ meta_error_code: 131053 });
+    // And now it is no longer approved.
+    await registerTemplate({ name: 'mutante', language: 'pt_BR', body: 'Oi {{1}}', status: 'REJECTED' });
+    const gone = await sendTemplate({ ...base, variables: ['a'] });
+    expect(gone.body).toMatchObject({ meta_error_code: 132001 });
+    expect([count.status, media.status, gone.status]).toEqual([400, 400, 400]);
+  });
+
+  it('answers 404 without a connected official integration', async () => {
+    const other = await stack.admin<{ api_key: string }>('POST', '/admin/v1/workspaces', {
+      name: 'sem oficial',
+    });
+    const answer = await stack.api<Json>('/api/v1/send-template', other.body.api_key, {
+      phone: '+5511966660006',
+      channel: 'chat-official',
+      templateName: 'boas_vindas',
+    });
+    expect(answer).toEqual({
+      status: 404,
+      body: { error: 'Nenhuma integração conectada do canal "chat-official" neste workspace' },
+    });
+  });
+});

@@ -1,0 +1,131 @@
+import {
+  AppError,
+  type CommandPayload,
+  type CommandResult,
+  errorTexts,
+  platformTexts,
+} from '@inbox/contracts';
+import type { Logger } from '@inbox/service-kit';
+import { adapterFor, ProviderError } from '../adapters/index.js';
+import { checkAgainstCatalogue, renderBody } from '../domain/template-rules.js';
+import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
+import type { TemplateStore } from '../store/templates.js';
+
+export interface TemplateDeps {
+  integrations: IntegrationStore;
+  templates: TemplateStore;
+  logger: Logger;
+  providerTimeoutMs: number;
+}
+
+async function officialIntegration(deps: TemplateDeps, workspaceId: string, integrationId: string) {
+  const stored = await deps.integrations.get(workspaceId, integrationId);
+  if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
+  const capability = adapterFor(stored.integration.channel)?.templates;
+  if (!capability) throw AppError.badRequest(platformTexts.templateChannel);
+  return { stored, capability };
+}
+
+/** Fetches the integration's whole template list from the provider and replaces our copy. */
+async function refresh(deps: TemplateDeps, stored: StoredIntegration) {
+  const capability = adapterFor(stored.integration.channel)?.templates;
+  if (!capability) return;
+  try {
+    const listed = await capability.list(stored.config, AbortSignal.timeout(deps.providerTimeoutMs));
+    await deps.templates.replace(stored.integration.id, listed);
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    throw new AppError(
+      502,
+      { error: platformTexts.providerFailed(stored.integration.channel) },
+      { cause: error },
+    );
+  }
+}
+
+export const templates = {
+  refresh,
+
+  async refreshCommand(deps: TemplateDeps, command: CommandPayload<'cmd.connector.refresh-templates'>) {
+    const { stored } = await officialIntegration(deps, command.workspace_id, command.integration_id);
+    await refresh(deps, stored);
+    return { templates: (await deps.templates.list(stored.integration.id)).templates };
+  },
+
+  async list(
+    deps: TemplateDeps,
+    command: CommandPayload<'cmd.connector.list-templates'>,
+  ): Promise<CommandResult<'cmd.connector.list-templates'>> {
+    const { stored } = await officialIntegration(deps, command.workspace_id, command.integration_id);
+    const { templates: listed, refreshedAt } = await deps.templates.list(stored.integration.id);
+    return { templates: listed, refreshed_at: refreshedAt?.toISOString() ?? null };
+  },
+
+  /**
+   * Checks a template send against the catalogue before anything is stored or sent, and renders the
+   * body the contact will read. A name or language we do not know triggers one refresh first, so a
+   * template approved a minute ago works at once.
+   */
+  async prepare(
+    deps: TemplateDeps,
+    command: CommandPayload<'cmd.connector.prepare-template'>,
+  ): Promise<CommandResult<'cmd.connector.prepare-template'>> {
+    const { stored } = await officialIntegration(deps, command.workspace_id, command.integration_id);
+    if (stored.integration.status !== 'connected')
+      throw AppError.badRequest(errorTexts.integrationNotConnected);
+    const { name, language } = command.template;
+    let entry = await deps.templates.find(stored.integration.id, name, language);
+    if (!entry) {
+      await refresh(deps, stored);
+      entry = await deps.templates.find(stored.integration.id, name, language);
+    }
+    const approved = checkAgainstCatalogue(entry, command.template);
+    return { rendered_text: renderBody(approved.body, command.template.variables) };
+  },
+
+  /** Sends the template message; the provider's own refusals come back with the same codes. */
+  async send(
+    deps: TemplateDeps,
+    command: CommandPayload<'cmd.connector.send-template'>,
+  ): Promise<CommandResult<'cmd.connector.send-template'>> {
+    const previous = await deps.integrations.findSend(command.workspace_id, command.message_id);
+    if (previous)
+      return { provider_message_id: previous.provider_message_id, sent_at: previous.sent_at.toISOString() };
+    const { stored, capability } = await officialIntegration(
+      deps,
+      command.workspace_id,
+      command.integration_id,
+    );
+    if (stored.integration.status !== 'connected')
+      throw AppError.badRequest(errorTexts.integrationNotConnected);
+    try {
+      const { providerMessageId } = await capability.send(
+        stored.config,
+        { to: command.to.replace(/^\+/, ''), template: command.template },
+        AbortSignal.timeout(deps.providerTimeoutMs),
+      );
+      const sentAt = new Date();
+      await deps.integrations.recordSend(
+        command.workspace_id,
+        stored.integration.id,
+        command.message_id,
+        providerMessageId,
+        sentAt,
+      );
+      return { provider_message_id: providerMessageId, sent_at: sentAt.toISOString() };
+    } catch (error) {
+      if (error instanceof ProviderError) {
+        deps.logger.warn(
+          { err: error, integration_id: stored.integration.id },
+          'provider template send failed',
+        );
+        throw new AppError(
+          502,
+          { error: platformTexts.providerFailed(stored.integration.channel) },
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+  },
+};

@@ -1,0 +1,57 @@
+import { type Pool, withTransaction } from '@inbox/db';
+import type { ProviderTemplate } from '../adapters/channel-adapter.js';
+
+/** The catalogue: one integration's templates as the provider last listed them. */
+export class TemplateStore {
+  constructor(private readonly pool: Pool) {}
+
+  /** Replaces the integration's catalogue with what the provider listed, in one transaction. */
+  async replace(integrationId: string, templates: ProviderTemplate[]): Promise<void> {
+    await withTransaction(this.pool, async (client) => {
+      await client.query('delete from templates where integration_id = $1', [integrationId]);
+      for (const t of templates) {
+        await client.query(
+          `insert into templates (integration_id, name, language, status, body, header_format, buttons)
+           values ($1, $2, $3, $4, $5, $6, $7) on conflict (integration_id, name, language) do update
+             set status = excluded.status, body = excluded.body, header_format = excluded.header_format, buttons = excluded.buttons`,
+          [integrationId, t.name, t.language, t.status, t.body, t.header_format, JSON.stringify(t.buttons)],
+        );
+      }
+      await client.query('update integrations set templates_refreshed_at = now() where id = $1', [
+        integrationId,
+      ]);
+    });
+  }
+
+  async find(integrationId: string, name: string, language: string): Promise<ProviderTemplate | undefined> {
+    const { rows } = await this.pool.query<ProviderTemplate>(
+      'select name, language, status, body, header_format, buttons from templates where integration_id = $1 and name = $2 and language = $3',
+      [integrationId, name, language],
+    );
+    return rows[0];
+  }
+
+  async list(integrationId: string): Promise<{ templates: ProviderTemplate[]; refreshedAt: Date | null }> {
+    const { rows } = await this.pool.query<ProviderTemplate>(
+      'select name, language, status, body, header_format, buttons from templates where integration_id = $1 order by name, language',
+      [integrationId],
+    );
+    const { rows: meta } = await this.pool.query<{ templates_refreshed_at: Date | null }>(
+      'select templates_refreshed_at from integrations where id = $1',
+      [integrationId],
+    );
+    return { templates: rows, refreshedAt: meta[0]?.templates_refreshed_at ?? null };
+  }
+
+  /** Official integrations whose catalogue is older than `maxAgeMs` (or never fetched). */
+  async stale(maxAgeMs: number, limit: number): Promise<Array<{ id: string; workspace_id: string }>> {
+    const { rows } = await this.pool.query<{ id: string; workspace_id: string }>(
+      `select id, workspace_id from integrations
+        where channel = 'chat-official' and status = 'connected'
+          and (templates_refreshed_at is null or templates_refreshed_at < now() - $1 * interval '1 millisecond')
+        order by templates_refreshed_at nulls first limit $2`,
+      [maxAgeMs, limit],
+    );
+    return rows;
+  }
+}
