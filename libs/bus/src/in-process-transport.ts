@@ -23,6 +23,7 @@ import {
 } from './bus.js';
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
 import { InFlight } from './in-flight.js';
+import { timeCommand } from './metrics.js';
 import { subjectMatches } from './subjects.js';
 
 type AnyHandler = (payload: unknown) => Promise<unknown>;
@@ -73,22 +74,24 @@ export class InProcessBus implements Bus {
     payload: CommandRequest<S>,
     options: RequestOptions = {},
   ): Promise<CommandResult<S>> {
-    return withProducerSpan({ system: 'in-process', destination: subject, operation: 'send' }, async () => {
-      const entry = this.handlers.get(subject);
-      if (this.intakeClosed || !entry || entry.list.length === 0) throw noResponderError(subject);
-      const handler = entry.list[entry.next++ % entry.list.length]!;
-      const work = this.inFlight.track(handler(roundTrip(payload)));
-      const timeoutMs = options.timeoutMs ?? commandTimeoutMs(subject);
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(timeoutError(subject)), timeoutMs);
-      });
-      try {
-        return resultFromReply(await Promise.race([work, timeout])) as CommandResult<S>;
-      } finally {
-        clearTimeout(timer);
-      }
-    });
+    return timeCommand(subject, () =>
+      withProducerSpan({ system: 'in-process', destination: subject, operation: 'send' }, async () => {
+        const entry = this.handlers.get(subject);
+        if (this.intakeClosed || !entry || entry.list.length === 0) throw noResponderError(subject);
+        const handler = entry.list[entry.next++ % entry.list.length]!;
+        const work = this.inFlight.track(handler(roundTrip(payload)));
+        const timeoutMs = options.timeoutMs ?? commandTimeoutMs(subject);
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(timeoutError(subject)), timeoutMs);
+        });
+        try {
+          return resultFromReply(await Promise.race([work, timeout])) as CommandResult<S>;
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
   }
 
   async handle<S extends CommandSubject>(subject: S, handler: CommandHandler<S>): Promise<void> {

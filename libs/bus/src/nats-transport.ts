@@ -47,6 +47,7 @@ import {
 } from './bus.js';
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
 import { InFlight } from './in-flight.js';
+import { notePending, redeliveries, timeCommand } from './metrics.js';
 import { SubjectNames } from './subjects.js';
 
 export interface NatsBusOptions {
@@ -154,24 +155,26 @@ export class NatsBus implements Bus {
     options: RequestOptions = {},
   ): Promise<CommandResult<S>> {
     const wire = this.names.command(subject);
-    return withProducerSpan({ system: 'nats', destination: subject, operation: 'send' }, async () => {
-      try {
-        const reply = await this.nc.request(wire, encode(payload), {
-          timeout: options.timeoutMs ?? commandTimeoutMs(subject),
-          headers: outgoingHeaders(),
-        });
-        return resultFromReply(decode(reply.data)) as CommandResult<S>;
-      } catch (error) {
-        if (error instanceof AppError) throw error;
-        if (error instanceof TimeoutError) throw timeoutError(subject, error);
-        if (error instanceof NoRespondersError) throw noResponderError(subject, error);
-        if (error instanceof RequestError) {
-          if (error.isNoResponders()) throw noResponderError(subject, error);
-          if (error.cause instanceof TimeoutError) throw timeoutError(subject, error);
+    return timeCommand(subject, () =>
+      withProducerSpan({ system: 'nats', destination: subject, operation: 'send' }, async () => {
+        try {
+          const reply = await this.nc.request(wire, encode(payload), {
+            timeout: options.timeoutMs ?? commandTimeoutMs(subject),
+            headers: outgoingHeaders(),
+          });
+          return resultFromReply(decode(reply.data)) as CommandResult<S>;
+        } catch (error) {
+          if (error instanceof AppError) throw error;
+          if (error instanceof TimeoutError) throw timeoutError(subject, error);
+          if (error instanceof NoRespondersError) throw noResponderError(subject, error);
+          if (error instanceof RequestError) {
+            if (error.isNoResponders()) throw noResponderError(subject, error);
+            if (error.cause instanceof TimeoutError) throw timeoutError(subject, error);
+          }
+          throw AppError.unavailable(error);
         }
-        throw AppError.unavailable(error);
-      }
-    });
+      }),
+    );
   }
 
   async handle<S extends CommandSubject>(subject: S, handler: CommandHandler<S>): Promise<void> {
@@ -275,6 +278,15 @@ export class NatsBus implements Bus {
     // ack deadline, and would be handed to another replica while this one has not started it.
     const messages = await consumer.consume({ max_messages: limit });
     const slots = new InFlight();
+    // The consumer's lag, for the bus.consumer.pending gauge.
+    const lag = setInterval(() => {
+      this.consumerPosition(options.durable).then(
+        (position) => notePending(options.durable, position.pending),
+        () => undefined,
+      );
+    }, 15_000);
+    lag.unref();
+    this.stoppers.push(async () => clearInterval(lag));
     const loop = (async () => {
       for await (const msg of messages) {
         if (this.draining) {
@@ -308,6 +320,7 @@ export class NatsBus implements Bus {
     handler: EventHandler,
   ): Promise<void> {
     const attempt = msg.info.deliveryCount;
+    if (attempt > 1) redeliveries.add(1, { durable });
     let event: EventEnvelope;
     try {
       event = EventEnvelopeSchema.parse(msg.json()) as EventEnvelope;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@inbox/bus';
 import type { EventEnvelope } from '@inbox/contracts';
-import { captureContext, withCapturedContext } from '@inbox/telemetry';
+import { captureContext, meter, withCapturedContext } from '@inbox/telemetry';
 import type pg from 'pg';
 import type { Queryable } from './pool.js';
 
@@ -36,6 +36,17 @@ export async function writeEvent<D>(client: Queryable, event: NewEvent<D>): Prom
   );
   return envelope;
 }
+
+const publishLag = meter('outbox').createHistogram('outbox.publish.lag', {
+  description: 'Time from an event being committed to the outbox to its publication on the stream',
+  unit: 's',
+});
+const backlogs = new Map<string, number>();
+meter('outbox')
+  .createObservableGauge('outbox.backlog', { description: 'Outbox rows not yet published, by schema' })
+  .addCallback((result) => {
+    for (const [schema, rows] of backlogs) result.observe(rows, { schema });
+  });
 
 interface OutboxRow {
   seq: number;
@@ -72,9 +83,18 @@ export class OutboxRelay {
 
   constructor(private readonly options: OutboxRelayOptions) {}
 
+  private gauge: NodeJS.Timeout | undefined;
+
   start(): void {
     this.stopped = false;
     this.wake();
+    this.gauge = setInterval(() => {
+      this.backlog().then(
+        (rows) => backlogs.set(this.options.schema, rows),
+        () => undefined,
+      );
+    }, 15_000);
+    this.gauge.unref();
   }
 
   /** Asks for a pass now, e.g. right after a transaction that wrote events commits. */
@@ -107,6 +127,7 @@ export class OutboxRelay {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.gauge);
     await this.running;
     await this.publishPending().catch((error: unknown) => this.options.onError?.(error));
   }
@@ -151,6 +172,7 @@ export class OutboxRelay {
             data: row.data,
           };
           await withCapturedContext(row.trace_context, () => bus.publish(envelope));
+          publishLag.record((Date.now() - row.occurred_at.getTime()) / 1000, { schema });
           this.options.afterPublish?.(envelope);
           published.push(row.seq);
         }

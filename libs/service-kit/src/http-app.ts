@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
-import { annotateActiveSpan, serveMetrics } from '@inbox/telemetry';
+import { annotateActiveSpan, meter, serveMetrics } from '@inbox/telemetry';
 import express, { type ErrorRequestHandler, type Express as ExpressApp, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 
@@ -34,6 +34,11 @@ declare global {
   }
 }
 
+const requestDuration = meter('http').createHistogram('http.server.request.duration', {
+  description: 'Duration of HTTP requests served, by route and status',
+  unit: 's',
+});
+
 function accessLog(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
@@ -43,6 +48,13 @@ function accessLog(logger: Logger): RequestHandler {
     annotateActiveSpan({ 'request.id': req.id });
     res.on('finish', () => {
       if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') return;
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      requestDuration.record(seconds, {
+        'http.request.method': req.method,
+        // The route pattern, never the raw path: ids in paths would make every request its own series.
+        'http.route': req.route?.path ?? (res.statusCode === 404 ? 'unknown' : req.baseUrl || 'unknown'),
+        'http.response.status_code': res.statusCode,
+      });
       logger.info(
         {
           method: req.method,

@@ -4,22 +4,35 @@ import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 
 let exporter: PrometheusExporter | undefined;
+let providerInstalled = false;
 
-// One meter provider per process, read by Prometheus through each service's own /metrics route rather
-// than a second HTTP port, so Kubernetes probes and scrapes share the service port.
-function ensureExporter(): PrometheusExporter {
-  if (!exporter) {
-    exporter = new PrometheusExporter({ preventServerStart: true });
-    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [exporter] }));
-  }
+/**
+ * One Prometheus reader per process, read through each service's own /metrics route rather than a
+ * second HTTP port, so Kubernetes probes and scrapes share the service port.
+ */
+export function prometheusExporter(): PrometheusExporter {
+  exporter ??= new PrometheusExporter({ preventServerStart: true });
   return exporter;
 }
 
+/** Called once the NodeSDK has installed its meter provider, which reads through the same exporter. */
+export function markMeterProviderInstalled(): void {
+  providerInstalled = true;
+}
+
+// Without the SDK (tests, all-in-one mode) a provider of our own carries the same exporter.
+function ensureProvider(): void {
+  if (providerInstalled) return;
+  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [prometheusExporter()] }));
+  providerInstalled = true;
+}
+
 export function meter(name = 'inbox'): Meter {
-  ensureExporter();
+  ensureProvider();
   return metrics.getMeter(name);
 }
 
 export function serveMetrics(req: IncomingMessage, res: ServerResponse): void {
-  ensureExporter().getMetricsRequestHandler(req, res);
+  ensureProvider();
+  prometheusExporter().getMetricsRequestHandler(req, res);
 }

@@ -1,6 +1,7 @@
 import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { NodeSDK } from '@opentelemetry/sdk-node';
+import { markMeterProviderInstalled, prometheusExporter } from './metrics.js';
 
 let sdk: NodeSDK | undefined;
 
@@ -16,6 +17,9 @@ export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'i
   );
   sdk = new NodeSDK({
     serviceName,
+    // The SDK's meter provider reads through our Prometheus exporter, so the auto-instrumentations'
+    // metrics and ours are served together on /metrics.
+    metricReader: prometheusExporter(),
     ...(exporting ? { traceExporter: new OTLPTraceExporter() } : { spanProcessors: [] }),
     instrumentations: [
       getNodeAutoInstrumentations({
@@ -27,6 +31,7 @@ export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'i
     ],
   });
   sdk.start();
+  markMeterProviderInstalled();
 }
 
 export async function stopTelemetry(): Promise<void> {

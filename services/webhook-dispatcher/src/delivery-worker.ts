@@ -1,6 +1,6 @@
 import { type Pool, withTransaction } from '@inbox/db';
 import type { Logger } from '@inbox/service-kit';
-import { meter } from '@inbox/telemetry';
+import { meter, startSpan, withCapturedContext } from '@inbox/telemetry';
 import type { Dispatcher } from 'undici';
 import type { AddressPolicy } from './domain/address-policy.js';
 import { attemptDelivery } from './domain/http-attempt.js';
@@ -139,16 +139,7 @@ export class DeliveryWorker {
   ) {
     const at = new Date();
     const outcome = target
-      ? await attemptDelivery(
-          {
-            url: target.url,
-            body: delivery.body,
-            eventId: delivery.event_id,
-            eventType: delivery.event_type,
-            secret: target.secret,
-          },
-          this.options,
-        )
+      ? await this.tracedAttempt(delivery, target)
       : {
           statusCode: null,
           error: 'endpoint deleted',
@@ -177,6 +168,37 @@ export class DeliveryWorker {
     });
     if (step.kind === 'endpoint-gone') this.gone.add(delivery.endpoint_id);
     await this.scheduleFlush();
+  }
+
+  /** Each attempt is a span in the trace the event came in with, however much later it runs. */
+  private tracedAttempt(delivery: LeasedDelivery, target: { url: string; secret: string | null }) {
+    return withCapturedContext(delivery.trace_context, () =>
+      startSpan(
+        `webhook deliver ${delivery.event_type}`,
+        async (span) => {
+          const result = await attemptDelivery(
+            {
+              url: target.url,
+              body: delivery.body,
+              eventId: delivery.event_id,
+              eventType: delivery.event_type,
+              secret: target.secret,
+            },
+            this.options,
+          );
+          span.setAttribute('webhook.attempt', delivery.attempts);
+          if (result.statusCode !== null) span.setAttribute('http.response.status_code', result.statusCode);
+          return result;
+        },
+        {
+          attributes: {
+            'workspace.id': delivery.workspace_id,
+            'webhook.endpoint.id': delivery.endpoint_id,
+            'messaging.message.id': delivery.event_id,
+          },
+        },
+      ),
+    );
   }
 
   private readonly gone = new Set<string>();

@@ -1,5 +1,6 @@
 import type { Delivery } from '@inbox/bus';
 import { type EventEnvelope, publicEventTypes } from '@inbox/contracts';
+import { captureContext } from '@inbox/telemetry';
 import type { DeliveryStore } from '../store/deliveries.js';
 
 const publicTypes = new Set<string>(publicEventTypes);
@@ -23,5 +24,7 @@ export function scheduleEvent(
     body: JSON.stringify(event.data),
     streamSeq: delivery.sequence,
     orderingKey: typeof conversationId === 'string' ? conversationId : null,
+    // The consumer's span is active here: its context is the one the attempts continue.
+    traceContext: captureContext(),
   });
 }

@@ -1,6 +1,7 @@
 import type { Pool, Queryable } from '@inbox/db';
 
 export interface LeasedDelivery {
+  trace_context: Record<string, string> | null;
   id: string;
   workspace_id: string;
   endpoint_id: string;
@@ -47,14 +48,23 @@ export class DeliveryStore {
     body: string;
     streamSeq: number;
     orderingKey: string | null;
+    traceContext: Record<string, string>;
   }): Promise<number> {
     const { rowCount } = await this.pool.query(
-      `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, stream_seq, ordering_key, status, next_attempt_at)
-       select gen_random_uuid(), e.workspace_id, e.id, $2, $3, $4, $5, $6, 'pending', now()
+      `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, stream_seq, ordering_key, trace_context, status, next_attempt_at)
+       select gen_random_uuid(), e.workspace_id, e.id, $2, $3, $4, $5, $6, $7, 'pending', now()
          from endpoints e
         where e.workspace_id = $1 and e.enabled and ($3 = any(e.events) or '*' = any(e.events))
        on conflict (endpoint_id, event_id) do nothing`,
-      [event.workspaceId, event.eventId, event.eventType, event.body, event.streamSeq, event.orderingKey],
+      [
+        event.workspaceId,
+        event.eventId,
+        event.eventType,
+        event.body,
+        event.streamSeq,
+        event.orderingKey,
+        event.traceContext,
+      ],
     );
     return rowCount ?? 0;
   }
@@ -113,7 +123,7 @@ export class DeliveryStore {
        update deliveries d
           set status = 'sending', lease_until = now() + $3 * interval '1 millisecond', attempts = d.attempts + 1
          from locked where d.id = locked.id
-       returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts`,
+       returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts, d.trace_context`,
       [limit, perEndpoint, leaseMs, scheduledUpTo],
     );
     return rows;

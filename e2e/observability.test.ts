@@ -1,0 +1,178 @@
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+
+interface Span {
+  service: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  kind: number;
+}
+const SERVER = 2;
+const CLIENT = 3;
+const PRODUCER = 4;
+const CONSUMER = 5;
+
+// A real OTLP/HTTP receiver (the Collector's protocol), collecting what every process exports.
+const spans: Span[] = [];
+const collector = createServer((req, res) => {
+  let body = '';
+  req.on('data', (chunk: Buffer) => {
+    body += chunk;
+  });
+  req.on('end', () => {
+    if (req.url === '/v1/traces') {
+      const payload = JSON.parse(body) as {
+        resourceSpans: Array<{
+          resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
+          scopeSpans: Array<{ spans: Array<Omit<Span, 'service'>> }>;
+        }>;
+      };
+      for (const resourceSpan of payload.resourceSpans) {
+        const service =
+          resourceSpan.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '?';
+        for (const scope of resourceSpan.scopeSpans)
+          for (const span of scope.spans) spans.push({ ...span, service });
+      }
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+});
+
+let stack: TestStack;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+  receiver = await startReceiver();
+  stack = await startTestStack({
+    extraEnv: {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`,
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await receiver?.close();
+  collector.close();
+});
+
+const inTrace = (traceId: string) => spans.filter((span) => span.traceId === traceId);
+function parentOf(span: Span): Span | undefined {
+  return spans.find(
+    (candidate) => candidate.spanId === span.parentSpanId && candidate.traceId === span.traceId,
+  );
+}
+
+describe('one trace from the API call to the webhook', () => {
+  it('joins gateway, messaging, connector, the provider call and the webhook delivery in one trace', async () => {
+    const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
+      name: 'traced',
+    });
+    const id = ws.body.workspace_id;
+    await stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
+      channel: 'alt-a',
+      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'traced', api_key: 'k' },
+    });
+    await stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+      url: `${receiver.url}/traced`,
+      events: ['message.sent'],
+    });
+
+    const traceId = randomBytes(16).toString('hex');
+    const response = await fetch(`${stack.gatewayUrl}/api/v1/send-message`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${ws.body.api_key}`,
+        'content-type': 'application/json',
+        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+      },
+      body: JSON.stringify({ phone: '+5511988880001', message: 'rastreado', channel: 'alt-a' }),
+    });
+    expect(response.status).toBe(200);
+    await waitFor(() => receiver.received.length > 0, { what: 'the webhook' });
+
+    const expected = ['gateway', 'messaging', 'provider-connector', 'provider-sandbox', 'webhook-dispatcher'];
+    await waitFor(
+      () => {
+        const services = new Set(inTrace(traceId).map((span) => span.service));
+        return (
+          expected.every((service) => services.has(service)) &&
+          inTrace(traceId).some((s) => s.name.startsWith('webhook deliver'))
+        );
+      },
+      { what: 'spans from every process', timeoutMs: 20_000 },
+    );
+    const trace = inTrace(traceId);
+
+    const find = (service: string, kind: number, name: string) =>
+      trace.find((span) => span.service === service && span.kind === kind && span.name === name);
+    const edge = (child: Span | undefined, parentService: string, parentKind: number) => {
+      expect(child, 'child span').toBeDefined();
+      const parent = parentOf(child!);
+      expect(parent, `parent of ${child!.service} ${child!.name}`).toBeDefined();
+      expect([parent!.service, parent!.kind]).toEqual([parentService, parentKind]);
+      return parent!;
+    };
+
+    const gatewaySend = edge(
+      find('messaging', CONSUMER, 'process cmd.messaging.send-message'),
+      'gateway',
+      PRODUCER,
+    );
+    expect(gatewaySend.name).toBe('send cmd.messaging.send-message');
+    edge(find('provider-connector', CONSUMER, 'process cmd.connector.send-text'), 'messaging', PRODUCER);
+    const providerServer = trace.find((span) => span.service === 'provider-sandbox' && span.kind === SERVER);
+    edge(providerServer, 'provider-connector', CLIENT);
+    const consumed = find('webhook-dispatcher', CONSUMER, 'process evt.message.sent');
+    edge(consumed, 'messaging', PRODUCER);
+    const deliver = trace.find(
+      (span) => span.service === 'webhook-dispatcher' && span.name === 'webhook deliver message.sent',
+    );
+    expect(parentOf(deliver!)?.spanId).toBe(consumed!.spanId);
+    expect(
+      trace.some(
+        (span) =>
+          span.service === 'webhook-dispatcher' &&
+          span.kind === CLIENT &&
+          parentOf(span)?.spanId === deliver!.spanId,
+      ),
+    ).toBe(true);
+    // Everything hangs together: only the caller's span, outside our system, is missing.
+    const orphans = trace.filter((span) => !parentOf(span));
+    expect(orphans.map((span) => span.service)).toEqual(['gateway']);
+  });
+
+  it('exposes the metric series on every process', async () => {
+    const scrape = async (service: string) => {
+      const port = stack.specs.get(service)!.port;
+      return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    };
+    const gateway = await scrape('gateway');
+    expect(gateway).toMatch(/^http_server_request_duration\w*_bucket\{/m);
+    expect(gateway).toMatch(/^bus_command_duration\w*_bucket\{.*subject="cmd\.messaging\.send-message"/m);
+    const messaging = await scrape('messaging');
+    expect(messaging).toMatch(/^outbox_publish_lag\w*_bucket\{/m);
+    expect(messaging).toMatch(/^bus_command_duration\w*_bucket\{.*subject="cmd\.connector\.send-text"/m);
+    const connector = await scrape('provider-connector');
+    expect(connector).toMatch(/^provider_request_duration\w*_bucket\{.*channel="alt-a".*outcome="ok"/m);
+    const dispatcher = await scrape('webhook-dispatcher');
+    expect(dispatcher).toMatch(/^webhook_deliveries_total\{.*outcome="delivered"/m);
+    expect(dispatcher).toMatch(/^webhook_attempt_duration\w*_bucket\{/m);
+    expect(dispatcher).toMatch(/^webhook_consumer_pending\{/m);
+    expect(await scrape('pipeline')).toMatch(/^target_info\{service_name="pipeline"/m);
+    if (process.env.PRINT_METRIC_NAMES) {
+      const names = new Set<string>();
+      for (const text of [gateway, messaging, connector, dispatcher])
+        for (const m of text.matchAll(/^# TYPE (\S+) (\S+)/gm)) names.add(`${m[1]} ${m[2]}`);
+      console.log([...names].sort().join('\n'));
+    }
+  });
+});
