@@ -2,6 +2,8 @@
 // Postgres and Redis started on free loopback ports), with the provider sandbox as the channel. Bounded
 // in time and count; prints the figures and stops everything it started.
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { type RunningStack, startStack } from '@inbox/runtime';
 import { freePort, type LocalServer, startNats, startPostgres, startRedis } from '@inbox/testkit';
@@ -12,6 +14,18 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 
 const servers: LocalServer[] = [];
 let stack: RunningStack | undefined;
+
+const tracing = process.env.BENCH_TRACING === 'on';
+let sink: Server | undefined;
+
+async function otlpSink(): Promise<string> {
+  sink = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end('{}'));
+  });
+  await new Promise<void>((resolve) => sink!.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+}
 
 export async function benchSendMessage(): Promise<void> {
   try {
@@ -36,7 +50,8 @@ export async function benchSendMessage(): Promise<void> {
         dispatcher: ports[4]!,
         sandbox: ports[5]!,
       },
-      extraEnv: process.env.BENCH_TRACING === 'on' ? {} : { OTEL_SDK_DISABLED: 'true' },
+      // With tracing on, spans are really exported (to a sink that accepts and drops them), as in production.
+      extraEnv: tracing ? { OTEL_EXPORTER_OTLP_ENDPOINT: await otlpSink() } : { OTEL_SDK_DISABLED: 'true' },
     });
     const admin = async (path: string, body: unknown) => {
       const response = await fetch(`${stack!.gatewayUrl}${path}`, {
@@ -80,7 +95,7 @@ export async function benchSendMessage(): Promise<void> {
       'machine',
       `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
     );
-    line('tracing', process.env.BENCH_TRACING === 'on' ? 'on (no exporter)' : 'off');
+    line('tracing', tracing ? 'on (spans exported over OTLP/HTTP to a local sink)' : 'off');
     line('connections', String(connections));
     line('duration', `${durationSeconds} s`);
     line(
@@ -98,5 +113,6 @@ export async function benchSendMessage(): Promise<void> {
   } finally {
     await stack?.stop();
     await Promise.all(servers.splice(0).map((server) => server.stop()));
+    sink?.close();
   }
 }

@@ -27,6 +27,11 @@ export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'i
         '@opentelemetry/instrumentation-fs': { enabled: false },
         '@opentelemetry/instrumentation-dns': { enabled: false },
         '@opentelemetry/instrumentation-net': { enabled: false },
+        // A span per express middleware (json parser, auth, …) costs more than it tells: the route's
+        // own handler span and the HTTP server span carry what matters.
+        '@opentelemetry/instrumentation-express': { ignoreLayersType: ['middleware' as never] },
+        // Queries outside any operation (pool checks, relay polls) would each start a trace of their own.
+        '@opentelemetry/instrumentation-pg': { requireParentSpan: true },
       }),
     ],
   });
