@@ -1,47 +1,20 @@
 import { createHash } from 'node:crypto';
-import { type EventType, eventCatalogue } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+import { describe, expect, it } from 'vitest';
+import { eventsOf, type Json, sandbox, sentTo, useStack } from './support/fixtures.js';
 
-type Json = Record<string, unknown>;
-let stack: TestStack;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-beforeAll(async () => {
-  receiver = await startReceiver();
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
-});
-
-function eventsOf(workspaceId: string, type?: string): Json[] {
-  return receiver.received
-    .map((request) => JSON.parse(request.rawBody) as Json)
-    .filter((payload) => payload.workspace_id === workspaceId && (!type || payload.event === type))
-    .map((payload) => eventCatalogue[payload.event as EventType].parse(payload) as Json);
-}
-
-async function sandbox(path: string, body: Json) {
-  const response = await fetch(`${stack.sandboxUrl}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Json };
-}
-
-const sentTo = async (digits: string, channel: string) =>
-  (await (await fetch(`${stack.sandboxUrl}/_sandbox/sent?to=${digits}&channel=${channel}`)).json()) as Json[];
+const fixture = useStack();
 
 async function workspace(name: string) {
-  const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
-    name,
-  });
-  await stack.admin('POST', `/admin/v1/workspaces/${ws.body.workspace_id}/webhooks`, {
-    url: `${receiver.url}/${name}`,
+  const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+    'POST',
+    '/admin/v1/workspaces',
+    {
+      name,
+    },
+  );
+  await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.body.workspace_id}/webhooks`, {
+    url: `${fixture.receiver.url}/${name}`,
     events: ['*'],
   });
   return { id: ws.body.workspace_id, key: ws.body.api_key };
@@ -50,7 +23,7 @@ async function workspace(name: string) {
 function officialConfig(account: string) {
   const secret = createHash('sha256').update(account).digest('hex');
   return {
-    base_url: `${stack.sandboxUrl}/chat-official`,
+    base_url: `${fixture.stack.sandboxUrl}/chat-official`,
     phone_number_id: account,
     waba_id: `waba-${account}`,
     access_token: `token-${account}`,
@@ -63,10 +36,14 @@ describe('chat-official', () => {
   it('registers its webhook, keeps the 24-hour window locally and at the provider, and takes status updates', async () => {
     const ws = await workspace('official-1');
     const config = officialConfig('pn-official-1');
-    const integration = await stack.admin<Json>('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
-      channel: 'chat-official',
-      config,
-    });
+    const integration = await fixture.stack.admin<Json>(
+      'POST',
+      `/admin/v1/workspaces/${ws.id}/integrations`,
+      {
+        channel: 'chat-official',
+        config,
+      },
+    );
     // Created means the provider accepted the callback after the hub.challenge handshake.
     expect(integration.status).toBe(201);
     expect(integration.body).toMatchObject({
@@ -76,7 +53,7 @@ describe('chat-official', () => {
     });
 
     const message = { phone: '+5511944440001', message: 'Olá', channel: 'chat-official' };
-    const closed = await stack.api<Json>('/api/v1/send-message', ws.key, message);
+    const closed = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, message);
     expect(closed.status).toBe(400);
     expect(closed.body).toEqual({
       error:
@@ -84,10 +61,10 @@ describe('chat-official', () => {
       requires_template: true,
       meta_error_code: 131047,
     });
-    expect(await sentTo('5511944440001', 'chat-official')).toHaveLength(0);
+    expect(await sentTo(fixture.stack, '5511944440001', 'chat-official')).toHaveLength(0);
 
     // The contact writes: signed by the provider, taken in, window open.
-    const inbound = await sandbox('/_sandbox/inbound', {
+    const inbound = await sandbox(fixture.stack, '/_sandbox/inbound', {
       channel: 'chat-official',
       account: config.phone_number_id,
       from: '5511944440001',
@@ -96,17 +73,19 @@ describe('chat-official', () => {
       app_secret: config.app_secret,
     });
     expect(inbound.status).toBe(200);
-    await waitFor(() => eventsOf(ws.id, 'message.received').length === 1, { what: 'message.received' });
-    expect(eventsOf(ws.id, 'message.received')[0]).toMatchObject({
+    await waitFor(() => eventsOf(fixture.receiver, ws.id, 'message.received').length === 1, {
+      what: 'message.received',
+    });
+    expect(eventsOf(fixture.receiver, ws.id, 'message.received')[0]).toMatchObject({
       contact: { phone: '+5511944440001', name: 'Dora' },
       message: { text: 'Quero saber mais', type: 'text' },
       integration: { id: integration.body.id, provider: 'chat-official' },
     });
 
-    const open = await stack.api<Json>('/api/v1/send-message', ws.key, message);
+    const open = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, message);
     expect(open.status).toBe(200);
     expect(open.body.waMessageId).toMatch(/^wamid\./);
-    const [atProvider] = await sentTo('5511944440001', 'chat-official');
+    const [atProvider] = await sentTo(fixture.stack, '5511944440001', 'chat-official');
     expect(atProvider).toMatchObject({
       path: `/chat-official/v21.0/${config.phone_number_id}/messages`,
       body: { messaging_product: 'whatsapp', to: '5511944440001', type: 'text', text: { body: 'Olá' } },
@@ -114,13 +93,13 @@ describe('chat-official', () => {
 
     // The window closes at the provider (25 hours ago there) while ours still holds it open: the
     // provider's 131047 comes back as the same answer.
-    await sandbox('/_sandbox/windows', {
+    await sandbox(fixture.stack, '/_sandbox/windows', {
       channel: 'chat-official',
       account: config.phone_number_id,
       number: '5511944440001',
       last_inbound_at: new Date(Date.now() - 25 * 3_600_000).toISOString(),
     });
-    const refusedByProvider = await stack.api<Json>('/api/v1/send-message', ws.key, message);
+    const refusedByProvider = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, message);
     expect(refusedByProvider.status).toBe(400);
     expect(refusedByProvider.body).toMatchObject({ requires_template: true, meta_error_code: 131047 });
 
@@ -128,7 +107,7 @@ describe('chat-official', () => {
     for (const status of ['delivered', 'read', 'delivered']) {
       expect(
         (
-          await sandbox('/_sandbox/status', {
+          await sandbox(fixture.stack, '/_sandbox/status', {
             channel: 'chat-official',
             account: config.phone_number_id,
             message_id: open.body.waMessageId,
@@ -140,7 +119,7 @@ describe('chat-official', () => {
     }
     const conversation = await waitFor(
       async () => {
-        const read = await stack.admin<Json & { messages: Json[] }>(
+        const read = await fixture.stack.admin<Json & { messages: Json[] }>(
           'GET',
           `/admin/v1/workspaces/${ws.id}/conversations/${open.body.conversationId}`,
         );
@@ -158,11 +137,11 @@ describe('chat-official', () => {
   it('refuses an inbound callback signed with another secret', async () => {
     const ws = await workspace('official-2');
     const config = officialConfig('pn-official-2');
-    await stack.admin('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
       channel: 'chat-official',
       config,
     });
-    const forged = await sandbox('/_sandbox/inbound', {
+    const forged = await sandbox(fixture.stack, '/_sandbox/inbound', {
       channel: 'chat-official',
       account: config.phone_number_id,
       from: '5511944440002',
@@ -170,7 +149,7 @@ describe('chat-official', () => {
       app_secret: 'not-the-app-secret',
     });
     expect(forged.body.delivered_status).toBe(401);
-    const tooLate = await stack.api<Json>('/api/v1/send-message', ws.key, {
+    const tooLate = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, {
       phone: '+5511944440002',
       message: 'x',
       channel: 'chat-official',
@@ -180,7 +159,7 @@ describe('chat-official', () => {
 
   it('refuses to create an integration whose webhook the provider cannot verify', async () => {
     const ws = await workspace('official-3');
-    const refused = await stack.admin<Json>('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
+    const refused = await fixture.stack.admin<Json>('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
       channel: 'chat-official',
       config: { ...officialConfig('pn-official-3'), base_url: 'http://127.0.0.1:9/chat-official' },
     });
@@ -194,28 +173,28 @@ describe('chat-official', () => {
 describe('alt-b and faults', () => {
   it('sends in its wire format, takes inbound with its client token, and one contact spans two channels', async () => {
     const ws = await workspace('altb-1');
-    const altB = await stack.admin<Json>('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
+    const altB = await fixture.stack.admin<Json>('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
       channel: 'alt-b',
       config: {
-        base_url: `${stack.sandboxUrl}/alt-b`,
+        base_url: `${fixture.stack.sandboxUrl}/alt-b`,
         instance_id: 'inst-1',
         token: 'tok-1',
         client_token: 'ct-1',
       },
     });
     expect(altB.status).toBe(201);
-    await stack.admin('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
       channel: 'alt-a',
-      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'altb-1-a', api_key: 'k' },
+      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'altb-1-a', api_key: 'k' },
     });
 
-    const viaB = await stack.api<Json>('/api/v1/send-message', ws.key, {
+    const viaB = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, {
       phone: '11 95555-0001',
       message: 'por B',
       channel: 'alt-b',
     });
     expect(viaB.body).toMatchObject({ success: true, contactCreated: true, conversationCreated: true });
-    const viaA = await stack.api<Json>('/api/v1/send-message', ws.key, {
+    const viaA = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, {
       phone: '+5511955550001',
       message: 'por A',
       channel: 'alt-a',
@@ -226,13 +205,13 @@ describe('alt-b and faults', () => {
       contactId: viaB.body.contactId,
     });
     expect(viaA.body.conversationId).not.toBe(viaB.body.conversationId);
-    const [atB] = await sentTo('5511955550001', 'alt-b');
+    const [atB] = await sentTo(fixture.stack, '5511955550001', 'alt-b');
     expect(atB).toMatchObject({
       path: '/alt-b/instances/inst-1/token/tok-1/send-text',
       body: { phone: '5511955550001', message: 'por B' },
     });
 
-    const inbound = await sandbox('/_sandbox/inbound', {
+    const inbound = await sandbox(fixture.stack, '/_sandbox/inbound', {
       channel: 'alt-b',
       account: 'inst-1',
       from: '5511955550001',
@@ -240,8 +219,10 @@ describe('alt-b and faults', () => {
       text: 'Recebi',
     });
     expect(inbound.status).toBe(200);
-    await waitFor(() => eventsOf(ws.id, 'message.received').length === 1, { what: 'alt-b message.received' });
-    expect(eventsOf(ws.id, 'message.received')[0]).toMatchObject({
+    await waitFor(() => eventsOf(fixture.receiver, ws.id, 'message.received').length === 1, {
+      what: 'alt-b message.received',
+    });
+    expect(eventsOf(fixture.receiver, ws.id, 'message.received')[0]).toMatchObject({
       conversation_id: viaB.body.conversationId,
       contact: { id: viaB.body.contactId, phone: '+5511955550001' },
       integration: { id: altB.body.id, provider: 'chat' },
@@ -250,12 +231,12 @@ describe('alt-b and faults', () => {
 
   it('answers 500 for alt-b without complete credentials, and 502 naming the provider when it fails', async () => {
     const ws = await workspace('altb-2');
-    const incomplete = await stack.admin<Json>('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
+    const incomplete = await fixture.stack.admin<Json>('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
       channel: 'alt-b',
-      config: { base_url: `${stack.sandboxUrl}/alt-b`, instance_id: 'inst-2' },
+      config: { base_url: `${fixture.stack.sandboxUrl}/alt-b`, instance_id: 'inst-2' },
     });
     expect(incomplete.status).toBe(201);
-    const noCredentials = await stack.api<Json>('/api/v1/send-message', ws.key, {
+    const noCredentials = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, {
       phone: '+5511955550002',
       message: 'x',
       channel: 'alt-b',
@@ -265,12 +246,22 @@ describe('alt-b and faults', () => {
       body: { error: 'Integração alt-b sem credenciais completas (instance_id, token e client_token)' },
     });
 
-    await stack.admin('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
       channel: 'alt-b',
-      config: { base_url: `${stack.sandboxUrl}/alt-b`, instance_id: 'inst-3', token: 't', client_token: 'c' },
+      config: {
+        base_url: `${fixture.stack.sandboxUrl}/alt-b`,
+        instance_id: 'inst-3',
+        token: 't',
+        client_token: 'c',
+      },
     });
-    await sandbox('/_sandbox/faults', { channel: 'alt-b', account: 'inst-3', mode: 'error', status: 503 });
-    const failed = await stack.api<Json>('/api/v1/send-message', ws.key, {
+    await sandbox(fixture.stack, '/_sandbox/faults', {
+      channel: 'alt-b',
+      account: 'inst-3',
+      mode: 'error',
+      status: 503,
+    });
+    const failed = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, {
       phone: '+5511955550003',
       message: 'falha',
       channel: 'alt-b',
@@ -279,17 +270,17 @@ describe('alt-b and faults', () => {
       status: 502,
       body: { error: 'Falha ao enviar pelo provedor do canal "alt-b"' },
     });
-    await sandbox('/_sandbox/faults', { channel: 'alt-b', account: 'inst-3', mode: 'off' });
+    await sandbox(fixture.stack, '/_sandbox/faults', { channel: 'alt-b', account: 'inst-3', mode: 'off' });
 
     // The failed message is stored as failed with its reason; no event claims it was sent.
-    const contacts = eventsOf(ws.id, 'message.sent');
+    const contacts = eventsOf(fixture.receiver, ws.id, 'message.sent');
     expect(contacts).toHaveLength(0);
-    const retry = await stack.api<Json>('/api/v1/send-message', ws.key, {
+    const retry = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, {
       phone: '+5511955550003',
       message: 'de novo',
       channel: 'alt-b',
     });
-    const conversation = await stack.admin<Json & { messages: Json[] }>(
+    const conversation = await fixture.stack.admin<Json & { messages: Json[] }>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/conversations/${retry.body.conversationId}`,
     );

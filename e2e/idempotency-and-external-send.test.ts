@@ -1,34 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+import { describe, expect, it } from 'vitest';
+import { type Json, sentTo, useStack } from './support/fixtures.js';
 
-type Json = Record<string, unknown>;
-let stack: TestStack;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-beforeAll(async () => {
-  receiver = await startReceiver();
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
-});
+const fixture = useStack();
 
 async function workspaceWithAltA(instance: string) {
-  const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
-    name: instance,
-  });
-  await stack.admin('POST', `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`, {
+  const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+    'POST',
+    '/admin/v1/workspaces',
+    {
+      name: instance,
+    },
+  );
+  await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`, {
     channel: 'alt-a',
-    config: { base_url: `${stack.sandboxUrl}/alt-a`, instance, api_key: `key-${instance}` },
+    config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance, api_key: `key-${instance}` },
   });
   return { id: ws.body.workspace_id, key: ws.body.api_key };
 }
 
 async function post(path: string, key: string, body: unknown, idempotencyKey?: string) {
-  const response = await fetch(`${stack.gatewayUrl}${path}`, {
+  const response = await fetch(`${fixture.stack.gatewayUrl}${path}`, {
     method: 'POST',
     headers: {
       authorization: `Bearer ${key}`,
@@ -38,10 +31,6 @@ async function post(path: string, key: string, body: unknown, idempotencyKey?: s
     body: JSON.stringify(body),
   });
   return { status: response.status, headers: response.headers, body: (await response.json()) as Json };
-}
-
-async function sentTo(digits: string): Promise<Json[]> {
-  return (await (await fetch(`${stack.sandboxUrl}/_sandbox/sent?to=${digits}`)).json()) as Json[];
 }
 
 describe('Idempotency-Key', () => {
@@ -59,18 +48,18 @@ describe('Idempotency-Key', () => {
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
-    expect(await sentTo('5511911110001')).toHaveLength(1);
+    expect(await sentTo(fixture.stack, '5511911110001')).toHaveLength(1);
 
     const different = await post('/api/v1/send-message', ws.key, { ...body, message: 'outra' }, 'order-42');
     expect(different).toMatchObject({
       status: 422,
       body: { error: 'Idempotency-Key já usada com outra requisição' },
     });
-    expect(await sentTo('5511911110001')).toHaveLength(1);
+    expect(await sentTo(fixture.stack, '5511911110001')).toHaveLength(1);
 
     const withoutKey = await post('/api/v1/send-message', ws.key, body);
     expect(withoutKey.body.messageId).not.toBe(first.body.messageId);
-    expect(await sentTo('5511911110001')).toHaveLength(2);
+    expect(await sentTo(fixture.stack, '5511911110001')).toHaveLength(2);
   });
 
   it('sends once when concurrent requests carry one key', async () => {
@@ -81,7 +70,7 @@ describe('Idempotency-Key', () => {
     );
     expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
     expect(new Set(answers.map((a) => a.body.messageId)).size).toBe(1);
-    expect(await sentTo('5511911110002')).toHaveLength(1);
+    expect(await sentTo(fixture.stack, '5511911110002')).toHaveLength(1);
   });
 
   it('scopes keys per workspace and refuses malformed keys', async () => {
@@ -93,7 +82,7 @@ describe('Idempotency-Key', () => {
     expect(fromA.status).toBe(200);
     expect(fromB.status).toBe(200);
     expect(fromB.body.messageId).not.toBe(fromA.body.messageId);
-    expect(await sentTo('5511911110003')).toHaveLength(2);
+    expect(await sentTo(fixture.stack, '5511911110003')).toHaveLength(2);
     const bad = await post('/api/v1/send-message', a.key, body, 'x'.repeat(256));
     expect(bad).toMatchObject({
       status: 400,
@@ -105,10 +94,14 @@ describe('Idempotency-Key', () => {
 describe('external send', () => {
   it('sends into an existing conversation, once per Idempotency-Key, and announces it', async () => {
     const ws = await workspaceWithAltA('ext-1');
-    const webhook = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/webhooks`, {
-      url: `${receiver.url}/ext`,
-      events: ['message.sent'],
-    });
+    const webhook = await fixture.stack.admin<{ id: string }>(
+      'POST',
+      `/admin/v1/workspaces/${ws.id}/webhooks`,
+      {
+        url: `${fixture.receiver.url}/ext`,
+        events: ['message.sent'],
+      },
+    );
     expect(webhook.status).toBe(201);
     const opened = await post('/api/v1/send-message', ws.key, {
       phone: '+5511911110004',
@@ -135,11 +128,11 @@ describe('external send', () => {
     ]);
     const replay = await post('/api/external/messages/send', ws.key, body, 'ext-key-1');
     expect(replay.body).toEqual(sent.body);
-    const atProvider = await sentTo('5511911110004');
+    const atProvider = await sentTo(fixture.stack, '5511911110004');
     expect(atProvider.map((entry) => (entry.body as Json).text)).toEqual(['abre', 'resposta do sistema']);
 
     const hook = await waitFor(
-      () => receiver.received.find((r) => r.rawBody.includes(sent.body.message_id as string)),
+      () => fixture.receiver.received.find((r) => r.rawBody.includes(sent.body.message_id as string)),
       { what: 'the external send webhook' },
     );
     expect(JSON.parse(hook.rawBody)).toMatchObject({
@@ -168,7 +161,7 @@ describe('external send', () => {
         body: { error: 'Conversa não encontrada ou não pertence a este workspace' },
       });
     }
-    expect(await sentTo('5511911110005')).toHaveLength(1);
+    expect(await sentTo(fixture.stack, '5511911110005')).toHaveLength(1);
   });
 
   it('answers 502 naming the channel when the provider fails, and records no message.sent', async () => {
@@ -178,7 +171,7 @@ describe('external send', () => {
       message: 'oi',
       channel: 'alt-a',
     });
-    await fetch(`${stack.sandboxUrl}/_sandbox/faults`, {
+    await fetch(`${fixture.stack.sandboxUrl}/_sandbox/faults`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ channel: 'alt-a', account: 'ext-3', mode: 'error', status: 500 }),
@@ -197,7 +190,7 @@ describe('external send', () => {
       channel: 'alt-a',
     });
     expect(viaSendMessage.status).toBe(502);
-    await fetch(`${stack.sandboxUrl}/_sandbox/faults`, {
+    await fetch(`${fixture.stack.sandboxUrl}/_sandbox/faults`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ channel: 'alt-a', account: 'ext-3', mode: 'off' }),

@@ -1,53 +1,33 @@
-import { type EventType, eventCatalogue } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+import { describe, expect, it } from 'vitest';
+import { eventsOf, type Json, sandbox, useStack } from './support/fixtures.js';
 
-type Json = Record<string, unknown>;
-let stack: TestStack;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-beforeAll(async () => {
-  receiver = await startReceiver();
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
-});
-
-function eventsOf(workspaceId: string, type?: string): Json[] {
-  return receiver.received
-    .map((request) => JSON.parse(request.rawBody) as Json)
-    .filter((payload) => payload.workspace_id === workspaceId && (!type || payload.event === type))
-    .map((payload) => eventCatalogue[payload.event as EventType].parse(payload) as Json);
-}
-
-async function sandbox(path: string, body: Json) {
-  const response = await fetch(`${stack.sandboxUrl}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Json };
-}
+const fixture = useStack();
 
 describe('inbound messages on alt-a', () => {
   it('inbound → message.received with the spec payload → external reply on its conversation_id', async () => {
-    const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
-      name: 'in-1',
-    });
+    const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      {
+        name: 'in-1',
+      },
+    );
     const id = ws.body.workspace_id;
-    const integration = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/integrations`, {
-      channel: 'alt-a',
-      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'in-1', api_key: 'key-in-1' },
-    });
-    await stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
-      url: `${receiver.url}/in-1`,
+    const integration = await fixture.stack.admin<{ id: string }>(
+      'POST',
+      `/admin/v1/workspaces/${id}/integrations`,
+      {
+        channel: 'alt-a',
+        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-1', api_key: 'key-in-1' },
+      },
+    );
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+      url: `${fixture.receiver.url}/in-1`,
       events: ['*'],
     });
 
-    const delivered = await sandbox('/_sandbox/inbound', {
+    const delivered = await sandbox(fixture.stack, '/_sandbox/inbound', {
       channel: 'alt-a',
       account: 'in-1',
       from: '5511933330001',
@@ -55,8 +35,10 @@ describe('inbound messages on alt-a', () => {
       text: 'Oi, tudo bem?',
     });
     expect(delivered.status).toBe(200);
-    await waitFor(() => eventsOf(id, 'message.received').length === 1, { what: 'message.received' });
-    const [received] = eventsOf(id, 'message.received');
+    await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length === 1, {
+      what: 'message.received',
+    });
+    const [received] = eventsOf(fixture.receiver, id, 'message.received');
     expect(received).toMatchObject({
       event: 'message.received',
       workspace_id: id,
@@ -79,17 +61,17 @@ describe('inbound messages on alt-a', () => {
     const providerMessageId = delivered.body.provider_message_id;
     expect(typeof providerMessageId).toBe('string');
 
-    const reply = await stack.api<Json>('/api/external/messages/send', ws.body.api_key, {
+    const reply = await fixture.stack.api<Json>('/api/external/messages/send', ws.body.api_key, {
       conversation_id: received!.conversation_id,
       text: 'Tudo ótimo!',
     });
     expect(reply.status).toBe(200);
     const atProvider = (await (
-      await fetch(`${stack.sandboxUrl}/_sandbox/sent?to=5511933330001`)
+      await fetch(`${fixture.stack.sandboxUrl}/_sandbox/sent?to=5511933330001`)
     ).json()) as Json[];
     expect(atProvider.map((entry) => (entry.body as Json).text)).toEqual(['Tudo ótimo!']);
 
-    const conversation = await stack.admin<Json & { messages: Json[] }>(
+    const conversation = await fixture.stack.admin<Json & { messages: Json[] }>(
       'GET',
       `/admin/v1/workspaces/${id}/conversations/${received!.conversation_id}`,
     );
@@ -100,7 +82,7 @@ describe('inbound messages on alt-a', () => {
     expect(conversation.body.last_inbound_at).not.toBeNull();
 
     // The contact is the same one send-message reaches by its digits.
-    const bySend = await stack.api<Json>('/api/v1/send-message', ws.body.api_key, {
+    const bySend = await fixture.stack.api<Json>('/api/v1/send-message', ws.body.api_key, {
       phone: '5511933330001',
       message: 'e agora?',
       channel: 'alt-a',
@@ -114,17 +96,23 @@ describe('inbound messages on alt-a', () => {
   });
 
   it('takes a provider message in once however often the provider delivers it', async () => {
-    const ws = await stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', { name: 'in-3' });
-    const id = ws.body.workspace_id;
-    const integration = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/integrations`, {
-      channel: 'alt-a',
-      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'in-3', api_key: 'key-in-3' },
+    const ws = await fixture.stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', {
+      name: 'in-3',
     });
-    await stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
-      url: `${receiver.url}/in-3`,
+    const id = ws.body.workspace_id;
+    const integration = await fixture.stack.admin<{ id: string }>(
+      'POST',
+      `/admin/v1/workspaces/${id}/integrations`,
+      {
+        channel: 'alt-a',
+        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-3', api_key: 'key-in-3' },
+      },
+    );
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+      url: `${fixture.receiver.url}/in-3`,
       events: ['message.received'],
     });
-    const connectorUrl = `http://127.0.0.1:${stack.specs.get('provider-connector')!.port}`;
+    const connectorUrl = `http://127.0.0.1:${fixture.stack.specs.get('provider-connector')!.port}`;
     const callback = JSON.stringify({
       event: 'messages.upsert',
       instance: 'in-3',
@@ -144,7 +132,9 @@ describe('inbound messages on alt-a', () => {
       ),
     );
     expect(deliveries.map((r) => r.status)).toEqual([200, 200, 200]);
-    await waitFor(() => eventsOf(id, 'message.received').length >= 1, { what: 'message.received' });
+    await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length >= 1, {
+      what: 'message.received',
+    });
     // A later inbound marks the end: had the repeats got through, they would have arrived before it.
     await fetch(`${connectorUrl}/inbound/alt-a/${integration.body.id}`, {
       method: 'POST',
@@ -152,26 +142,31 @@ describe('inbound messages on alt-a', () => {
       body: callback.replace('REPEATED-1', 'MARKER-1').replace('uma vez', 'marcador'),
     });
     await waitFor(
-      () => eventsOf(id, 'message.received').some((e) => (e.message as Json).text === 'marcador'),
+      () =>
+        eventsOf(fixture.receiver, id, 'message.received').some(
+          (e) => (e.message as Json).text === 'marcador',
+        ),
       { what: 'marker' },
     );
-    expect(eventsOf(id, 'message.received').map((e) => (e.message as Json).text)).toEqual([
+    expect(eventsOf(fixture.receiver, id, 'message.received').map((e) => (e.message as Json).text)).toEqual([
       'uma vez',
       'marcador',
     ]);
   });
 
   it("refuses a callback that does not carry the integration's credentials", async () => {
-    const ws = await stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', { name: 'in-2' });
-    const integration = await stack.admin<{ id: string }>(
+    const ws = await fixture.stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', {
+      name: 'in-2',
+    });
+    const integration = await fixture.stack.admin<{ id: string }>(
       'POST',
       `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`,
       {
         channel: 'alt-a',
-        config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'in-2', api_key: 'key-in-2' },
+        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-2', api_key: 'key-in-2' },
       },
     );
-    const connectorUrl = `http://127.0.0.1:${stack.specs.get('provider-connector')!.port}`;
+    const connectorUrl = `http://127.0.0.1:${fixture.stack.specs.get('provider-connector')!.port}`;
     const forged = await fetch(`${connectorUrl}/inbound/alt-a/${integration.body.id}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -1,23 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+import { describe, expect, it } from 'vitest';
+import { eventsOf, type Json, useStack } from './support/fixtures.js';
 
-type Json = Record<string, unknown>;
-let stack: TestStack;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-beforeAll(async () => {
-  receiver = await startReceiver();
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
-});
+const fixture = useStack();
 
 async function call(method: string, path: string, key: string, body?: unknown) {
-  const response = await fetch(`${stack.gatewayUrl}${path}`, {
+  const response = await fetch(`${fixture.stack.gatewayUrl}${path}`, {
     method,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -26,26 +15,34 @@ async function call(method: string, path: string, key: string, body?: unknown) {
 }
 
 async function workspaceWithLead(name: string) {
-  const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
-    name,
-  });
+  const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+    'POST',
+    '/admin/v1/workspaces',
+    {
+      name,
+    },
+  );
   const id = ws.body.workspace_id;
-  await stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
+  await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
     channel: 'alt-a',
-    config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: name, api_key: `k-${name}` },
+    config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: name, api_key: `k-${name}` },
   });
-  await stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
-    url: `${receiver.url}/${name}`,
+  await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+    url: `${fixture.receiver.url}/${name}`,
     events: ['*'],
   });
-  const pipeline = await stack.admin<Json & { id: string }>('POST', `/admin/v1/workspaces/${id}/pipelines`, {
-    name: 'Vendas',
-    stages: [
-      { key: 'novo', name: 'Novo' },
-      { key: 'qualificado', name: 'Qualificado' },
-      { key: 'ganho', name: 'Ganho' },
-    ],
-  });
+  const pipeline = await fixture.stack.admin<Json & { id: string }>(
+    'POST',
+    `/admin/v1/workspaces/${id}/pipelines`,
+    {
+      name: 'Vendas',
+      stages: [
+        { key: 'novo', name: 'Novo' },
+        { key: 'qualificado', name: 'Qualificado' },
+        { key: 'ganho', name: 'Ganho' },
+      ],
+    },
+  );
   expect(pipeline.status).toBe(201);
   const sent = await call('POST', '/api/v1/send-message', ws.body.api_key, {
     phone: `+55119${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`,
@@ -64,10 +61,6 @@ async function workspaceWithLead(name: string) {
 
 const move = (ws: { key: string }, contactId: string, body: unknown) =>
   call('PATCH', `/api/v1/leads/${contactId}`, ws.key, body);
-const eventsOf = (workspaceId: string) =>
-  receiver.received
-    .map((r) => JSON.parse(r.rawBody) as Json)
-    .filter((payload) => payload.workspace_id === workspaceId);
 
 describe('PATCH /api/v1/leads/{id}', () => {
   it('moves with a system event in the conversation, never sent, and keeps one position with history', async () => {
@@ -83,7 +76,7 @@ describe('PATCH /api/v1/leads/{id}', () => {
     });
     const conversation = await waitFor(
       async () => {
-        const read = await stack.admin<Json & { messages: Json[] }>(
+        const read = await fixture.stack.admin<Json & { messages: Json[] }>(
           'GET',
           `/admin/v1/workspaces/${ws.id}/conversations/${ws.conversationId}`,
         );
@@ -102,7 +95,7 @@ describe('PATCH /api/v1/leads/{id}', () => {
     // Without conversation_id the conversation is untouched; the same stage again records nothing.
     expect((await move(ws, ws.contactId, { pipeline_id: ws.pipelineId, stage: 'ganho' })).status).toBe(200);
     expect((await move(ws, ws.contactId, { pipeline_id: ws.pipelineId, stage: 'ganho' })).status).toBe(200);
-    const history = await stack.admin<{ moves: Json[] }>(
+    const history = await fixture.stack.admin<{ moves: Json[] }>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/pipelines/${ws.pipelineId}/contacts/${ws.contactId}/history`,
     );
@@ -111,7 +104,10 @@ describe('PATCH /api/v1/leads/{id}', () => {
       ['qualificado', 'ganho', null],
     ]);
     expect(String(history.body.moves[0]!.moved_by)).toMatch(/^sk_live_.{4}….{4}$/);
-    const contact = await stack.admin<Json>('GET', `/admin/v1/workspaces/${ws.id}/contacts/${ws.contactId}`);
+    const contact = await fixture.stack.admin<Json>(
+      'GET',
+      `/admin/v1/workspaces/${ws.id}/contacts/${ws.contactId}`,
+    );
     expect(contact.body.stages).toEqual([
       expect.objectContaining({
         pipeline_id: ws.pipelineId,
@@ -121,17 +117,17 @@ describe('PATCH /api/v1/leads/{id}', () => {
       }),
     ]);
 
-    const after = await stack.admin<Json & { messages: Json[] }>(
+    const after = await fixture.stack.admin<Json & { messages: Json[] }>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/conversations/${ws.conversationId}`,
     );
     expect(after.body.messages.filter((m) => m.sender_type === 'system')).toHaveLength(1);
     // Nothing reached the provider but the first message, and no message.sent announced the event.
     const atProvider = (await (
-      await fetch(`${stack.sandboxUrl}/_sandbox/sent?channel=alt-a`)
+      await fetch(`${fixture.stack.sandboxUrl}/_sandbox/sent?channel=alt-a`)
     ).json()) as Json[];
     expect(atProvider.filter((entry) => entry.account === 'leads-1')).toHaveLength(1);
-    const sentEvents = eventsOf(ws.id).filter((e) => e.event === 'message.sent');
+    const sentEvents = eventsOf(fixture.receiver, ws.id, 'message.sent');
     expect(sentEvents).toHaveLength(1);
   });
 
@@ -205,7 +201,7 @@ describe('PATCH /api/v1/leads/{id}', () => {
     ).toEqual({
       error: 'API Key inválida',
     });
-    const history = await stack.admin<{ moves: Json[] }>(
+    const history = await fixture.stack.admin<{ moves: Json[] }>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/pipelines/${ws.pipelineId}/contacts/${ws.contactId}/history`,
     );
@@ -214,15 +210,15 @@ describe('PATCH /api/v1/leads/{id}', () => {
 
   it('fails cleanly and records nothing while messaging is down', async () => {
     const ws = await workspaceWithLead('leads-4');
-    await stack.processes.get('messaging')!.stop();
+    await fixture.stack.processes.get('messaging')!.stop();
     try {
       const answer = await move(ws, ws.contactId, { pipeline_id: ws.pipelineId, stage: 'ganho' });
       expect([503, 504]).toContain(answer.status);
       expect(typeof answer.body.error).toBe('string');
     } finally {
-      await stack.restart('messaging');
+      await fixture.stack.restart('messaging');
     }
-    const history = await stack.admin<{ moves: Json[] }>(
+    const history = await fixture.stack.admin<{ moves: Json[] }>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/pipelines/${ws.pipelineId}/contacts/${ws.contactId}/history`,
     );
@@ -234,33 +230,43 @@ describe('stage administration', () => {
   it('renames, adds, renames stages, reorders, and removes only with somewhere to put the contacts', async () => {
     const ws = await workspaceWithLead('leads-5');
     const base = `/admin/v1/workspaces/${ws.id}/pipelines/${ws.pipelineId}`;
-    expect((await stack.admin<Json>('PATCH', base, { name: 'Funil' })).body.name).toBe('Funil');
-    const added = await stack.admin<Json & { stages_config: Json[] }>('POST', `${base}/stages`, {
+    expect((await fixture.stack.admin<Json>('PATCH', base, { name: 'Funil' })).body.name).toBe('Funil');
+    const added = await fixture.stack.admin<Json & { stages_config: Json[] }>('POST', `${base}/stages`, {
       key: 'perdido',
       name: 'Perdido',
       position: 1,
     });
     expect(added.body.stages_config.map((s) => s.key)).toEqual(['novo', 'perdido', 'qualificado', 'ganho']);
-    expect((await stack.admin('POST', `${base}/stages`, { key: 'novo', name: 'Dup' })).status).toBe(400);
-    const renamed = await stack.admin<Json & { stages_config: Json[] }>('PATCH', `${base}/stages/perdido`, {
-      name: 'Perdida',
-    });
+    expect((await fixture.stack.admin('POST', `${base}/stages`, { key: 'novo', name: 'Dup' })).status).toBe(
+      400,
+    );
+    const renamed = await fixture.stack.admin<Json & { stages_config: Json[] }>(
+      'PATCH',
+      `${base}/stages/perdido`,
+      {
+        name: 'Perdida',
+      },
+    );
     expect(renamed.body.stages_config[1]).toMatchObject({ key: 'perdido', name: 'Perdida' });
-    const reordered = await stack.admin<Json & { stages_config: Json[] }>('PUT', `${base}/stage-order`, {
-      keys: ['ganho', 'qualificado', 'perdido', 'novo'],
-    });
+    const reordered = await fixture.stack.admin<Json & { stages_config: Json[] }>(
+      'PUT',
+      `${base}/stage-order`,
+      {
+        keys: ['ganho', 'qualificado', 'perdido', 'novo'],
+      },
+    );
     expect(reordered.body.stages_config.map((s) => s.key)).toEqual([
       'ganho',
       'qualificado',
       'perdido',
       'novo',
     ]);
-    expect((await stack.admin('PUT', `${base}/stage-order`, { keys: ['ganho'] })).status).toBe(400);
+    expect((await fixture.stack.admin('PUT', `${base}/stage-order`, { keys: ['ganho'] })).status).toBe(400);
 
     await move(ws, ws.contactId, { pipeline_id: ws.pipelineId, stage: 'perdido' });
-    const refused = await stack.admin<Json>('DELETE', `${base}/stages/perdido`);
+    const refused = await fixture.stack.admin<Json>('DELETE', `${base}/stages/perdido`);
     expect(refused.status).toBe(409);
-    const removed = await stack.admin<Json & { stages_config: Json[] }>(
+    const removed = await fixture.stack.admin<Json & { stages_config: Json[] }>(
       'DELETE',
       `${base}/stages/perdido?move_to=novo`,
     );
@@ -270,12 +276,18 @@ describe('stage administration', () => {
       ['qualificado', 0],
       ['novo', 1],
     ]);
-    const history = await stack.admin<{ moves: Json[] }>('GET', `${base}/contacts/${ws.contactId}/history`);
-    expect(history.body.moves.at(-1)).toMatchObject({ from_stage: 'perdido', to_stage: 'novo' });
-    const list = await stack.admin<{ pipelines: Json[] }>('GET', `/admin/v1/workspaces/${ws.id}/pipelines`);
-    expect(list.body.pipelines.map((p) => p.id)).toEqual([ws.pipelineId]);
-    expect((await stack.admin('GET', `/admin/v1/workspaces/${ws.id}/pipelines/${randomUUID()}`)).status).toBe(
-      404,
+    const history = await fixture.stack.admin<{ moves: Json[] }>(
+      'GET',
+      `${base}/contacts/${ws.contactId}/history`,
     );
+    expect(history.body.moves.at(-1)).toMatchObject({ from_stage: 'perdido', to_stage: 'novo' });
+    const list = await fixture.stack.admin<{ pipelines: Json[] }>(
+      'GET',
+      `/admin/v1/workspaces/${ws.id}/pipelines`,
+    );
+    expect(list.body.pipelines.map((p) => p.id)).toEqual([ws.pipelineId]);
+    expect(
+      (await fixture.stack.admin('GET', `/admin/v1/workspaces/${ws.id}/pipelines/${randomUUID()}`)).status,
+    ).toBe(404);
   });
 });

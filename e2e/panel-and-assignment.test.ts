@@ -1,58 +1,50 @@
 import { randomUUID } from 'node:crypto';
-import { type EventType, eventCatalogue } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+import { describe, expect, it } from 'vitest';
+import { eventsOf, type Json, useStack } from './support/fixtures.js';
 
-type Json = Record<string, unknown>;
-let stack: TestStack;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-beforeAll(async () => {
-  receiver = await startReceiver();
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
-});
+const fixture = useStack();
 
 async function workspace(instance: string) {
-  const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
-    name: instance,
-  });
+  const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+    'POST',
+    '/admin/v1/workspaces',
+    {
+      name: instance,
+    },
+  );
   const id = ws.body.workspace_id;
-  const integration = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/integrations`, {
-    channel: 'alt-a',
-    config: { base_url: `${stack.sandboxUrl}/alt-a`, instance, api_key: `key-${instance}` },
-  });
-  await stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
-    url: `${receiver.url}/${instance}`,
+  const integration = await fixture.stack.admin<{ id: string }>(
+    'POST',
+    `/admin/v1/workspaces/${id}/integrations`,
+    {
+      channel: 'alt-a',
+      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance, api_key: `key-${instance}` },
+    },
+  );
+  await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+    url: `${fixture.receiver.url}/${instance}`,
     events: ['*'],
   });
   return { id, key: ws.body.api_key, integrationId: integration.body.id };
 }
 
-/** The webhook payloads one workspace received, in arrival order, each checked against its schema. */
-function eventsOf(workspaceId: string): Json[] {
-  return receiver.received
-    .map((request) => JSON.parse(request.rawBody) as Json)
-    .filter((payload) => payload.workspace_id === workspaceId)
-    .map((payload) => eventCatalogue[payload.event as EventType].parse(payload) as Json);
-}
-
-const send = (key: string, body: Json) => stack.api<Json>('/api/v1/send-message', key, body);
+const send = (key: string, body: Json) => fixture.stack.api<Json>('/api/v1/send-message', key, body);
 
 describe('assignment, resolution and the panel reads', () => {
   it('assigns by agentId before the message is sent, and the panel assigns, unassigns and resolves', async () => {
     const ws = await workspace('panel-1');
-    const agent = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/agents`, {
+    const agent = await fixture.stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/agents`, {
       name: 'Bia',
     });
-    const member = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/members`, {
-      name: 'Ana',
-      email: 'ana@example.com',
-    });
+    const member = await fixture.stack.admin<{ id: string }>(
+      'POST',
+      `/admin/v1/workspaces/${ws.id}/members`,
+      {
+        name: 'Ana',
+        email: 'ana@example.com',
+      },
+    );
     expect(agent.status).toBe(201);
     expect(member.status).toBe(201);
 
@@ -64,9 +56,12 @@ describe('assignment, resolution and the panel reads', () => {
     });
     expect(sent.status).toBe(200);
     const conversationId = sent.body.conversationId as string;
-    await waitFor(() => eventsOf(ws.id).length >= 2, { what: 'assigned and sent' });
-    expect(eventsOf(ws.id).map((e) => e.event)).toEqual(['conversation.assigned', 'message.sent']);
-    expect(eventsOf(ws.id)[0]).toEqual({
+    await waitFor(() => eventsOf(fixture.receiver, ws.id).length >= 2, { what: 'assigned and sent' });
+    expect(eventsOf(fixture.receiver, ws.id).map((e) => e.event)).toEqual([
+      'conversation.assigned',
+      'message.sent',
+    ]);
+    expect(eventsOf(fixture.receiver, ws.id)[0]).toEqual({
       event: 'conversation.assigned',
       workspace_id: ws.id,
       conversation_id: conversationId,
@@ -74,20 +69,23 @@ describe('assignment, resolution and the panel reads', () => {
     });
 
     const base = `/admin/v1/workspaces/${ws.id}/conversations/${conversationId}`;
-    const toMember = await stack.admin<Json>('POST', `${base}/assign`, { type: 'human', id: member.body.id });
+    const toMember = await fixture.stack.admin<Json>('POST', `${base}/assign`, {
+      type: 'human',
+      id: member.body.id,
+    });
     expect(toMember.body).toMatchObject({
       status: 'assigned',
       assigned_to_type: 'human',
       assigned_to_id: member.body.id,
     });
-    const unassigned = await stack.admin<Json>('POST', `${base}/assign`, { type: null, id: null });
+    const unassigned = await fixture.stack.admin<Json>('POST', `${base}/assign`, { type: null, id: null });
     expect(unassigned.body).toMatchObject({ status: 'open', assigned_to_type: null, assigned_to_id: null });
-    const resolved = await stack.admin<Json>('POST', `${base}/resolve`);
+    const resolved = await fixture.stack.admin<Json>('POST', `${base}/resolve`);
     expect(resolved.body).toMatchObject({ status: 'resolved' });
-    expect((await stack.admin<Json>('POST', `${base}/resolve`)).status).toBe(200);
+    expect((await fixture.stack.admin<Json>('POST', `${base}/resolve`)).status).toBe(200);
 
-    await waitFor(() => eventsOf(ws.id).length >= 5, { what: 'five events' });
-    expect(eventsOf(ws.id).slice(2)).toEqual([
+    await waitFor(() => eventsOf(fixture.receiver, ws.id).length >= 5, { what: 'five events' });
+    expect(eventsOf(fixture.receiver, ws.id).slice(2)).toEqual([
       {
         event: 'conversation.assigned',
         workspace_id: ws.id,
@@ -110,7 +108,7 @@ describe('assignment, resolution and the panel reads', () => {
 
     // A send into the resolved conversation reopens it.
     await send(ws.key, { phone: '+5511922220001', message: 'de volta', channel: 'alt-a' });
-    const read = await stack.admin<Json & { messages: Json[] }>('GET', base);
+    const read = await fixture.stack.admin<Json & { messages: Json[] }>('GET', base);
     expect(read.body).toMatchObject({
       id: conversationId,
       status: 'open',
@@ -121,7 +119,7 @@ describe('assignment, resolution and the panel reads', () => {
       ['com agente', 'outbound', 'sent'],
       ['de volta', 'outbound', 'sent'],
     ]);
-    const contact = await stack.admin<Json>(
+    const contact = await fixture.stack.admin<Json>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/contacts/${sent.body.contactId}`,
     );
@@ -131,9 +129,13 @@ describe('assignment, resolution and the panel reads', () => {
   it('refuses assignees and agents of another workspace, and hides other workspaces conversations', async () => {
     const a = await workspace('panel-2a');
     const b = await workspace('panel-2b');
-    const agentOfB = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${b.id}/agents`, {
-      name: 'B',
-    });
+    const agentOfB = await fixture.stack.admin<{ id: string }>(
+      'POST',
+      `/admin/v1/workspaces/${b.id}/agents`,
+      {
+        name: 'B',
+      },
+    );
     const withForeignAgent = await send(a.key, {
       phone: '+5511922220002',
       message: 'x',
@@ -147,7 +149,7 @@ describe('assignment, resolution and the panel reads', () => {
 
     const sent = await send(a.key, { phone: '+5511922220002', message: 'x', channel: 'alt-a' });
     const conversationId = sent.body.conversationId as string;
-    const foreign = await stack.admin<Json>(
+    const foreign = await fixture.stack.admin<Json>(
       'POST',
       `/admin/v1/workspaces/${a.id}/conversations/${conversationId}/assign`,
       {
@@ -157,14 +159,18 @@ describe('assignment, resolution and the panel reads', () => {
     );
     expect(foreign).toEqual({ status: 400, body: { error: 'id não é um agente deste workspace' } });
     for (const path of [`conversations/${conversationId}`, `contacts/${sent.body.contactId}`]) {
-      expect((await stack.admin('GET', `/admin/v1/workspaces/${b.id}/${path}`)).status).toBe(404);
+      expect((await fixture.stack.admin('GET', `/admin/v1/workspaces/${b.id}/${path}`)).status).toBe(404);
     }
     expect(
-      (await stack.admin('POST', `/admin/v1/workspaces/${b.id}/conversations/${conversationId}/resolve`))
-        .status,
+      (
+        await fixture.stack.admin(
+          'POST',
+          `/admin/v1/workspaces/${b.id}/conversations/${conversationId}/resolve`,
+        )
+      ).status,
     ).toBe(404);
     expect(
-      (await stack.admin('GET', `/admin/v1/workspaces/${a.id}/conversations/${randomUUID()}`)).body,
+      (await fixture.stack.admin('GET', `/admin/v1/workspaces/${a.id}/conversations/${randomUUID()}`)).body,
     ).toEqual({
       error: 'Conversa não encontrada ou não pertence a este workspace',
     });
@@ -172,12 +178,16 @@ describe('assignment, resolution and the panel reads', () => {
 
   it("chooses integrations as the spec says: named and connected, or the channel's latest connected", async () => {
     const ws = await workspace('panel-3');
-    const second = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
-      channel: 'alt-a',
-      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'panel-3-second', api_key: 'k2' },
-    });
+    const second = await fixture.stack.admin<{ id: string }>(
+      'POST',
+      `/admin/v1/workspaces/${ws.id}/integrations`,
+      {
+        channel: 'alt-a',
+        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'panel-3-second', api_key: 'k2' },
+      },
+    );
     const latest = await send(ws.key, { phone: '+5511922220003', message: 'a', channel: 'alt-a' });
-    const conversation = await stack.admin<Json>(
+    const conversation = await fixture.stack.admin<Json>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/conversations/${latest.body.conversationId}`,
     );
@@ -195,7 +205,7 @@ describe('assignment, resolution and the panel reads', () => {
       contactId: latest.body.contactId,
     });
 
-    await stack.admin('PATCH', `/admin/v1/workspaces/${ws.id}/integrations/${ws.integrationId}`, {
+    await fixture.stack.admin('PATCH', `/admin/v1/workspaces/${ws.id}/integrations/${ws.integrationId}`, {
       status: 'disconnected',
     });
     const disconnected = await send(ws.key, {
@@ -205,7 +215,7 @@ describe('assignment, resolution and the panel reads', () => {
       integrationId: ws.integrationId,
     });
     expect(disconnected).toEqual({ status: 400, body: { error: 'Integração não está conectada' } });
-    const external = await stack.api('/api/external/messages/send', ws.key, {
+    const external = await fixture.stack.api('/api/external/messages/send', ws.key, {
       conversation_id: named.body.conversationId,
       text: 'x',
     });

@@ -2,20 +2,11 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
 import { verifySignature, verifyStandardWebhook } from '@inbox/webhook-verify';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ReceivedRequest, startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+import { describe, expect, it } from 'vitest';
+import { useStack } from './support/fixtures.js';
+import type { ReceivedRequest } from './support/test-stack.js';
 
-let stack: TestStack;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-beforeAll(async () => {
-  receiver = await startReceiver();
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
-});
+const fixture = useStack();
 
 function verifyRaw(request: ReceivedRequest, secret: string): boolean {
   const header = String(request.headers['x-webhook-signature'] ?? '');
@@ -25,7 +16,7 @@ function verifyRaw(request: ReceivedRequest, secret: string): boolean {
 
 describe('first message end to end, distributed stack', () => {
   it('goes from the public API through every service to the provider and back out as a signed webhook', async () => {
-    const workspace = await stack.admin<{ workspace_id: string; api_key: string; status: string }>(
+    const workspace = await fixture.stack.admin<{ workspace_id: string; api_key: string; status: string }>(
       'POST',
       '/admin/v1/workspaces',
       { name: 'Acme' },
@@ -35,31 +26,35 @@ describe('first message end to end, distributed stack', () => {
     expect(workspace.body.status).toBe('active');
     const ws = workspace.body.workspace_id;
 
-    const integration = await stack.admin<{ id: string; provider: string; status: string }>(
+    const integration = await fixture.stack.admin<{ id: string; provider: string; status: string }>(
       'POST',
       `/admin/v1/workspaces/${ws}/integrations`,
       {
         channel: 'alt-a',
-        config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'acme-1', api_key: 'k-123' },
+        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'acme-1', api_key: 'k-123' },
       },
     );
     expect(integration.status).toBe(201);
     expect(integration.body).toMatchObject({ channel: 'alt-a', provider: 'chat', status: 'connected' });
 
     const secret = 'whsec_test_secret';
-    const webhook = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws}/webhooks`, {
-      url: `${receiver.url}/hooks`,
+    const webhook = await fixture.stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws}/webhooks`, {
+      url: `${fixture.receiver.url}/hooks`,
       events: ['message.sent'],
       secret,
     });
     expect(webhook.status).toBe(201);
 
-    const sent = await stack.api<Record<string, unknown>>('/api/v1/send-message', workspace.body.api_key, {
-      phone: '11 99999-0000',
-      message: 'Olá, Maria!',
-      channel: 'alt-a',
-      contactName: 'Maria',
-    });
+    const sent = await fixture.stack.api<Record<string, unknown>>(
+      '/api/v1/send-message',
+      workspace.body.api_key,
+      {
+        phone: '11 99999-0000',
+        message: 'Olá, Maria!',
+        channel: 'alt-a',
+        contactName: 'Maria',
+      },
+    );
     expect(sent.status).toBe(200);
     expect(sent.body).toMatchObject({ success: true, contactCreated: true, conversationCreated: true });
     expect(Object.keys(sent.body).sort()).toEqual(
@@ -77,7 +72,7 @@ describe('first message end to end, distributed stack', () => {
 
     // The provider got the provider's own wire format, with the national number normalised.
     const atProvider = (await (
-      await fetch(`${stack.sandboxUrl}/_sandbox/sent?to=5511999990000&channel=alt-a`)
+      await fetch(`${fixture.stack.sandboxUrl}/_sandbox/sent?to=5511999990000&channel=alt-a`)
     ).json()) as Array<Record<string, unknown>>;
     expect(atProvider).toHaveLength(1);
     expect(atProvider[0]).toMatchObject({
@@ -88,10 +83,13 @@ describe('first message end to end, distributed stack', () => {
     });
 
     // The webhook: every spec header, legacy twins, and a signature over the raw body.
-    const [delivery] = await waitFor(() => (receiver.received.length > 0 ? receiver.received : undefined), {
-      what: 'the message.sent webhook',
-      timeoutMs: 20_000,
-    });
+    const [delivery] = await waitFor(
+      () => (fixture.receiver.received.length > 0 ? fixture.receiver.received : undefined),
+      {
+        what: 'the message.sent webhook',
+        timeoutMs: 20_000,
+      },
+    );
     expect(delivery!.headers['content-type']).toBe('application/json');
     expect(delivery!.headers['user-agent']).toBe('Webhooks/1.0');
     expect(delivery!.headers['x-webhook-event']).toBe('message.sent');
@@ -121,7 +119,7 @@ describe('first message end to end, distributed stack', () => {
     // The dispatcher recorded the delivery and its attempt.
     const history = await waitFor(
       async () => {
-        const found = await stack.admin<{ deliveries: Array<{ id: string }> }>(
+        const found = await fixture.stack.admin<{ deliveries: Array<{ id: string }> }>(
           'GET',
           `/admin/v1/workspaces/${ws}/webhooks/${webhook.body.id}/deliveries?status=delivered`,
         );
@@ -130,7 +128,7 @@ describe('first message end to end, distributed stack', () => {
       { what: 'the recorded delivery' },
     );
     expect(history).toHaveLength(1);
-    const recorded = await stack.admin<Record<string, unknown>>(
+    const recorded = await fixture.stack.admin<Record<string, unknown>>(
       'GET',
       `/admin/v1/workspaces/${ws}/webhooks/${webhook.body.id}/deliveries/${history[0]!.id}`,
     );
@@ -141,11 +139,15 @@ describe('first message end to end, distributed stack', () => {
     });
 
     // A second send reuses the contact and the conversation.
-    const again = await stack.api<Record<string, unknown>>('/api/v1/send-message', workspace.body.api_key, {
-      phone: '+5511999990000',
-      message: 'De novo',
-      channel: 'alt-a',
-    });
+    const again = await fixture.stack.api<Record<string, unknown>>(
+      '/api/v1/send-message',
+      workspace.body.api_key,
+      {
+        phone: '+5511999990000',
+        message: 'De novo',
+        channel: 'alt-a',
+      },
+    );
     expect(again.body).toMatchObject({
       contactCreated: false,
       conversationCreated: false,
@@ -155,7 +157,7 @@ describe('first message end to end, distributed stack', () => {
   });
 
   it('keeps no secret in clear: API keys hashed, provider credentials and webhook secrets sealed', async () => {
-    const workspace = await stack.admin<{ workspace_id: string; api_key: string }>(
+    const workspace = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
       'POST',
       '/admin/v1/workspaces',
       {
@@ -163,20 +165,20 @@ describe('first message end to end, distributed stack', () => {
       },
     );
     const ws = workspace.body.workspace_id;
-    await stack.admin('POST', `/admin/v1/workspaces/${ws}/integrations`, {
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws}/integrations`, {
       channel: 'alt-a',
       config: {
-        base_url: `${stack.sandboxUrl}/alt-a`,
+        base_url: `${fixture.stack.sandboxUrl}/alt-a`,
         instance: 'sec-1',
         api_key: 'provider-credential-xyz',
       },
     });
-    await stack.admin('POST', `/admin/v1/workspaces/${ws}/webhooks`, {
-      url: `${receiver.url}/secret`,
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws}/webhooks`, {
+      url: `${fixture.receiver.url}/secret`,
       events: ['*'],
       secret: 'webhook-secret-xyz',
     });
-    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
     await db.connect();
     try {
       const dump = async (table: string) =>
@@ -197,7 +199,7 @@ describe('first message end to end, distributed stack', () => {
   });
 
   it('refuses a webhook URL that points at a private address outside the allow-list', async () => {
-    const workspace = await stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', {
+    const workspace = await fixture.stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', {
       name: 'SSRF',
     });
     for (const url of [
@@ -205,7 +207,7 @@ describe('first message end to end, distributed stack', () => {
       'http://10.0.0.1/hook',
       'http://[::1]:9/hook',
     ]) {
-      const refused = await stack.admin<{ error: string }>(
+      const refused = await fixture.stack.admin<{ error: string }>(
         'POST',
         `/admin/v1/workspaces/${workspace.body.workspace_id}/webhooks`,
         {
@@ -219,34 +221,44 @@ describe('first message end to end, distributed stack', () => {
   });
 
   it('refuses requests at the door with the spec texts', async () => {
-    const noKey = await stack.api('/api/v1/send-message', undefined, {
+    const noKey = await fixture.stack.api('/api/v1/send-message', undefined, {
       phone: '+5511999990000',
       message: 'x',
       channel: 'alt-a',
     });
     expect(noKey).toEqual({ status: 401, body: { error: 'API Key inválida' } });
-    const badKey = await stack.api(
+    const badKey = await fixture.stack.api(
       '/api/v1/send-message',
       'sk_live_0000000000000000000000000000000000000000',
       {},
     );
     expect(badKey).toEqual({ status: 401, body: { error: 'API Key inválida' } });
-    const adminWrong = await stack.api('/admin/v1/workspaces', 'wrong-token-wrong-token', { name: 'x' });
+    const adminWrong = await fixture.stack.api('/admin/v1/workspaces', 'wrong-token-wrong-token', {
+      name: 'x',
+    });
     expect(adminWrong.status).toBe(401);
   });
 
   it('keeps workspaces apart: a key only reaches its own workspace, a suspended one gets 403', async () => {
-    const a = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
-      name: 'A',
-    });
-    const b = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
-      name: 'B',
-    });
-    await stack.admin('POST', `/admin/v1/workspaces/${a.body.workspace_id}/integrations`, {
+    const a = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      {
+        name: 'A',
+      },
+    );
+    const b = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      {
+        name: 'B',
+      },
+    );
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${a.body.workspace_id}/integrations`, {
       channel: 'alt-a',
-      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'ws-a', api_key: 'key-a' },
+      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'ws-a', api_key: 'key-a' },
     });
-    const fromB = await stack.api('/api/v1/send-message', b.body.api_key, {
+    const fromB = await fixture.stack.api('/api/v1/send-message', b.body.api_key, {
       phone: '+5511988887777',
       message: 'oi',
       channel: 'alt-a',
@@ -254,8 +266,10 @@ describe('first message end to end, distributed stack', () => {
     expect(fromB.status).toBe(404);
     expect(fromB.body).toEqual({ error: 'Nenhuma integração conectada do canal "alt-a" neste workspace' });
 
-    await stack.admin('PATCH', `/admin/v1/workspaces/${a.body.workspace_id}`, { status: 'suspended' });
-    const suspended = await stack.api('/api/v1/send-message', a.body.api_key, {
+    await fixture.stack.admin('PATCH', `/admin/v1/workspaces/${a.body.workspace_id}`, {
+      status: 'suspended',
+    });
+    const suspended = await fixture.stack.api('/api/v1/send-message', a.body.api_key, {
       phone: '+5511988887777',
       message: 'oi',
       channel: 'alt-a',

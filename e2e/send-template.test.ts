@@ -1,35 +1,20 @@
 import { createHash } from 'node:crypto';
 import { type EventType, eventCatalogue } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type Json, sandbox, sentTo as sentToSandbox, useStack } from './support/fixtures.js';
 
-type Json = Record<string, unknown>;
-let stack: TestStack;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
+const fixture = useStack();
 let ws: { id: string; key: string; integrationId: string };
 const account = 'pn-templates';
 const appSecret = `app-${createHash('sha256').update(account).digest('hex').slice(0, 12)}`;
 
-async function sandbox(path: string, body: Json) {
-  const response = await fetch(`${stack.sandboxUrl}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Json };
-}
-
-const registerTemplate = (template: Json) => sandbox('/_sandbox/templates', { account, ...template });
-const sendTemplate = (body: Json) => stack.api<Json>('/api/v1/send-template', ws.key, body);
-const sentTo = async (digits: string) =>
-  (await (
-    await fetch(`${stack.sandboxUrl}/_sandbox/sent?to=${digits}&channel=chat-official`)
-  ).json()) as Json[];
+const registerTemplate = (template: Json) =>
+  sandbox(fixture.stack, '/_sandbox/templates', { account, ...template });
+const sendTemplate = (body: Json) => fixture.stack.api<Json>('/api/v1/send-template', ws.key, body);
+const sentTo = (digits: string) => sentToSandbox(fixture.stack, digits, 'chat-official');
 
 beforeAll(async () => {
-  receiver = await startReceiver();
-  stack = await startTestStack();
   await registerTemplate({
     name: 'boas_vindas',
     language: 'pt_BR',
@@ -45,18 +30,18 @@ beforeAll(async () => {
       { type: 'QUICK_REPLY', text: 'Quero' },
     ],
   });
-  const created = await stack.admin<{ workspace_id: string; api_key: string }>(
+  const created = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
     'POST',
     '/admin/v1/workspaces',
     { name: 'templates' },
   );
-  const integration = await stack.admin<{ id: string }>(
+  const integration = await fixture.stack.admin<{ id: string }>(
     'POST',
     `/admin/v1/workspaces/${created.body.workspace_id}/integrations`,
     {
       channel: 'chat-official',
       config: {
-        base_url: `${stack.sandboxUrl}/chat-official`,
+        base_url: `${fixture.stack.sandboxUrl}/chat-official`,
         phone_number_id: account,
         waba_id: `waba-${account}`,
         access_token: 'token-templates',
@@ -66,19 +51,15 @@ beforeAll(async () => {
     },
   );
   ws = { id: created.body.workspace_id, key: created.body.api_key, integrationId: integration.body.id };
-  await stack.admin('POST', `/admin/v1/workspaces/${ws.id}/webhooks`, {
-    url: `${receiver.url}/t`,
+  await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.id}/webhooks`, {
+    url: `${fixture.receiver.url}/t`,
     events: ['*'],
   });
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
 });
 
 describe('POST /api/v1/send-template', () => {
   it('sends every component in the provider format, echoes the template, stores the rendered body, and assigns by agentId', async () => {
-    const agent = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/agents`, {
+    const agent = await fixture.stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/agents`, {
       name: 'Robô',
     });
     const request = {
@@ -135,7 +116,7 @@ describe('POST /api/v1/send-template', () => {
     });
     const events = await waitFor(
       () => {
-        const found = receiver.received
+        const found = fixture.receiver.received
           .map((r) => JSON.parse(r.rawBody) as Json)
           .filter((p) => p.conversation_id === sent.body.conversationId)
           .map((p) => eventCatalogue[p.event as EventType].parse(p) as Json);
@@ -172,17 +153,17 @@ describe('POST /api/v1/send-template', () => {
         ],
       },
     ]);
-    const conversation = await stack.admin<Json & { messages: Json[] }>(
+    const conversation = await fixture.stack.admin<Json & { messages: Json[] }>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/conversations/${sent.body.conversationId}`,
     );
     expect(conversation.body.messages[0]!.text).toBe('Olá Caio, seu pedido 4521 saiu!');
 
     const free = { phone: '+5511966660002', message: 'Obrigado!', channel: 'chat-official' };
-    expect((await stack.api<Json>('/api/v1/send-message', ws.key, free)).body).toMatchObject({
+    expect((await fixture.stack.api<Json>('/api/v1/send-message', ws.key, free)).body).toMatchObject({
       requires_template: true,
     });
-    await sandbox('/_sandbox/inbound', {
+    await sandbox(fixture.stack, '/_sandbox/inbound', {
       channel: 'chat-official',
       account,
       from: '5511966660002',
@@ -191,7 +172,7 @@ describe('POST /api/v1/send-template', () => {
     });
     const accepted = await waitFor(
       async () => {
-        const answer = await stack.api<Json>('/api/v1/send-message', ws.key, free);
+        const answer = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, free);
         return answer.status === 200 ? answer : undefined;
       },
       { what: 'free text after the reply' },
@@ -236,7 +217,7 @@ describe('POST /api/v1/send-template', () => {
       templateName: 'recem_aprovado',
     });
     expect(sent.status).toBe(200);
-    const listed = await stack.admin<{ templates: Json[] }>(
+    const listed = await fixture.stack.admin<{ templates: Json[] }>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/integrations/${ws.integrationId}/templates`,
     );
@@ -245,7 +226,7 @@ describe('POST /api/v1/send-template', () => {
 
   it("passes the provider's 132001, 132000 and 131053 through when our catalogue is stale", async () => {
     await registerTemplate({ name: 'mutante', language: 'pt_BR', body: 'Oi {{1}}' });
-    const refreshed = await stack.admin<{ templates: Json[] }>(
+    const refreshed = await fixture.stack.admin<{ templates: Json[] }>(
       'POST',
       `/admin/v1/workspaces/${ws.id}/integrations/${ws.integrationId}/templates/refresh`,
     );
@@ -273,10 +254,10 @@ describe('POST /api/v1/send-template', () => {
   });
 
   it('answers 404 without a connected official integration', async () => {
-    const other = await stack.admin<{ api_key: string }>('POST', '/admin/v1/workspaces', {
+    const other = await fixture.stack.admin<{ api_key: string }>('POST', '/admin/v1/workspaces', {
       name: 'sem oficial',
     });
-    const answer = await stack.api<Json>('/api/v1/send-template', other.body.api_key, {
+    const answer = await fixture.stack.api<Json>('/api/v1/send-template', other.body.api_key, {
       phone: '+5511966660006',
       channel: 'chat-official',
       templateName: 'boas_vindas',

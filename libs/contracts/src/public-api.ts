@@ -16,6 +16,14 @@ const codePointLength = (text: string) => [...text].length;
 // Postgres text cannot hold NUL; such input is refused at the door with the field's own text.
 const hasNoNul = (text: string) => !text.includes('\u0000');
 
+/** A message body: 1 to 4096 characters (code points), no NUL; one text for every way it can fail. */
+const messageText = (error: string) =>
+  z
+    .string({ error })
+    .refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096 && hasNoNul(text), {
+      error,
+    });
+
 export const phoneField = z
   .string({ error: errorTexts.phoneInvalid })
   .refine((raw) => cleanPhoneInput(raw) !== undefined, { error: errorTexts.phoneInvalid });
@@ -23,11 +31,7 @@ export const phoneField = z
 export const SendMessageBody = z.object({
   channel: z.enum(sendMessageChannels, { error: errorTexts.sendMessageChannel }),
   phone: phoneField,
-  message: z
-    .string({ error: errorTexts.messageLength })
-    .refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096 && hasNoNul(text), {
-      error: errorTexts.messageLength,
-    }),
+  message: messageText(errorTexts.messageLength),
   integrationId: optionalUuid('integrationId'),
   agentId: optionalUuid('agentId'),
   contactName: optionalText('contactName', 255),
@@ -54,11 +58,7 @@ export type SendMessageResponse = z.infer<typeof SendMessageResponse>;
 
 export const ExternalSendBody = z.object({
   conversation_id: z.uuid({ error: platformTexts.mustBeUuid('conversation_id') }),
-  text: z
-    .string({ error: platformTexts.textLength })
-    .refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096 && hasNoNul(text), {
-      error: platformTexts.textLength,
-    }),
+  text: messageText(platformTexts.textLength),
   sender_type: z.enum(['agent', 'system'], { error: errorTexts.senderTypeInvalid }).nullish(),
   sender_name: optionalText('sender_name', 120),
 });

@@ -127,35 +127,40 @@ function verifySignature(appSecret: string, rawBody: Buffer, header: string | un
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/** POST /{version}/{phone_number_id}/messages: the one call both text and template sends make. */
+async function postMessage(
+  config: ChatOfficialConfig,
+  message: Record<string, unknown>,
+  signal: AbortSignal,
+) {
+  const url = joinUrl(
+    config.base_url,
+    `${config.api_version}/${encodeURIComponent(config.phone_number_id)}/messages`,
+  );
+  const answer = await callProvider('chat-official', url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${config.access_token}` },
+    body: { messaging_product: 'whatsapp', recipient_type: 'individual', ...message },
+    signal,
+  });
+  if (!answer.ok) throw graphFailure(answer.status, answer.body);
+  const parsed = SendAnswer.safeParse(answer.body);
+  if (!parsed.success) throw new ProviderError('chat-official answered without a message id', answer.status);
+  return { providerMessageId: parsed.data.messages[0]!.id };
+}
+
 /** chat-official speaks the Cloud API: `/{version}/{phone_number_id}/messages`, bearer token, signed callbacks. */
 export const chatOfficialAdapter: ChannelAdapter<ChatOfficialConfig> = {
   channel: 'chat-official',
   config: ChatOfficialConfig as unknown as z.ZodType<ChatOfficialConfig>,
   accountId: (config) => config.phone_number_id,
 
-  async sendText(config, message, signal) {
-    const url = joinUrl(
-      config.base_url,
-      `${config.api_version}/${encodeURIComponent(config.phone_number_id)}/messages`,
-    );
-    const answer = await callProvider('chat-official', url, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${config.access_token}` },
-      body: {
-        messaging_product: 'whatsapp',
-        recipient_type: 'individual',
-        to: message.to,
-        type: 'text',
-        text: { body: message.text, preview_url: false },
-      },
+  sendText: (config, message, signal) =>
+    postMessage(
+      config,
+      { to: message.to, type: 'text', text: { body: message.text, preview_url: false } },
       signal,
-    });
-    if (!answer.ok) throw graphFailure(answer.status, answer.body);
-    const parsed = SendAnswer.safeParse(answer.body);
-    if (!parsed.success)
-      throw new ProviderError('chat-official answered without a message id', answer.status);
-    return { providerMessageId: parsed.data.messages[0]!.id };
-  },
+    ),
 
   // The phone number's own webhook override; the provider checks it with the hub.challenge handshake.
   async registerInbound(config, callbackUrl, signal) {
@@ -209,17 +214,10 @@ export const chatOfficialAdapter: ChannelAdapter<ChatOfficialConfig> = {
       return templates;
     },
 
-    async send(config, { to, template }: { to: string; template: TemplateSend }, signal) {
-      const url = joinUrl(
-        config.base_url,
-        `${config.api_version}/${encodeURIComponent(config.phone_number_id)}/messages`,
-      );
-      const answer = await callProvider('chat-official', url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${config.access_token}` },
-        body: {
-          messaging_product: 'whatsapp',
-          recipient_type: 'individual',
+    send: (config, { to, template }: { to: string; template: TemplateSend }, signal) =>
+      postMessage(
+        config,
+        {
           to,
           type: 'template',
           template: {
@@ -229,13 +227,7 @@ export const chatOfficialAdapter: ChannelAdapter<ChatOfficialConfig> = {
           },
         },
         signal,
-      });
-      if (!answer.ok) throw graphFailure(answer.status, answer.body);
-      const parsed = SendAnswer.safeParse(answer.body);
-      if (!parsed.success)
-        throw new ProviderError('chat-official answered without a message id', answer.status);
-      return { providerMessageId: parsed.data.messages[0]!.id };
-    },
+      ),
   },
 
   answerHandshake(config, query) {

@@ -6,10 +6,11 @@ import {
   platformTexts,
 } from '@inbox/contracts';
 import type { Logger } from '@inbox/service-kit';
-import { adapterFor, ProviderError } from '../adapters/index.js';
+import { adapterFor } from '../adapters/index.js';
 import { checkAgainstCatalogue, renderBody } from '../domain/template-rules.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 import type { TemplateStore } from '../store/templates.js';
+import { sendOnce } from './send-once.js';
 
 export interface TemplateDeps {
   integrations: IntegrationStore;
@@ -84,48 +85,23 @@ export const templates = {
   },
 
   /** Sends the template message; the provider's own refusals come back with the same codes. */
-  async send(
+  send(
     deps: TemplateDeps,
     command: CommandPayload<'cmd.connector.send-template'>,
   ): Promise<CommandResult<'cmd.connector.send-template'>> {
-    const previous = await deps.integrations.findSend(command.workspace_id, command.message_id);
-    if (previous)
-      return { provider_message_id: previous.provider_message_id, sent_at: previous.sent_at.toISOString() };
-    const { stored, capability } = await officialIntegration(
-      deps,
-      command.workspace_id,
-      command.integration_id,
-    );
-    if (stored.integration.status !== 'connected')
-      throw AppError.badRequest(errorTexts.integrationNotConnected);
-    try {
-      const { providerMessageId } = await capability.send(
+    const ids = {
+      workspaceId: command.workspace_id,
+      integrationId: command.integration_id,
+      messageId: command.message_id,
+    };
+    return sendOnce({ ...deps, store: deps.integrations }, ids, (stored, signal) => {
+      const capability = adapterFor(stored.integration.channel)?.templates;
+      if (!capability) throw AppError.badRequest(platformTexts.templateChannel);
+      return capability.send(
         stored.config,
         { to: command.to.replace(/^\+/, ''), template: command.template },
-        AbortSignal.timeout(deps.providerTimeoutMs),
+        signal,
       );
-      const sentAt = new Date();
-      await deps.integrations.recordSend(
-        command.workspace_id,
-        stored.integration.id,
-        command.message_id,
-        providerMessageId,
-        sentAt,
-      );
-      return { provider_message_id: providerMessageId, sent_at: sentAt.toISOString() };
-    } catch (error) {
-      if (error instanceof ProviderError) {
-        deps.logger.warn(
-          { err: error, integration_id: stored.integration.id },
-          'provider template send failed',
-        );
-        throw new AppError(
-          502,
-          { error: platformTexts.providerFailed(stored.integration.channel) },
-          { cause: error },
-        );
-      }
-      throw error;
-    }
+    });
   },
 };

@@ -1,0 +1,50 @@
+import { type EventType, eventCatalogue } from '@inbox/contracts';
+import { afterAll, beforeAll } from 'vitest';
+import { startReceiver, startTestStack, type TestStack } from './test-stack.js';
+
+export type Json = Record<string, unknown>;
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/**
+ * The distributed stack and a real webhook receiver for one test file: started before its tests,
+ * stopped after. Read `stack` and `receiver` inside tests (they exist once `beforeAll` has run).
+ */
+export function useStack(overrides: Parameters<typeof startTestStack>[0] = {}): {
+  stack: TestStack;
+  receiver: Receiver;
+} {
+  const context = {} as { stack: TestStack; receiver: Receiver };
+  beforeAll(async () => {
+    context.receiver = await startReceiver();
+    context.stack = await startTestStack(overrides);
+  });
+  afterAll(async () => {
+    await context.stack?.stop();
+    await context.receiver?.close();
+  });
+  return context;
+}
+
+/** The webhook payloads one workspace received, in arrival order, each checked against its schema. */
+export function eventsOf(receiver: Receiver, workspaceId: string, type?: string): Json[] {
+  return receiver.received
+    .map((request) => JSON.parse(request.rawBody) as Json)
+    .filter((payload) => payload.workspace_id === workspaceId && (!type || payload.event === type))
+    .map((payload) => eventCatalogue[payload.event as EventType].parse(payload) as Json);
+}
+
+/** A call to the provider sandbox's control API. */
+export async function sandbox(stack: TestStack, path: string, body: Json) {
+  const response = await fetch(`${stack.sandboxUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Json };
+}
+
+/** What the sandbox received for a number (digits), optionally on one channel, oldest first. */
+export async function sentTo(stack: TestStack, digits: string, channel?: string): Promise<Json[]> {
+  const query = new URLSearchParams({ to: digits, ...(channel ? { channel } : {}) });
+  return (await (await fetch(`${stack.sandboxUrl}/_sandbox/sent?${query}`)).json()) as Json[];
+}

@@ -1,0 +1,40 @@
+import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
+import type { Logger } from '@inbox/service-kit';
+import { ProviderError } from '../adapters/index.js';
+import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
+
+export interface SendOnceDeps {
+  store: IntegrationStore;
+  logger: Logger;
+  providerTimeoutMs: number;
+}
+
+/**
+ * One outbound message through its integration's provider, once per message id: a repeated command
+ * answers what the first one got. The integration must exist and be connected; provider failures
+ * become the API's 502 naming the channel (the provider's own reason kept as the error's detail).
+ */
+export async function sendOnce(
+  { store, logger, providerTimeoutMs }: SendOnceDeps,
+  ids: { workspaceId: string; integrationId: string; messageId: string },
+  call: (stored: StoredIntegration, signal: AbortSignal) => Promise<{ providerMessageId: string }>,
+): Promise<{ provider_message_id: string; sent_at: string }> {
+  const previous = await store.findSend(ids.workspaceId, ids.messageId);
+  if (previous)
+    return { provider_message_id: previous.provider_message_id, sent_at: previous.sent_at.toISOString() };
+  const stored = await store.get(ids.workspaceId, ids.integrationId);
+  if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
+  if (stored.integration.status !== 'connected')
+    throw AppError.badRequest(errorTexts.integrationNotConnected);
+  try {
+    const { providerMessageId } = await call(stored, AbortSignal.timeout(providerTimeoutMs));
+    const sentAt = new Date();
+    await store.recordSend(ids.workspaceId, stored.integration.id, ids.messageId, providerMessageId, sentAt);
+    return { provider_message_id: providerMessageId, sent_at: sentAt.toISOString() };
+  } catch (error) {
+    if (!(error instanceof ProviderError)) throw error;
+    const { channel, id } = stored.integration;
+    logger.warn({ err: error, channel, integration_id: id }, 'provider send failed');
+    throw new AppError(502, { error: platformTexts.providerFailed(channel) }, { cause: error });
+  }
+}
