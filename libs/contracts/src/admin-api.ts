@@ -44,11 +44,18 @@ const webhookSecret = z
   .min(1, { error: 'secret deve ser string de 1 a 500 caracteres' })
   .max(500, { error: 'secret deve ser string de 1 a 500 caracteres' });
 
+const maxPerSecond = z
+  .number({ error: 'max_per_second deve ser inteiro de 1 a 10000' })
+  .int({ error: 'max_per_second deve ser inteiro de 1 a 10000' })
+  .min(1, { error: 'max_per_second deve ser inteiro de 1 a 10000' })
+  .max(10_000, { error: 'max_per_second deve ser inteiro de 1 a 10000' });
+
 export const CreateWebhookBody = z.object({
   url: webhookUrl,
   events: webhookEvents,
   secret: webhookSecret.nullish(),
   ordered: z.boolean({ error: 'ordered deve ser booleano' }).nullish(),
+  max_per_second: maxPerSecond.nullish(),
 });
 
 export const UpdateWebhookBody = z.object({
@@ -56,6 +63,7 @@ export const UpdateWebhookBody = z.object({
   events: webhookEvents.optional(),
   enabled: z.boolean({ error: 'enabled deve ser booleano' }).optional(),
   ordered: z.boolean({ error: 'ordered deve ser booleano' }).optional(),
+  max_per_second: maxPerSecond.nullable().optional(),
 });
 
 export const RotateSecretBody = z.object({ secret: webhookSecret.nullish() });

@@ -116,6 +116,7 @@ export const Webhook = z.object({
   events: z.array(z.string()),
   enabled: z.boolean(),
   ordered: z.boolean(),
+  max_per_second: z.number().int().nullable(),
   has_secret: z.boolean(),
   disabled_reason: z.string().nullable(),
   failing_since: z.iso.datetime().nullable(),

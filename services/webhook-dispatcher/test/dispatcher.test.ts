@@ -339,6 +339,32 @@ describe('delivery', () => {
   });
 });
 
+describe('per-endpoint rate limit', () => {
+  it('starts no more than max_per_second attempts in any second to that endpoint', async () => {
+    const limited = await newReceiver();
+    const hook = await bus.request('cmd.dispatcher.create-webhook', {
+      workspace_id: workspace,
+      url: limited.url,
+      events: ['message.received'],
+      max_per_second: 2,
+    });
+    expect(hook.max_per_second).toBe(2);
+    for (let i = 0; i < 6; i++) {
+      const event = messageSent(workspace);
+      await bus.publish({
+        ...event,
+        type: 'message.received',
+        data: { ...(event.data as object), event: 'message.received' },
+      });
+    }
+    await waitFor(() => limited.hits.length === 6, { what: 'all six, paced', timeoutMs: 15_000 });
+    const times = limited.hits.map((hit) => hit.at).sort((a, b) => a - b);
+    // Unpaced, all six arrive within a few milliseconds; paced, no 900 ms window holds more than two.
+    for (const start of times)
+      expect(times.filter((t) => t >= start && t < start + 900).length).toBeLessThanOrEqual(2);
+  });
+});
+
 describe('endpoint management and address policy', () => {
   it('lists, updates, rotates the secret, disables, deletes', async () => {
     const target = await newReceiver();

@@ -97,12 +97,22 @@ export class DeliveryStore {
           where status = 'sending' and lease_until >= now() and endpoint_id in (select endpoint_id from due)
           group by endpoint_id
        ),
+       -- Attempts started in the last second, for endpoints with a rate limit.
+       recent as (
+         select d.endpoint_id, count(*) as n from attempts a join deliveries d on d.id = a.delivery_id
+          where a.at > now() - interval '1 second' and d.endpoint_id in (select endpoint_id from due)
+          group by d.endpoint_id
+       ),
        candidates as (
-         select d.id, d.next_attempt_at, d.stream_seq, coalesce(b.n, 0) as busy,
+         select d.id, d.next_attempt_at, d.stream_seq,
+                greatest(coalesce(b.n, 0),
+                         case when e.max_per_second is null then 0
+                              else coalesce(b.n, 0) + coalesce(r.n, 0) + $2 - e.max_per_second end) as busy,
                 row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.stream_seq) as place
            from due d
            join endpoints e on e.id = d.endpoint_id and e.workspace_id = d.workspace_id
            left join busy b on b.endpoint_id = d.endpoint_id
+           left join recent r on r.endpoint_id = d.endpoint_id
           where e.enabled
             and (not e.ordered or d.ordering_key is null or (d.stream_seq <= $4 + 1 and not exists (
                   select 1 from deliveries p

@@ -8,6 +8,7 @@ export interface Endpoint {
   events: string[];
   enabled: boolean;
   ordered: boolean;
+  max_per_second: number | null;
   has_secret: boolean;
   disabled_reason: string | null;
   failing_since: string | null;
@@ -22,6 +23,7 @@ interface EndpointRow {
   events: string[];
   enabled: boolean;
   ordered: boolean;
+  max_per_second: number | null;
   secret_sealed: string | null;
   disabled_reason: string | null;
   failing_since: Date | null;
@@ -30,7 +32,7 @@ interface EndpointRow {
 }
 
 const columns =
-  'id, workspace_id, url, events, enabled, ordered, secret_sealed, disabled_reason, failing_since, created_at, updated_at';
+  'id, workspace_id, url, events, enabled, ordered, max_per_second, secret_sealed, disabled_reason, failing_since, created_at, updated_at';
 // Secrets are sealed to their endpoint: a sealed value copied elsewhere does not open.
 const sealContext = (workspaceId: string, id: string) => `endpoints:${workspaceId}:${id}`;
 const toEndpoint = (row: EndpointRow): Endpoint => ({
@@ -39,6 +41,7 @@ const toEndpoint = (row: EndpointRow): Endpoint => ({
   events: row.events,
   enabled: row.enabled,
   ordered: row.ordered,
+  max_per_second: row.max_per_second,
   has_secret: row.secret_sealed !== null,
   disabled_reason: row.disabled_reason,
   failing_since: row.failing_since?.toISOString() ?? null,
@@ -59,11 +62,18 @@ export class EndpointStore {
 
   async create(
     workspaceId: string,
-    input: { url: string; events: string[]; secret?: string | null; ordered?: boolean | null },
+    input: {
+      url: string;
+      events: string[];
+      secret?: string | null;
+      ordered?: boolean | null;
+      max_per_second?: number | null;
+    },
   ): Promise<Endpoint> {
     const id = randomUUID();
     const { rows } = await this.pool.query<EndpointRow>(
-      `insert into endpoints (id, workspace_id, url, events, secret_sealed, ordered) values ($1, $2, $3, $4, $5, $6) returning ${columns}`,
+      `insert into endpoints (id, workspace_id, url, events, secret_sealed, ordered, max_per_second)
+       values ($1, $2, $3, $4, $5, $6, $7) returning ${columns}`,
       [
         id,
         workspaceId,
@@ -71,6 +81,7 @@ export class EndpointStore {
         input.events,
         input.secret ? this.secrets.seal(input.secret, sealContext(workspaceId, id)) : null,
         input.ordered ?? false,
+        input.max_per_second ?? null,
       ],
     );
     return toEndpoint(rows[0]!);
@@ -96,13 +107,20 @@ export class EndpointStore {
   async update(
     workspaceId: string,
     id: string,
-    changes: { url?: string; events?: string[]; enabled?: boolean; ordered?: boolean },
+    changes: {
+      url?: string;
+      events?: string[];
+      enabled?: boolean;
+      ordered?: boolean;
+      max_per_second?: number | null;
+    },
   ): Promise<Endpoint | undefined> {
     const { rows } = await this.pool.query<EndpointRow>(
       `update endpoints set url = coalesce($3, url), events = coalesce($4, events), ordered = coalesce($6, ordered),
               enabled = coalesce($5, enabled),
               disabled_reason = case when $5 is null then disabled_reason when $5 then null else 'disabled by an operator' end,
               failing_since = case when $5 then null else failing_since end,
+              max_per_second = case when $7::boolean then $8::int else max_per_second end,
               updated_at = now()
         where workspace_id = $1 and id = $2 returning ${columns}`,
       [
@@ -112,6 +130,8 @@ export class EndpointStore {
         changes.events ?? null,
         changes.enabled ?? null,
         changes.ordered ?? null,
+        changes.max_per_second !== undefined,
+        changes.max_per_second ?? null,
       ],
     );
     return rows[0] ? toEndpoint(rows[0]) : undefined;
