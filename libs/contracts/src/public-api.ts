@@ -28,13 +28,18 @@ export const phoneField = z
   .string({ error: errorTexts.phoneInvalid })
   .refine((raw) => cleanPhoneInput(raw) !== undefined, { error: errorTexts.phoneInvalid });
 
+/** What send-message and send-template both take beside the message itself. */
+const sendOptions = {
+  integrationId: optionalUuid('integrationId'),
+  agentId: optionalUuid('agentId'),
+  contactName: optionalText('contactName', 255),
+};
+
 export const SendMessageBody = z.object({
   channel: z.enum(sendMessageChannels, { error: errorTexts.sendMessageChannel }),
   phone: phoneField,
   message: messageText(errorTexts.messageLength),
-  integrationId: optionalUuid('integrationId'),
-  agentId: optionalUuid('agentId'),
-  contactName: optionalText('contactName', 255),
+  ...sendOptions,
 });
 export type SendMessageBody = z.infer<typeof SendMessageBody>;
 
@@ -189,9 +194,7 @@ export const SendTemplateBody = z.object({
     .nullish(),
   headerMedia: HeaderMedia.nullish(),
   buttons: Buttons.nullish(),
-  integrationId: optionalUuid('integrationId'),
-  agentId: optionalUuid('agentId'),
-  contactName: optionalText('contactName', 255),
+  ...sendOptions,
 });
 export type SendTemplateBody = z.infer<typeof SendTemplateBody>;
 

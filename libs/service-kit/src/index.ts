@@ -15,6 +15,7 @@ export {
   type HostedService,
   type HostSettings,
   hostService,
+  outboxRelay,
   prepareSchema,
   runService,
   type ServiceDefinition,

@@ -1,6 +1,6 @@
 import type { Bus } from '@inbox/bus';
 import { NatsBus } from '@inbox/bus';
-import { createPool, migrate, type Pool } from '@inbox/db';
+import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { createHttpApp, finishHttpApp, type ReadinessChecks } from './http-app.js';
@@ -12,6 +12,16 @@ export interface ServiceDeps {
   pool: Pool;
   bus: Bus;
   logger: Logger;
+}
+
+/** The relay of a service's outbox (in its own schema), logging failed passes; start and stop it with the engine. */
+export function outboxRelay({ pool, bus, logger }: ServiceDeps, schema: string): OutboxRelay {
+  return new OutboxRelay({
+    pool,
+    bus,
+    schema,
+    onError: (error) => logger.error({ err: error }, 'outbox relay pass failed'),
+  });
 }
 
 /**

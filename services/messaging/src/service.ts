@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { OutboxRelay } from '@inbox/db';
-import type { ServiceDefinition } from '@inbox/service-kit';
+import { outboxRelay, type ServiceDefinition } from '@inbox/service-kit';
 import { externalSend } from './handlers/external-send.js';
 import { handleInbound } from './handlers/inbound.js';
 import { recordLeadMoved } from './handlers/lead-moved.js';
@@ -13,13 +12,9 @@ export function messagingService(): ServiceDefinition {
     schema: 'messaging',
     migrationsDir: fileURLToPath(new URL('../migrations', import.meta.url)),
     outbox: true,
-    create: ({ pool, bus, logger }) => {
-      const relay = new OutboxRelay({
-        pool,
-        bus,
-        schema: 'messaging',
-        onError: (error) => logger.error({ err: error }, 'outbox relay pass failed'),
-      });
+    create: (service) => {
+      const { pool, bus, logger } = service;
+      const relay = outboxRelay(service, 'messaging');
       return {
         start: async () => {
           const deps = { pool, bus, relay };

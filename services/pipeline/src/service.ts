@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { OutboxRelay } from '@inbox/db';
-import type { ServiceDefinition } from '@inbox/service-kit';
+import { outboxRelay, type ServiceDefinition } from '@inbox/service-kit';
 import { moveLead } from './handlers/move-lead.js';
 import { pipelines } from './handlers/pipelines.js';
 
@@ -11,13 +10,9 @@ export function pipelineService(): ServiceDefinition {
     schema: 'pipeline',
     migrationsDir: fileURLToPath(new URL('../migrations', import.meta.url)),
     outbox: true,
-    create: ({ pool, bus, logger }) => {
-      const relay = new OutboxRelay({
-        pool,
-        bus,
-        schema: 'pipeline',
-        onError: (error) => logger.error({ err: error }, 'outbox relay pass failed'),
-      });
+    create: (service) => {
+      const { pool, bus, logger } = service;
+      const relay = outboxRelay(service, 'pipeline');
       return {
         start: async () => {
           await bus.handle('cmd.pipeline.move-lead', (command) => moveLead({ pool, bus, relay }, command));

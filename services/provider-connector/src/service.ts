@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { OutboxRelay } from '@inbox/db';
-import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
+import { outboxRelay, SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { inboundRoutes } from './handlers/inbound.js';
 import { createIntegration, resolveIntegration, updateIntegration } from './handlers/integrations.js';
 import { sendText } from './handlers/send-text.js';
@@ -23,7 +22,8 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
     schema: 'connector',
     migrationsDir: fileURLToPath(new URL('../migrations', import.meta.url)),
     outbox: true,
-    create: ({ pool, bus, logger }) => {
+    create: (service) => {
+      const { pool, bus, logger } = service;
       const store = new IntegrationStore(pool, new SecretBox(options.encryptionKey));
       const providerTimeoutMs = options.providerTimeoutMs ?? 15_000;
       const sendDeps = { store, logger, providerTimeoutMs };
@@ -56,12 +56,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
               );
         }
       };
-      const relay = new OutboxRelay({
-        pool,
-        bus,
-        schema: 'connector',
-        onError: (error) => logger.error({ err: error }, 'outbox relay pass failed'),
-      });
+      const relay = outboxRelay(service, 'connector');
       return {
         // Inbound routes read the raw body themselves: signatures are over the exact bytes.
         parseJson: false,

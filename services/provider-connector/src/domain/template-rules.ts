@@ -28,7 +28,7 @@ export function renderBody(body: string, variables: Array<string | number>): str
  * (132001), as many variables as placeholders (132000), and the approved media header (131053).
  */
 export function checkAgainstCatalogue(entry: CatalogueEntry | undefined, send: TemplateSend): CatalogueEntry {
-  if (!entry || entry.status !== 'APPROVED') {
+  if (entry?.status !== 'APPROVED') {
     throw AppError.template(132001, platformTexts.templateNotFound(send.name, send.language));
   }
   const expected = placeholderCount(entry.body);
