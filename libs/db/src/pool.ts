@@ -25,8 +25,14 @@ export function createPool({ url, schema, max = 10, applicationName }: PoolOptio
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
   });
-  // An idle client losing its connection must not crash the process; the pool replaces it.
+  // A client losing its connection (a database restart, a failover, Ctrl-C reaching an embedded
+  // Postgres) must not crash the process: the pool replaces idle ones, and a query in flight on a
+  // checked-out one rejects where it is awaited. Without a listener, the client's 'error' event would
+  // be unhandled and end the process.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   return pool;
 }
 
