@@ -150,6 +150,56 @@ describe('one trace from the API call to the webhook', () => {
     expect(orphans.map((span) => span.service)).toEqual(['gateway']);
   });
 
+  it('carries a lead move through gateway, pipeline and messaging in one trace', async () => {
+    const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
+      name: 'traced-lead',
+    });
+    const id = ws.body.workspace_id;
+    await stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
+      channel: 'alt-a',
+      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'traced-lead', api_key: 'k' },
+    });
+    const pipeline = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/pipelines`, {
+      name: 'Funil',
+      stages: [{ key: 'novo', name: 'Novo' }],
+    });
+    const sent = await stack.api<{ contactId: string }>('/api/v1/send-message', ws.body.api_key, {
+      phone: '+5511988880002',
+      message: 'lead',
+      channel: 'alt-a',
+    });
+    const traceId = randomBytes(16).toString('hex');
+    const moved = await fetch(`${stack.gatewayUrl}/api/v1/leads/${sent.body.contactId}`, {
+      method: 'PATCH',
+      headers: {
+        authorization: `Bearer ${ws.body.api_key}`,
+        'content-type': 'application/json',
+        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+      },
+      body: JSON.stringify({ pipeline_id: pipeline.body.id, stage: 'novo' }),
+    });
+    expect(moved.status).toBe(200);
+    await waitFor(
+      () => {
+        const services = new Set(inTrace(traceId).map((span) => span.service));
+        return ['gateway', 'pipeline', 'messaging'].every((service) => services.has(service));
+      },
+      { what: 'spans from gateway, pipeline and messaging', timeoutMs: 20_000 },
+    );
+    const trace = inTrace(traceId);
+    const moveHandled = trace.find(
+      (span) =>
+        span.service === 'pipeline' &&
+        span.kind === CONSUMER &&
+        span.name === 'process cmd.pipeline.move-lead',
+    );
+    expect(parentOf(moveHandled!)).toMatchObject({ service: 'gateway', kind: PRODUCER });
+    const contactChecked = trace.find(
+      (span) => span.service === 'messaging' && span.name === 'process cmd.messaging.get-contact',
+    );
+    expect(parentOf(contactChecked!)).toMatchObject({ service: 'pipeline', kind: PRODUCER });
+  });
+
   it('exposes the metric series on every process', async () => {
     const scrape = async (service: string) => {
       const port = stack.specs.get(service)!.port;
