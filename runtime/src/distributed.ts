@@ -36,6 +36,10 @@ export interface ServiceProcessSpec {
   env: Record<string, string>;
 }
 
+// A setting left unset stays unset, so the service's own config schema gives its default.
+const optional = (name: string, value: string | number | undefined): Record<string, string> =>
+  value === undefined ? {} : { [name]: String(value) };
+
 /** The processes of the distributed mode: the five services and, when its port is not 0, the sandbox. */
 export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
   const common = {
@@ -53,7 +57,7 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
         ...common,
         GATEWAY_PORT: String(config.ports.gateway),
         ADMIN_TOKEN: config.adminToken,
-        RATE_LIMIT_PER_MINUTE: String(config.rateLimitPerMinute ?? 60),
+        ...optional('RATE_LIMIT_PER_MINUTE', config.rateLimitPerMinute),
         ...(config.redisUrl ? { REDIS_URL: config.redisUrl } : {}),
       },
     },
@@ -88,9 +92,9 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
         ...common,
         DISPATCHER_PORT: String(config.ports.dispatcher),
         ENCRYPTION_KEY: config.encryptionKey,
-        WEBHOOK_ALLOWED_CIDRS: config.webhookAllowedCidrs ?? '',
-        WEBHOOK_TIMEOUT_MS: String(config.webhookTimeoutMs ?? 15_000),
-        WEBHOOK_RETRY_SCHEDULE: config.webhookRetrySchedule ?? '5,300,1800,7200,18000,36000,36000',
+        ...optional('WEBHOOK_ALLOWED_CIDRS', config.webhookAllowedCidrs),
+        ...optional('WEBHOOK_TIMEOUT_MS', config.webhookTimeoutMs),
+        ...optional('WEBHOOK_RETRY_SCHEDULE', config.webhookRetrySchedule),
       },
     },
   ];

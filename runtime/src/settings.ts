@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { GatewayConfig } from '@inbox/gateway';
 import { env, loadConfig, SecretBox } from '@inbox/service-kit';
+import { DispatcherConfig } from '@inbox/webhook-dispatcher';
 import { z } from 'zod';
 
 /** ARCHITECTURE's settings table, read the same way by `npm start` and `npm run stack`. */
@@ -14,16 +16,14 @@ export const RuntimeSettings = z.object({
   PUBLIC_CONNECTOR_URL: z.url().optional(),
   ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
   ENCRYPTION_KEY: env.encryptionKey.optional(),
-  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(60),
-  WEBHOOK_RETRY_SCHEDULE: z
-    .string()
-    .regex(/^\d+(,\d+)*$/)
-    .default('5,300,1800,7200,18000,36000,36000'),
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
-  WEBHOOK_ALLOWED_CIDRS: z.string().default(''),
-  WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().positive().default(120),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(128),
-  WEBHOOK_PER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(8),
+  // The services' own settings, read by their own schemas: one place says what each means and defaults to.
+  RATE_LIMIT_PER_MINUTE: GatewayConfig.shape.RATE_LIMIT_PER_MINUTE,
+  WEBHOOK_RETRY_SCHEDULE: DispatcherConfig.shape.WEBHOOK_RETRY_SCHEDULE,
+  WEBHOOK_TIMEOUT_MS: DispatcherConfig.shape.WEBHOOK_TIMEOUT_MS,
+  WEBHOOK_ALLOWED_CIDRS: DispatcherConfig.shape.WEBHOOK_ALLOWED_CIDRS,
+  WEBHOOK_DISABLE_AFTER_HOURS: DispatcherConfig.shape.WEBHOOK_DISABLE_AFTER_HOURS,
+  WEBHOOK_CONCURRENCY: DispatcherConfig.shape.WEBHOOK_CONCURRENCY,
+  WEBHOOK_PER_ENDPOINT_CONCURRENCY: DispatcherConfig.shape.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
   NATS_URL: z.string().optional(),
   DATABASE_URL: z.string().optional(),
   REDIS_URL: z.string().optional(),

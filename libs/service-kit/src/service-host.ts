@@ -1,6 +1,7 @@
 import type { Bus } from '@inbox/bus';
 import { NatsBus } from '@inbox/bus';
 import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
+import { stopTelemetry } from '@inbox/telemetry';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { createHttpApp, finishHttpApp, type ReadinessChecks } from './http-app.js';
@@ -117,6 +118,8 @@ export async function hostService(
       // closes, so whatever those handlers wrote to the outbox is still published.
       await bus.drain(() => engine.stop());
       await pool.end();
+      // Spans still queued for export (the last requests') go out before the process exits.
+      await stopTelemetry();
     })();
     return stopping;
   };

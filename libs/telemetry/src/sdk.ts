@@ -39,7 +39,19 @@ export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'i
   markMeterProviderInstalled();
 }
 
-export async function stopTelemetry(): Promise<void> {
-  await sdk?.shutdown().catch(() => undefined);
+/**
+ * Flushes what is queued for export and stops, within `graceMs`: an unreachable collector must not
+ * keep a stopping process past its shutdown budget.
+ */
+export async function stopTelemetry(graceMs = 2_000): Promise<void> {
+  const stopping = sdk?.shutdown().catch(() => undefined);
   sdk = undefined;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    stopping,
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    }),
+  ]);
+  clearTimeout(timer);
 }

@@ -1,6 +1,9 @@
 import { env } from '@inbox/service-kit';
 import { z } from 'zod';
 
+/** WEBHOOK_RETRY_SCHEDULE's default: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+export const defaultRetrySchedule = '5,300,1800,7200,18000,36000,36000';
+
 export const DispatcherConfig = z.object({
   DISPATCHER_PORT: env.port(8084),
   DATABASE_URL: env.url('postgres://user:pass@host:5432/inbox'),
@@ -12,7 +15,7 @@ export const DispatcherConfig = z.object({
   WEBHOOK_RETRY_SCHEDULE: z
     .string()
     .regex(/^\d+(,\d+)*$/, { error: 'a comma-separated list of seconds, e.g. 5,300,1800' })
-    .default('5,300,1800,7200,18000,36000,36000'),
+    .default(defaultRetrySchedule),
   WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().positive().default(120),
   /** Attempts in flight at once in this process, over all endpoints. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(128),

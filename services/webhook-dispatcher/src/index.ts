@@ -1,2 +1,2 @@
-export { DispatcherConfig } from './config.js';
+export { DispatcherConfig, defaultRetrySchedule } from './config.js';
 export { type DispatcherOptions, dispatcherService } from './service.js';

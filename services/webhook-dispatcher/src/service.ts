@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
+import { defaultRetrySchedule } from './config.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import { AddressPolicy } from './domain/address-policy.js';
 import { guardedAgent } from './domain/guarded-http.js';
@@ -47,7 +48,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
         logger,
         timeoutMs,
         retry: {
-          scheduleSeconds: parseSchedule(options.retrySchedule ?? '5,300,1800,7200,18000,36000,36000'),
+          scheduleSeconds: parseSchedule(options.retrySchedule ?? defaultRetrySchedule),
         },
         concurrency: options.concurrency ?? 128,
         perEndpointConcurrency,

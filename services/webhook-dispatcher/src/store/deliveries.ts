@@ -177,15 +177,12 @@ export class DeliveryStore {
   }
 
   async list(workspaceId: string, endpointId: string, filter: DeliveryFilter) {
-    const { rows } = await this.pool.query(
-      `select d.id, d.event_id, d.event_type, d.status, d.attempts, d.next_attempt_at, d.last_error, d.created_at, d.delivered_at
-         from deliveries d
-        where d.workspace_id = $1 and d.endpoint_id = $2
-          and ($3::text is null or (case when d.status = 'sending' then 'pending' else d.status end) = $3)
-          and ($4::text is null or d.event_type = $4)
-          and ($5::timestamptz is null or d.created_at >= $5)
-          and ($6::timestamptz is null or d.created_at < $6)
-        order by d.created_at desc, d.id limit $7`,
+    return this.select(
+      `and ($3::text is null or (case when d.status = 'sending' then 'pending' else d.status end) = $3)
+       and ($4::text is null or d.event_type = $4)
+       and ($5::timestamptz is null or d.created_at >= $5)
+       and ($6::timestamptz is null or d.created_at < $6)
+       order by d.created_at desc, d.id limit $7`,
       [
         workspaceId,
         endpointId,
@@ -195,6 +192,15 @@ export class DeliveryStore {
         filter.until ?? null,
         filter.limit,
       ],
+    );
+  }
+
+  private async select(conditions: string, values: unknown[]) {
+    const { rows } = await this.pool.query(
+      `select d.id, d.event_id, d.event_type, d.status, d.attempts, d.next_attempt_at, d.last_error, d.created_at, d.delivered_at
+         from deliveries d
+        where d.workspace_id = $1 and d.endpoint_id = $2 ${conditions}`,
+      values,
     );
     return rows.map((row) => ({
       id: row.id as string,
@@ -226,9 +232,7 @@ export class DeliveryStore {
   }
 
   async one(workspaceId: string, endpointId: string, deliveryId: string) {
-    const [delivery] = (await this.list(workspaceId, endpointId, { limit: 1_000_000 })).filter(
-      (d) => d.id === deliveryId,
-    );
+    const [delivery] = await this.select('and d.id = $3', [workspaceId, endpointId, deliveryId]);
     if (!delivery) return undefined;
     return { ...delivery, attempts: await this.attemptsOf(workspaceId, deliveryId) };
   }

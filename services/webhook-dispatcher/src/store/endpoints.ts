@@ -159,15 +159,6 @@ export class EndpointStore {
     return rowCount === 1 ? next : undefined;
   }
 
-  /** Enabled endpoints of the workspace subscribed to this event type (or to every event). */
-  async subscribedTo(workspaceId: string, eventType: string): Promise<Endpoint[]> {
-    const { rows } = await this.pool.query<EndpointRow>(
-      `select ${columns} from endpoints where workspace_id = $1 and enabled and ($2 = any(events) or '*' = any(events))`,
-      [workspaceId, eventType],
-    );
-    return rows.map(toEndpoint);
-  }
-
   /** URL and opened secret of the endpoints a batch of deliveries goes to. */
   async forDelivery(ids: string[]): Promise<Map<string, { url: string; secret: string | null }>> {
     const { rows } = await this.pool.query<EndpointRow>(
