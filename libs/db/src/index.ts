@@ -9,4 +9,5 @@ export {
   type PoolOptions,
   type Queryable,
 } from './pool.js';
+export { isStorableText, storableText, storableUtf8 } from './storable-text.js';
 export { withTransaction } from './transaction.js';
