@@ -198,7 +198,7 @@ export class NatsBus implements Bus {
                 reply = replyFromError(failure);
               }
               try {
-                msg.respond(encode(reply));
+                msg.respond(this.fitting(reply, subject));
               } catch (failure) {
                 // The connection closed under us; the caller will see a timeout.
                 this.options.onHandlerError?.(failure, { subject });
@@ -210,6 +210,22 @@ export class NatsBus implements Bus {
     });
     // drain() answers what is already queued for this replica, then leaves the queue group.
     this.stoppers.push(() => subscription.drain());
+    // Once handle() resolves the server knows the subscription, so a replica that says it is ready
+    // is really in the queue group.
+    await this.nc.flush();
+  }
+
+  /**
+   * The encoded reply, or an internal error in its place when it exceeds what the server carries: a
+   * reply the server refused would leave the caller waiting for its whole timeout.
+   */
+  private fitting(reply: unknown, subject: string): Uint8Array {
+    const encoded = encode(reply);
+    const limit = this.nc.info?.max_payload;
+    if (limit === undefined || encoded.length <= limit) return encoded;
+    const failure = new Error(`reply of ${encoded.length} bytes exceeds the bus's ${limit}-byte limit`);
+    this.options.onHandlerError?.(failure, { subject });
+    return encode(replyFromError(failure));
   }
 
   async publish(event: EventEnvelope): Promise<void> {

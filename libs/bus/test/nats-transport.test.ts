@@ -21,3 +21,31 @@ describe('nats transport health', () => {
     await bus.drain().catch(() => undefined);
   });
 });
+
+describe('nats transport replies', () => {
+  it('answers a reply too large for the server with a 500 at once, instead of leaving the caller to time out', async () => {
+    const prefix = uniquePrefix();
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    try {
+      await bus.handle('cmd.messaging.get-contact', async () => ({
+        id: '00000000-0000-4000-8000-000000000000',
+        phone: '+5511999990000',
+        name: 'x'.repeat(2 * 1024 * 1024),
+        created_at: new Date().toISOString(),
+      }));
+      await expect(
+        bus.request(
+          'cmd.messaging.get-contact',
+          {
+            workspace_id: '00000000-0000-4000-8000-000000000001',
+            contact_id: '00000000-0000-4000-8000-000000000002',
+          },
+          { timeoutMs: 5_000 },
+        ),
+      // A dropped reply would surface as the caller's 504 timeout.
+      ).rejects.toMatchObject({ status: 500 });
+    } finally {
+      await bus.drain();
+    }
+  });
+});

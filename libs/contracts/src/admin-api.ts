@@ -80,6 +80,18 @@ export const DeliveryQuery = z.object({
 
 export const ReplayBody = z.object({ since: z.iso.datetime({ error: 'since deve ser data ISO 8601' }) });
 
+/** A conversation's messages come a page at a time: a long conversation must not become one huge answer. */
+const pageLimitText = { error: 'limit deve ser inteiro de 0 a 200' };
+export const ConversationPage = z.object({
+  limit: z.coerce
+    .number(pageLimitText)
+    .int(pageLimitText)
+    .min(0, pageLimitText)
+    .max(200, pageLimitText)
+    .default(50),
+  before: z.uuid({ error: 'before deve ser um UUID' }).optional(),
+});
+
 export const CreateMemberBody = z.object({
   name: z
     .string({ error: 'name é obrigatório' })

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   AddStageBody,
+  ConversationPage,
   CreateAgentBody,
   CreateIntegrationBody,
   CreateMemberBody,
@@ -224,8 +225,17 @@ export const commandCatalogue = {
     reply: ConversationView,
   },
   'cmd.messaging.get-conversation': {
-    request: z.object({ workspace_id: z.uuid(), conversation_id: z.uuid() }),
-    reply: ConversationView.extend({ messages: z.array(MessageView) }),
+    request: z.object({
+      workspace_id: z.uuid(),
+      conversation_id: z.uuid(),
+      // The newest page, or the page of messages older than `before` (a message id of this conversation).
+      ...ConversationPage.shape,
+    }),
+    reply: ConversationView.extend({
+      messages: z.array(MessageView),
+      /** Pass as `before` for the next older page; null when the oldest message is in this one. */
+      older_before: z.uuid().nullable(),
+    }),
   },
   'cmd.messaging.get-contact': {
     request: z.object({ workspace_id: z.uuid(), contact_id: z.uuid() }),
@@ -364,17 +374,42 @@ export const commandCatalogue = {
 export type CommandSubject = keyof typeof commandCatalogue;
 
 /**
- * How long a caller waits for each command. The budgets nest: the provider call (PROVIDER_TIMEOUT_MS,
- * 15 s by default) fits inside send-text, which fits inside the sends that call it, so an inner timeout
- * always answers before an outer one gives up and a late success is never reported as a failure.
+ * The longest a connector command may spend at the provider: PROVIDER_TIMEOUT_MS is bounded by it, and
+ * one such budget covers every provider call a command makes (all pages of a template list, both calls
+ * of a webhook registration), not each call.
+ */
+export const maxProviderTimeoutMs = 15_000;
+
+// What a handler needs besides the calls it waits on: its own queries and the reply's way back.
+const handlerMarginMs = 5_000;
+const defaultTimeoutMs = 10_000;
+
+/** A command that waits on others gets their budgets plus its own margin, so the inner one answers first. */
+const wrapping = (...inner: number[]) => inner.reduce((sum, ms) => sum + ms, handlerMarginMs);
+
+const providerCommandMs = wrapping(maxProviderTimeoutMs);
+
+/**
+ * How long a caller waits for each command, derived from what the command waits on: an inner timeout
+ * always answers before an outer caller gives up, so a late success is never reported as a failure
+ * (a 504 while the send still happens, or a create retried into a duplicate).
  */
 export const commandTimeoutsMs: Partial<Record<CommandSubject, number>> & { default: number } = {
-  default: 10_000,
-  'cmd.connector.send-text': 20_000,
-  'cmd.messaging.send-message': 30_000,
-  'cmd.messaging.send-template': 30_000,
-  'cmd.messaging.external-send': 30_000,
+  default: defaultTimeoutMs,
+  'cmd.connector.send-text': providerCommandMs,
+  'cmd.connector.send-template': providerCommandMs,
+  'cmd.connector.prepare-template': providerCommandMs,
+  'cmd.connector.refresh-templates': providerCommandMs,
+  'cmd.connector.create-integration': providerCommandMs,
+  // resolve-integration, then send-text.
+  'cmd.messaging.send-message': wrapping(defaultTimeoutMs, providerCommandMs),
+  'cmd.messaging.external-send': wrapping(providerCommandMs),
+  // resolve-integration, prepare-template (may refresh the catalogue), then send-template.
+  'cmd.messaging.send-template': wrapping(defaultTimeoutMs, providerCommandMs, providerCommandMs),
 };
+
+/** The longest any command may take: a stopping service waits this long for work in flight. */
+export const longestCommandMs = Math.max(...Object.values(commandTimeoutsMs));
 
 export function commandTimeoutMs(subject: CommandSubject): number {
   return commandTimeoutsMs[subject] ?? commandTimeoutsMs.default;

@@ -54,6 +54,8 @@ export const platformTexts = {
     'Mídia do cabeçalho inválida ou inacessível: o link deve ser público e o tipo deve corresponder ao template',
   channelNotSupported: (channel: string) => `O canal "${channel}" ainda não é suportado por este conector`,
   providerFailed: (channel: string) => `Falha ao enviar pelo provedor do canal "${channel}"`,
+  providerTimedOut: (channel: string) =>
+    `O provedor do canal "${channel}" não respondeu a tempo: o envio pode ter sido aceito e não será repetido automaticamente`,
   mustBeUuid: (field: string) => `${field} deve ser um UUID`,
   mustBeString: (field: string, max: number) => `${field} deve ser string de até ${max} caracteres`,
   textLength: 'text deve ser string de 1–4096 caracteres',

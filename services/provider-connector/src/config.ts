@@ -1,3 +1,4 @@
+import { maxProviderTimeoutMs } from '@inbox/contracts';
 import { env } from '@inbox/service-kit';
 import { z } from 'zod';
 
@@ -8,6 +9,13 @@ export const ConnectorConfig = z.object({
   BUS_PREFIX: env.busPrefix,
   ENCRYPTION_KEY: env.encryptionKey,
   PUBLIC_CONNECTOR_URL: z.url().default('http://127.0.0.1:8081'),
-  PROVIDER_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+  // Bounded so the commands that wait on a provider call (their budgets are derived from the bound)
+  // always outlast it.
+  PROVIDER_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(maxProviderTimeoutMs, { error: `must be at most ${maxProviderTimeoutMs}` })
+    .default(maxProviderTimeoutMs),
   LOG_LEVEL: env.logLevel,
 });

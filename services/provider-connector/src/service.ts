@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { maxProviderTimeoutMs } from '@inbox/contracts';
 import { outboxRelay, SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { inboundRoutes } from './handlers/inbound.js';
 import { createIntegration, resolveIntegration, updateIntegration } from './handlers/integrations.js';
@@ -25,7 +26,10 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
     create: (service) => {
       const { pool, bus, logger } = service;
       const store = new IntegrationStore(pool, new SecretBox(options.encryptionKey));
-      const providerTimeoutMs = options.providerTimeoutMs ?? 15_000;
+      const providerTimeoutMs = Math.min(
+        options.providerTimeoutMs ?? maxProviderTimeoutMs,
+        maxProviderTimeoutMs,
+      );
       const sendDeps = { store, logger, providerTimeoutMs };
       const templateDeps = {
         integrations: store,

@@ -3,6 +3,7 @@ import {
   AddStageBody,
   AppError,
   AssignBody,
+  ConversationPage,
   CreateAgentBody,
   CreateIntegrationBody,
   CreateMemberBody,
@@ -189,6 +190,7 @@ export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChange
       await bus.request('cmd.messaging.get-conversation', {
         workspace_id: res.locals.workspaceId!,
         conversation_id: uuidParam(req.params.id, 'conversation id'),
+        ...parse(ConversationPage, req.query),
       }),
     );
   });

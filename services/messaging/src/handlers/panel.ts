@@ -84,8 +84,11 @@ export const panel = {
     command: CommandPayload<'cmd.messaging.get-conversation'>,
   ): Promise<CommandResult<'cmd.messaging.get-conversation'>> {
     const view = await viewOf(deps, command.workspace_id, command.conversation_id);
-    const messages = await new ConversationViews(deps.pool, command.workspace_id).messages(view.id);
-    return { ...view, messages };
+    const { messages, olderBefore } = await new ConversationViews(
+      deps.pool,
+      command.workspace_id,
+    ).messagePage(view.id, command);
+    return { ...view, messages, older_before: olderBefore };
   },
 
   async getContact(

@@ -2,6 +2,9 @@ import type { Queryable } from '@inbox/db';
 
 const iso = (value: Date | null) => (value ? value.toISOString() : null);
 
+/** Text carried by one page of messages at most; a NATS message carries 1 MiB by default. */
+export const pageBytes = 256 * 1024;
+
 interface ConversationViewRow {
   id: string;
   contact_id: string;
@@ -48,14 +51,39 @@ export class ConversationViews {
     };
   }
 
-  async messages(conversationId: string) {
+  /**
+   * A page of the conversation's messages, oldest first: the newest `limit`, or those older than the
+   * message `before`. A page also stops at `pageBytes` of text, so one answer stays well inside what the
+   * bus carries however long the messages are; `olderBefore` names where the next older page starts.
+   */
+  async messagePage(conversationId: string, page: { limit: number; before?: string }) {
+    if (page.limit === 0) return { messages: [], olderBefore: null };
     const { rows } = await this.db.query(
       `select id, direction, sender_type, sender_name, text, type, status, delivery_status, provider_message_id,
               coalesce(error, delivery_error) as error, created_at, sent_at
-         from messages where workspace_id = $1 and conversation_id = $2 order by created_at, id`,
-      [this.workspaceId, conversationId],
+         from messages m
+        where workspace_id = $1 and conversation_id = $2
+          and ($4::uuid is null or (created_at, id) < (
+                select created_at, id from messages where workspace_id = $1 and conversation_id = $2 and id = $4))
+        order by created_at desc, id desc
+        limit $3`,
+      [this.workspaceId, conversationId, page.limit + 1, page.before ?? null],
     );
-    return rows.map((row) => ({ ...row, created_at: iso(row.created_at)!, sent_at: iso(row.sent_at) }));
+    const newestFirst = rows.slice(0, page.limit);
+    let bytes = 0;
+    let kept = 0;
+    for (const row of newestFirst) {
+      bytes += Buffer.byteLength(String(row.text)) + Buffer.byteLength(String(row.error ?? ''));
+      // The newest message is always kept, so paging always moves on.
+      if (kept > 0 && bytes > pageBytes) break;
+      kept++;
+    }
+    const more = kept < rows.length;
+    const messages = newestFirst
+      .slice(0, kept)
+      .reverse()
+      .map((row) => ({ ...row, created_at: iso(row.created_at)!, sent_at: iso(row.sent_at) }));
+    return { messages, olderBefore: more ? (messages[0]?.id as string) : null };
   }
 
   async contact(contactId: string) {

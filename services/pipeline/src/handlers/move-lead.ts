@@ -39,6 +39,8 @@ async function requireConversationOf(
     const conversation = await bus.request('cmd.messaging.get-conversation', {
       workspace_id: workspaceId,
       conversation_id: conversationId,
+      // Only whose it is matters here, not what was said.
+      limit: 0,
     });
     if (conversation.contact.id === contactId) return;
   } catch (error) {
