@@ -4,6 +4,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stopGraceMs } from '@inbox/service-kit';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 
@@ -389,7 +390,7 @@ describe('k8s/', () => {
       }
     });
 
-    it('sets requests and limits, a 20 s grace period, and an emptyDir at /tmp', () => {
+    it('sets requests and limits, a grace period longer than the SIGTERM drain, and an emptyDir at /tmp', () => {
       for (const name of SERVICE_NAMES) {
         const spec = podSpec(deployment(name));
         const container = firstContainer(deployment(name));
@@ -398,7 +399,7 @@ describe('k8s/', () => {
           expect(dict(resources[bound]).cpu, `${name} ${bound}`).toBeDefined();
           expect(dict(resources[bound]).memory, `${name} ${bound}`).toBeDefined();
         }
-        expect(spec.terminationGracePeriodSeconds, name).toBe(20);
+        expect(Number(spec.terminationGracePeriodSeconds), name).toBeGreaterThan(stopGraceMs / 1000 + 5);
         const mount = list(container.volumeMounts)
           .map(dict)
           .find((m) => m.mountPath === '/tmp');

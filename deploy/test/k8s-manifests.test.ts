@@ -3,6 +3,8 @@
 // which bundles them; the KEDA ScaledObject, a CRD it does not know, against a zod schema of the fields
 // used), then checks what the rendered whole must guarantee: probes, hardening, drain time, autoscaling,
 // disruption budgets, Ingress routes and the NetworkPolicy rules.
+
+import { stopGraceMs } from '@inbox/service-kit';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -28,7 +30,8 @@ const SERVICE_NAMES = Object.keys(SERVICES);
 const PUBLIC = ['gateway', 'provider-connector'];
 const TALKS_TO_OUTSIDE = ['provider-connector', 'webhook-dispatcher'];
 /** Seconds a service may take to drain after SIGTERM (docs/decisions/0011). */
-const DRAIN_SECONDS = 10;
+// What a service may take to stop after SIGTERM (the longest send it may be waiting on).
+const DRAIN_SECONDS = Math.ceil(stopGraceMs / 1000);
 const PRIVATE_RANGES = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '127.0.0.0/8'];
 
 const ofKind = (overlay: Rendered, kind: string): Dict[] => overlay.docs.filter((doc) => doc.kind === kind);
@@ -231,7 +234,7 @@ describe('every rendered service Deployment', () => {
     }
   });
 
-  it('gives the 10 s SIGTERM drain room after the preStop pause', () => {
+  it('gives the SIGTERM drain room after the preStop pause', () => {
     const overlays = renderAllOverlays();
     for (const overlay of overlays) {
       for (const name of SERVICE_NAMES) {

@@ -28,7 +28,7 @@ const stopAll = async () => {
   for (const stop of stops.splice(0).reverse())
     await stop().catch((error) => logger.error({ err: error }, 'stop failed'));
 };
-stopOnSignals({ stop: stopAll }, logger, 15_000);
+stopOnSignals({ stop: stopAll }, logger);
 
 try {
   console.log('Starting the inbox platform in all-in-one mode…');

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { stopGraceMs } from '@inbox/service-kit';
 import { type ManagedProcess, startProcess, waitFor } from '@inbox/testkit';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -157,7 +158,7 @@ export async function startStack(config: StackConfig): Promise<RunningStack> {
   const specs = new Map(serviceProcessSpecs(config).map((spec) => [spec.name, spec]));
   const processes = new Map<string, ManagedProcess>();
   const stop = async () => {
-    await Promise.all([...processes.values()].map((child) => child.stop('SIGTERM', 15_000)));
+    await Promise.all([...processes.values()].map((child) => child.stop('SIGTERM', stopGraceMs + 5_000)));
   };
   try {
     // Started side by side: each waits for its own readiness; none depends on another to start.

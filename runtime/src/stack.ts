@@ -1,6 +1,6 @@
 // `npm run stack`: the distributed mode on this machine, one process per service, with NATS, Postgres
 // and Redis started from the binaries on PATH unless NATS_URL, DATABASE_URL and REDIS_URL are given.
-import { createLogger, stopOnSignals } from '@inbox/service-kit';
+import { createLogger, stopGraceMs, stopOnSignals } from '@inbox/service-kit';
 import { type LocalServer, startNats, startPostgres, startRedis } from '@inbox/testkit';
 import { type RunningStack, startStack } from './distributed.js';
 import { readSettings } from './settings.js';
@@ -13,7 +13,8 @@ const stopAll = async () => {
   await stack?.stop();
   await Promise.all(servers.map((server) => server.stop()));
 };
-stopOnSignals({ stop: stopAll }, logger, 30_000);
+// Each service process has its own grace period; the servers stop after them.
+stopOnSignals({ stop: stopAll }, logger, stopGraceMs + 10_000);
 
 const serverOrGiven = async (given: string | undefined, start: () => Promise<LocalServer>, what: string) => {
   if (given) return given;

@@ -8,7 +8,7 @@ export {
   type ReadinessChecks,
 } from './http-app.js';
 export { listen, type RunningServer } from './http-server.js';
-export { type Stoppable, stopOnSignals } from './lifecycle.js';
+export { type Stoppable, stopGraceMs, stopOnSignals } from './lifecycle.js';
 export { createLogger, type Logger, redactedPaths } from './logger.js';
 export { SecretBox } from './secret-box.js';
 export {
