@@ -42,7 +42,7 @@ describe('nats transport replies', () => {
           },
           { timeoutMs: 5_000 },
         ),
-      // A dropped reply would surface as the caller's 504 timeout.
+        // A dropped reply would surface as the caller's 504 timeout.
       ).rejects.toMatchObject({ status: 500 });
     } finally {
       await bus.drain();
