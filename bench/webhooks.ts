@@ -50,7 +50,7 @@ export async function benchWebhooks(): Promise<Record<string, string>> {
       databaseUrl: postgres.url,
       adminToken: 'unused',
       encryptionKey: randomBytes(32).toString('base64'),
-      webhookAllowedCidrs: '127.0.0.0/8',
+      outboundAllowedCidrs: '127.0.0.0/8',
       logLevel: 'warn',
       extraEnv: {
         OTEL_SDK_DISABLED: 'true',

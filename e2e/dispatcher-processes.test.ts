@@ -26,7 +26,7 @@ beforeAll(async () => {
       adminToken: 'unused-admin-token',
       encryptionKey,
       logLevel: 'warn',
-      webhookAllowedCidrs: '127.0.0.0/8',
+      outboundAllowedCidrs: '127.0.0.0/8',
       webhookTimeoutMs: 1_000,
       webhookRetrySchedule: '1,1,1',
       ports: { gateway: 0, connector: 0, messaging: 0, pipeline: 0, dispatcher: port, sandbox: 0 },

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type EventType, eventCatalogue } from '@inbox/contracts';
+import { type EventType, eventCatalogue, platformTexts } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type Json, sandbox, sentTo as sentToSandbox, useStack } from './support/fixtures.js';
@@ -58,6 +58,21 @@ beforeAll(async () => {
 });
 
 describe('POST /api/v1/send-template', () => {
+  it('fetches the catalogue of a new official integration at once, without being asked', async () => {
+    await waitFor(
+      async () => {
+        const listed = await fixture.stack.admin<{ templates: Json[]; refreshed_at: string | null }>(
+          'GET',
+          `/admin/v1/workspaces/${ws.id}/integrations/${ws.integrationId}/templates`,
+        );
+        return (
+          listed.body.refreshed_at !== null && listed.body.templates.some((t) => t.name === 'boas_vindas')
+        );
+      },
+      { what: 'the first catalogue fetch' },
+    );
+  });
+
   it('sends every component in the provider format, echoes the template, stores the rendered body, and assigns by agentId', async () => {
     const agent = await fixture.stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/agents`, {
       name: 'Robô',
@@ -236,7 +251,8 @@ describe('POST /api/v1/send-template', () => {
     // The provider now wants two variables; our copy still says one.
     await registerTemplate({ name: 'mutante', language: 'pt_BR', body: 'Oi {{1}} {{2}}' });
     const count = await sendTemplate({ ...base, variables: ['a'] });
-    expect(count.body).toMatchObject({ meta_error_code: 132000 });
+    // Our words, not the provider's: its details stay in our records.
+    expect(count.body).toEqual({ error: platformTexts.templateVariablesRefused, meta_error_code: 132000 });
     // Now it has a media header; our copy has none.
     await registerTemplate({
       name: 'mutante',
@@ -249,7 +265,7 @@ describe('POST /api/v1/send-template', () => {
     // And now it is no longer approved.
     await registerTemplate({ name: 'mutante', language: 'pt_BR', body: 'Oi {{1}}', status: 'REJECTED' });
     const gone = await sendTemplate({ ...base, variables: ['a'] });
-    expect(gone.body).toMatchObject({ meta_error_code: 132001 });
+    expect(gone.body).toEqual({ error: platformTexts.templateRefusedByProvider, meta_error_code: 132001 });
     expect([count.status, media.status, gone.status]).toEqual([400, 400, 400]);
   });
 
@@ -266,5 +282,53 @@ describe('POST /api/v1/send-template', () => {
       status: 404,
       body: { error: 'Nenhuma integração conectada do canal "chat-official" neste workspace' },
     });
+  });
+});
+
+describe('templates we do not know', () => {
+  it('refresh the catalogue only within a small budget, so made-up names cannot each cost a full fetch', async () => {
+    const floodAccount = 'pn-template-flood';
+    const created = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      { name: 'template flood' },
+    );
+    const integration = await fixture.stack.admin<{ id: string }>(
+      'POST',
+      `/admin/v1/workspaces/${created.body.workspace_id}/integrations`,
+      {
+        channel: 'chat-official',
+        config: {
+          base_url: `${fixture.stack.sandboxUrl}/chat-official`,
+          phone_number_id: floodAccount,
+          waba_id: `waba-${floodAccount}`,
+          access_token: 'token-flood',
+          app_secret: 'app-flood',
+          verify_token: 'verify-flood',
+        },
+      },
+    );
+    expect(integration.status).toBe(201);
+    const send = (templateName: string) =>
+      fixture.stack.api<Json>('/api/v1/send-template', created.body.api_key, {
+        phone: '+5511966660099',
+        channel: 'chat-official',
+        templateName,
+      });
+    for (let i = 0; i < 12; i++) expect((await send(`inventado_${i}`)).body.meta_error_code).toBe(132001);
+    // Approved now, but the budget of refreshes on a miss is spent: our copy stays as it was for a while.
+    await sandbox(fixture.stack, '/_sandbox/templates', {
+      account: floodAccount,
+      name: 'aprovado_agora',
+      language: 'pt_BR',
+      body: 'Oi',
+    });
+    expect((await send('aprovado_agora')).body.meta_error_code).toBe(132001);
+    // An explicit refresh still works at once.
+    await fixture.stack.admin(
+      'POST',
+      `/admin/v1/workspaces/${created.body.workspace_id}/integrations/${integration.body.id}/templates/refresh`,
+    );
+    expect((await send('aprovado_agora')).status).toBe(200);
   });
 });

@@ -230,4 +230,21 @@ describe('config drift: Kubernetes overlays', () => {
     // Five services in four renderings, and the sandbox in dev.
     expect(checked).toBe(5 * overlays.length + 1);
   });
+
+  it('production: neither the connector nor the dispatcher may reach a private range', () => {
+    const production = renderAllOverlays().filter((o) => o.name.startsWith('k8s/overlays/production'));
+    const outbound = ['provider-connector', 'webhook-dispatcher'];
+    let checked = 0;
+    for (const overlay of production) {
+      for (const deployment of overlay.docs.filter((d) => d.kind === 'Deployment')) {
+        if (!outbound.includes(nameOf(deployment))) continue;
+        const env = containerEnv(overlay, containersOf(deployment)[0] ?? {});
+        const where = `${overlay.name} ${nameOf(deployment)}`;
+        expect(env.OUTBOUND_ALLOWED_CIDRS, where).toBe('');
+        expect(env.WEBHOOK_ALLOWED_CIDRS ?? '', where).toBe('');
+        checked++;
+      }
+    }
+    expect(checked).toBe(production.length * outbound.length);
+  });
 });

@@ -249,8 +249,12 @@ describe('docker-compose.yml', () => {
       expect(env.OTEL_SERVICE_NAME).toBe(name);
     }
     expect(composeEnv(service('gateway')).REDIS_URL).toBe('redis://redis:6379');
-    const dispatcher = composeEnv(service('webhook-dispatcher'));
-    expect(dispatcher.WEBHOOK_ALLOWED_CIDRS).toMatch(/^(|\$\{WEBHOOK_ALLOWED_CIDRS:?-\})$/);
+    // Nothing private is reachable unless the operator says so, for webhooks and providers alike.
+    for (const name of ['webhook-dispatcher', 'provider-connector']) {
+      expect(composeEnv(service(name)).OUTBOUND_ALLOWED_CIDRS, name).toMatch(
+        /^(|\$\{OUTBOUND_ALLOWED_CIDRS:?-\})$/,
+      );
+    }
     expect(composeEnv(service(SANDBOX.name))[SANDBOX.portVar]).toBe(String(SANDBOX.port));
   });
 

@@ -35,7 +35,10 @@ export function composeEnv(service: Dict): Record<string, string> {
       }),
     );
   }
-  return Object.fromEntries(Object.entries(dict(environment)).map(([key, value]) => [key, String(value)]));
+  // `KEY: ${X:-}` interpolated as text leaves `KEY:`, which YAML reads as null; compose passes ''.
+  return Object.fromEntries(
+    Object.entries(dict(environment)).map(([key, value]) => [key, value === null ? '' : String(value)]),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------

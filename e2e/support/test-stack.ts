@@ -43,7 +43,7 @@ export async function startTestStack(overrides: Partial<StackConfig> = {}): Prom
     },
     adminToken,
     encryptionKey: randomBytes(32).toString('base64'),
-    webhookAllowedCidrs: '127.0.0.0/8',
+    outboundAllowedCidrs: '127.0.0.0/8',
     logLevel: 'warn',
     ...overrides,
   });

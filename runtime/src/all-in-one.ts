@@ -16,7 +16,7 @@ import {
 } from '@inbox/service-kit';
 import { startEmbeddedDatabase } from './embedded-database.js';
 import { serviceDefinitions } from './service-definitions.js';
-import { readSettings } from './settings.js';
+import { readSettings, sandboxCidrsNote } from './settings.js';
 
 const started = Date.now();
 const settings = readSettings();
@@ -115,7 +115,7 @@ Inbox platform is running (all-in-one mode, ready in ${seconds}s). Ctrl-C stops 
   Gateway (public and admin API)   ${gateway.url}
   Provider connector               ${connector.url}
   Provider sandbox                 ${sandboxUrl ?? 'off'}
-  Admin token                      ${settings.ADMIN_TOKEN}${settings.adminTokenGenerated ? '   (generated; set ADMIN_TOKEN to choose one)' : ''}
+${sandboxCidrsNote(settings)}  Admin token                      ${settings.ADMIN_TOKEN}${settings.adminTokenGenerated ? '   (generated; set ADMIN_TOKEN to choose one)' : ''}
   Demo workspace                   ${workspace.workspace_id}
   Demo API key                     ${workspace.api_key}
 

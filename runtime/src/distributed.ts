@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { stopGraceMs } from '@inbox/service-kit';
 import { type ManagedProcess, startProcess, waitFor } from '@inbox/testkit';
+import { localConnectorCidrs } from './settings.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -21,7 +22,8 @@ export interface StackConfig {
   encryptionKey: string;
   publicConnectorUrl?: string;
   rateLimitPerMinute?: number;
-  webhookAllowedCidrs?: string;
+  /** OUTBOUND_ALLOWED_CIDRS of the connector and the dispatcher; with the sandbox on, the connector's is loopback when unset. */
+  outboundAllowedCidrs?: string;
   webhookTimeoutMs?: number;
   webhookRetrySchedule?: string;
   logLevel?: string;
@@ -77,6 +79,7 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
         CONNECTOR_PORT: String(config.ports.connector),
         ENCRYPTION_KEY: config.encryptionKey,
         PUBLIC_CONNECTOR_URL: config.publicConnectorUrl ?? `http://127.0.0.1:${config.ports.connector}`,
+        OUTBOUND_ALLOWED_CIDRS: localConnectorCidrs(config.outboundAllowedCidrs, config.ports.sandbox !== 0),
       },
     },
     {
@@ -93,7 +96,7 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
         ...common,
         DISPATCHER_PORT: String(config.ports.dispatcher),
         ENCRYPTION_KEY: config.encryptionKey,
-        ...optional('WEBHOOK_ALLOWED_CIDRS', config.webhookAllowedCidrs),
+        ...optional('OUTBOUND_ALLOWED_CIDRS', config.outboundAllowedCidrs),
         ...optional('WEBHOOK_TIMEOUT_MS', config.webhookTimeoutMs),
         ...optional('WEBHOOK_RETRY_SCHEDULE', config.webhookRetrySchedule),
       },

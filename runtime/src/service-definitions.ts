@@ -14,11 +14,12 @@ export function serviceDefinitions(settings: Settings): ServiceDefinition[] {
     connectorService({
       encryptionKey: settings.ENCRYPTION_KEY,
       publicConnectorUrl: settings.PUBLIC_CONNECTOR_URL,
+      allowedCidrs: settings.connectorAllowedCidrs,
     }),
     pipelineService(),
     dispatcherService({
       encryptionKey: settings.ENCRYPTION_KEY,
-      allowedCidrs: settings.WEBHOOK_ALLOWED_CIDRS,
+      allowedCidrs: settings.dispatcherAllowedCidrs,
       timeoutMs: settings.WEBHOOK_TIMEOUT_MS,
       retrySchedule: settings.WEBHOOK_RETRY_SCHEDULE,
       disableAfterHours: settings.WEBHOOK_DISABLE_AFTER_HOURS,

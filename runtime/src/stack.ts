@@ -3,7 +3,7 @@
 import { createLogger, stopGraceMs, stopOnSignals } from '@inbox/service-kit';
 import { type LocalServer, startNats, startPostgres, startRedis } from '@inbox/testkit';
 import { type RunningStack, startStack } from './distributed.js';
-import { readSettings } from './settings.js';
+import { readSettings, sandboxCidrsNote } from './settings.js';
 
 const settings = readSettings();
 const logger = createLogger('stack');
@@ -46,7 +46,7 @@ try {
     encryptionKey: settings.ENCRYPTION_KEY,
     publicConnectorUrl: settings.PUBLIC_CONNECTOR_URL,
     rateLimitPerMinute: settings.RATE_LIMIT_PER_MINUTE,
-    webhookAllowedCidrs: settings.WEBHOOK_ALLOWED_CIDRS,
+    outboundAllowedCidrs: settings.OUTBOUND_ALLOWED_CIDRS,
     webhookTimeoutMs: settings.WEBHOOK_TIMEOUT_MS,
     webhookRetrySchedule: settings.WEBHOOK_RETRY_SCHEDULE,
     logLevel: settings.LOG_LEVEL,
@@ -58,7 +58,7 @@ Inbox platform is running (distributed mode: one process per service). Ctrl-C st
   Gateway (public and admin API)   ${stack.gatewayUrl}
   Provider connector               http://127.0.0.1:${settings.CONNECTOR_PORT}
   Provider sandbox                 ${stack.sandboxUrl ?? 'off'}
-  Admin token                      ${settings.ADMIN_TOKEN}${settings.adminTokenGenerated ? '   (generated; set ADMIN_TOKEN to choose one)' : ''}
+${sandboxCidrsNote(settings)}  Admin token                      ${settings.ADMIN_TOKEN}${settings.adminTokenGenerated ? '   (generated; set ADMIN_TOKEN to choose one)' : ''}
   NATS / Postgres / Redis          ${natsUrl} / ${databaseUrl} / ${redisUrl}
 
 Create a workspace (its API key is shown once):

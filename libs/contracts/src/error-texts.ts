@@ -32,6 +32,8 @@ export const platformTexts = {
     `Nenhuma integração conectada do canal "${channel}" neste workspace`,
   integrationNotFound: 'Integração não encontrada neste workspace',
   adminTokenInvalid: 'Token de administração inválido',
+  authFailuresTooMany:
+    'Muitas tentativas de autenticação inválidas deste endereço. Tente novamente mais tarde.',
   workspaceNotFound: 'Workspace não encontrado',
   serviceUnavailable: 'Serviço temporariamente indisponível',
   serviceTimeout: (service: string) => `Tempo esgotado aguardando o serviço ${service}`,
@@ -50,9 +52,17 @@ export const platformTexts = {
     `headerMedia.type deve ser "${format}": é o tipo de cabeçalho aprovado no template "${name}" (enviado: ${given})`,
   templateHeaderUnexpected: (name: string) =>
     `O template "${name}" não tem cabeçalho de mídia: não envie headerMedia`,
+  templateRefusedByProvider:
+    'Template não encontrado ou não aprovado no provedor: verifique o nome, o idioma e o status de aprovação',
+  templateVariablesRefused:
+    'Número de variáveis recusado pelo provedor: o template aprovado no provedor tem outro número de placeholders',
   templateMediaRejected:
     'Mídia do cabeçalho inválida ou inacessível: o link deve ser público e o tipo deve corresponder ao template',
   channelNotSupported: (channel: string) => `O canal "${channel}" ainda não é suportado por este conector`,
+  // Why a configured URL (webhook, provider base_url) is refused; never the address a name resolved to.
+  destinationUnresolvable: (host: string) => `não foi possível resolver ${host}`,
+  destinationForbidden: (host: string) => `o destino ${host} aponta para um endereço não permitido`,
+  baseUrlRefused: (reason: string) => `config.base_url recusada: ${reason}`,
   providerFailed: (channel: string) => `Falha ao enviar pelo provedor do canal "${channel}"`,
   providerTimedOut: (channel: string) =>
     `O provedor do canal "${channel}" não respondeu a tempo: o envio pode ter sido aceito e não será repetido automaticamente`,
@@ -65,6 +75,8 @@ export const platformTexts = {
   templateName: 'templateName deve ser string de 1 a 512 caracteres',
   templateLanguage: 'language deve ser um código de idioma como "pt_BR" ou "en"',
   variablesItems: 'variables deve conter apenas strings ou números',
+  variablesTooMany: (items: number, length: number) =>
+    `variables deve ter no máximo ${items} itens, cada um com até ${length} caracteres`,
   headerMediaObject: 'headerMedia deve ser objeto com type e link',
   headerMediaType: 'headerMedia.type deve ser "image", "video" ou "document"',
   headerMediaLink: 'headerMedia.link é obrigatório e deve ser uma URL http(s)',

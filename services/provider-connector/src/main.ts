@@ -7,6 +7,7 @@ await runService(
   connectorService({
     encryptionKey: config.ENCRYPTION_KEY,
     publicConnectorUrl: config.PUBLIC_CONNECTOR_URL,
+    allowedCidrs: config.OUTBOUND_ALLOWED_CIDRS,
     providerTimeoutMs: config.PROVIDER_TIMEOUT_MS,
   }),
   {

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { maxProviderTimeoutMs } from '@inbox/contracts';
+import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { outboxRelay, SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { inboundRoutes } from './handlers/inbound.js';
 import { createIntegration, resolveIntegration, updateIntegration } from './handlers/integrations.js';
@@ -12,6 +13,8 @@ export interface ConnectorOptions {
   encryptionKey: string;
   /** Where providers reach this connector: inbound URLs registered with them start with it. */
   publicConnectorUrl: string;
+  /** OUTBOUND_ALLOWED_CIDRS: private ranges providers' base URLs may reach. */
+  allowedCidrs?: string;
   providerTimeoutMs?: number;
   /** How old a template catalogue may get before it is fetched again. */
   templateRefreshMs?: number;
@@ -30,15 +33,22 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         options.providerTimeoutMs ?? maxProviderTimeoutMs,
         maxProviderTimeoutMs,
       );
-      const sendDeps = { store, logger, providerTimeoutMs };
+      // Every provider call goes through it: base URLs are tenants' input.
+      const guard = new OutboundGuard(AddressPolicy.fromSetting(options.allowedCidrs), {
+        timeoutMs: providerTimeoutMs,
+      });
+      const sendDeps = { store, guard, logger, providerTimeoutMs };
       const templateDeps = {
         integrations: store,
         templates: new TemplateStore(pool),
+        guard,
         logger,
         providerTimeoutMs,
       };
       const createDeps = {
         store,
+        guard,
+        logger,
         publicConnectorUrl: options.publicConnectorUrl,
         providerTimeoutMs,
         // A new official integration fetches its catalogue at once; a failure here is retried later.
@@ -103,6 +113,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         stop: async () => {
           clearInterval(refresher);
           await relay.stop();
+          await guard.close();
         },
       };
     },

@@ -1,3 +1,4 @@
+import { cidrListSetting } from '@inbox/outbound-http';
 import { env } from '@inbox/service-kit';
 import { z } from 'zod';
 
@@ -10,7 +11,10 @@ export const DispatcherConfig = z.object({
   NATS_URL: env.url('nats://host:4222'),
   BUS_PREFIX: env.busPrefix,
   ENCRYPTION_KEY: env.encryptionKey,
-  WEBHOOK_ALLOWED_CIDRS: z.string().default(''),
+  /** Private ranges webhook URLs may reach (the connector reads the same setting for providers). */
+  OUTBOUND_ALLOWED_CIDRS: cidrListSetting.default(''),
+  /** Deprecated alias of OUTBOUND_ALLOWED_CIDRS, kept so existing deployments keep their allow-list. */
+  WEBHOOK_ALLOWED_CIDRS: cidrListSetting.default(''),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
   WEBHOOK_RETRY_SCHEDULE: z
     .string()
@@ -23,3 +27,11 @@ export const DispatcherConfig = z.object({
   WEBHOOK_PER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(8),
   LOG_LEVEL: env.logLevel,
 });
+export type DispatcherConfig = z.output<typeof DispatcherConfig>;
+
+/** The allow-list in force: OUTBOUND_ALLOWED_CIDRS, or the deprecated WEBHOOK_ALLOWED_CIDRS when only that is set. */
+export function allowedCidrs(
+  config: Pick<DispatcherConfig, 'OUTBOUND_ALLOWED_CIDRS' | 'WEBHOOK_ALLOWED_CIDRS'>,
+): string {
+  return config.OUTBOUND_ALLOWED_CIDRS.trim() || config.WEBHOOK_ALLOWED_CIDRS;
+}

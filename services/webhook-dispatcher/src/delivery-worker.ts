@@ -1,8 +1,8 @@
 import { type Pool, withTransaction } from '@inbox/db';
+import type { AddressPolicy } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import { meter, startSpan, withCapturedContext } from '@inbox/telemetry';
 import type { Dispatcher } from 'undici';
-import type { AddressPolicy } from './domain/address-policy.js';
 import { attemptDelivery } from './domain/http-attempt.js';
 import { isSuccess, nextStep, type RetryPolicy } from './domain/retry-policy.js';
 import type { AttemptResult, DeliveryStore, LeasedDelivery } from './store/deliveries.js';

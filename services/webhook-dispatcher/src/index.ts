@@ -1,2 +1,2 @@
-export { DispatcherConfig, defaultRetrySchedule } from './config.js';
+export { allowedCidrs, DispatcherConfig, defaultRetrySchedule } from './config.js';
 export { type DispatcherOptions, dispatcherService } from './service.js';

@@ -1,12 +1,12 @@
 import { configFromEnv, runService } from '@inbox/service-kit';
-import { DispatcherConfig } from './config.js';
+import { allowedCidrs, DispatcherConfig } from './config.js';
 import { dispatcherService } from './service.js';
 
 const config = configFromEnv(DispatcherConfig, 'webhook-dispatcher');
 await runService(
   dispatcherService({
     encryptionKey: config.ENCRYPTION_KEY,
-    allowedCidrs: config.WEBHOOK_ALLOWED_CIDRS,
+    allowedCidrs: allowedCidrs(config),
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
     disableAfterHours: config.WEBHOOK_DISABLE_AFTER_HOURS,

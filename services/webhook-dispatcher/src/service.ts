@@ -1,10 +1,9 @@
 import { fileURLToPath } from 'node:url';
+import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
 import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { defaultRetrySchedule } from './config.js';
 import { DeliveryWorker } from './delivery-worker.js';
-import { AddressPolicy } from './domain/address-policy.js';
-import { guardedAgent } from './domain/guarded-http.js';
 import { parseSchedule } from './domain/retry-policy.js';
 import { webhooks } from './handlers/endpoints.js';
 import { scheduleEvent } from './handlers/schedule-event.js';
@@ -13,7 +12,7 @@ import { EndpointStore } from './store/endpoints.js';
 
 export interface DispatcherOptions {
   encryptionKey: string;
-  /** WEBHOOK_ALLOWED_CIDRS: private ranges webhooks may reach. */
+  /** OUTBOUND_ALLOWED_CIDRS: private ranges webhooks may reach. */
   allowedCidrs?: string;
   timeoutMs?: number;
   /** WEBHOOK_RETRY_SCHEDULE: seconds between attempts. */
@@ -56,7 +55,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
         pollMs: options.pollMs,
         consumerPosition: () => bus.consumerPosition(durable),
       });
-      const deps = { endpoints, deliveries, policy, wake: () => worker.wake() };
+      const deps = { endpoints, deliveries, policy, logger, wake: () => worker.wake() };
       let pendingRetries = 0;
       const gauge = meter('webhook-dispatcher').createObservableGauge('webhook.retries.pending', {
         description: 'Deliveries waiting for a retry',

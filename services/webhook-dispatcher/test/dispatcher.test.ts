@@ -2,12 +2,11 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { NatsBus } from '@inbox/bus';
 import { createPool, migrate } from '@inbox/db';
-import { type HostedService, hostService, SecretBox } from '@inbox/service-kit';
+import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
+import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
 import { createDatabase, uniquePrefix, waitFor } from '@inbox/testkit';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { AddressPolicy } from '../src/domain/address-policy.js';
-import { guardedAgent } from '../src/domain/guarded-http.js';
 import { webhooks } from '../src/handlers/endpoints.js';
 import { dispatcherService } from '../src/index.js';
 import { DeliveryStore } from '../src/store/deliveries.js';
@@ -412,6 +411,7 @@ describe('endpoint management and address policy', () => {
       endpoints: new EndpointStore(pool, new SecretBox(SecretBox.generateKey())),
       deliveries: new DeliveryStore(pool),
       policy: strict,
+      logger: createLogger('webhook-dispatcher', { level: 'silent' }),
       wake: () => undefined,
     };
     for (const url of [

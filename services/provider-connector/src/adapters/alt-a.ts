@@ -32,15 +32,15 @@ export const altAAdapter: ChannelAdapter<AltAConfig> = {
   config: AltAConfig,
   accountId: (config) => config.instance,
 
-  async sendText(config, message, signal) {
+  async sendText(config, message, call) {
     const answer = await callProvider(
+      call,
       'alt-a',
       joinUrl(config.base_url, `message/sendText/${encodeURIComponent(config.instance)}`),
       {
         method: 'POST',
         headers: { apikey: config.api_key },
         body: { number: message.to, text: message.text },
-        signal,
       },
     );
     if (!answer.ok) throw new ProviderError(`alt-a answered ${answer.status}`, answer.status);
@@ -49,8 +49,9 @@ export const altAAdapter: ChannelAdapter<AltAConfig> = {
     return { providerMessageId: parsed.data.key.id };
   },
 
-  async registerInbound(config, callbackUrl, signal) {
+  async registerInbound(config, callbackUrl, call) {
     const answer = await callProvider(
+      call,
       'alt-a',
       joinUrl(config.base_url, `webhook/set/${encodeURIComponent(config.instance)}`),
       {
@@ -65,7 +66,6 @@ export const altAAdapter: ChannelAdapter<AltAConfig> = {
             webhookBase64: false,
           },
         },
-        signal,
       },
     );
     if (!answer.ok) throw new ProviderError(`alt-a refused the webhook (${answer.status})`, answer.status);

@@ -45,17 +45,17 @@ export const altBAdapter: ChannelAdapter<AltBConfig> = {
   config: AltBConfig,
   accountId: (config) => config.instance_id ?? '',
 
-  async sendText(config, message, signal) {
+  async sendText(config, message, call) {
     const credentials = complete(config);
     if (!credentials) throw new AppError(500, { error: incompleteText });
     const answer = await callProvider(
+      call,
       'alt-b',
       joinUrl(config.base_url, instancePath(credentials, 'send-text')),
       {
         method: 'POST',
         headers: { 'client-token': credentials.client_token },
         body: { phone: message.to, message: message.text },
-        signal,
       },
     );
     if (!answer.ok) throw new ProviderError(`alt-b answered ${answer.status}`, answer.status);
@@ -64,18 +64,18 @@ export const altBAdapter: ChannelAdapter<AltBConfig> = {
     return { providerMessageId: parsed.data.messageId };
   },
 
-  async registerInbound(config, callbackUrl, signal) {
+  async registerInbound(config, callbackUrl, call) {
     const credentials = complete(config);
     // Nothing to register with yet; sends will answer the incomplete-credentials error.
     if (!credentials) return;
     const answer = await callProvider(
+      call,
       'alt-b',
       joinUrl(config.base_url, instancePath(credentials, 'update-webhook-received')),
       {
         method: 'PUT',
         headers: { 'client-token': credentials.client_token },
         body: { value: callbackUrl },
-        signal,
       },
     );
     if (!answer.ok) throw new ProviderError(`alt-b refused the webhook (${answer.status})`, answer.status);

@@ -1,4 +1,6 @@
 import type { IntegrationChannel } from '@inbox/contracts';
+import type { OutboundGuard } from '@inbox/outbound-http';
+import type { Logger } from '@inbox/service-kit';
 import type { z } from 'zod';
 
 export interface OutboundText {
@@ -40,6 +42,15 @@ export class InboundRejected extends Error {
   override name = 'InboundRejected';
 }
 
+/** What a provider call needs besides the integration's config. */
+export interface ProviderCall {
+  /** The connector's address policy and client: every provider request goes through it. */
+  guard: OutboundGuard;
+  /** The operation's deadline. */
+  signal: AbortSignal;
+  logger: Logger;
+}
+
 /** One channel provider's wire format, behind the operations the connector needs. */
 export interface ChannelAdapter<C extends Record<string, string> = Record<string, string>> {
   channel: IntegrationChannel;
@@ -47,9 +58,9 @@ export interface ChannelAdapter<C extends Record<string, string> = Record<string
   config: z.ZodType<C>;
   /** The provider-side account id that inbound messages carry. */
   accountId(config: C): string;
-  sendText(config: C, message: OutboundText, signal: AbortSignal): Promise<{ providerMessageId: string }>;
+  sendText(config: C, message: OutboundText, call: ProviderCall): Promise<{ providerMessageId: string }>;
   /** Tells the provider where to deliver inbound messages for this account. */
-  registerInbound(config: C, callbackUrl: string, signal: AbortSignal): Promise<void>;
+  registerInbound(config: C, callbackUrl: string, call: ProviderCall): Promise<void>;
   /** Verifies a callback as the provider's own and reads it; throws InboundRejected otherwise. */
   readInbound(config: C, request: InboundRequest): InboundBatch;
   /** Template sends and the provider's template list, for channels that have templates. */
@@ -68,11 +79,11 @@ export interface ProviderTemplate {
 }
 
 export interface TemplateCapability<C> {
-  list(config: C, signal: AbortSignal): Promise<ProviderTemplate[]>;
+  list(config: C, call: ProviderCall): Promise<ProviderTemplate[]>;
   send(
     config: C,
     message: { to: string; template: import('@inbox/contracts').TemplateSend },
-    signal: AbortSignal,
+    call: ProviderCall,
   ): Promise<{ providerMessageId: string }>;
 }
 

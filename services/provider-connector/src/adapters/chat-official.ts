@@ -6,6 +6,7 @@ import {
   type ChannelAdapter,
   type InboundMessage,
   InboundRejected,
+  type ProviderCall,
   ProviderError,
   type StatusUpdate,
 } from './channel-adapter.js';
@@ -43,18 +44,14 @@ export function graphFailure(status: number, body: unknown): Error {
   if (!parsed.success) return new ProviderError(`chat-official answered ${status}`, status);
   const { code, message, error_data } = parsed.data.error;
   if (code === 131047) return AppError.windowClosed();
-  const detail = error_data?.details ?? message ?? '';
+  // The provider's own words stay in our records (the error's detail), never in the caller's answer:
+  // they are someone else's text, unbounded, and may name things of another account.
+  const detail = new Error(`chat-official error ${code}: ${error_data?.details ?? message ?? ''}`);
   // The template codes pass through with our texts, when our copy of the catalogue was stale.
-  if (code === 132001)
-    return AppError.template(132001, `Template não encontrado ou não aprovado no provedor: ${detail}`);
-  if (code === 132000)
-    return AppError.template(132000, `Número de variáveis recusado pelo provedor: ${detail}`);
-  if (code === 131053) return AppError.template(131053, platformTexts.templateMediaRejected);
-  return new ProviderError(
-    `chat-official error ${code}: ${error_data?.details ?? message ?? ''}`,
-    status,
-    code,
-  );
+  if (code === 132001) return AppError.template(132001, platformTexts.templateRefusedByProvider, detail);
+  if (code === 132000) return AppError.template(132000, platformTexts.templateVariablesRefused, detail);
+  if (code === 131053) return AppError.template(131053, platformTexts.templateMediaRejected, detail);
+  return new ProviderError(detail.message, status, code);
 }
 
 const SendAnswer = z.object({ messages: z.array(z.object({ id: z.string().min(1) })).min(1) });
@@ -128,25 +125,32 @@ function verifySignature(appSecret: string, rawBody: Buffer, header: string | un
 }
 
 /** POST /{version}/{phone_number_id}/messages: the one call both text and template sends make. */
-async function postMessage(
-  config: ChatOfficialConfig,
-  message: Record<string, unknown>,
-  signal: AbortSignal,
-) {
+async function postMessage(config: ChatOfficialConfig, message: Record<string, unknown>, call: ProviderCall) {
   const url = joinUrl(
     config.base_url,
     `${config.api_version}/${encodeURIComponent(config.phone_number_id)}/messages`,
   );
-  const answer = await callProvider('chat-official', url, {
+  const answer = await callProvider(call, 'chat-official', url, {
     method: 'POST',
     headers: { authorization: `Bearer ${config.access_token}` },
     body: { messaging_product: 'whatsapp', recipient_type: 'individual', ...message },
-    signal,
   });
   if (!answer.ok) throw graphFailure(answer.status, answer.body);
   const parsed = SendAnswer.safeParse(answer.body);
   if (!parsed.success) throw new ProviderError('chat-official answered without a message id', answer.status);
   return { providerMessageId: parsed.data.messages[0]!.id };
+}
+
+/** The next template page, when the provider named one on the base_url's origin; elsewhere paging stops. */
+function nextPage(next: string | undefined, config: ChatOfficialConfig, call: ProviderCall): URL | undefined {
+  if (!next) return undefined;
+  const url = URL.canParse(next) ? new URL(next) : undefined;
+  if (url?.origin === new URL(config.base_url).origin) return url;
+  call.logger.warn(
+    { phone_number_id: config.phone_number_id, next_origin: url?.origin ?? null },
+    'template list: paging.next leaves the base_url origin, not followed',
+  );
+  return undefined;
 }
 
 /** chat-official speaks the Cloud API: `/{version}/{phone_number_id}/messages`, bearer token, signed callbacks. */
@@ -155,33 +159,35 @@ export const chatOfficialAdapter: ChannelAdapter<ChatOfficialConfig> = {
   config: ChatOfficialConfig as unknown as z.ZodType<ChatOfficialConfig>,
   accountId: (config) => config.phone_number_id,
 
-  sendText: (config, message, signal) =>
+  sendText: (config, message, call) =>
     postMessage(
       config,
       { to: message.to, type: 'text', text: { body: message.text, preview_url: false } },
-      signal,
+      call,
     ),
 
   // The phone number's own webhook override; the provider checks it with the hub.challenge handshake.
-  async registerInbound(config, callbackUrl, signal) {
+  async registerInbound(config, callbackUrl, call) {
     const url = joinUrl(
       config.base_url,
       `${config.api_version}/${encodeURIComponent(config.phone_number_id)}`,
     );
-    const answer = await callProvider('chat-official', url, {
+    const answer = await callProvider(call, 'chat-official', url, {
       method: 'POST',
       headers: { authorization: `Bearer ${config.access_token}` },
       body: {
         webhook_configuration: { override_callback_uri: callbackUrl, verify_token: config.verify_token },
       },
-      signal,
     });
     if (!answer.ok) throw graphFailure(answer.status, answer.body);
   },
 
   templates: {
-    /** Every page of the WABA's template list, following `paging.next` (bounded, in case it loops). */
-    async list(config, signal) {
+    /**
+     * Every page of the WABA's template list, following `paging.next` (bounded, in case it loops) only
+     * on the base_url's own origin: the bearer token goes with every page.
+     */
+    async list(config, call) {
       const templates = [];
       let url: URL | undefined = joinUrl(
         config.base_url,
@@ -189,10 +195,9 @@ export const chatOfficialAdapter: ChannelAdapter<ChatOfficialConfig> = {
       );
       url.searchParams.set('limit', '100');
       for (let page = 0; url && page < 100; page++) {
-        const answer = await callProvider('chat-official', url, {
+        const answer = await callProvider(call, 'chat-official', url, {
           method: 'GET',
           headers: { authorization: `Bearer ${config.access_token}` },
-          signal,
         });
         if (!answer.ok) throw graphFailure(answer.status, answer.body);
         const parsed = TemplatePage.parse(answer.body);
@@ -209,12 +214,12 @@ export const chatOfficialAdapter: ChannelAdapter<ChatOfficialConfig> = {
             buttons: buttons?.buttons ?? [],
           });
         }
-        url = parsed.paging?.next ? new URL(parsed.paging.next) : undefined;
+        url = nextPage(parsed.paging?.next, config, call);
       }
       return templates;
     },
 
-    send: (config, { to, template }: { to: string; template: TemplateSend }, signal) =>
+    send: (config, { to, template }: { to: string; template: TemplateSend }, call) =>
       postMessage(
         config,
         {
@@ -226,7 +231,7 @@ export const chatOfficialAdapter: ChannelAdapter<ChatOfficialConfig> = {
             components: templateComponents(template),
           },
         },
-        signal,
+        call,
       ),
   },
 

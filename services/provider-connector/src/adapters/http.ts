@@ -1,5 +1,11 @@
+import {
+  ForbiddenAddressError,
+  guardedJson,
+  OutboundTimeoutError,
+  ResponseTooLargeError,
+} from '@inbox/outbound-http';
 import { meter } from '@inbox/telemetry';
-import { ProviderError } from './channel-adapter.js';
+import { type ProviderCall, ProviderError } from './channel-adapter.js';
 
 const providerDuration = meter('provider-connector').createHistogram('provider.request.duration', {
   description: 'Duration of calls to channel providers, by channel and outcome',
@@ -10,32 +16,37 @@ export function joinUrl(base: string, path: string): URL {
   return new URL(path, base.endsWith('/') ? base : `${base}/`);
 }
 
-/** One provider call: JSON in and out; unreachable providers and timeouts become ProviderError. */
+function failureOutcome(error: unknown, call: ProviderCall): string {
+  if (call.signal.aborted || error instanceof OutboundTimeoutError) return 'timeout';
+  if (error instanceof ForbiddenAddressError) return 'forbidden_address';
+  if (error instanceof ResponseTooLargeError) return 'too_large';
+  return 'unreachable';
+}
+
+/**
+ * One provider call, JSON in and out, through the guarded client: the provider's address must be one the
+ * policy permits, a redirect is an answer (not ok) rather than followed with the credentials, and the
+ * answer is bounded in size and time. Failures to get an answer become ProviderError.
+ */
 export async function callProvider(
+  call: ProviderCall,
   channel: string,
   url: URL,
-  init: { method: string; headers: Record<string, string>; body?: unknown; signal: AbortSignal },
+  init: { method: 'GET' | 'POST' | 'PUT'; headers: Record<string, string>; body?: unknown },
 ): Promise<{ status: number; ok: boolean; body: unknown }> {
   const started = performance.now();
   const done = (outcome: string) =>
     providerDuration.record((performance.now() - started) / 1000, { channel, outcome });
-  let response: Response;
   try {
-    response = await fetch(url, {
-      method: init.method,
-      headers: { 'content-type': 'application/json', ...init.headers },
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-      signal: init.signal,
-    });
+    const answer = await guardedJson(call.guard, url, { ...init, signal: call.signal });
+    done(answer.ok ? 'ok' : `http_${answer.status}`);
+    return { status: answer.status, ok: answer.ok, body: answer.body };
   } catch (error) {
-    done(init.signal.aborted ? 'timeout' : 'unreachable');
+    done(failureOutcome(error, call));
     throw new ProviderError(`${channel} unreachable: ${(error as Error).message}`, undefined, undefined, {
       cause: error,
     });
   }
-  const body: unknown = await response.json().catch(() => undefined);
-  done(response.ok ? 'ok' : `http_${response.status}`);
-  return { status: response.status, ok: response.ok, body };
 }
 
 export function headerValue(

@@ -9,6 +9,7 @@ export {
   type InboundBatch,
   InboundRejected,
   type OutboundText,
+  type ProviderCall,
   ProviderError,
 } from './channel-adapter.js';
 

@@ -5,15 +5,34 @@ import {
   errorTexts,
   platformTexts,
 } from '@inbox/contracts';
+import { checkUrl, type OutboundGuard } from '@inbox/outbound-http';
+import type { Logger } from '@inbox/service-kit';
 import { adapterFor } from '../adapters/index.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 import { inboundPath } from './inbound.js';
 
 export interface CreateIntegrationDeps {
   store: IntegrationStore;
+  guard: OutboundGuard;
+  logger: Logger;
   publicConnectorUrl: string;
   providerTimeoutMs: number;
   afterCreate?: (created: StoredIntegration) => Promise<unknown>;
+}
+
+/**
+ * A base_url must lead to an address the connector may call: a tenant must not point the connector (and
+ * the credentials it sends) at the platform's own network or the cloud metadata endpoint.
+ */
+async function requireAllowedBaseUrl(deps: CreateIntegrationDeps, baseUrl: string | undefined) {
+  if (baseUrl === undefined) return;
+  const refusal = await checkUrl(baseUrl, deps.guard.policy);
+  if (!refusal) return;
+  deps.logger.warn(
+    { host: refusal.host, address: refusal.address ?? null },
+    'integration refused: base_url leads to a forbidden address',
+  );
+  throw AppError.badRequest(platformTexts.baseUrlRefused(refusal.text));
 }
 
 /**
@@ -21,13 +40,15 @@ export interface CreateIntegrationDeps {
  * integration the provider refused to register is removed again, so "connected" means reachable.
  */
 export async function createIntegration(
-  { store, publicConnectorUrl, providerTimeoutMs, afterCreate }: CreateIntegrationDeps,
+  deps: CreateIntegrationDeps,
   command: CommandPayload<'cmd.connector.create-integration'>,
 ): Promise<CommandResult<'cmd.connector.create-integration'>> {
+  const { store, guard, logger, publicConnectorUrl, providerTimeoutMs } = deps;
   const adapter = adapterFor(command.channel);
   if (!adapter) throw AppError.badRequest(platformTexts.channelNotSupported(command.channel));
   const config = adapter.config.safeParse(command.config);
   if (!config.success) throw AppError.badRequest(config.error.issues[0]?.message ?? 'config inválido');
+  await requireAllowedBaseUrl(deps, config.data.base_url);
   const stored = await store.create(command.workspace_id, {
     channel: command.channel,
     name: command.name,
@@ -39,7 +60,11 @@ export async function createIntegration(
     publicConnectorUrl,
   ).toString();
   try {
-    await adapter.registerInbound(stored.config, callbackUrl, AbortSignal.timeout(providerTimeoutMs));
+    await adapter.registerInbound(stored.config, callbackUrl, {
+      guard,
+      logger,
+      signal: AbortSignal.timeout(providerTimeoutMs),
+    });
   } catch (error) {
     await store.remove(command.workspace_id, stored.integration.id);
     if (error instanceof AppError) throw error;
@@ -49,6 +74,8 @@ export async function createIntegration(
       { cause: error },
     );
   }
+  // In the background: the answer does not wait for it, and a failure is retried by the refresher.
+  void deps.afterCreate?.(stored);
   return stored.integration;
 }
 

@@ -1,10 +1,12 @@
 import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
+import type { OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
-import { ProviderError } from '../adapters/index.js';
+import { type ProviderCall, ProviderError } from '../adapters/index.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 
 export interface SendOnceDeps {
   store: IntegrationStore;
+  guard: OutboundGuard;
   logger: Logger;
   providerTimeoutMs: number;
 }
@@ -16,9 +18,9 @@ export interface SendOnceDeps {
  * provider that does not answer in time gives 504, since it may still have accepted the message.
  */
 export async function sendOnce(
-  { store, logger, providerTimeoutMs }: SendOnceDeps,
+  { store, guard, logger, providerTimeoutMs }: SendOnceDeps,
   ids: { workspaceId: string; integrationId: string; messageId: string },
-  call: (stored: StoredIntegration, signal: AbortSignal) => Promise<{ providerMessageId: string }>,
+  send: (stored: StoredIntegration, call: ProviderCall) => Promise<{ providerMessageId: string }>,
 ): Promise<{ provider_message_id: string; sent_at: string }> {
   const previous = await store.findSend(ids.workspaceId, ids.messageId);
   if (previous)
@@ -29,7 +31,7 @@ export async function sendOnce(
     throw AppError.badRequest(errorTexts.integrationNotConnected);
   const signal = AbortSignal.timeout(providerTimeoutMs);
   try {
-    const { providerMessageId } = await call(stored, signal);
+    const { providerMessageId } = await send(stored, { guard, logger, signal });
     const sentAt = new Date();
     await store.recordSend(ids.workspaceId, stored.integration.id, ids.messageId, providerMessageId, sentAt);
     return { provider_message_id: providerMessageId, sent_at: sentAt.toISOString() };

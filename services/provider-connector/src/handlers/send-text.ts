@@ -14,9 +14,9 @@ export function sendText(
     integrationId: command.integration_id,
     messageId: command.message_id,
   };
-  return sendOnce(deps, ids, (stored, signal) => {
+  return sendOnce(deps, ids, (stored, call) => {
     const adapter = adapterFor(stored.integration.channel);
     if (!adapter) throw AppError.badRequest(platformTexts.channelNotSupported(stored.integration.channel));
-    return adapter.sendText(stored.config, { to: command.to.replace(/^\+/, ''), text: command.text }, signal);
+    return adapter.sendText(stored.config, { to: command.to.replace(/^\+/, ''), text: command.text }, call);
   });
 }

@@ -5,7 +5,9 @@ import {
   errorTexts,
   platformTexts,
 } from '@inbox/contracts';
+import type { OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { adapterFor } from '../adapters/index.js';
 import { checkAgainstCatalogue, renderBody } from '../domain/template-rules.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
@@ -15,6 +17,7 @@ import { sendOnce } from './send-once.js';
 export interface TemplateDeps {
   integrations: IntegrationStore;
   templates: TemplateStore;
+  guard: OutboundGuard;
   logger: Logger;
   providerTimeoutMs: number;
 }
@@ -32,7 +35,11 @@ async function refresh(deps: TemplateDeps, stored: StoredIntegration) {
   const capability = adapterFor(stored.integration.channel)?.templates;
   if (!capability) return;
   try {
-    const listed = await capability.list(stored.config, AbortSignal.timeout(deps.providerTimeoutMs));
+    const listed = await capability.list(stored.config, {
+      guard: deps.guard,
+      logger: deps.logger,
+      signal: AbortSignal.timeout(deps.providerTimeoutMs),
+    });
     await deps.templates.replace(stored.integration.id, listed);
   } catch (error) {
     if (error instanceof AppError) throw error;
@@ -43,6 +50,29 @@ async function refresh(deps: TemplateDeps, stored: StoredIntegration) {
     );
   }
 }
+
+/**
+ * Refreshes triggered by a template we do not know: a few per integration in a while, and one at a
+ * time, so a caller sending made-up names cannot turn each request into a full catalogue fetch.
+ */
+const missRefreshes = {
+  budget: new RateLimiterMemory({ points: 10, duration: 60, keyPrefix: 'template-miss' }),
+  running: new Map<string, Promise<void>>(),
+  allow(integrationId: string): Promise<boolean> {
+    return this.budget.consume(integrationId).then(
+      () => true,
+      () => false,
+    );
+  },
+  once(integrationId: string, work: () => Promise<void>): Promise<void> {
+    let running = this.running.get(integrationId);
+    if (!running) {
+      running = work().finally(() => this.running.delete(integrationId));
+      this.running.set(integrationId, running);
+    }
+    return running;
+  },
+};
 
 export const templates = {
   refresh,
@@ -64,8 +94,8 @@ export const templates = {
 
   /**
    * Checks a template send against the catalogue before anything is stored or sent, and renders the
-   * body the contact will read. A name or language we do not know triggers one refresh first, so a
-   * template approved a minute ago works at once.
+   * body the contact will read. A name or language we do not know triggers one refresh first (within
+   * a small budget per integration), so a template approved a minute ago works at once.
    */
   async prepare(
     deps: TemplateDeps,
@@ -76,8 +106,8 @@ export const templates = {
       throw AppError.badRequest(errorTexts.integrationNotConnected);
     const { name, language } = command.template;
     let entry = await deps.templates.find(stored.integration.id, name, language);
-    if (!entry) {
-      await refresh(deps, stored);
+    if (!entry && (await missRefreshes.allow(stored.integration.id))) {
+      await missRefreshes.once(stored.integration.id, () => refresh(deps, stored));
       entry = await deps.templates.find(stored.integration.id, name, language);
     }
     const approved = checkAgainstCatalogue(entry, command.template);
@@ -94,13 +124,13 @@ export const templates = {
       integrationId: command.integration_id,
       messageId: command.message_id,
     };
-    return sendOnce({ ...deps, store: deps.integrations }, ids, (stored, signal) => {
+    return sendOnce({ ...deps, store: deps.integrations }, ids, (stored, call) => {
       const capability = adapterFor(stored.integration.channel)?.templates;
       if (!capability) throw AppError.badRequest(platformTexts.templateChannel);
       return capability.send(
         stored.config,
         { to: command.to.replace(/^\+/, ''), template: command.template },
-        signal,
+        call,
       );
     });
   },

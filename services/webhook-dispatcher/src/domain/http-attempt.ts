@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
+import type { AddressPolicy } from '@inbox/outbound-http';
 import { type Dispatcher, request } from 'undici';
-import type { AddressPolicy } from './address-policy.js';
 import { parseRetryAfter } from './retry-policy.js';
 import { deliveryHeaders } from './signature.js';
 

@@ -1,6 +1,6 @@
 import { AppError, type CommandPayload, type CommandResult } from '@inbox/contracts';
-import type { AddressPolicy } from '../domain/address-policy.js';
-import { checkUrl } from '../domain/guarded-http.js';
+import { type AddressPolicy, checkUrl } from '@inbox/outbound-http';
+import type { Logger } from '@inbox/service-kit';
 import type { DeliveryStore } from '../store/deliveries.js';
 import type { EndpointStore } from '../store/endpoints.js';
 
@@ -8,15 +8,19 @@ export interface EndpointDeps {
   endpoints: EndpointStore;
   deliveries: DeliveryStore;
   policy: AddressPolicy;
+  logger: Logger;
   /** Asks the worker to look for due deliveries now (after a resend, a replay or a re-enable). */
   wake: () => void;
 }
 
 const webhookNotFound = () => AppError.notFound('Webhook não encontrado neste workspace');
 
-async function requireAllowedUrl(url: string, policy: AddressPolicy): Promise<void> {
-  const refused = await checkUrl(url, policy);
-  if (refused) throw AppError.badRequest(`url recusada: ${refused}`);
+async function requireAllowedUrl(deps: EndpointDeps, url: string): Promise<void> {
+  const refusal = await checkUrl(url, deps.policy);
+  if (!refusal) return;
+  // The caller is told which host was refused, never what it resolved to; the log keeps the address.
+  deps.logger.warn({ host: refusal.host, address: refusal.address ?? null }, 'webhook url refused');
+  throw AppError.badRequest(`url recusada: ${refusal.text}`);
 }
 
 async function requireWebhook(deps: EndpointDeps, workspaceId: string, webhookId: string) {
@@ -28,7 +32,7 @@ async function requireWebhook(deps: EndpointDeps, workspaceId: string, webhookId
 /** The admin API's webhook operations: endpoints, their delivery log, resend and replay. */
 export const webhooks = {
   async create(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.create-webhook'>) {
-    await requireAllowedUrl(command.url, deps.policy);
+    await requireAllowedUrl(deps, command.url);
     return deps.endpoints.create(command.workspace_id, command);
   },
 
@@ -40,7 +44,7 @@ export const webhooks = {
     requireWebhook(deps, command.workspace_id, command.webhook_id),
 
   async update(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.update-webhook'>) {
-    if (command.url) await requireAllowedUrl(command.url, deps.policy);
+    if (command.url) await requireAllowedUrl(deps, command.url);
     const updated = await deps.endpoints.update(command.workspace_id, command.webhook_id, command);
     if (!updated) throw webhookNotFound();
     if (command.enabled) deps.wake();

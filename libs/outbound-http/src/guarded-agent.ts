@@ -1,20 +1,21 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { isIP } from 'node:net';
 import { Agent } from 'undici';
 import type { AddressPolicy } from './address-policy.js';
 
+/** An outbound call aimed at an address the policy refuses: a literal one, or what a name resolved to. */
 export class ForbiddenAddressError extends Error {
   override name = 'ForbiddenAddressError';
 }
 
 /**
  * An HTTP agent whose DNS lookup refuses forbidden addresses at connect time, so a name that resolves to
- * a private address (or is re-pointed there after the URL was accepted) is never reached.
+ * a private address (or is re-pointed there after the URL was accepted) is never reached. Literal
+ * addresses never go through a lookup: callers check those against the policy themselves.
  */
-export function guardedAgent(policy: AddressPolicy, timeoutMs: number, connectionsPerOrigin = 8): Agent {
+export function guardedAgent(policy: AddressPolicy, timeoutMs: number, connectionsPerOrigin?: number): Agent {
   return new Agent({
-    // Keep-alive connections, at most this many per receiver origin.
-    connections: connectionsPerOrigin,
+    // Keep-alive connections, at most this many per origin when given.
+    connections: connectionsPerOrigin ?? null,
     connect: {
       timeout: timeoutMs,
       lookup: (hostname, options, callback) => {
@@ -38,20 +39,4 @@ export function guardedAgent(policy: AddressPolicy, timeoutMs: number, connectio
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
   });
-}
-
-/** Checks a URL when an endpoint is created: literal addresses directly, names by resolving them now. */
-export async function checkUrl(url: string, policy: AddressPolicy): Promise<string | undefined> {
-  const { hostname } = new URL(url);
-  const host = hostname.replace(/^\[|\]$/g, '');
-  const addresses = isIP(host)
-    ? [host]
-    : await new Promise<string[]>((resolve) =>
-        dnsLookup(host, { all: true }, (error, found) =>
-          resolve(error ? [] : found.map((entry) => entry.address)),
-        ),
-      );
-  if (addresses.length === 0) return `não foi possível resolver ${host}`;
-  const forbidden = addresses.find((address) => !policy.permits(address));
-  return forbidden ? `o destino ${host} aponta para um endereço não permitido (${forbidden})` : undefined;
 }

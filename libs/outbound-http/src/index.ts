@@ -1,0 +1,12 @@
+export { AddressPolicy, isCidrList } from './address-policy.js';
+export { checkUrl, hostOf, type UrlRefusal } from './check-url.js';
+export { cidrListSetting } from './cidr-list-setting.js';
+export { ForbiddenAddressError, guardedAgent } from './guarded-agent.js';
+export {
+  type GuardedJsonOptions,
+  guardedJson,
+  type JsonAnswer,
+  OutboundGuard,
+  OutboundTimeoutError,
+  ResponseTooLargeError,
+} from './guarded-json.js';
