@@ -1,16 +1,18 @@
 import { z } from 'zod';
 import { integrationChannels } from './channels.js';
 import { publicEventTypes } from './events.js';
+import { isStorableString, storableString } from './validate.js';
 
 export const workspaceStatuses = ['active', 'inactive', 'suspended'] as const;
 
+/** The name of a workspace, member, agent or pipeline. */
+const requiredName = storableString('name é obrigatório', 'name não pode conter o caractere NUL')
+  .trim()
+  .min(1, { error: 'name é obrigatório' })
+  .max(200, { error: 'name deve ter até 200 caracteres' });
+
 export const CreateWorkspaceBody = z.object({
-  name: z
-    .string({ error: 'name é obrigatório' })
-    .trim()
-    .min(1, { error: 'name é obrigatório' })
-    .max(200, { error: 'name deve ter até 200 caracteres' })
-    .refine((name) => !name.includes('\u0000'), { error: 'name não pode conter o caractere NUL' }),
+  name: requiredName,
   default_country_code: z
     .string({ error: 'default_country_code deve ter de 1 a 3 dígitos' })
     .regex(/^\d{1,3}$/, { error: 'default_country_code deve ter de 1 a 3 dígitos' })
@@ -25,22 +27,26 @@ export const CreateIntegrationBody = z.object({
   channel: z.enum(integrationChannels, {
     error: `channel deve ser um de: ${integrationChannels.join(', ')}`,
   }),
-  name: z
-    .string({ error: 'name deve ser string de até 200 caracteres' })
+  name: storableString('name deve ser string de até 200 caracteres')
     .max(200, { error: 'name deve ser string de até 200 caracteres' })
-    .refine((name) => !name.includes('\u0000'), { error: 'name deve ser string de até 200 caracteres' })
     .nullish(),
-  config: z.record(z.string(), z.string(), { error: 'config deve ser um objeto de strings' }),
+  config: z.record(
+    storableString('config deve ser um objeto de strings'),
+    storableString('config deve ser um objeto de strings'),
+    { error: 'config deve ser um objeto de strings' },
+  ),
 });
 
-const webhookUrl = z.url({ protocol: /^https?$/, error: 'url deve ser uma URL http(s)' });
+// The URL parser would accept a NUL by percent-encoding it, but the URL is stored as sent.
+const webhookUrl = z
+  .url({ protocol: /^https?$/, error: 'url deve ser uma URL http(s)' })
+  .refine(isStorableString, { error: 'url deve ser uma URL http(s)' });
 const webhookEvents = z
   .array(z.enum(['*', ...publicEventTypes] as [string, ...string[]]), {
     error: `events deve ser uma lista de: *, ${publicEventTypes.join(', ')}`,
   })
   .min(1, { error: 'events não pode ser vazio' });
-const webhookSecret = z
-  .string({ error: 'secret deve ser string de 1 a 500 caracteres' })
+const webhookSecret = storableString('secret deve ser string de 1 a 500 caracteres')
   .min(1, { error: 'secret deve ser string de 1 a 500 caracteres' })
   .max(500, { error: 'secret deve ser string de 1 a 500 caracteres' });
 
@@ -72,7 +78,9 @@ export const DeliveryQuery = z.object({
   status: z
     .enum(['pending', 'delivered', 'failed'], { error: 'status deve ser pending, delivered ou failed' })
     .optional(),
-  event: z.string().optional(),
+  event: storableString('event deve ser string de até 200 caracteres')
+    .max(200, { error: 'event deve ser string de até 200 caracteres' })
+    .optional(),
   since: z.iso.datetime({ error: 'since deve ser data ISO 8601' }).optional(),
   until: z.iso.datetime({ error: 'until deve ser data ISO 8601' }).optional(),
   limit: z.coerce.number({ error: 'limit deve ser inteiro de 1 a 500' }).int().min(1).max(500).default(100),
@@ -93,21 +101,11 @@ export const ConversationPage = z.object({
 });
 
 export const CreateMemberBody = z.object({
-  name: z
-    .string({ error: 'name é obrigatório' })
-    .trim()
-    .min(1, { error: 'name é obrigatório' })
-    .max(200, { error: 'name deve ter até 200 caracteres' }),
+  name: requiredName,
   email: z.email({ error: 'email inválido' }).max(320, { error: 'email inválido' }),
 });
 
-export const CreateAgentBody = z.object({
-  name: z
-    .string({ error: 'name é obrigatório' })
-    .trim()
-    .min(1, { error: 'name é obrigatório' })
-    .max(200, { error: 'name deve ter até 200 caracteres' }),
-});
+export const CreateAgentBody = z.object({ name: requiredName });
 
 export const AssignBody = z
   .object({
@@ -122,34 +120,25 @@ export const UpdateIntegrationBody = z.object({
   status: z.enum(['connected', 'disconnected'], { error: 'status deve ser "connected" ou "disconnected"' }),
 });
 
-const stageKey = z
-  .string({ error: 'key deve ser string de 1 a 100 caracteres' })
+const stageKey = storableString('key deve ser string de 1 a 100 caracteres')
   .trim()
   .min(1, { error: 'key deve ser string de 1 a 100 caracteres' })
-  .max(100, { error: 'key deve ser string de 1 a 100 caracteres' })
-  .refine((key) => !key.includes('\u0000'), { error: 'key deve ser string de 1 a 100 caracteres' });
-const stageName = z
-  .string({ error: 'name do estágio deve ser string de 1 a 200 caracteres' })
+  .max(100, { error: 'key deve ser string de 1 a 100 caracteres' });
+const stageName = storableString('name do estágio deve ser string de 1 a 200 caracteres')
   .trim()
   .min(1, { error: 'name do estágio deve ser string de 1 a 200 caracteres' })
   .max(200, { error: 'name do estágio deve ser string de 1 a 200 caracteres' });
-const pipelineName = z
-  .string({ error: 'name é obrigatório' })
-  .trim()
-  .min(1, { error: 'name é obrigatório' })
-  .max(200, { error: 'name deve ter até 200 caracteres' });
-
 export const StageConfig = z.object({ key: stageKey, name: stageName });
 export type StageConfig = z.infer<typeof StageConfig>;
 
 export const CreatePipelineBody = z.object({
-  name: pipelineName,
+  name: requiredName,
   stages: z
     .array(StageConfig, { error: 'stages deve ser uma lista de { key, name }' })
     .min(1, { error: 'stages deve ter ao menos um estágio' })
     .max(100, { error: 'stages pode ter no máximo 100 estágios' }),
 });
-export const RenamePipelineBody = z.object({ name: pipelineName });
+export const RenamePipelineBody = z.object({ name: requiredName });
 export const AddStageBody = StageConfig.extend({
   position: z.number({ error: 'position deve ser inteiro >= 0' }).int().min(0).optional(),
 });

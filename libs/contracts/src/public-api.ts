@@ -2,27 +2,23 @@ import { z } from 'zod';
 import { sendMessageChannels } from './channels.js';
 import { errorTexts, platformTexts } from './error-texts.js';
 import { cleanPhoneInput } from './phone-input.js';
-import type { BodyRule } from './validate.js';
+import { type BodyRule, isStorableString, storableString } from './validate.js';
 
 const optionalUuid = (field: string) => z.uuid({ error: platformTexts.mustBeUuid(field) }).nullish();
+// Text Postgres cannot store as sent (NUL, lone surrogates) is refused at the door with the field's own
+// text, like every other way the field can be wrong.
 const optionalText = (field: string, max: number) =>
-  z
-    .string({ error: platformTexts.mustBeString(field, max) })
+  storableString(platformTexts.mustBeString(field, max))
     .max(max, { error: platformTexts.mustBeString(field, max) })
-    .refine(hasNoNul, { error: platformTexts.mustBeString(field, max) })
     .nullish();
 
 const codePointLength = (text: string) => [...text].length;
-// Postgres text cannot hold NUL; such input is refused at the door with the field's own text.
-const hasNoNul = (text: string) => !text.includes('\u0000');
 
-/** A message body: 1 to 4096 characters (code points), no NUL; one text for every way it can fail. */
+/** A message body: 1 to 4096 characters (code points), storable; one text for every way it can fail. */
 const messageText = (error: string) =>
-  z
-    .string({ error })
-    .refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096 && hasNoNul(text), {
-      error,
-    });
+  storableString(error).refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096, {
+    error,
+  });
 
 export const phoneField = z
   .string({ error: errorTexts.phoneInvalid })
@@ -85,11 +81,9 @@ export const ExternalSendResponse = z.object({
 
 export const MoveLeadBody = z.object({
   pipeline_id: z.uuid({ error: platformTexts.mustBeUuid('pipeline_id') }),
-  stage: z
-    .string({ error: platformTexts.stageInvalid })
+  stage: storableString(platformTexts.stageInvalid)
     .min(1, { error: platformTexts.stageInvalid })
-    .max(200, { error: platformTexts.stageInvalid })
-    .refine(hasNoNul, { error: platformTexts.stageInvalid }),
+    .max(200, { error: platformTexts.stageInvalid }),
   conversation_id: optionalUuid('conversation_id'),
 });
 export type MoveLeadBody = z.infer<typeof MoveLeadBody>;
@@ -111,11 +105,11 @@ const HeaderMedia = z
   .object(
     {
       type: z.enum(['image', 'video', 'document'], { error: platformTexts.headerMediaType }),
-      link: z.url({ protocol: /^https?$/, error: platformTexts.headerMediaLink }),
-      filename: z
-        .string({ error: platformTexts.mustBeString('headerMedia.filename', 240) })
-        .max(240)
-        .nullish(),
+      // The URL parser would accept a NUL by percent-encoding it, but the link is stored as sent.
+      link: z
+        .url({ protocol: /^https?$/, error: platformTexts.headerMediaLink })
+        .refine(isStorableString, { error: platformTexts.headerMediaLink }),
+      filename: optionalText('headerMedia.filename', 240),
     },
     { error: platformTexts.headerMediaObject },
   )
@@ -147,7 +141,8 @@ const Buttons = z.unknown().transform((value, ctx): TemplateButton[] => {
     if (typeof index !== 'number' || !Number.isInteger(index) || index < 0)
       return fail(platformTexts.buttonIndex(i));
     if (type !== 'url' && type !== 'quick_reply') return fail(platformTexts.buttonType(i));
-    const nonEmpty = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 2000 && hasNoNul(v);
+    const nonEmpty = (v: unknown) =>
+      typeof v === 'string' && v.length > 0 && v.length <= 2000 && isStorableString(v);
     if (type === 'url' && !nonEmpty(text)) return fail(platformTexts.buttonText(i));
     if (type === 'quick_reply' && !nonEmpty(payload)) return fail(platformTexts.buttonPayload(i));
     if (seen.has(index)) return fail(platformTexts.buttonIndexRepeated(index));
@@ -164,14 +159,15 @@ const Buttons = z.unknown().transform((value, ctx): TemplateButton[] => {
   return buttons;
 });
 
+const maxVariables = 100;
+const maxVariableLength = 1_024;
+
 export const SendTemplateBody = z.object({
   channel: z.literal('chat-official', { error: platformTexts.templateChannel }),
   phone: phoneField,
-  templateName: z
-    .string({ error: platformTexts.templateName })
+  templateName: storableString(platformTexts.templateName)
     .min(1, { error: platformTexts.templateName })
-    .max(512, { error: platformTexts.templateName })
-    .refine(hasNoNul, { error: platformTexts.templateName }),
+    .max(512, { error: platformTexts.templateName }),
   language: z
     .string({ error: platformTexts.templateLanguage })
     .regex(/^[a-z]{2,3}(_[A-Z]{2})?$/, { error: platformTexts.templateLanguage })
@@ -183,12 +179,19 @@ export const SendTemplateBody = z.object({
       (items) =>
         items.every(
           (item) =>
-            (typeof item === 'string' && hasNoNul(item)) ||
+            (typeof item === 'string' && isStorableString(item)) ||
             (typeof item === 'number' && Number.isFinite(item)),
         ),
       {
         error: platformTexts.variablesItems,
       },
+    )
+    // Far above what a template holds (its whole body is at most 1,024 characters): a bound, not a rule.
+    .refine(
+      (items) =>
+        items.length <= maxVariables &&
+        items.every((item) => typeof item !== 'string' || item.length <= maxVariableLength),
+      { error: platformTexts.variablesTooMany(maxVariables, maxVariableLength) },
     )
     .transform((items) => items as Array<string | number>)
     .nullish(),

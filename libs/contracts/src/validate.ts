@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 
 export type Validation<T> = { ok: true; value: T } | { ok: false; error: string };
 
@@ -24,4 +24,21 @@ export function validateBody<S extends z.ZodType>(rule: BodyRule<S>, body: unkno
   const parsed = rule.schema.safeParse(body);
   if (parsed.success) return { ok: true, value: parsed.data };
   return { ok: false, error: parsed.error.issues[0]?.message ?? rule.requiredText };
+}
+
+/**
+ * True when Postgres keeps `text` as it is: no NUL (which `text` and `jsonb` refuse, failing the whole
+ * statement) and no lone surrogate (which the driver would silently turn into U+FFFD). The rule of
+ * @inbox/db's isStorableText, stated again because contracts do not depend on the database library.
+ */
+export function isStorableString(text: string): boolean {
+  return !text.includes('\u0000') && text.isWellFormed();
+}
+
+/**
+ * A string field of a request body that will be stored. A wrong type answers `error`, text that could
+ * not be stored as sent answers `notStorable`; chain length checks after it.
+ */
+export function storableString(error: string, notStorable = error) {
+  return z.string({ error }).refine(isStorableString, { error: notStorable });
 }

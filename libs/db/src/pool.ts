@@ -13,15 +13,33 @@ export interface PoolOptions {
   schema: string;
   max?: number;
   applicationName?: string;
+  /** A statement running longer is cancelled by the server (0 turns the limit off). */
+  statementTimeoutMs?: number;
+  /** A session left idle inside an open transaction longer is ended by the server (0: off). */
+  idleInTransactionTimeoutMs?: number;
 }
 
-export function createPool({ url, schema, max = 10, applicationName }: PoolOptions): pg.Pool {
+/**
+ * A connection pool for one service schema. Every session carries server-side time limits: one slow
+ * query or one transaction left open by a stuck handler would otherwise hold a connection, and the
+ * locks it took, for good, and a pool of ten is soon exhausted.
+ */
+export function createPool({
+  url,
+  schema,
+  max = 10,
+  applicationName,
+  statementTimeoutMs = 15_000,
+  idleInTransactionTimeoutMs = 30_000,
+}: PoolOptions): pg.Pool {
   assertIdentifier(schema);
   const pool = new pg.Pool({
     connectionString: url,
     max,
     application_name: applicationName ?? schema,
     options: `-c search_path=${schema}`,
+    statement_timeout: statementTimeoutMs,
+    idle_in_transaction_session_timeout: idleInTransactionTimeoutMs,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
   });
@@ -34,6 +52,24 @@ export function createPool({ url, schema, max = 10, applicationName }: PoolOptio
     client.on('error', () => undefined);
   });
   return pool;
+}
+
+/**
+ * A session of the pool without its time limits, for work that legitimately runs long: migrations wait
+ * for another replica's migrations and may build indexes on big tables. The connection is closed when
+ * released, so the lifted limits never reach another user of the pool.
+ */
+export async function connectWithoutTimeouts(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  try {
+    await client.query('set statement_timeout to 0; set idle_in_transaction_session_timeout to 0');
+  } catch (error) {
+    client.release(true);
+    throw error;
+  }
+  const release = client.release.bind(client);
+  client.release = () => release(true);
+  return client;
 }
 
 export function assertIdentifier(name: string): void {

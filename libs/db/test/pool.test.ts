@@ -1,6 +1,7 @@
-import { startPostgres } from '@inbox/testkit';
-import { describe, expect, it } from 'vitest';
+import { createDatabase, startPostgres, waitFor } from '@inbox/testkit';
+import { describe, expect, inject, it } from 'vitest';
 import { createPool } from '../src/index.js';
+import { connectWithoutTimeouts } from '../src/pool.js';
 
 describe('createPool', () => {
   it('survives the database going away under a checked-out client', async () => {
@@ -19,6 +20,76 @@ describe('createPool', () => {
       process.off('uncaughtException', onUncaught);
       client.release(true);
       await pool.end().catch(() => undefined);
+    }
+  });
+
+  it('gives every session a statement timeout and an idle-in-transaction timeout by default', async () => {
+    const pool = createPool({
+      url: await createDatabase(inject('infra').postgresAdminUrl),
+      schema: 'public',
+    });
+    try {
+      const { rows } = await pool.query<{ statement: string; idle: string }>(
+        "select current_setting('statement_timeout') as statement, current_setting('idle_in_transaction_session_timeout') as idle",
+      );
+      expect(rows[0]).toEqual({ statement: '15s', idle: '30s' });
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('cancels a statement that runs past the statement timeout', async () => {
+    const pool = createPool({
+      url: await createDatabase(inject('infra').postgresAdminUrl),
+      schema: 'public',
+      statementTimeoutMs: 200,
+    });
+    try {
+      const started = Date.now();
+      await expect(pool.query('select pg_sleep(5)')).rejects.toMatchObject({ code: '57014' });
+      expect(Date.now() - started).toBeLessThan(3_000);
+      // The connection is fine afterwards and goes back to work.
+      expect((await pool.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('ends a session left idle inside a transaction', async () => {
+    const url = await createDatabase(inject('infra').postgresAdminUrl);
+    const pool = createPool({ url, schema: 'public', idleInTransactionTimeoutMs: 200 });
+    const observer = createPool({ url, schema: 'public' });
+    const client = await pool.connect();
+    try {
+      await client.query('begin');
+      const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+      const pid = rows[0]!.pid;
+      await waitFor(
+        async () =>
+          (await observer.query('select 1 from pg_stat_activity where pid = $1', [pid])).rowCount === 0,
+        { timeoutMs: 5_000, what: 'the idle-in-transaction session to be ended' },
+      );
+      await expect(client.query('select 1')).rejects.toThrow();
+    } finally {
+      client.release(true);
+      await Promise.all([pool.end(), observer.end()]);
+    }
+  });
+
+  it('lifts the limits for a session that must run long, without handing them back to the pool', async () => {
+    const pool = createPool({
+      url: await createDatabase(inject('infra').postgresAdminUrl),
+      schema: 'public',
+      max: 1,
+      statementTimeoutMs: 200,
+    });
+    try {
+      const client = await connectWithoutTimeouts(pool);
+      await client.query('select pg_sleep(0.4)');
+      client.release();
+      await expect(pool.query('select pg_sleep(0.4)')).rejects.toMatchObject({ code: '57014' });
+    } finally {
+      await pool.end();
     }
   });
 });

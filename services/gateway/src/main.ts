@@ -8,6 +8,7 @@ await runService(
     adminToken: config.ADMIN_TOKEN,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     redisUrl: config.REDIS_URL,
+    trustProxy: config.TRUST_PROXY,
   }),
   {
     databaseUrl: config.DATABASE_URL,

@@ -165,6 +165,18 @@ describe('body validation texts', () => {
     [
       'POST',
       '/api/v1/send-template',
+      { ...validTemplate, variables: Array.from({ length: 101 }, () => 'x') },
+      'variables deve ter no máximo 100 itens, cada um com até 1024 caracteres',
+    ],
+    [
+      'POST',
+      '/api/v1/send-template',
+      { ...validTemplate, variables: ['x'.repeat(1025)] },
+      'variables deve ter no máximo 100 itens, cada um com até 1024 caracteres',
+    ],
+    [
+      'POST',
+      '/api/v1/send-template',
       { ...validTemplate, headerMedia: { type: 'gif', link: 'https://x.test/a.gif' } },
       'headerMedia.type deve ser "image", "video" ou "document"',
     ],

@@ -11,7 +11,7 @@ const workspace = (id: string): CachedWorkspace => ({
 describe('KeyCache', () => {
   it('forgets entries after their time to live', () => {
     let now = 0;
-    const cache = new KeyCache(5_000, 10, () => now);
+    const cache = new KeyCache({ ttlMs: 5_000, maxEntries: 10, now: () => now });
     cache.set('d1', workspace('w1'));
     now = 4_999;
     expect(cache.get('d1')?.id).toBe('w1');
@@ -41,11 +41,36 @@ describe('KeyCache', () => {
   });
 
   it('stays within its size by evicting the oldest entry', () => {
-    const cache = new KeyCache(60_000, 2);
+    const cache = new KeyCache({ ttlMs: 60_000, maxEntries: 2 });
     cache.set('d1', workspace('w1'));
     cache.set('d2', workspace('w2'));
     cache.set('d3', workspace('w3'));
     expect(cache.get('d1')).toBeUndefined();
     expect(cache.get('d3')?.id).toBe('w3');
+  });
+
+  it('remembers unknown keys for their own time, apart from known ones', () => {
+    let now = 0;
+    const cache = new KeyCache({ ttlMs: 5_000, unknownTtlMs: 30_000, maxEntries: 2, now: () => now });
+    cache.set('d1', workspace('w1'));
+    for (const digest of ['x1', 'x2', 'x3']) cache.setUnknown(digest);
+    expect(cache.get('x1')).toBeUndefined();
+    expect(cache.get('x3')).toBeNull();
+    // A flood of unknown keys never pushes out a known one.
+    expect(cache.get('d1')?.id).toBe('w1');
+    now = 29_999;
+    expect(cache.get('x3')).toBeNull();
+    now = 30_000;
+    expect(cache.get('x3')).toBeUndefined();
+  });
+
+  it('forgets unknown keys on any invalidation, and does not record one read before it', () => {
+    const cache = new KeyCache();
+    cache.setUnknown('x1');
+    const epoch = cache.epoch;
+    cache.dropWorkspace('w1');
+    expect(cache.get('x1')).toBeUndefined();
+    cache.setUnknown('x2', epoch);
+    expect(cache.get('x2')).toBeUndefined();
   });
 });

@@ -25,7 +25,9 @@ import { jsonBody } from '@inbox/service-kit';
 import { type RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import { bearerToken, constantTimeEqual } from '../domain/api-key.js';
+import type { AuthFailureLimiter } from '../rate-limit/auth-failure-limiter.js';
 import type { WorkspaceStore } from '../store/workspaces.js';
+import { authenticationFailed, refusedClient } from './auth-failures.js';
 import { methodNotAllowed } from './route-helpers.js';
 
 function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
@@ -34,11 +36,18 @@ function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   return parsed.data;
 }
 
-function requireAdmin(adminToken: string): RequestHandler {
-  return (req, _res, next) => {
+/**
+ * The admin token, guessed by nobody: an address that failed too often is refused before its token is
+ * even compared, so that a guess cannot be told right from wrong while it is refused.
+ */
+function requireAdmin(adminToken: string, failures: AuthFailureLimiter): RequestHandler {
+  return async (req, res, next) => {
+    const refused = await refusedClient(failures, req, res);
+    if (refused) return next(refused);
     const token = bearerToken(req.get('authorization'));
     if (!token || !constantTimeEqual(token, adminToken)) {
-      return next(new AppError(401, { error: platformTexts.adminTokenInvalid }));
+      const unauthorized = new AppError(401, { error: platformTexts.adminTokenInvalid });
+      return next(await authenticationFailed(failures, req, res, unauthorized));
     }
     next();
   };
@@ -58,14 +67,22 @@ export interface AdminRouteDeps {
   store: WorkspaceStore;
   bus: Bus;
   adminToken: string;
+  authFailures: AuthFailureLimiter;
   bodyLimit: string;
   /** Tells every gateway replica that a workspace's key or status changed. */
   workspaceChanged(workspaceId: string): Promise<void>;
 }
 
-export function adminRoutes({ store, bus, adminToken, bodyLimit, workspaceChanged }: AdminRouteDeps): Router {
+export function adminRoutes({
+  store,
+  bus,
+  adminToken,
+  authFailures,
+  bodyLimit,
+  workspaceChanged,
+}: AdminRouteDeps): Router {
   const router = Router();
-  router.use('/admin/v1', requireAdmin(adminToken), jsonBody(bodyLimit));
+  router.use('/admin/v1', requireAdmin(adminToken, authFailures), jsonBody(bodyLimit));
 
   router.param('ws', async (_req, res, next, id: string) => {
     if (!uuid.safeParse(id).success)

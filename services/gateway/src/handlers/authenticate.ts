@@ -3,7 +3,9 @@ import { annotateActiveSpan } from '@inbox/telemetry';
 import type { RequestHandler } from 'express';
 import { bearerToken, hashApiKey, looksLikeApiKey } from '../domain/api-key.js';
 import type { CachedWorkspace, KeyCache } from '../domain/key-cache.js';
+import type { AuthFailureLimiter } from '../rate-limit/auth-failure-limiter.js';
 import type { WorkspaceStore } from '../store/workspaces.js';
+import { authenticationFailed, refusedClient } from './auth-failures.js';
 
 export interface AuthTexts {
   missing: string;
@@ -31,19 +33,44 @@ declare global {
 }
 
 export class KeyResolver {
+  /**
+   * Lookups under way, so that concurrent requests with one key share one query. Keyed by cache epoch
+   * too: a request that arrives after an invalidation must not take an answer read before it.
+   */
+  private readonly lookups = new Map<string, Promise<CachedWorkspace | null>>();
+
   constructor(
     private readonly store: WorkspaceStore,
     private readonly cache: KeyCache,
   ) {}
 
-  async resolve(apiKey: string): Promise<CachedWorkspace | undefined> {
+  /** What this process knows of the key without asking the database; see KeyCache.get. */
+  cached(apiKey: string): CachedWorkspace | null | undefined {
+    return this.cache.get(hashApiKey(apiKey).toString('base64'));
+  }
+
+  /** The key's workspace, or null when the key belongs to none. */
+  async resolve(apiKey: string): Promise<CachedWorkspace | null> {
     const digest = hashApiKey(apiKey);
     const cacheKey = digest.toString('base64');
     const cached = this.cache.get(cacheKey);
-    if (cached) return cached;
+    if (cached !== undefined) return cached;
     const epoch = this.cache.epoch;
+    const lookupKey = `${epoch}:${cacheKey}`;
+    let lookup = this.lookups.get(lookupKey);
+    if (!lookup) {
+      lookup = this.lookUp(digest, cacheKey, epoch).finally(() => this.lookups.delete(lookupKey));
+      this.lookups.set(lookupKey, lookup);
+    }
+    return lookup;
+  }
+
+  private async lookUp(digest: Buffer, cacheKey: string, epoch: number): Promise<CachedWorkspace | null> {
     const found = await this.store.findByKeyDigest(digest);
-    if (!found) return undefined;
+    if (!found) {
+      this.cache.setUnknown(cacheKey, epoch);
+      return null;
+    }
     const workspace: CachedWorkspace = {
       id: found.id,
       status: found.status,
@@ -55,15 +82,30 @@ export class KeyResolver {
   }
 }
 
-/** Resolves the API key to its workspace and refuses inactive or suspended workspaces. */
-export function authenticate(keys: KeyResolver, texts: AuthTexts): RequestHandler {
+/**
+ * Resolves the API key to its workspace and refuses inactive or suspended workspaces. Failures count
+ * against the caller's address (AuthFailureLimiter); an address over its budget may still use a key this
+ * process already knows, but gets no database lookup for any other.
+ */
+export function authenticate(
+  keys: KeyResolver,
+  failures: AuthFailureLimiter,
+  texts: AuthTexts,
+): RequestHandler {
   return async (req, res, next) => {
+    const refuse = async (text: string) =>
+      next(await authenticationFailed(failures, req, res, new AppError(401, { error: text })));
     const header = req.get('authorization');
-    if (!header) return next(new AppError(401, { error: texts.missing }));
+    if (!header) return refuse(texts.missing);
     const key = bearerToken(header);
-    if (!key || !looksLikeApiKey(key)) return next(new AppError(401, { error: texts.invalid }));
-    const workspace = await keys.resolve(key);
-    if (!workspace) return next(new AppError(401, { error: texts.invalid }));
+    if (!key || !looksLikeApiKey(key)) return refuse(texts.invalid);
+    let workspace = keys.cached(key);
+    if (workspace === undefined) {
+      const refused = await refusedClient(failures, req, res);
+      if (refused) return next(refused);
+      workspace = await keys.resolve(key);
+    }
+    if (!workspace) return refuse(texts.invalid);
     res.locals.workspaceId = workspace.id;
     annotateActiveSpan({ 'workspace.id': workspace.id });
     if (workspace.status !== 'active')

@@ -1,56 +1,131 @@
 import { AppError, platformTexts } from '@inbox/contracts';
 import type { Logger } from '@inbox/service-kit';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { requestHash } from '../domain/request-hash.js';
-import type { IdempotencyStore } from '../store/idempotency.js';
+import { WaiterSlots } from '../domain/waiter-slots.js';
+import type { IdempotencyClaim, IdempotencyStore } from '../store/idempotency.js';
 
 const validKey = /^[\x21-\x7E]{1,255}$/;
-const waitForHolderMs = 15_000;
+// Waiting polls at a growing interval: a quick holder is noticed at once, a slow one costs few queries.
+const firstPollMs = 50;
+const maxPollMs = 1_000;
+/** What a 409 tells the caller: the holder usually finishes within a second or two. */
+const retryAfterSeconds = 1;
+
+export interface IdempotencyOptions {
+  store: IdempotencyStore;
+  logger: Logger;
+  /** How long a request waits for the answer of the request holding its key. */
+  waitMs?: number;
+  /** Requests that may wait at once per workspace, and in all; more get the 409 at once. */
+  maxWaitersPerWorkspace?: number;
+  maxWaiters?: number;
+}
 
 /**
  * Idempotency-Key: the same key and body within 24 hours get the first answer again and cause no second
  * send; another body with the key gets 422; a request arriving while the first is under way waits for
- * its answer. Answers below 500 are kept; a 5xx releases the key so a retry runs again.
+ * its answer. Answers below 500 are kept; a 5xx, or an answer that could not be recorded, releases the
+ * key so a retry runs again.
+ *
+ * Returns a wrapper for a route's last handler, which runs only for the request that holds the key.
  */
-export function idempotency(store: IdempotencyStore, endpoint: string, logger: Logger): RequestHandler {
-  return async (req, res, next) => {
+export function idempotency({
+  store,
+  logger,
+  waitMs = 15_000,
+  maxWaitersPerWorkspace = 20,
+  maxWaiters = 200,
+}: IdempotencyOptions): (endpoint: string, handler: RequestHandler) => RequestHandler {
+  const waiters = new WaiterSlots(maxWaitersPerWorkspace, maxWaiters);
+
+  const waitForHolder = async (workspaceId: string, key: string, hash: string): Promise<IdempotencyClaim> => {
+    if (!waiters.tryEnter(workspaceId)) return { kind: 'in_progress' };
+    try {
+      const deadline = Date.now() + waitMs;
+      for (let interval = firstPollMs; ; interval = Math.min(interval * 2, maxPollMs)) {
+        const left = deadline - Date.now();
+        if (left <= 0) return { kind: 'in_progress' };
+        await new Promise((resolve) => setTimeout(resolve, Math.min(interval, left)));
+        const state = await store.peek(workspaceId, key, hash);
+        if (state.kind === 'in_progress') continue;
+        if (state.kind !== 'claimable') return state;
+        // The holder gave the key up or died: whoever claims it first runs, the others wait on.
+        const claim = await store.claim(workspaceId, key, hash);
+        if (claim.kind !== 'in_progress') return claim;
+      }
+    } finally {
+      waiters.leave(workspaceId);
+    }
+  };
+
+  return (endpoint, handler) => async (req, res, next) => {
     const key = req.get('idempotency-key');
-    if (key === undefined) return next();
+    if (key === undefined) return handler(req, res, next);
     if (!validKey.test(key)) return next(AppError.badRequest(platformTexts.idempotencyKeyInvalid));
     const workspaceId = res.locals.workspaceId!;
     const hash = requestHash(endpoint, req.body);
 
-    const deadline = Date.now() + waitForHolderMs;
-    for (;;) {
-      const claim = await store.claim(workspaceId, key, hash);
-      if (claim.kind === 'mismatch')
+    let claim = await store.claim(workspaceId, key, hash);
+    if (claim.kind === 'in_progress') claim = await waitForHolder(workspaceId, key, hash);
+    switch (claim.kind) {
+      case 'mismatch':
         return next(new AppError(422, { error: platformTexts.idempotencyKeyReused }));
-      if (claim.kind === 'completed') {
+      case 'completed':
         res.setHeader('Idempotent-Replayed', 'true');
         res.status(claim.status).json(claim.body);
         return;
-      }
-      if (claim.kind === 'claimed') break;
-      if (Date.now() > deadline)
+      case 'in_progress':
+        res.setHeader('Retry-After', String(retryAfterSeconds));
         return next(new AppError(409, { error: platformTexts.idempotencyKeyInFlight }));
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      case 'claimed':
+        return holdingKey(store, logger, { workspaceId, key }, req, res, () => handler(req, res, next));
     }
-
-    // The answer is recorded before it is sent, so a crash in between cannot lose the record of a send.
-    const send = res.json.bind(res);
-    res.json = (body: unknown) => {
-      const status = res.statusCode;
-      const recorded =
-        status < 500 ? store.complete(workspaceId, key, status, body) : store.release(workspaceId, key);
-      recorded.then(
-        () => send(body),
-        (error: unknown) => {
-          logger.error({ err: error, request_id: req.id }, 'idempotency record failed');
-          send(body);
-        },
-      );
-      return res;
-    };
-    next();
   };
+}
+
+/**
+ * Runs the handler of the request that claimed the key and records its answer: kept when below 500,
+ * released otherwise. Whatever way the request ends, the key does not stay in progress: an answer that
+ * cannot be recorded releases it, and so does a response that ended without res.json (or never got
+ * one) once the handler is done.
+ */
+async function holdingKey(
+  store: IdempotencyStore,
+  logger: Logger,
+  { workspaceId, key }: { workspaceId: string; key: string },
+  req: Request,
+  res: Response,
+  handler: () => unknown,
+): Promise<void> {
+  const release = () =>
+    store.release(workspaceId, key).catch((error: unknown) => {
+      // The key stays in progress until a later request takes it over as abandoned.
+      logger.error({ err: error, request_id: req.id }, 'idempotency key release failed');
+    });
+  const record = async (status: number, body: unknown) => {
+    if (status >= 500) return release();
+    try {
+      await store.complete(workspaceId, key, status, body);
+    } catch (error) {
+      logger.error({ err: error, request_id: req.id }, 'idempotency record failed: key released');
+      await release();
+    }
+  };
+
+  let answered = false;
+  // The answer is recorded before it is sent, so a crash in between cannot lose the record of a send.
+  const send = res.json.bind(res);
+  res.json = (body: unknown) => {
+    answered = true;
+    void record(res.statusCode, body).then(() => send(body));
+    return res;
+  };
+  // 'close' also comes when the client goes away mid-request; the handler may still answer then.
+  const responseOver = new Promise((resolve) => res.once('close', resolve));
+  try {
+    await handler();
+  } finally {
+    void responseOver.then(() => (answered ? undefined : release()));
+  }
 }

@@ -14,17 +14,18 @@ import {
 import { jsonBody, type Logger } from '@inbox/service-kit';
 import { Router } from 'express';
 import { z } from 'zod';
+import type { AuthFailureLimiter } from '../rate-limit/auth-failure-limiter.js';
 import type { WorkspaceRateLimiter } from '../rate-limit/workspace-rate-limiter.js';
-import type { IdempotencyStore } from '../store/idempotency.js';
 import { apiV1AuthTexts, authenticate, externalAuthTexts, type KeyResolver } from './authenticate.js';
-import { idempotency } from './idempotency.js';
+import { type IdempotencyOptions, idempotency } from './idempotency.js';
 import { rateLimit } from './rate-limit.js';
 import { methodNotAllowed, validated } from './route-helpers.js';
 
 export interface PublicRouteDeps {
   keys: KeyResolver;
+  authFailures: AuthFailureLimiter;
   limiter: WorkspaceRateLimiter;
-  idempotencyStore: IdempotencyStore;
+  idempotency: Omit<IdempotencyOptions, 'logger'>;
   bus: Bus;
   bodyLimit: string;
   logger: Logger;
@@ -38,39 +39,56 @@ const uuid = z.uuid();
  */
 export function publicRoutes(deps: PublicRouteDeps): Router {
   const router = Router();
-  const v1Auth = authenticate(deps.keys, apiV1AuthTexts);
+  const v1Auth = authenticate(deps.keys, deps.authFailures, apiV1AuthTexts);
   const limited = rateLimit(deps.limiter);
   const body = jsonBody(deps.bodyLimit);
-  const once = (endpoint: string) => idempotency(deps.idempotencyStore, endpoint, deps.logger);
+  const once = idempotency({ ...deps.idempotency, logger: deps.logger });
 
   router
     .route('/api/v1/send-message')
-    .post(v1Auth, limited, body, validated(sendMessageRule), once('send-message'), async (_req, res) => {
-      const input = res.locals.body as SendMessageBody;
-      res.json(
-        await deps.bus.request('cmd.messaging.send-message', { ...input, workspace: res.locals.workspace! }),
-      );
-    })
+    .post(
+      v1Auth,
+      limited,
+      body,
+      validated(sendMessageRule),
+      once('send-message', async (_req, res) => {
+        const input = res.locals.body as SendMessageBody;
+        res.json(
+          await deps.bus.request('cmd.messaging.send-message', {
+            ...input,
+            workspace: res.locals.workspace!,
+          }),
+        );
+      }),
+    )
     .all(methodNotAllowed(['POST']));
 
   router
     .route('/api/v1/send-template')
-    .post(v1Auth, limited, body, validated(sendTemplateRule), once('send-template'), async (_req, res) => {
-      const input = res.locals.body as SendTemplateBody;
-      res.json(
-        await deps.bus.request('cmd.messaging.send-template', { ...input, workspace: res.locals.workspace! }),
-      );
-    })
+    .post(
+      v1Auth,
+      limited,
+      body,
+      validated(sendTemplateRule),
+      once('send-template', async (_req, res) => {
+        const input = res.locals.body as SendTemplateBody;
+        res.json(
+          await deps.bus.request('cmd.messaging.send-template', {
+            ...input,
+            workspace: res.locals.workspace!,
+          }),
+        );
+      }),
+    )
     .all(methodNotAllowed(['POST']));
 
   router
     .route('/api/external/messages/send')
     .post(
-      authenticate(deps.keys, externalAuthTexts),
+      authenticate(deps.keys, deps.authFailures, externalAuthTexts),
       body,
       validated(externalSendRule),
-      once('external-send'),
-      async (_req, res) => {
+      once('external-send', async (_req, res) => {
         const input = res.locals.body as ExternalSendBody;
         res.json(
           await deps.bus.request('cmd.messaging.external-send', {
@@ -78,7 +96,7 @@ export function publicRoutes(deps: PublicRouteDeps): Router {
             workspace_id: res.locals.workspaceId!,
           }),
         );
-      },
+      }),
     )
     .all(methodNotAllowed(['POST']));
 

@@ -19,12 +19,21 @@ const fallbacks = meter('gateway').createCounter('gateway.rate_limit.fallback_de
 });
 
 /**
+ * After Redis failed or did not answer in time (its client's command timeout), decisions stay in this
+ * process for a few seconds: a hung Redis then costs one timeout per few seconds, not one per request.
+ */
+const redisPauseMs = 5_000;
+
+/**
  * RATE_LIMIT_PER_MINUTE requests per workspace per minute. With Redis every gateway replica shares one
- * budget; when Redis is unreachable each replica falls back to its own in-memory limiter (logged and
- * counted) rather than failing requests. Without Redis (all-in-one mode) the limiter is in memory.
+ * budget; when Redis is unreachable, failing or too slow each replica falls back to its own in-memory
+ * limiter (logged and counted) rather than failing or stalling requests. Without Redis (all-in-one
+ * mode) the limiter is in memory.
  */
 export class WorkspaceRateLimiter {
-  private readonly limiter: RateLimiterRedis | RateLimiterMemory;
+  private readonly local: RateLimiterMemory;
+  private readonly shared?: RateLimiterRedis;
+  private redisPausedUntil = 0;
   private lastFallbackLog = 0;
 
   constructor(
@@ -33,21 +42,15 @@ export class WorkspaceRateLimiter {
     private readonly redis?: Redis,
   ) {
     const options = { points: perMinute, duration: 60, keyPrefix: 'inbox:rl' };
-    this.limiter = redis
-      ? new RateLimiterRedis({
-          ...options,
-          storeClient: redis,
-          rejectIfRedisNotReady: true,
-          insuranceLimiter: new RateLimiterMemory(options),
-        })
-      : new RateLimiterMemory(options);
+    this.local = new RateLimiterMemory(options);
+    this.shared = redis
+      ? new RateLimiterRedis({ ...options, storeClient: redis, rejectIfRedisNotReady: true })
+      : undefined;
   }
 
   async take(workspaceId: string): Promise<LimitDecision> {
-    if (this.redis && this.redis.status !== 'ready') this.noteFallback();
     try {
-      const result = await this.limiter.consume(workspaceId);
-      return this.decision(true, result);
+      return this.decision(true, await this.consume(workspaceId));
     } catch (rejection) {
       if (rejection instanceof RateLimiterRes) {
         refusals.add(1);
@@ -55,6 +58,24 @@ export class WorkspaceRateLimiter {
       }
       throw rejection;
     }
+  }
+
+  /** Resolves within budget, rejects with a RateLimiterRes over it. */
+  private async consume(workspaceId: string): Promise<RateLimiterRes> {
+    if (!this.shared) return this.local.consume(workspaceId);
+    if (this.redis?.status === 'ready' && Date.now() >= this.redisPausedUntil) {
+      try {
+        return await this.shared.consume(workspaceId);
+      } catch (error) {
+        // A refusal is an answer; anything else means Redis could not give one.
+        if (error instanceof RateLimiterRes) throw error;
+        this.redisPausedUntil = Date.now() + redisPauseMs;
+        this.noteFallback(error);
+      }
+    } else {
+      this.noteFallback();
+    }
+    return this.local.consume(workspaceId);
   }
 
   private decision(allowed: boolean, result: RateLimiterRes): LimitDecision {
@@ -66,14 +87,13 @@ export class WorkspaceRateLimiter {
     };
   }
 
-  private noteFallback(): void {
+  private noteFallback(error?: unknown): void {
     fallbacks.add(1);
-    if (Date.now() - this.lastFallbackLog > 30_000) {
-      this.lastFallbackLog = Date.now();
-      this.logger.warn(
-        { redis_status: this.redis?.status },
-        'redis unreachable: rate limiting with the per-process fallback limiter',
-      );
-    }
+    if (Date.now() - this.lastFallbackLog < 30_000) return;
+    this.lastFallbackLog = Date.now();
+    this.logger.warn(
+      { err: error, redis_status: this.redis?.status },
+      'redis unreachable or slow: rate limiting with the per-process fallback limiter',
+    );
   }
 }

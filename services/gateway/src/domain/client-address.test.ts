@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { clientAddress } from './client-address.js';
+
+describe('clientAddress', () => {
+  it('keeps IPv4 addresses and unwraps IPv4-mapped IPv6 ones', () => {
+    expect(clientAddress('203.0.113.9')).toBe('203.0.113.9');
+    expect(clientAddress('::ffff:203.0.113.9')).toBe('203.0.113.9');
+  });
+
+  it('counts an IPv6 address under its /64, however it is written', () => {
+    const expected = '2001:db8:0:1::/64';
+    expect(clientAddress('2001:db8:0:1::1')).toBe(expected);
+    expect(clientAddress('2001:0db8:0000:0001:ffff:ffff:ffff:ffff')).toBe(expected);
+    expect(clientAddress('2001:db8::1:0:0:0:5')).toBe(expected);
+    expect(clientAddress('::1')).toBe('0:0:0:0::/64');
+    expect(clientAddress('2001:db8:0:2::1')).not.toBe(expected);
+  });
+
+  it('has one key for a request without an address', () => {
+    expect(clientAddress(undefined)).toBe('unknown');
+  });
+});
