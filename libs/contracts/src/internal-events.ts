@@ -16,6 +16,8 @@ export const InboundMessageEvent = z.object({
   text: z.string(),
   type: z.enum(messageTypes),
   sent_at: z.iso.datetime(),
+  /** True when the connector cut the text or name to its bounds (a provider sent more than they allow). */
+  truncated: z.boolean().optional(),
 });
 export type InboundMessageEvent = z.infer<typeof InboundMessageEvent>;
 

@@ -1,5 +1,14 @@
 export { type MigrateOptions, migrate } from './migrate.js';
-export { type NewEvent, OutboxRelay, type OutboxRelayOptions, writeEvent } from './outbox.js';
+export {
+  EventDeadLettered,
+  EventTooLarge,
+  maxEventBytes,
+  type NewEvent,
+  OutboxRelay,
+  type OutboxRelayOptions,
+  type RelayLogger,
+  writeEvent,
+} from './outbox.js';
 export {
   assertIdentifier,
   createPool,

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { assertIdentifier } from './pool.js';
+import { assertIdentifier, connectWithoutTimeouts } from './pool.js';
 
 export interface MigrateOptions {
   schema: string;
@@ -11,26 +11,46 @@ export interface MigrateOptions {
   outbox?: boolean;
 }
 
-const outboxMigration = {
-  version: 0,
-  name: '000_outbox (from @inbox/db)',
-  sql: `
-    create table outbox (
-      seq bigserial primary key,
-      id uuid not null unique,
-      type text not null,
-      workspace_id uuid not null,
-      occurred_at timestamptz not null,
-      data jsonb not null,
-      trace_context jsonb,
-      published_at timestamptz,
-      -- The writing transaction: the relay only takes rows of transactions older than every running one,
-      -- so a row written earlier but committed later is never overtaken.
-      txid xid8 not null default pg_current_xact_id()
-    );
-    create index outbox_pending on outbox (seq) where published_at is null;
-  `,
-};
+/**
+ * The outbox's own steps, applied before the service's files. They take versions 0, -1, -2, … in the
+ * service's schema_migrations: a service's files are numbered from 1, so the two never collide, and an
+ * install that already has version 0 gets only the later steps.
+ */
+const outboxMigrations = [
+  {
+    version: 0,
+    name: '000_outbox (from @inbox/db)',
+    sql: `
+      create table outbox (
+        seq bigserial primary key,
+        id uuid not null unique,
+        type text not null,
+        workspace_id uuid not null,
+        occurred_at timestamptz not null,
+        data jsonb not null,
+        trace_context jsonb,
+        published_at timestamptz,
+        -- The writing transaction: the relay only takes rows of transactions older than every running one,
+        -- so a row written earlier but committed later is never overtaken.
+        txid xid8 not null default pg_current_xact_id()
+      );
+      create index outbox_pending on outbox (seq) where published_at is null;
+    `,
+  },
+  {
+    version: -1,
+    name: '000_outbox_dead_letters (from @inbox/db)',
+    sql: `
+      -- A row the broker refuses is set aside (failed_at) instead of blocking every row behind it.
+      alter table outbox
+        add column failed_at timestamptz,
+        add column publish_error text,
+        add column publish_attempts int not null default 0;
+      drop index outbox_pending;
+      create index outbox_pending on outbox (seq) where published_at is null and failed_at is null;
+    `,
+  },
+];
 
 async function readMigrations(directory: string) {
   const files = (await readdir(directory)).filter((file) => /^\d+_.+\.sql$/.test(file));
@@ -60,8 +80,8 @@ export async function migrate(
   { schema, directory, outbox = false }: MigrateOptions,
 ): Promise<string[]> {
   assertIdentifier(schema);
-  const migrations = [...(outbox ? [outboxMigration] : []), ...(await readMigrations(directory))];
-  const client = await pool.connect();
+  const migrations = [...(outbox ? outboxMigrations : []), ...(await readMigrations(directory))];
+  const client = await connectWithoutTimeouts(pool);
   const applied: string[] = [];
   try {
     await client.query('select pg_advisory_lock(hashtext($1))', [`migrate:${schema}`]);

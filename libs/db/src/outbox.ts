@@ -4,6 +4,8 @@ import type { EventEnvelope } from '@inbox/contracts';
 import { captureContext, meter, withCapturedContext } from '@inbox/telemetry';
 import type pg from 'pg';
 import type { Queryable } from './pool.js';
+import { classifyPublishFailure, PublishFailure } from './publish-failure.js';
+import { storableText } from './storable-text.js';
 
 export interface NewEvent<D> {
   type: string;
@@ -12,8 +14,26 @@ export interface NewEvent<D> {
 }
 
 /**
+ * The largest event, serialized, that the outbox takes: a quarter of NATS's default 1 MiB max_payload,
+ * so headers, a smaller broker limit or a later envelope field never push a written event over it.
+ */
+export const maxEventBytes = 256 * 1024;
+
+/** An event over maxEventBytes: callers that carry outside input bound it before writing. */
+export class EventTooLarge extends Error {
+  override name = 'EventTooLarge';
+  constructor(
+    readonly eventType: string,
+    readonly bytes: number,
+  ) {
+    super(`event ${eventType} is ${bytes} bytes serialized, over the outbox's bound of ${maxEventBytes}`);
+  }
+}
+
+/**
  * Records an event in the outbox, inside the caller's transaction, so it exists if and only if the state
- * change it announces was committed. The relay publishes it afterwards.
+ * change it announces was committed. The relay publishes it afterwards. An event over maxEventBytes is
+ * refused here, where the caller can still act on it, rather than by the broker, after the commit.
  */
 export async function writeEvent<D>(client: Queryable, event: NewEvent<D>): Promise<EventEnvelope<D>> {
   const envelope: EventEnvelope<D> = {
@@ -23,6 +43,8 @@ export async function writeEvent<D>(client: Queryable, event: NewEvent<D>): Prom
     occurred_at: new Date().toISOString(),
     data: event.data,
   };
+  const bytes = Buffer.byteLength(JSON.stringify(envelope));
+  if (bytes > maxEventBytes) throw new EventTooLarge(event.type, bytes);
   await client.query(
     'insert into outbox (id, type, workspace_id, occurred_at, data, trace_context) values ($1, $2, $3, $4, $5, $6)',
     [
@@ -37,13 +59,19 @@ export async function writeEvent<D>(client: Queryable, event: NewEvent<D>): Prom
   return envelope;
 }
 
-const publishLag = meter('outbox').createHistogram('outbox.publish.lag', {
+const outboxMeter = meter('outbox');
+const publishLag = outboxMeter.createHistogram('outbox.publish.lag', {
   description: 'Time from an event being committed to the outbox to its publication on the stream',
   unit: 's',
 });
+const deadLettered = outboxMeter.createCounter('outbox.dead_lettered', {
+  description: 'Outbox rows set aside because the broker refuses them, by schema and reason',
+});
 const backlogs = new Map<string, number>();
-meter('outbox')
-  .createObservableGauge('outbox.backlog', { description: 'Outbox rows not yet published, by schema' })
+outboxMeter
+  .createObservableGauge('outbox.backlog', {
+    description: 'Outbox rows waiting to be published (dead-lettered ones excluded), by schema',
+  })
   .addCallback((result) => {
     for (const [schema, rows] of backlogs) result.observe(rows, { schema });
   });
@@ -56,6 +84,12 @@ interface OutboxRow {
   occurred_at: Date;
   data: unknown;
   trace_context: Record<string, string> | null;
+  publish_attempts: number;
+}
+
+/** The pino-style logger the relay raises its dead-letter alert through. */
+export interface RelayLogger {
+  error(fields: Record<string, unknown>, message: string): void;
 }
 
 export interface OutboxRelayOptions {
@@ -66,14 +100,45 @@ export interface OutboxRelayOptions {
   batchSize?: number;
   /** How often to look for rows written by other replicas of the service; local writes wake it at once. */
   pollIntervalMs?: number;
+  /**
+   * Failed publishes of a row, for reasons other than an outage, after which the relay tries the rows
+   * behind it: if one of them goes through, the broker is healthy and the row is set aside.
+   */
+  maxAttempts?: number;
   onError?: (error: unknown) => void;
+  /** Where a dead-lettered row is reported; without it the report goes to onError. */
+  logger?: RelayLogger;
   /** Test seam: called after each publish, before the row is marked. */
   afterPublish?: (event: EventEnvelope) => void;
 }
 
+/** A row the relay set aside (failed_at set): reported once, never published unless an operator clears it. */
+export class EventDeadLettered extends Error {
+  override name = 'EventDeadLettered';
+  constructor(
+    readonly event: { id: string; type: string; workspace_id: string },
+    readonly reason: 'refused' | 'repeated_failure',
+    cause: unknown,
+  ) {
+    super(`outbox event ${event.id} (${event.type}) dead-lettered: ${reason}`, { cause });
+  }
+}
+
+// How many failing rows one pass may skip while looking for a later row that goes through.
+const maxSkippedPerPass = 3;
+
+const errorText = (error: unknown) =>
+  storableText(error instanceof Error ? error.message : String(error), 1000);
+
 /**
  * Publishes outbox rows in the order they were written, with the event id as the message id, and marks
  * them. A crash between publish and mark republishes the same id, which the stream de-duplicates.
+ *
+ * A row the broker refuses (too large for it, or failing again and again while later rows go through)
+ * would block every row behind it, of every workspace, for good; it is dead-lettered instead: failed_at
+ * set, skipped from then on, reported as an error and counted. While the broker is unreachable nothing
+ * is set aside: the pass stops and the same row is tried first next time. An operator republishes a
+ * dead-lettered row by clearing its failed_at.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
@@ -143,9 +208,8 @@ export class OutboxRelay {
   }
 
   private async relayBatch(): Promise<number> {
-    const { pool, bus, schema } = this.options;
+    const { pool, schema } = this.options;
     const client = await pool.connect();
-    const published: number[] = [];
     try {
       await client.query('begin');
       const { rows: lock } = await client.query<{ locked: boolean }>(
@@ -157,32 +221,14 @@ export class OutboxRelay {
         return 0;
       }
       const { rows } = await client.query<OutboxRow>(
-        `select seq, id, type, workspace_id, occurred_at, data, trace_context from outbox
-          where published_at is null and txid < pg_snapshot_xmin(pg_current_snapshot())
+        `select seq, id, type, workspace_id, occurred_at, data, trace_context, publish_attempts from outbox
+          where published_at is null and failed_at is null and txid < pg_snapshot_xmin(pg_current_snapshot())
           order by seq limit $1`,
         [this.options.batchSize ?? 100],
       );
-      try {
-        for (const row of rows) {
-          const envelope: EventEnvelope = {
-            id: row.id,
-            type: row.type,
-            workspace_id: row.workspace_id,
-            occurred_at: row.occurred_at.toISOString(),
-            data: row.data,
-          };
-          await withCapturedContext(row.trace_context, () => bus.publish(envelope));
-          publishLag.record((Date.now() - row.occurred_at.getTime()) / 1000, { schema });
-          this.options.afterPublish?.(envelope);
-          published.push(row.seq);
-        }
-      } finally {
-        // Whatever was published is marked even when a later publish fails, so it is not sent again.
-        if (published.length > 0) {
-          await client.query('update outbox set published_at = now() where seq = any($1)', [published]);
-        }
-        await client.query('commit');
-      }
+      const failure = await this.publishRows(client, rows);
+      await client.query('commit');
+      if (failure !== undefined) throw failure;
       return rows.length;
     } catch (error) {
       await client.query('rollback').catch(() => undefined);
@@ -192,10 +238,102 @@ export class OutboxRelay {
     }
   }
 
-  /** Rows not yet published, for the backlog metric and readiness. */
+  /** Publishes the rows in order; answers the failure that ended the pass early, if one did. */
+  private async publishRows(client: pg.PoolClient, rows: OutboxRow[]): Promise<unknown> {
+    const { bus, schema } = this.options;
+    const maxAttempts = this.options.maxAttempts ?? 5;
+    const published: number[] = [];
+    // Rows that failed maxAttempts times, skipped until a later row shows whether the broker is healthy.
+    let skipped: Array<{ row: OutboxRow; error: unknown }> = [];
+    let failure: unknown;
+    try {
+      for (const row of rows) {
+        const envelope: EventEnvelope = {
+          id: row.id,
+          type: row.type,
+          workspace_id: row.workspace_id,
+          occurred_at: row.occurred_at.toISOString(),
+          data: row.data,
+        };
+        try {
+          await withCapturedContext(row.trace_context, () => bus.publish(envelope));
+        } catch (error) {
+          const kind = classifyPublishFailure(error, bus);
+          const attempts = await this.recordFailure(client, row, error);
+          if (kind === PublishFailure.refused) {
+            await this.deadLetter(client, row, 'refused', error);
+            continue;
+          }
+          if (
+            kind === PublishFailure.unknown &&
+            attempts >= maxAttempts &&
+            skipped.length < maxSkippedPerPass
+          ) {
+            skipped.push({ row, error });
+            continue;
+          }
+          failure = error;
+          break;
+        }
+        publishLag.record((Date.now() - row.occurred_at.getTime()) / 1000, { schema });
+        this.options.afterPublish?.(envelope);
+        published.push(row.seq);
+        // A later row went through, so the broker is healthy: what it kept refusing is set aside.
+        for (const { row: refused, error } of skipped) {
+          await this.deadLetter(client, refused, 'repeated_failure', error);
+        }
+        skipped = [];
+      }
+    } finally {
+      // Whatever was published is marked even when a later step fails, so it is not sent again.
+      if (published.length > 0) {
+        await client.query('update outbox set published_at = now() where seq = any($1)', [published]);
+      }
+    }
+    // Rows still skipped stay pending, in their place, and are tried first on the next pass.
+    return failure ?? skipped[0]?.error;
+  }
+
+  private async recordFailure(client: pg.PoolClient, row: OutboxRow, error: unknown): Promise<number> {
+    const { rows } = await client.query<{ publish_attempts: number }>(
+      `update outbox set publish_attempts = publish_attempts + 1, publish_error = $2 where seq = $1
+        returning publish_attempts`,
+      [row.seq, errorText(error)],
+    );
+    return rows[0]?.publish_attempts ?? row.publish_attempts + 1;
+  }
+
+  private async deadLetter(
+    client: pg.PoolClient,
+    row: OutboxRow,
+    reason: EventDeadLettered['reason'],
+    error: unknown,
+  ): Promise<void> {
+    const { schema } = this.options;
+    await client.query('update outbox set failed_at = now() where seq = $1', [row.seq]);
+    deadLettered.add(1, { schema, reason });
+    const event = { id: row.id, type: row.type, workspace_id: row.workspace_id };
+    if (this.options.logger) {
+      this.options.logger.error(
+        {
+          event_id: row.id,
+          event_type: row.type,
+          workspace_id: row.workspace_id,
+          schema,
+          reason,
+          err: error,
+        },
+        'outbox event dead-lettered: the broker refuses it, later events go on without it',
+      );
+    } else {
+      this.options.onError?.(new EventDeadLettered(event, reason, error));
+    }
+  }
+
+  /** Rows waiting to be published (dead-lettered ones are not waiting), for the backlog metric and readiness. */
   async backlog(): Promise<number> {
     const { rows } = await this.options.pool.query<{ n: number }>(
-      'select count(*)::int as n from outbox where published_at is null',
+      'select count(*)::int as n from outbox where published_at is null and failed_at is null',
     );
     return rows[0]?.n ?? 0;
   }

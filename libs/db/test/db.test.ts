@@ -1,10 +1,22 @@
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { NatsBus } from '@inbox/bus';
+import { type Bus, NatsBus } from '@inbox/bus';
 import type { EventEnvelope } from '@inbox/contracts';
+import { serveMetrics } from '@inbox/telemetry';
 import { createDatabase, startProcess, uniquePrefix, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createPool, migrate, OutboxRelay, type Pool, withTransaction, writeEvent } from '../src/index.js';
+import {
+  createPool,
+  EventTooLarge,
+  maxEventBytes,
+  migrate,
+  OutboxRelay,
+  type Pool,
+  withTransaction,
+  writeEvent,
+} from '../src/index.js';
 
 const migrations = fileURLToPath(new URL('./fixtures/migrations', import.meta.url));
 let url: string;
@@ -30,6 +42,30 @@ describe('migrations', () => {
     const { rows } = await pools[0]!.query('select version from schema_migrations order by version');
     expect(rows.map((r) => r.version)).toEqual([1, 2]);
     await Promise.all(pools.map((p) => p.end()));
+  });
+
+  it('bring an outbox created by an earlier version up to date, keeping its rows', async () => {
+    const p = createPool({ url, schema: 'upgraded' });
+    // The install as the first version of the outbox left it: version 0 applied, one row pending.
+    await p.query(`create schema upgraded;
+      create table upgraded.schema_migrations (version int primary key, name text not null, applied_at timestamptz not null default now());
+      create table upgraded.outbox (seq bigserial primary key, id uuid not null unique, type text not null,
+        workspace_id uuid not null, occurred_at timestamptz not null, data jsonb not null, trace_context jsonb,
+        published_at timestamptz, txid xid8 not null default pg_current_xact_id());
+      create index outbox_pending on upgraded.outbox (seq) where published_at is null;
+      insert into upgraded.schema_migrations (version, name) values (0, '000_outbox (from @inbox/db)');
+      insert into upgraded.outbox (id, type, workspace_id, occurred_at, data)
+        values (gen_random_uuid(), 'thing.made', gen_random_uuid(), now(), '{}');`);
+    const applied = await migrate(p, { schema: 'upgraded', directory: migrations, outbox: true });
+    expect(applied).toEqual([
+      '000_outbox_dead_letters (from @inbox/db)',
+      '001_things.sql',
+      '002_things_index.sql',
+    ]);
+    const { rows } = await p.query('select failed_at, publish_error, publish_attempts from outbox');
+    expect(rows).toEqual([{ failed_at: null, publish_error: null, publish_attempts: 0 }]);
+    expect(await migrate(p, { schema: 'upgraded', directory: migrations, outbox: true })).toEqual([]);
+    await p.end();
   });
 
   it('refuse a schema name that could inject SQL', async () => {
@@ -182,4 +218,135 @@ describe('transactional outbox', () => {
     await Promise.all(buses.map((bus) => bus.drain()));
     expect(seen.map((e) => e.id)).toEqual(ids);
   });
+
+  it('refuses, at the write, an event larger than the bound', async () => {
+    const workspace = randomUUID();
+    const written = withTransaction(pool, (client) =>
+      writeEvent(client, {
+        type: 'thing.made',
+        workspace_id: workspace,
+        data: { blob: 'x'.repeat(maxEventBytes) },
+      }),
+    );
+    await expect(written).rejects.toBeInstanceOf(EventTooLarge);
+    await expect(written).rejects.toThrow(/over the outbox's bound/);
+    const { rows } = await pool.query('select 1 from outbox where workspace_id = $1', [workspace]);
+    expect(rows).toHaveLength(0);
+  });
+
+  it('sets aside a row larger than the broker carries and publishes the rows behind it', async () => {
+    await pool.query('update outbox set published_at = now()');
+    const prefix = uniquePrefix();
+    const before = await writeEvents(1);
+    // A row from before the bound existed, over NATS's 1 MiB max_payload: written with SQL directly.
+    const big = randomUUID();
+    const bigWorkspace = randomUUID();
+    await pool.query(
+      `insert into outbox (id, type, workspace_id, occurred_at, data) values ($1, 'thing.made', $2, now(), $3)`,
+      [big, bigWorkspace, { blob: 'x'.repeat(1_100_000) }],
+    );
+    const after = await writeEvents(3);
+    const alerts: Array<Record<string, unknown>> = [];
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    const relay = new OutboxRelay({
+      pool,
+      bus,
+      schema: 'relaytest',
+      logger: { error: (fields) => alerts.push(fields) },
+    });
+    relay.start();
+    const seen = await streamContents(prefix, 4);
+    await relay.stop();
+    await bus.drain();
+    expect(seen.map((e) => e.id)).toEqual([...before, ...after]);
+    const { rows } = await pool.query(
+      'select published_at, failed_at, publish_error, publish_attempts from outbox where id = $1',
+      [big],
+    );
+    expect(rows[0]).toMatchObject({ published_at: null, failed_at: expect.any(Date), publish_attempts: 1 });
+    expect(rows[0].publish_error).toMatch(/max_payload/);
+    expect(alerts).toEqual([
+      expect.objectContaining({
+        event_id: big,
+        event_type: 'thing.made',
+        workspace_id: bigWorkspace,
+        schema: 'relaytest',
+        reason: 'refused',
+      }),
+    ]);
+    expect(await relay.backlog()).toBe(0);
+    expect(await metricsText()).toMatch(/outbox_dead_lettered_total\{[^}]*schema="relaytest"[^}]*\} [1-9]/);
+  });
+
+  it('sets aside a row that keeps failing while the rows behind it go through', async () => {
+    await pool.query('update outbox set published_at = now()');
+    const prefix = uniquePrefix();
+    const [first, poison, ...rest] = await writeEvents(4);
+    const real = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    // The broker answering one message with an error it has no name for, every time.
+    const bus = new Proxy(real, {
+      get: (target, key) =>
+        key === 'publish'
+          ? (event: EventEnvelope) =>
+              event.id === poison ? Promise.reject(new Error('unexpected answer')) : target.publish(event)
+          : Reflect.get(target, key, target),
+    }) as Bus;
+    const relay = new OutboxRelay({ pool, bus, schema: 'relaytest', maxAttempts: 3, pollIntervalMs: 20 });
+    relay.start();
+    const seen = await streamContents(prefix, 3);
+    await relay.stop();
+    await real.drain();
+    expect(seen.map((e) => e.id)).toEqual([first, ...rest]);
+    const { rows } = await pool.query('select failed_at, publish_attempts from outbox where id = $1', [
+      poison,
+    ]);
+    expect(rows[0]).toMatchObject({ failed_at: expect.any(Date), publish_attempts: 3 });
+  });
+
+  it('sets nothing aside while the broker is unreachable, and publishes everything in order once it is back', async () => {
+    await pool.query('update outbox set published_at = now()');
+    const prefix = uniquePrefix();
+    const ids = await writeEvents(3);
+    const gone = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    await gone.drain();
+    const failures: unknown[] = [];
+    const stalled = new OutboxRelay({
+      pool,
+      bus: gone,
+      schema: 'relaytest',
+      maxAttempts: 1,
+      pollIntervalMs: 20,
+      onError: (error) => failures.push(error),
+    });
+    stalled.start();
+    await waitFor(() => failures.length >= 3, { what: 'three failed passes' });
+    await stalled.stop();
+    const { rows } = await pool.query<{ failed: boolean; publish_attempts: number }>(
+      'select failed_at is not null as failed, publish_attempts from outbox where id = any($1) order by seq',
+      [ids],
+    );
+    expect(rows.map((r) => r.failed)).toEqual([false, false, false]);
+    // Each pass stopped at the first row: the ones behind it were never tried out of order.
+    expect(rows[0]!.publish_attempts).toBeGreaterThanOrEqual(3);
+    expect(rows.slice(1).map((r) => r.publish_attempts)).toEqual([0, 0]);
+
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    const relay = new OutboxRelay({ pool, bus, schema: 'relaytest' });
+    relay.start();
+    const seen = await streamContents(prefix, 3);
+    await relay.stop();
+    await bus.drain();
+    expect(seen.map((e) => e.id)).toEqual(ids);
+  });
 });
+
+async function metricsText(): Promise<string> {
+  const server = createServer(serveMetrics);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    return await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  } finally {
+    server.close();
+  }
+}

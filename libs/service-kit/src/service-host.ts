@@ -21,6 +21,7 @@ export function outboxRelay({ pool, bus, logger }: ServiceDeps, schema: string):
     pool,
     bus,
     schema,
+    logger,
     onError: (error) => logger.error({ err: error }, 'outbox relay pass failed'),
   });
 }

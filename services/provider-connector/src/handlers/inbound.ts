@@ -1,21 +1,23 @@
-import {
-  type InboundMessageEvent,
-  type InboundStatusEvent,
-  integrationChannels,
-  internalEventTypes,
-} from '@inbox/contracts';
+import type { InboundMessageEvent, InboundStatusEvent } from '@inbox/contracts';
+import { internalEventTypes } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
 import type { Logger } from '@inbox/service-kit';
-import express, { Router } from 'express';
+import { meter } from '@inbox/telemetry';
+import express, { type Request, type RequestHandler, type Response, Router } from 'express';
+import type { InboundBatch } from '../adapters/channel-adapter.js';
 import { adapterFor, InboundRejected } from '../adapters/index.js';
+import { boundMessage, boundStatus } from '../domain/inbound-bounds.js';
 import { firstSighting } from '../store/inbound-seen.js';
-import type { IntegrationStore } from '../store/integrations.js';
+import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
+import { type Admission, CallbackAdmission, type CallbackLimits } from './callback-admission.js';
 
 export interface InboundDeps {
   pool: Pool;
   store: IntegrationStore;
   relay: OutboxRelay;
   logger: Logger;
+  /** Per-integration and per-address callback limits; the defaults suit production. */
+  limits?: CallbackLimits;
 }
 
 /** Where a provider delivers an integration's inbound messages and status updates. */
@@ -23,28 +25,61 @@ export function inboundPath(channel: string, integrationId: string): string {
   return `/inbound/${channel}/${integrationId}`;
 }
 
-const channels = new Set<string>(integrationChannels);
+// Providers read these, not API callers: they only need to tell "not ours" from "slow down".
+const unknownIntegration = { status: 404, text: 'integração desconhecida' };
+const handshakeRefused = { status: 403, text: 'verificação recusada' };
+const tooManyCallbacksText = 'callbacks demais; tente novamente mais tarde';
+
+const truncations = meter('connector').createCounter('connector.inbound.truncated', {
+  description: 'Inbound message fields cut to the connector bounds, by channel and field',
+});
+
+/** The client's address as the connector's own socket sees it (no proxy header is trusted here). */
+const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
+
+function refuse(
+  res: Response,
+  decision: Exclude<Admission, { admitted: true }>,
+  unknown: { status: number; text: string },
+) {
+  if (decision.status === 429) {
+    res.setHeader('Retry-After', String(decision.retryAfterSeconds));
+    res.status(429).json({ error: tooManyCallbacksText });
+    return;
+  }
+  res.status(unknown.status).json({ error: unknown.text });
+}
 
 /**
- * The providers' callbacks. Each is verified as the provider's own (signature or shared token), each
- * provider message id is taken in once, and what arrived is announced through the outbox, in the same
- * transaction that records it as seen.
+ * The providers' callbacks. Each is admitted before its body is read (known, connected, within its
+ * limits), verified as the provider's own (signature or shared token), each provider message id is taken
+ * in once, and what arrived is announced through the outbox, in the same transaction that records it
+ * as seen, every field first made storable and cut to the connector's bounds.
  */
 export function inboundRoutes(deps: InboundDeps): Router {
   const router = Router();
+  const admission = new CallbackAdmission(deps.store, deps.logger, deps.limits);
+  const admitted = new WeakMap<Request, CallbackIntegration>();
 
-  const integrationFor = async (channel: string, id: string) => {
-    if (!channels.has(channel) || !/^[0-9a-f-]{36}$/i.test(id)) return undefined;
-    const found = await deps.store.forCallback(id);
-    return found && found.integration.channel === channel ? found : undefined;
-  };
+  const admit =
+    (unknown: { status: number; text: string }): RequestHandler =>
+    async (req, res, next) => {
+      const { channel, integrationId } = req.params as { channel: string; integrationId: string };
+      const decision = await admission.admit(channel, integrationId, clientAddress(req));
+      if (!decision.admitted) {
+        refuse(res, decision, unknown);
+        return;
+      }
+      admitted.set(req, decision.stored);
+      next();
+    };
 
-  router.get('/inbound/:channel/:integrationId', async (req, res) => {
-    const found = await integrationFor(req.params.channel, req.params.integrationId);
-    const adapter = found && adapterFor(found.integration.channel);
-    const challenge = found && adapter?.answerHandshake?.(found.config, req.query as Record<string, unknown>);
+  router.get('/inbound/:channel/:integrationId', admit(handshakeRefused), async (req, res) => {
+    const found = admitted.get(req)!;
+    const adapter = adapterFor(found.integration.channel);
+    const challenge = adapter?.answerHandshake?.(found.config, req.query as Record<string, unknown>);
     if (!challenge) {
-      res.status(403).json({ error: 'verificação recusada' });
+      res.status(handshakeRefused.status).json({ error: handshakeRefused.text });
       return;
     }
     res.type('text/plain').send(challenge);
@@ -52,15 +87,16 @@ export function inboundRoutes(deps: InboundDeps): Router {
 
   router.post(
     '/inbound/:channel/:integrationId',
+    admit(unknownIntegration),
     express.raw({ type: () => true, limit: '1mb' }),
     async (req, res) => {
-      const found = await integrationFor(req.params.channel, req.params.integrationId);
-      const adapter = found && adapterFor(found.integration.channel);
-      if (!found || !adapter) {
-        res.status(404).json({ error: 'integração desconhecida' });
+      const found = admitted.get(req)!;
+      const adapter = adapterFor(found.integration.channel);
+      if (!adapter) {
+        res.status(unknownIntegration.status).json({ error: unknownIntegration.text });
         return;
       }
-      let batch: ReturnType<typeof adapter.readInbound>;
+      let batch: InboundBatch;
       try {
         batch = adapter.readInbound(found.config, { headers: req.headers, rawBody: req.body as Buffer });
       } catch (error) {
@@ -74,45 +110,57 @@ export function inboundRoutes(deps: InboundDeps): Router {
         }
         throw error;
       }
-      const { integration, workspaceId } = found;
-      await withTransaction(deps.pool, async (client) => {
-        for (const message of batch.messages) {
-          if (!(await firstSighting(client, integration.id, message.providerMessageId))) continue;
-          const data: InboundMessageEvent = {
-            workspace_id: workspaceId,
-            integration: { id: integration.id, channel: integration.channel, provider: integration.provider },
-            provider_message_id: message.providerMessageId,
-            from: `+${message.from}`,
-            name: message.name,
-            text: message.text,
-            type: message.type,
-            sent_at: message.sentAt.toISOString(),
-          };
-          await writeEvent(client, {
-            type: internalEventTypes.inboundMessage,
-            workspace_id: workspaceId,
-            data,
-          });
-        }
-        for (const status of batch.statuses) {
-          const data: InboundStatusEvent = {
-            workspace_id: workspaceId,
-            integration_id: integration.id,
-            provider_message_id: status.providerMessageId,
-            status: status.status,
-            error: status.error,
-          };
-          await writeEvent(client, {
-            type: internalEventTypes.inboundStatus,
-            workspace_id: workspaceId,
-            data,
-          });
-        }
-      });
+      await recordBatch(deps, found, batch);
       deps.relay.wake();
       res.json({ ok: true });
     },
   );
 
   return router;
+}
+
+async function recordBatch(deps: InboundDeps, found: CallbackIntegration, batch: InboundBatch) {
+  const { integration, workspaceId } = found;
+  await withTransaction(deps.pool, async (client) => {
+    for (const received of batch.messages) {
+      const { message, truncated } = boundMessage(received);
+      if (!(await firstSighting(client, integration.id, message.providerMessageId))) continue;
+      for (const { field, originalLength } of truncated) {
+        truncations.add(1, { channel: integration.channel, field });
+        deps.logger.warn(
+          {
+            integration_id: integration.id,
+            workspace_id: workspaceId,
+            provider_message_id: message.providerMessageId,
+            field,
+            original_length: originalLength,
+          },
+          'inbound message field cut to the connector bound',
+        );
+      }
+      const data: InboundMessageEvent = {
+        workspace_id: workspaceId,
+        integration: { id: integration.id, channel: integration.channel, provider: integration.provider },
+        provider_message_id: message.providerMessageId,
+        from: `+${message.from}`,
+        name: message.name,
+        text: message.text,
+        type: message.type,
+        sent_at: message.sentAt.toISOString(),
+        ...(truncated.length > 0 ? { truncated: true } : {}),
+      };
+      await writeEvent(client, { type: internalEventTypes.inboundMessage, workspace_id: workspaceId, data });
+    }
+    for (const received of batch.statuses) {
+      const status = boundStatus(received);
+      const data: InboundStatusEvent = {
+        workspace_id: workspaceId,
+        integration_id: integration.id,
+        provider_message_id: status.providerMessageId,
+        status: status.status,
+        error: status.error,
+      };
+      await writeEvent(client, { type: internalEventTypes.inboundStatus, workspace_id: workspaceId, data });
+    }
+  });
 }

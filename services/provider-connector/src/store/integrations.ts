@@ -3,6 +3,7 @@ import type { Integration, IntegrationChannel } from '@inbox/contracts';
 import { providerOf } from '@inbox/contracts';
 import type { Pool } from '@inbox/db';
 import type { SecretBox } from '@inbox/service-kit';
+import { ExpiringCache } from './expiring-cache.js';
 
 interface IntegrationRow {
   id: string;
@@ -25,7 +26,23 @@ const columns = 'id, workspace_id, channel, provider, name, status, config_seale
 // Credentials are sealed to their row: a sealed value copied elsewhere does not open.
 const sealContext = (workspaceId: string, id: string) => `integrations:${workspaceId}:${id}`;
 
+export type CallbackIntegration = StoredIntegration & { workspaceId: string };
+
+export interface CallbackLookup {
+  stored: CallbackIntegration | undefined;
+  /** False when the answer came from this process's memory. */
+  queried: boolean;
+}
+
+const callbackCacheMs = 5_000;
+const absentCacheMs = 5 * 60_000;
+
 export class IntegrationStore {
+  // Separate maps, so ids that name nothing (a caller spraying them) never push real integrations out.
+  private readonly callbacks = new ExpiringCache<string, CallbackIntegration>(callbackCacheMs, 5_000);
+  private readonly absent = new ExpiringCache<string, true>(absentCacheMs, 20_000);
+  private readonly lookups = new Map<string, Promise<CallbackIntegration | undefined>>();
+
   constructor(
     private readonly pool: Pool,
     private readonly secrets: SecretBox,
@@ -78,17 +95,42 @@ export class IntegrationStore {
    * The integration a provider callback names by its URL. The one lookup not scoped by a workspace we
    * already know: the callback is how the workspace becomes known, and the signature check that follows
    * proves the caller holds that integration's credentials.
+   *
+   * Answers are kept in this process for a few seconds, so a provider's burst of callbacks costs one
+   * query and one decrypt per integration; a status change reaches the other replicas within that time.
+   * An id that names nothing is remembered longer (ids are never reused), so a provider still calling a
+   * removed integration costs nothing; `queried` says whether the database was asked.
    */
-  async forCallback(id: string): Promise<(StoredIntegration & { workspaceId: string }) | undefined> {
+  async forCallback(id: string, options: { cachedOnly?: boolean } = {}): Promise<CallbackLookup> {
+    const known = this.callbacks.get(id);
+    if (known) return { stored: known, queried: false };
+    if (options.cachedOnly || this.absent.get(id)) return { stored: undefined, queried: false };
+    let pending = this.lookups.get(id);
+    if (!pending) {
+      pending = this.lookUpCallback(id).finally(() => this.lookups.delete(id));
+      this.lookups.set(id, pending);
+    }
+    return { stored: await pending, queried: true };
+  }
+
+  private async lookUpCallback(id: string): Promise<CallbackIntegration | undefined> {
     const { rows } = await this.pool.query<IntegrationRow>(
       `select ${columns} from integrations where id = $1`,
       [id],
     );
-    return rows[0] ? { ...this.toStored(rows[0]), workspaceId: rows[0].workspace_id } : undefined;
+    const row = rows[0];
+    if (!row) {
+      this.absent.set(id, true);
+      return undefined;
+    }
+    const stored = { ...this.toStored(row), workspaceId: row.workspace_id };
+    this.callbacks.set(id, stored);
+    return stored;
   }
 
   async remove(workspaceId: string, id: string): Promise<void> {
     await this.pool.query('delete from integrations where workspace_id = $1 and id = $2', [workspaceId, id]);
+    this.callbacks.delete(id);
   }
 
   async get(workspaceId: string, id: string): Promise<StoredIntegration | undefined> {
@@ -124,6 +166,8 @@ export class IntegrationStore {
         where workspace_id = $1 and id = $2 returning ${columns}`,
       [workspaceId, id, status],
     );
+    // This replica's callbacks see the change at once; the others within the cache's few seconds.
+    this.callbacks.delete(id);
     return rows[0] ? this.toStored(rows[0]) : undefined;
   }
 

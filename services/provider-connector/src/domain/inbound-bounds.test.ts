@@ -1,0 +1,61 @@
+import { maxEventBytes } from '@inbox/db';
+import { describe, expect, it } from 'vitest';
+import { boundMessage, boundStatus, inboundBounds } from './inbound-bounds.js';
+
+describe('inbound bounds', () => {
+  it('keep the worst message a provider can send (every character escaped in JSON) under the event bound', () => {
+    const escaped = '\u0001'.repeat(1_000_000);
+    const { message, truncated } = boundMessage({
+      providerMessageId: escaped,
+      from: '9'.repeat(1_000),
+      name: escaped,
+      text: escaped,
+      type: 'text',
+      sentAt: new Date(Number.NaN),
+    });
+    expect(truncated.map((cut) => cut.field).sort()).toEqual(['name', 'text']);
+    expect(message.text).toHaveLength(inboundBounds.textChars);
+    expect(Number.isNaN(message.sentAt.getTime())).toBe(false);
+    expect(Buffer.byteLength(JSON.stringify(message))).toBeLessThan(maxEventBytes / 2);
+  });
+
+  it('never split a character, and make NUL storable', () => {
+    const text = `${'a'.repeat(inboundBounds.textChars - 1)}😀`;
+    expect(
+      boundMessage({
+        providerMessageId: 'p\u0000',
+        from: '1',
+        name: null,
+        text,
+        type: 'text',
+        sentAt: new Date(),
+      }),
+    ).toMatchObject({
+      message: { providerMessageId: 'p\uFFFD', text: 'a'.repeat(inboundBounds.textChars - 1) },
+    });
+    expect(
+      boundStatus({ providerMessageId: 'x', status: 'failed', error: `e\u0000${'r'.repeat(5_000)}` }).error,
+    ).toHaveLength(inboundBounds.statusErrorChars);
+  });
+
+  it('give long provider ids a stable digest, so two of them never collide', () => {
+    const a = boundMessage({
+      providerMessageId: `${'i'.repeat(300)}a`,
+      from: '1',
+      name: null,
+      text: '',
+      type: 'text',
+      sentAt: new Date(),
+    });
+    const b = boundMessage({
+      providerMessageId: `${'i'.repeat(300)}b`,
+      from: '1',
+      name: null,
+      text: '',
+      type: 'text',
+      sentAt: new Date(),
+    });
+    expect(a.message.providerMessageId).not.toBe(b.message.providerMessageId);
+    expect(a.message.providerMessageId).toMatch(/^sha256:/);
+  });
+});

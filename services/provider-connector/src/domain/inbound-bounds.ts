@@ -1,0 +1,59 @@
+import { createHash } from 'node:crypto';
+import { storableText } from '@inbox/db';
+import type { InboundMessage, StatusUpdate } from '../adapters/channel-adapter.js';
+
+/**
+ * The most of each provider-given field the connector takes in. A callback may carry up to 1 MiB
+ * (providers batch), but one message becomes one event, and an event must stay well under the outbox's
+ * bound: these keep the worst case (every character escaped) near 100 KiB. WhatsApp itself caps a text
+ * at 4096 characters, so a longer one is a provider bug or a hostile caller, and is cut, not refused:
+ * refusing would make the provider retry the same callback forever.
+ */
+export const inboundBounds = {
+  textChars: 16_384,
+  nameChars: 256,
+  /** Longer provider ids are replaced by a digest, so two of them never collide. */
+  providerIdChars: 256,
+  phoneChars: 32,
+  statusErrorChars: 1_000,
+} as const;
+
+export interface Truncation {
+  field: 'text' | 'name';
+  originalLength: number;
+}
+
+/** A provider message id that fits a text column and an index entry, and stays unique. */
+export function storableProviderId(id: string): string {
+  if (id.length <= inboundBounds.providerIdChars) return storableText(id);
+  return `sha256:${createHash('sha256').update(id).digest('hex')}`;
+}
+
+/** The message with every field storable and within its bound, and what had to be cut. */
+export function boundMessage(message: InboundMessage): { message: InboundMessage; truncated: Truncation[] } {
+  const truncated: Truncation[] = [];
+  const cut = (field: Truncation['field'], value: string, maxChars: number) => {
+    if (value.length > maxChars) truncated.push({ field, originalLength: value.length });
+    return storableText(value, maxChars);
+  };
+  return {
+    message: {
+      providerMessageId: storableProviderId(message.providerMessageId),
+      from: storableText(message.from, inboundBounds.phoneChars),
+      name: message.name === null ? null : cut('name', message.name, inboundBounds.nameChars),
+      text: cut('text', message.text, inboundBounds.textChars),
+      type: message.type,
+      // A provider timestamp out of Date's range would make toISOString throw, and the callback fail.
+      sentAt: Number.isNaN(message.sentAt.getTime()) ? new Date() : message.sentAt,
+    },
+    truncated,
+  };
+}
+
+export function boundStatus(status: StatusUpdate): StatusUpdate {
+  return {
+    providerMessageId: storableProviderId(status.providerMessageId),
+    status: status.status,
+    error: status.error === null ? null : storableText(status.error, inboundBounds.statusErrorChars),
+  };
+}

@@ -1,0 +1,134 @@
+import { integrationChannels } from '@inbox/contracts';
+import type { Logger } from '@inbox/service-kit';
+import { meter } from '@inbox/telemetry';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
+
+export interface CallbackLimits {
+  /** Callbacks one integration may send per second, on average. */
+  perSecond: number;
+  /** Callbacks one integration may send at once. */
+  burst: number;
+  /** Callbacks from one client address naming no integration (looked up in vain, or malformed) per window. */
+  unknownPerWindow: number;
+  unknownWindowSeconds: number;
+  /** How long an address over that budget is refused. */
+  unknownBlockSeconds: number;
+}
+
+/**
+ * Generous for a provider (they batch, and WhatsApp numbers send a few messages per second at most), but
+ * one integration's flood, or its stuck provider retrying, takes a bounded share of the connector.
+ */
+export const defaultCallbackLimits: CallbackLimits = {
+  perSecond: 50,
+  burst: 200,
+  unknownPerWindow: 50,
+  unknownWindowSeconds: 10,
+  unknownBlockSeconds: 30,
+};
+
+export type Admission =
+  | { admitted: true; stored: CallbackIntegration }
+  | { admitted: false; status: 404 }
+  | { admitted: false; status: 429; retryAfterSeconds: number };
+
+const refusals = meter('connector').createCounter('connector.inbound.refusals', {
+  description: 'Provider callbacks refused before their body was read, by reason',
+});
+
+const channels = new Set<string>(integrationChannels);
+
+/**
+ * Decides, before a callback's body is read, whether the connector takes it: the integration must
+ * exist, be of the URL's channel and be connected, and be within its callback budget; a client address
+ * that keeps naming integrations that do not exist is refused for a while. Callback URLs carry no
+ * credentials a caller must show before this point, so each of these keeps an unauthenticated caller
+ * from costing more than a memory lookup.
+ */
+export class CallbackAdmission {
+  private readonly perIntegration: RateLimiterMemory;
+  private readonly unknownCallers: RateLimiterMemory;
+
+  constructor(
+    private readonly store: Pick<IntegrationStore, 'forCallback'>,
+    private readonly logger: Logger,
+    private readonly limits: CallbackLimits = defaultCallbackLimits,
+  ) {
+    // A window holding `burst` callbacks and lasting burst / perSecond seconds: the average rate is
+    // perSecond, and a quiet integration may send its whole burst at once.
+    this.perIntegration = new RateLimiterMemory({
+      keyPrefix: 'callbacks',
+      points: limits.burst,
+      duration: Math.max(1, Math.ceil(limits.burst / limits.perSecond)),
+    });
+    this.unknownCallers = new RateLimiterMemory({
+      keyPrefix: 'unknown-callbacks',
+      points: limits.unknownPerWindow,
+      duration: limits.unknownWindowSeconds,
+      blockDuration: limits.unknownBlockSeconds,
+    });
+  }
+
+  async admit(channel: string, integrationId: string, address: string): Promise<Admission> {
+    const blocked = await this.unknownCallers.get(address);
+    const isBlocked = blocked !== null && blocked.consumedPoints > this.limits.unknownPerWindow;
+    if (!channels.has(channel) || !/^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(integrationId)) {
+      return isBlocked ? this.refusedCaller(blocked) : this.unknown(address, true);
+    }
+    // A blocked address still reaches integrations this process knows: providers call from shared
+    // addresses (one Meta range serves every tenant), so a sprayer there must not stop the others'
+    // callbacks; only what would cost a database lookup is refused (and the provider retries later).
+    const { stored, queried } = await this.store.forCallback(integrationId, { cachedOnly: isBlocked });
+    if (!stored && isBlocked) return this.refusedCaller(blocked);
+    // Only lookups that reached the database count against the address: ids already known to name
+    // nothing cost nothing, and a provider still calling a removed integration is not a sprayer.
+    if (!stored) return this.unknown(address, queried);
+    if (stored.integration.channel !== channel || stored.integration.status !== 'connected') {
+      refusals.add(1, { reason: 'not_connected' });
+      return { admitted: false, status: 404 };
+    }
+    try {
+      await this.perIntegration.consume(integrationId);
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      refusals.add(1, { reason: 'integration_rate' });
+      // Once per window, not once per refused callback.
+      if (rejection.consumedPoints === this.limits.burst + 1) {
+        this.logger.warn(
+          { integration_id: integrationId, workspace_id: stored.workspaceId, burst: this.limits.burst },
+          'inbound callbacks over the integration limit: refused with 429',
+        );
+      }
+      return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(rejection.msBeforeNext) };
+    }
+    return { admitted: true, stored };
+  }
+
+  private refusedCaller(blocked: RateLimiterRes): Admission {
+    refusals.add(1, { reason: 'unknown_integrations' });
+    return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(blocked.msBeforeNext) };
+  }
+
+  private async unknown(address: string, counts: boolean): Promise<Admission> {
+    refusals.add(1, { reason: 'unknown_integration' });
+    if (counts) {
+      await this.unknownCallers.consume(address).catch((rejection: unknown) => {
+        if (!(rejection instanceof RateLimiterRes)) throw rejection;
+        if (rejection.consumedPoints === this.limits.unknownPerWindow + 1) {
+          this.logger.warn(
+            {
+              client: address,
+              unknown: this.limits.unknownPerWindow,
+              window_s: this.limits.unknownWindowSeconds,
+            },
+            'client refused after naming too many unknown integrations',
+          );
+        }
+      });
+    }
+    return { admitted: false, status: 404 };
+  }
+}
+
+const retryAfterSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));

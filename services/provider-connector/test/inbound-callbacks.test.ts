@@ -1,0 +1,190 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { InProcessBus } from '@inbox/bus';
+import { createPool, maxEventBytes, migrate, OutboxRelay, type Pool } from '@inbox/db';
+import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
+import { createDatabase } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type CallbackLimits, defaultCallbackLimits } from '../src/handlers/callback-admission.js';
+import { inboundRoutes } from '../src/handlers/inbound.js';
+import { IntegrationStore } from '../src/store/integrations.js';
+
+/** Counts decrypts, to see how often a callback costs one. */
+class CountingSecretBox extends SecretBox {
+  opened = 0;
+  override open(sealed: string, context: string): string {
+    this.opened++;
+    return super.open(sealed, context);
+  }
+}
+
+const logLines: Array<Record<string, unknown>> = [];
+const logger = createLogger('provider-connector', {
+  level: 'warn',
+  destination: { write: (line: string) => logLines.push(JSON.parse(line) as Record<string, unknown>) },
+});
+
+let pool: Pool;
+const servers: Server[] = [];
+beforeAll(async () => {
+  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'connector' });
+  await migrate(pool, {
+    schema: 'connector',
+    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+    outbox: true,
+  });
+});
+afterAll(async () => {
+  for (const server of servers) {
+    server.closeAllConnections();
+    server.close();
+  }
+  await pool?.end();
+});
+
+/** The connector's inbound routes on a loopback port, as the service mounts them. */
+async function startConnector(limits: Partial<CallbackLimits> = {}) {
+  const secrets = new CountingSecretBox(SecretBox.generateKey());
+  const store = new IntegrationStore(pool, secrets);
+  // Not started: the events stay in the outbox, where the test reads them.
+  const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
+  const app = createHttpApp({ logger, parseJson: false });
+  app.use(inboundRoutes({ pool, store, relay, logger, limits: { ...defaultCallbackLimits, ...limits } }));
+  finishHttpApp(app, logger);
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  servers.push(server);
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const integration = async () => {
+    const workspaceId = randomUUID();
+    const apiKey = `key-${randomUUID()}`;
+    const created = await store.create(workspaceId, {
+      channel: 'alt-a',
+      config: { base_url: 'http://127.0.0.1:9/alt-a', instance: 'inst', api_key: apiKey },
+      accountId: 'inst',
+    });
+    return { id: created.integration.id, workspaceId, apiKey };
+  };
+  const callback = (
+    target: { id: string; apiKey: string },
+    message: { id?: string; text?: string; name?: string; timestamp?: number } = {},
+  ) =>
+    fetch(`${url}/inbound/alt-a/${target.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        event: 'messages.upsert',
+        apikey: target.apiKey,
+        data: {
+          key: { remoteJid: '5511944440001@s.whatsapp.net', fromMe: false, id: message.id ?? randomUUID() },
+          pushName: message.name,
+          messageTimestamp: message.timestamp,
+          message: { conversation: message.text ?? 'oi' },
+        },
+      }),
+    });
+  return { url, store, secrets, integration, callback };
+}
+
+async function eventsOf(workspaceId: string) {
+  const { rows } = await pool.query<{ data: Record<string, unknown>; bytes: number }>(
+    `select data, octet_length(data::text) as bytes from outbox
+      where workspace_id = $1 and type = 'inbound.message' order by seq`,
+    [workspaceId],
+  );
+  return rows;
+}
+
+describe('inbound callbacks', () => {
+  it('takes a 1 MiB message in cut to its bounds, storable, with a record of the cut', async () => {
+    const connector = await startConnector();
+    const target = await connector.integration();
+    const longId = `ID-${'9'.repeat(400)}`;
+    const answer = await connector.callback(target, {
+      id: longId,
+      text: `começo\u0000${'x'.repeat(1_000_000)}`,
+      name: `Nome\u0000${'n'.repeat(5_000)}`,
+      timestamp: 1e20,
+    });
+    expect(answer.status).toBe(200);
+    const [event] = await eventsOf(target.workspaceId);
+    expect(event!.bytes).toBeLessThan(maxEventBytes);
+    expect(event!.data).toMatchObject({ truncated: true, from: '+5511944440001' });
+    expect((event!.data.text as string).length).toBe(16_384);
+    expect((event!.data.text as string).startsWith('começo\uFFFDx')).toBe(true);
+    expect((event!.data.name as string).length).toBe(256);
+    expect(event!.data.provider_message_id).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(Number.isNaN(Date.parse(event!.data.sent_at as string))).toBe(false);
+    expect(logLines).toContainEqual(
+      expect.objectContaining({ integration_id: target.id, field: 'text', original_length: 1_000_007 }),
+    );
+
+    // The provider delivering the same callback again is taken in once: the shortened id is stable.
+    expect((await connector.callback(target, { id: longId, text: 'de novo' })).status).toBe(200);
+    expect(await eventsOf(target.workspaceId)).toHaveLength(1);
+  });
+
+  it("refuses a disconnected integration's callback without reading its body", async () => {
+    const connector = await startConnector();
+    const target = await connector.integration();
+    expect((await connector.callback(target)).status).toBe(200);
+    await connector.store.setStatus(target.workspaceId, target.id, 'disconnected');
+    // Larger than the body limit: a 413 would mean the body was read before the integration was judged.
+    const answer = await fetch(`${connector.url}/inbound/alt-a/${target.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'x'.repeat(2 * 1024 * 1024),
+    });
+    expect(answer.status).toBe(404);
+    expect(await answer.json()).toEqual({ error: 'integração desconhecida' });
+    expect((await connector.callback(target)).status).toBe(404);
+    expect(await eventsOf(target.workspaceId)).toHaveLength(1);
+  });
+
+  it('answers 429 with Retry-After to a flood on one integration while serving another', async () => {
+    const connector = await startConnector({ perSecond: 5, burst: 10 });
+    const flooding = await connector.integration();
+    const quiet = await connector.integration();
+    const answers = await Promise.all(Array.from({ length: 25 }, () => connector.callback(flooding)));
+    const statuses = answers.map((answer) => answer.status);
+    expect(statuses.filter((status) => status === 200).length).toBeLessThanOrEqual(20);
+    expect(statuses).toContain(429);
+    const refused = answers.find((answer) => answer.status === 429)!;
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect((await connector.callback(quiet)).status).toBe(200);
+  });
+
+  it('costs one lookup and one decrypt per integration for a burst of callbacks', async () => {
+    const connector = await startConnector();
+    const target = await connector.integration();
+    const before = connector.secrets.opened;
+    const answers = await Promise.all(Array.from({ length: 20 }, () => connector.callback(target)));
+    expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
+    expect(connector.secrets.opened - before).toBe(1);
+  });
+
+  it('refuses for a while what an address that keeps naming unknown integrations would cost, not known ones', async () => {
+    const connector = await startConnector({ unknownPerWindow: 5 });
+    const known = await connector.integration();
+    // The same removed integration called again and again is remembered: it costs nothing and counts once.
+    const removed = randomUUID();
+    for (let i = 0; i < 10; i++) {
+      expect((await connector.callback({ id: removed, apiKey: 'k' })).status).toBe(404);
+    }
+    expect((await connector.callback(known)).status).toBe(200);
+    const sprayed: number[] = [];
+    for (let i = 0; i < 4; i++)
+      sprayed.push((await connector.callback({ id: randomUUID(), apiKey: 'k' })).status);
+    sprayed.push((await fetch(`${connector.url}/inbound/alt-a/not-an-id`, { method: 'POST' })).status);
+    sprayed.push((await connector.callback({ id: randomUUID(), apiKey: 'k' })).status);
+    expect(sprayed).toEqual([404, 404, 404, 404, 404, 429]);
+    const refused = await connector.callback({ id: randomUUID(), apiKey: 'k' });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(1);
+    // Providers call from shared addresses: an integration this process knows is still served from one.
+    expect((await connector.callback(known)).status).toBe(200);
+  });
+});
