@@ -1,7 +1,9 @@
 import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { NodeSDK } from '@opentelemetry/sdk-node';
+import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
+import { BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { markMeterProviderInstalled, prometheusExporter } from './metrics.js';
+import { UrlRedactingSpanProcessor } from './url-redaction.js';
 
 let sdk: NodeSDK | undefined;
 
@@ -15,12 +17,29 @@ export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'i
   const exporting = Boolean(
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
   );
-  sdk = new NodeSDK({
+  sdk = new NodeSDK(sdkConfiguration(serviceName, exporting ? new OTLPTraceExporter() : undefined));
+  sdk.start();
+  markMeterProviderInstalled();
+}
+
+/**
+ * The SDK's whole configuration, exported so that tests trace exactly as production does. Spans pass
+ * the URL redaction before the exporter's batch (credentials ride in some providers' URLs and in the
+ * subscription handshake's query); without an exporter no tracer provider is installed at all.
+ */
+export function sdkConfiguration(
+  serviceName: string,
+  traceExporter: SpanExporter | undefined,
+): Partial<NodeSDKConfiguration> {
+  return {
     serviceName,
     // The SDK's meter provider reads through our Prometheus exporter, so the auto-instrumentations'
     // metrics and ours are served together on /metrics.
     metricReader: prometheusExporter(),
-    ...(exporting ? { traceExporter: new OTLPTraceExporter() } : { spanProcessors: [] }),
+    // The batch processor of sdk-trace-base reads the OTEL_BSP_* variables, as the SDK's own would.
+    spanProcessors: traceExporter
+      ? [new UrlRedactingSpanProcessor(), new BatchSpanProcessor(traceExporter)]
+      : [],
     instrumentations: [
       getNodeAutoInstrumentations({
         // File system and DNS spans drown the useful ones and cost time on every request.
@@ -34,9 +53,7 @@ export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'i
         '@opentelemetry/instrumentation-pg': { requireParentSpan: true },
       }),
     ],
-  });
-  sdk.start();
-  markMeterProviderInstalled();
+  };
 }
 
 /**

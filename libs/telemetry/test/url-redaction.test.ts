@@ -1,0 +1,90 @@
+// Credentials in URLs never reach a trace: the SDK configured exactly as the services configure it
+// (sdkConfiguration), an outgoing fetch (undici) that carries a token in its path and query, and an
+// incoming request with the chat-official subscription handshake's query, through a real HTTP server.
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { waitFor } from '@inbox/testkit';
+import { SpanKind, trace } from '@opentelemetry/api';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sdkConfiguration } from '../src/sdk.js';
+import { redactUrl } from '../src/url-redaction.js';
+
+const exporter = new InMemorySpanExporter();
+const sdk = new NodeSDK(sdkConfiguration('redaction-test', exporter));
+let server: import('node:http').Server;
+let base: string;
+
+beforeAll(async () => {
+  sdk.start();
+  // Required after the SDK started, so the http instrumentation patches the module the server uses.
+  const http = createRequire(import.meta.url)('node:http') as typeof import('node:http');
+  server = http.createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => server?.close(resolve));
+  await sdk.shutdown();
+});
+
+async function finishedSpans(kind: SpanKind, count: number): Promise<ReadableSpan[]> {
+  const provider = trace.getTracerProvider() as { getDelegate?: () => { forceFlush?: () => Promise<void> } };
+  let spans: ReadableSpan[] = [];
+  await waitFor(
+    async () => {
+      await provider.getDelegate?.().forceFlush?.();
+      spans = exporter.getFinishedSpans().filter((span) => span.kind === kind);
+      return spans.length >= count;
+    },
+    { what: `${count} ${SpanKind[kind]} span(s)`, timeoutMs: 5_000 },
+  );
+  return spans;
+}
+
+/** Everything a span shows an exporter, as text. */
+const shown = (span: ReadableSpan) =>
+  JSON.stringify({ name: span.name, attributes: span.attributes, events: span.events });
+
+describe('URL redaction in traces', () => {
+  it('keeps the alt-b token and client_token of an outgoing call out of client and server spans', async () => {
+    exporter.reset();
+    const response = await fetch(`${base}/instances/abc/token/SECRET123/send-text?client_token=XYZ&phone=1`);
+    expect(await response.text()).toBe('ok');
+
+    const [client] = await finishedSpans(SpanKind.CLIENT, 1);
+    expect(client!.attributes['url.full']).toBe(
+      `${base}/instances/abc/token/REDACTED/send-text?client_token=REDACTED&phone=1`,
+    );
+    const [incoming] = await finishedSpans(SpanKind.SERVER, 1);
+    expect(incoming!.attributes['url.path']).toBe('/instances/abc/token/REDACTED/send-text');
+    for (const span of exporter.getFinishedSpans()) {
+      expect(shown(span)).not.toMatch(/SECRET123|XYZ/);
+    }
+  });
+
+  it('keeps the subscription handshake values of an incoming request out of the server span', async () => {
+    exporter.reset();
+    const response = await fetch(`${base}/inbound/chat-official/x?hub.verify_token=SECRET&hub.challenge=42`);
+    expect(response.status).toBe(200);
+
+    const [incoming] = await finishedSpans(SpanKind.SERVER, 1);
+    expect(incoming!.attributes['url.query']).toBe('hub.verify_token=REDACTED&hub.challenge=REDACTED');
+    for (const span of exporter.getFinishedSpans()) {
+      expect(shown(span)).not.toMatch(/SECRET|challenge=42/);
+    }
+  });
+
+  it('applies one rule to every spelling of a URL', () => {
+    expect(
+      redactUrl('https://u:p@api.example/bot123:AA-b_c/sendMessage?apikey=k&Signature=s&q=1#access_token=t'),
+    ).toBe(
+      'https://REDACTED@api.example/botREDACTED/sendMessage?apikey=REDACTED&Signature=REDACTED&q=1#access_token=REDACTED',
+    );
+    expect(redactUrl('/cb?hub%2Everify_token=v&code=c&name=ana')).toBe(
+      '/cb?hub%2Everify_token=REDACTED&code=REDACTED&name=ana',
+    );
+  });
+});
