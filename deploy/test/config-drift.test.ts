@@ -43,8 +43,9 @@ const SCHEMAS: Record<string, ConfigSchema> = {
 /** Read by OpenTelemetry itself (libs/telemetry) and by Node libraries, not by the config schemas. */
 const EXTRAS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'OTEL_SDK_DISABLED', 'NODE_ENV'];
 
-/** Values the Secret inbox-secrets would hold, in the shape each schema wants. */
+/** Values the Secrets inbox-secrets and nats-<service> would hold, in the shape each schema wants. */
 const SECRET_SAMPLES: Record<string, string> = {
+  NATS_URL: 'nats://service:p0secret@nats:4222',
   DATABASE_URL: 'postgres://inbox:secret@postgres:5432/inbox',
   ADMIN_TOKEN: 'a'.repeat(32),
   ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),

@@ -214,6 +214,11 @@ describe('docker-compose.yml', () => {
     expect(list(nats.command).map(String)).toEqual(expect.arrayContaining(['-js', '-sd', '/data', '-m']));
     expect(list(nats.volumes).some((v) => String(v).endsWith(':/data'))).toBe(true);
     expect(JSON.stringify(dict(nats.healthcheck).test)).toMatch(/8222\/healthz/);
+    // The users and permissions of deploy/nats/nats-server.conf (deploy/test/nats-permissions.test.ts).
+    expect(list(nats.command).map(String)).toEqual(
+      expect.arrayContaining(['-c', '/etc/nats/nats-server.conf']),
+    );
+    expect(list(nats.volumes)).toContain('./deploy/nats/nats-server.conf:/etc/nats/nats-server.conf:ro');
 
     const postgres = service('postgres');
     expect(postgres.image).toBe('postgres:16-alpine');
@@ -244,7 +249,12 @@ describe('docker-compose.yml', () => {
       expect(env[contract.portVar], name).toBe(String(contract.port));
       expect(dict(dict(service(name).build).args).PORT, name).toBe(String(contract.port));
       for (const variable of contract.needs) expect(env[variable], `${name} ${variable}`).toBeTruthy();
-      expect(env.NATS_URL).toBe('nats://nats:4222');
+      // Its own NATS user, with the password the nats service reads for that user.
+      const password = `NATS_${name.toUpperCase().replaceAll('-', '_')}_PASSWORD`;
+      expect(env.NATS_URL, name).toMatch(
+        new RegExp(`^nats://${name}:\\$\\{${password}:-[a-z0-9]+\\}@nats:4222$`),
+      );
+      expect(composeEnv(service('nats'))[password], name).toBe(/:(\$\{[^}]+\})@/.exec(env.NATS_URL!)?.[1]);
       expect(env.DATABASE_URL).toMatch(/^postgres(ql)?:\/\/[^@]+@postgres:5432\/inbox$/);
       expect(env.OTEL_SERVICE_NAME).toBe(name);
     }
@@ -433,13 +443,16 @@ describe('k8s/', () => {
           if (SECRET_KEYS.includes(String(entry.name)))
             expect(entry.value, `${name} ${entry.name}`).toBeUndefined();
         }
+        // Its own NATS user: the URL carries the password, so it comes from the service's own Secret.
+        const nats = dict(dict(env.find((e) => e.name === 'NATS_URL')?.valueFrom).secretKeyRef);
+        expect(nats, name).toEqual({ name: `nats-${name}`, key: 'NATS_URL' });
       }
       const kustomization = dict(parse(read('k8s/base/kustomization.yaml')));
       const generated = list(kustomization.configMapGenerator).map(dict);
       const keysOf = (name: string) =>
         list(generated.find((g) => g.name === name)?.literals).map((l) => String(l).split('=')[0]);
       // What every service reads in inbox-config; each service's own keys in <service>-config.
-      expect(keysOf('inbox-config').sort()).toEqual(['BUS_PREFIX', 'LOG_LEVEL', 'NATS_URL']);
+      expect(keysOf('inbox-config').sort()).toEqual(['BUS_PREFIX', 'LOG_LEVEL']);
       for (const name of ['gateway', 'provider-connector', 'webhook-dispatcher']) {
         expect(keysOf(`${name}-config`).length, name).toBeGreaterThan(0);
         const fromConfig = list(firstContainer(deployment(name)).envFrom).map(
@@ -448,7 +461,8 @@ describe('k8s/', () => {
         expect(fromConfig, name).toContain(`${name}-config`);
       }
       for (const { name } of generated) {
-        for (const secret of SECRET_KEYS) expect(keysOf(String(name)), String(name)).not.toContain(secret);
+        for (const secret of [...SECRET_KEYS, 'NATS_URL'])
+          expect(keysOf(String(name)), String(name)).not.toContain(secret);
       }
     });
 
@@ -534,6 +548,9 @@ describe('k8s/', () => {
       const natsArgs = [...list(natsContainer.command), ...list(natsContainer.args)].map(String);
       expect(natsArgs).toContain('-js');
       expect(natsArgs).toContain('-sd');
+      // The users and permissions of deploy/nats/nats-server.conf, from the ConfigMap deploy/nats generates.
+      expect(natsArgs.join(' ')).toContain('-c /etc/nats/nats-server.conf');
+      expect(list(dev.resources)).toContain('../../../deploy/nats');
       const sandbox = firstContainer(
         kindOf('Deployment', 'k8s/overlays/dev/').find((m) => nameOf(m.doc) === SANDBOX.name)?.doc ?? {},
       );
@@ -577,8 +594,9 @@ describe('k8s/', () => {
         .map(dict)
         .find((g) => g.name === 'inbox-config');
       expect(config?.behavior).toBe('merge');
-      expect(list(config?.literals).map(String)).toEqual(
-        expect.arrayContaining([expect.stringMatching(/^NATS_URL=nats:\/\/\S+$/)]),
+      // NATS is reached with each service's own user, from its Secret nats-<service>, not from a ConfigMap.
+      expect(list(config?.literals).map(String)).not.toEqual(
+        expect.arrayContaining([expect.stringMatching(/^NATS_URL=/)]),
       );
     });
   });

@@ -186,7 +186,13 @@ describe('k8s/ rendered with kustomize', () => {
           for (const entry of list(container.env).map(dict)) {
             const from = dict(entry.valueFrom);
             if (from.configMapKeyRef) expect(configMaps).toContain(dict(from.configMapKeyRef).name);
-            if (from.secretKeyRef) expect(dict(from.secretKeyRef).name).toBe('inbox-secrets');
+            if (!from.secretKeyRef) continue;
+            // The shared Secret, or a NATS user's own: the service's, or each service's for the NATS server.
+            const allowed =
+              nameOf(deployment) === 'nats'
+                ? SERVICE_NAMES.map((name) => `nats-${name}`)
+                : ['inbox-secrets', `nats-${nameOf(deployment)}`];
+            expect(allowed, `${overlay.name} ${nameOf(deployment)}`).toContain(dict(from.secretKeyRef).name);
           }
         }
       }

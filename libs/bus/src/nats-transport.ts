@@ -106,8 +106,22 @@ export class NatsBus implements Bus {
   }
 
   static async connect(options: NatsBusOptions): Promise<NatsBus> {
+    // nats.js ignores credentials in a server URL, so nats://user:password@host:4222 is split here. Each
+    // user gets its own inbox prefix, _INBOX_<user>, which the server's permissions
+    // (deploy/nats/nats-server.conf) let only that user subscribe to: no service reads another's replies.
+    const url = URL.canParse(options.url) ? new URL(options.url) : undefined;
+    const user = url?.username ? decodeURIComponent(url.username) : undefined;
+    const server =
+      url && user
+        ? {
+            servers: `${url.protocol}//${url.host}`,
+            user,
+            pass: decodeURIComponent(url.password),
+            inboxPrefix: `_INBOX_${user}`,
+          }
+        : { servers: options.url };
     const nc = await connect({
-      servers: options.url,
+      ...server,
       name: options.name,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,

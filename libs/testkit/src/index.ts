@@ -10,6 +10,7 @@ export {
   createDatabase,
   type LocalServer,
   startNats,
+  startNatsWithConfig,
   startPostgres,
   startRedis,
   uniquePrefix,

@@ -41,6 +41,33 @@ export async function startNats(): Promise<LocalServer> {
   };
 }
 
+/**
+ * A nats-server that reads `configFile` (e.g. the one deploy/nats ships), with `env` holding the variables
+ * the file references; the port, the loopback address and a scratch JetStream store come from flags,
+ * which take precedence over the file.
+ */
+export async function startNatsWithConfig(
+  configFile: string,
+  env: Record<string, string>,
+): Promise<LocalServer> {
+  const binary = requireBinary('nats-server');
+  const port = await freePort();
+  const dir = scratchDir('nats');
+  const server = startProcess(
+    binary,
+    ['-c', configFile, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir],
+    { env: { ...process.env, ...env } },
+  );
+  await waitForPort(port, `nats-server on port ${port} with ${configFile}`, server.output);
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    async stop() {
+      await server.stop('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 export async function startRedis(): Promise<LocalServer> {
   const binary = requireBinary('redis-server');
   const port = await freePort();

@@ -1,0 +1,173 @@
+// The NATS users of deploy/nats/nats-server.conf, the file compose and the dev Kubernetes overlay run,
+// on a real nats-server: each service, connected through the real NatsBus as its own user, can do what
+// its role needs (a command round trip, events through JetStream durables) and nothing past it.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { type Bus, NatsBus } from '@inbox/bus';
+import type { EventEnvelope } from '@inbox/contracts';
+import { type LocalServer, startNatsWithConfig, waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { root } from './support.js';
+
+const USERS = ['gateway', 'messaging', 'provider-connector', 'pipeline', 'webhook-dispatcher'] as const;
+type User = (typeof USERS)[number];
+
+/** The variable the config reads each user's password from: NATS_<USER>_PASSWORD. */
+const passwordVariable = (user: string) => `NATS_${user.toUpperCase().replaceAll('-', '_')}_PASSWORD`;
+// Shaped as deploy/nats/nats-server.conf asks: a letter, then hex.
+const passwords = Object.fromEntries(USERS.map((user) => [user, `p${randomBytes(16).toString('hex')}`]));
+
+let server: LocalServer;
+const buses = {} as Record<User, Bus>;
+const port = () => new URL(server.url).port;
+const urlFor = (user: string, password: string) => `nats://${user}:${password}@127.0.0.1:${port()}`;
+
+beforeAll(async () => {
+  server = await startNatsWithConfig(
+    join(root, 'deploy/nats/nats-server.conf'),
+    Object.fromEntries(USERS.map((user) => [passwordVariable(user), passwords[user]!])),
+  );
+  for (const user of USERS) {
+    buses[user] = await NatsBus.connect({ url: urlFor(user, passwords[user]!), name: user });
+  }
+});
+
+afterAll(async () => {
+  await Promise.all(Object.values(buses).map((bus) => bus.drain()));
+  await server?.stop();
+});
+
+const workspaceId = randomUUID();
+let connectorSends = 0;
+const event = (type: string): EventEnvelope => ({
+  id: randomUUID(),
+  type,
+  workspace_id: workspaceId,
+  occurred_at: new Date().toISOString(),
+  data: {},
+});
+
+/** Events one durable received, by id. */
+function collect(bus: Bus, durable: string, filter: string): Set<string> {
+  const seen = new Set<string>();
+  void bus.consume({ durable, filter }, async (received) => {
+    seen.add(received.id);
+  });
+  return seen;
+}
+
+describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
+  it('carries commands from each caller to the owner that answers them', async () => {
+    // Each handler answers with what it was asked, so a reply proves the round trip and nothing else.
+    await buses.messaging.handle(
+      'cmd.messaging.send-message',
+      async ({ message }) => ({ answered: message }) as never,
+    );
+    await buses.messaging.handle(
+      'cmd.messaging.get-contact',
+      async ({ contact_id }) => ({ answered: contact_id }) as never,
+    );
+    await buses['provider-connector'].handle('cmd.connector.send-text', async ({ message_id }) => {
+      connectorSends++;
+      return { provider_message_id: message_id, sent_at: new Date().toISOString() };
+    });
+
+    const fromGateway = await buses.gateway.request('cmd.messaging.send-message', {
+      channel: 'alt-a',
+      phone: '+5511988880001',
+      message: 'oi',
+      workspace: { id: workspaceId, default_country_code: '55' },
+    });
+    expect(fromGateway).toEqual({ answered: 'oi' });
+    const contactId = randomUUID();
+    const fromPipeline = await buses.pipeline.request('cmd.messaging.get-contact', {
+      workspace_id: workspaceId,
+      contact_id: contactId,
+    });
+    expect(fromPipeline).toEqual({ answered: contactId });
+    const messageId = randomUUID();
+    const fromMessaging = await buses.messaging.request('cmd.connector.send-text', {
+      workspace_id: workspaceId,
+      integration_id: randomUUID(),
+      message_id: messageId,
+      to: '+5511988880001',
+      text: 'oi',
+    });
+    expect(fromMessaging.provider_message_id).toBe(messageId);
+  });
+
+  it('lets each emitter publish its events and each consumer read them through its own durable', async () => {
+    // The services' own durables and filters (services/messaging and services/webhook-dispatcher).
+    const inbound = collect(buses.messaging, 'messaging', 'inbound.>');
+    const leads = collect(buses.messaging, 'messaging-leads', 'lead.moved');
+    const webhooks = collect(buses['webhook-dispatcher'], 'webhook-dispatcher', '>');
+
+    const fromConnector = event('inbound.message');
+    const fromPipeline = event('lead.moved');
+    const fromMessaging = event('message.sent');
+    await buses['provider-connector'].publish(fromConnector);
+    await buses.pipeline.publish(fromPipeline);
+    await buses.messaging.publish(fromMessaging);
+
+    await waitFor(
+      () =>
+        inbound.has(fromConnector.id) &&
+        leads.has(fromPipeline.id) &&
+        [fromConnector, fromPipeline, fromMessaging].every((e) => webhooks.has(e.id)),
+      { what: 'every event at its consumers', timeoutMs: 10_000 },
+    );
+    const position = await buses['webhook-dispatcher'].consumerPosition('webhook-dispatcher');
+    expect(position.pending).toBe(0);
+  });
+
+  it('refuses a connection without credentials or with another user’s password', async () => {
+    await expect(NatsBus.connect({ url: server.url })).rejects.toThrow(/authorization/i);
+    await expect(NatsBus.connect({ url: urlFor('gateway', passwords.messaging!) })).rejects.toThrow(
+      /authorization/i,
+    );
+  });
+
+  it('keeps the gateway from answering commands or emitting events', async () => {
+    // A connection of its own: the server closes the refused subscription, which its drain then reports.
+    const gateway = await NatsBus.connect({ url: urlFor('gateway', passwords.gateway!), name: 'gateway' });
+    let stolen = 0;
+    await gateway.handle('cmd.messaging.assign', async () => {
+      stolen++;
+      return {} as never;
+    });
+    // Nobody else answers cmd.messaging.assign here: the gateway may send it, and with the subscription
+    // refused the server finds no responder at all.
+    const refused = await buses.gateway
+      .request(
+        'cmd.messaging.assign',
+        { workspace_id: workspaceId, conversation_id: randomUUID(), type: null, id: null } as never,
+        { timeoutMs: 2_000 },
+      )
+      .catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 503 });
+    expect(String((refused as Error).cause)).toMatch(/no responders/i);
+    expect(stolen).toBe(0);
+
+    await expect(gateway.publish(event('message.sent'))).rejects.toThrow(
+      /Permissions Violation for Publish to "evt.message.sent"/,
+    );
+    await gateway.drain().catch(() => undefined);
+  });
+
+  it('keeps the dispatcher from sending through the connector', async () => {
+    const before = connectorSends;
+    await expect(
+      buses['webhook-dispatcher'].request('cmd.connector.send-text', {
+        workspace_id: workspaceId,
+        integration_id: randomUUID(),
+        message_id: randomUUID(),
+        to: '+5511988880001',
+        text: 'forjado',
+      }),
+    ).rejects.toMatchObject({
+      status: 503,
+      detail: 'Permissions Violation for Publish to "cmd.connector.send-text"',
+    });
+    expect(connectorSends).toBe(before);
+  });
+});
