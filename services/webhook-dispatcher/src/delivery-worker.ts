@@ -1,12 +1,12 @@
-import { type Pool, withTransaction } from '@inbox/db';
+import { type Pool, type Queryable, withTransaction } from '@inbox/db';
 import type { AddressPolicy } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import { meter, startSpan, withCapturedContext } from '@inbox/telemetry';
 import type { Dispatcher } from 'undici';
-import { attemptDelivery } from './domain/http-attempt.js';
+import { attemptDelivery, type HttpOutcome, storableError } from './domain/http-attempt.js';
 import { isSuccess, nextStep, type RetryPolicy } from './domain/retry-policy.js';
 import type { AttemptResult, DeliveryStore, LeasedDelivery } from './store/deliveries.js';
-import type { EndpointStore } from './store/endpoints.js';
+import type { DeliveryTarget, EndpointStore } from './store/endpoints.js';
 
 export interface DeliveryWorkerOptions {
   pool: Pool;
@@ -24,6 +24,11 @@ export interface DeliveryWorkerOptions {
   pollMs?: number;
   /** The scheduling consumer's position: every event up to `ackFloor` is scheduled; `pending` is its lag. */
   consumerPosition: () => Promise<{ ackFloor: number; pending: number }>;
+  /**
+   * How long the loop may go without completing an iteration before readiness says it no longer
+   * delivers; by default max(30 s, 3 × the lease time).
+   */
+  stalledAfterMs?: number;
 }
 
 const deliveriesCounter = meter('webhook-dispatcher').createCounter('webhook.deliveries', {
@@ -37,39 +42,81 @@ const attemptDuration = meter('webhook-dispatcher').createHistogram('webhook.att
 const endpointsDisabled = meter('webhook-dispatcher').createCounter('webhook.endpoints.disabled', {
   description: 'Endpoints disabled automatically (410 or failing too long)',
 });
+const workerErrors = meter('webhook-dispatcher').createCounter('webhook.worker.errors', {
+  description:
+    'Errors the delivery worker survived, by step: lease, endpoints, secret (an endpoint secret that does not open), attempt, record',
+});
 const consumerLag = meter('webhook-dispatcher').createObservableGauge('webhook.consumer.pending', {
   description: 'Events in the stream not yet taken by the dispatcher',
 });
+
+type WorkerStep = 'lease' | 'endpoints' | 'secret' | 'attempt' | 'record' | 'loop';
+
+/** An attempt's result waiting to be recorded, and whether the receiver said its endpoint is gone. */
+interface PendingRecord extends AttemptResult {
+  endpointGone: boolean;
+}
+
+// After repeated failed iterations the loop waits longer, up to this, so a database outage is not
+// met with a tight loop of errors.
+const maxBackoffMs = 5_000;
 
 /**
  * Leases due deliveries, attempts them with bounded concurrency (overall and per endpoint), and records
  * outcomes in batches: one transaction per batch for the attempts, the next schedule and the endpoints'
  * failure clocks. Runs in every replica; leases keep them from attempting the same delivery twice.
+ * Deliveries of every workspace share the loop and the batches, so no single error (a database hiccup,
+ * an unopenable secret, an answer that cannot be stored) may end the loop or cost other deliveries
+ * their record.
  */
 export class DeliveryWorker {
   private running = false;
+  private loopEnded = false;
+  private lastIterationAt = 0;
   private inFlight = 0;
-  private results: AttemptResult[] = [];
+  private results: PendingRecord[] = [];
   private flushing: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private idleWaiters: Array<() => void> = [];
 
   private position = { ackFloor: 0, pending: 0 };
+  // Long enough for one bounded attempt and its recording; short enough that a crashed replica's
+  // deliveries are taken over within seconds.
+  private readonly leaseMs: number;
+  private readonly stalledAfterMs: number;
+  // Lease in batches: only when a quarter of the slots are free (or none is busy), so a busy worker
+  // asks the database once per batch rather than once per finished attempt.
+  private readonly batchThreshold: number;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
+    this.leaseMs = options.timeoutMs + 5_000;
+    this.stalledAfterMs = options.stalledAfterMs ?? Math.max(30_000, 3 * this.leaseMs);
+    this.batchThreshold = Math.max(1, Math.floor(options.concurrency / 4));
     consumerLag.addCallback((result) => result.observe(this.position.pending));
   }
 
   start(): void {
     this.running = true;
-    this.loop = this.run().catch((error: unknown) =>
-      this.options.logger.error({ err: error }, 'delivery worker stopped'),
-    );
+    this.loopEnded = false;
+    this.lastIterationAt = Date.now();
+    this.loop = this.run()
+      .catch((error: unknown) => this.options.logger.error({ err: error }, 'delivery worker stopped'))
+      .finally(() => {
+        this.loopEnded = true;
+      });
   }
 
   wake(): void {
     this.wakeUp?.();
+  }
+
+  /**
+   * For readiness: false once the loop has ended, or when it has not completed an iteration within
+   * `stalledAfterMs` (stuck, or failing every time), since such a worker delivers nothing.
+   */
+  isLive(): boolean {
+    return this.running && !this.loopEnded && Date.now() - this.lastIterationAt <= this.stalledAfterMs;
   }
 
   /** Takes no new deliveries, lets attempts under way finish, and records them. */
@@ -82,75 +129,103 @@ export class DeliveryWorker {
   }
 
   private async run(): Promise<void> {
-    const { concurrency, perEndpointConcurrency, timeoutMs, pollMs = 500 } = this.options;
-    // Long enough for one bounded attempt and its recording; short enough that a crashed replica's
-    // deliveries are taken over within seconds.
-    const leaseMs = timeoutMs + 5_000;
-    // Lease in batches: only when a quarter of the slots are free (or none is busy), so a busy worker
-    // asks the database once per batch rather than once per finished attempt.
-    const batchThreshold = Math.max(1, Math.floor(concurrency / 4));
+    const { concurrency, pollMs = 500 } = this.options;
+    let failures = 0;
     while (this.running) {
-      const free = concurrency - this.inFlight;
-      let leased: LeasedDelivery[] = [];
-      if (free >= batchThreshold || this.inFlight === 0) {
-        try {
-          this.position = await this.options.consumerPosition().catch(() => this.position);
-          leased = await this.options.deliveries.lease(
-            Math.min(free, 500),
-            perEndpointConcurrency,
-            leaseMs,
-            this.position.ackFloor,
-          );
-        } catch (error) {
-          this.options.logger.error({ err: error }, 'leasing deliveries failed');
-        }
+      let leased: number | 'failed';
+      try {
+        leased = await this.iterate();
+      } catch (error) {
+        this.noteError('loop', error, 'delivery worker iteration failed');
+        leased = 'failed';
       }
-      if (leased.length > 0) await this.attemptAll(leased);
+      if (leased === 'failed') {
+        failures++;
+        await this.pause(Math.min(maxBackoffMs, pollMs * 2 ** Math.min(failures - 1, 10)), false);
+        continue;
+      }
+      failures = 0;
+      this.lastIterationAt = Date.now();
       // A full lease suggests more is due; otherwise wait for a wake-up, freed slots or the poll.
-      if (leased.length === 0 || concurrency - this.inFlight < batchThreshold) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, pollMs);
-          this.wakeUp = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      }
+      if (leased === 0 || concurrency - this.inFlight < this.batchThreshold) await this.pause(pollMs, true);
     }
   }
 
-  private async attemptAll(leased: LeasedDelivery[]): Promise<void> {
-    const targets = await this.options.endpoints.forDelivery([...new Set(leased.map((d) => d.endpoint_id))]);
-    for (const delivery of leased) {
-      const target = targets.get(delivery.endpoint_id);
-      this.inFlight++;
-      void this.attempt(delivery, target).finally(() => {
+  /** One pass: lease what is due and start its attempts. Returns how many were leased. */
+  private async iterate(): Promise<number | 'failed'> {
+    const free = this.options.concurrency - this.inFlight;
+    if (free < this.batchThreshold && this.inFlight > 0) return 0;
+    this.position = await this.options.consumerPosition().catch(() => this.position);
+    let leased: LeasedDelivery[];
+    try {
+      leased = await this.options.deliveries.lease(
+        Math.min(free, 500),
+        this.options.perEndpointConcurrency,
+        this.leaseMs,
+        this.position.ackFloor,
+      );
+    } catch (error) {
+      this.noteError('lease', error, 'leasing deliveries failed');
+      return 'failed';
+    }
+    if (leased.length === 0) return 0;
+    let targets: Map<string, DeliveryTarget>;
+    try {
+      targets = await this.options.endpoints.forDelivery([...new Set(leased.map((d) => d.endpoint_id))]);
+    } catch (error) {
+      // Their leases expire and they are attempted again: at least once, never lost.
+      this.noteError('endpoints', error, 'reading the endpoints of leased deliveries failed', {
+        deliveries: leased.length,
+      });
+      return 'failed';
+    }
+    for (const [endpointId, target] of targets) {
+      if (!target.usable)
+        this.noteError('secret', target.cause, `webhook endpoint unusable: ${target.reason}`, {
+          endpoint_id: endpointId,
+          workspace_id: target.workspaceId,
+        });
+    }
+    for (const delivery of leased) this.dispatch(delivery, targets.get(delivery.endpoint_id));
+    return leased.length;
+  }
+
+  /** Waits `ms`, or less when woken (if `wakeable`) or stopped. */
+  private pause(ms: number, wakeable: boolean): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wakeUp = () => {
+        if (!wakeable && this.running) return;
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private dispatch(delivery: LeasedDelivery, target: DeliveryTarget | undefined): void {
+    this.inFlight++;
+    void this.attempt(delivery, target)
+      .catch((error: unknown) =>
+        // Left to its lease expiry, then attempted again.
+        this.noteError('attempt', error, 'webhook attempt failed unexpectedly', this.about(delivery)),
+      )
+      .finally(() => {
         this.inFlight--;
         if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
-        if (this.options.concurrency - this.inFlight >= Math.max(1, Math.floor(this.options.concurrency / 4)))
-          this.wake();
+        if (this.options.concurrency - this.inFlight >= this.batchThreshold) this.wake();
       });
-    }
   }
 
-  private async attempt(
-    delivery: LeasedDelivery,
-    target: { url: string; secret: string | null } | undefined,
-  ) {
+  private async attempt(delivery: LeasedDelivery, target: DeliveryTarget | undefined) {
     const at = new Date();
-    const outcome = target
-      ? await this.tracedAttempt(delivery, target)
-      : {
-          statusCode: null,
-          error: 'endpoint deleted',
-          retryAfterSeconds: null,
-          responseBody: null,
-          durationMs: 0,
-        };
+    // A delivery that cannot be posted at all (endpoint deleted, secret unopenable) fails at once.
+    const outcome = target?.usable
+      ? await this.send(delivery, target)
+      : failedOutcome(target ? target.reason : 'endpoint deleted');
     attemptDuration.record(outcome.durationMs, { outcome: isSuccess(outcome) ? 'success' : 'failure' });
-    const step = target
+    const step = target?.usable
       ? nextStep(delivery.attempts, outcome, this.options.retry, new Date())
-      : { kind: 'give-up' as const, reason: 'endpoint deleted' };
+      : { kind: 'give-up' as const, reason: outcome.error ?? 'endpoint deleted' };
     deliveriesCounter.add(1, {
       outcome: { delivered: 'delivered', retry: 'retry', 'give-up': 'failed', 'endpoint-gone': 'gone' }[
         step.kind
@@ -165,9 +240,17 @@ export class DeliveryWorker {
       at,
       status: step.kind === 'delivered' ? 'delivered' : step.kind === 'retry' ? 'pending' : 'failed',
       nextAttemptAt: step.kind === 'retry' ? step.at : null,
+      endpointGone: step.kind === 'endpoint-gone',
     });
-    if (step.kind === 'endpoint-gone') this.gone.add(delivery.endpoint_id);
     await this.scheduleFlush();
+  }
+
+  /** The attempt, whatever goes wrong in it: an unexpected error is its outcome, retried as any failure. */
+  private send(delivery: LeasedDelivery, target: { url: string; secret: string | null }) {
+    return this.tracedAttempt(delivery, target).catch((error: unknown) => {
+      this.noteError('attempt', error, 'webhook attempt failed unexpectedly', this.about(delivery));
+      return failedOutcome(storableError(error));
+    });
   }
 
   /** Each attempt is a span in the trace the event came in with, however much later it runs. */
@@ -201,52 +284,91 @@ export class DeliveryWorker {
     );
   }
 
-  private readonly gone = new Set<string>();
-
   // Results wait a moment for others, so a busy worker writes them in batches.
   private scheduleFlush(): Promise<void> {
     this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, 20)).then(() => this.flush());
     return this.flushing;
   }
 
+  /**
+   * Records a batch in one transaction. Batches mix workspaces, so when that fails the rows are
+   * recorded one by one, each in its own transaction: a row that cannot be written costs only its own
+   * delivery (left to its lease expiry, then attempted again), never its neighbours' records.
+   */
   private async flush(): Promise<void> {
     this.flushing = undefined;
     const batch = this.results.splice(0);
-    const gone = [...this.gone];
-    this.gone.clear();
-    if (batch.length === 0 && gone.length === 0) return;
+    if (batch.length === 0) return;
     try {
-      const disabled = await withTransaction(this.options.pool, async (client) => {
-        await this.options.deliveries.record(client, batch);
-        for (const endpointId of gone)
-          await this.options.endpoints.disable(client, endpointId, 'the receiver answered 410 Gone');
-        return this.options.endpoints.noteOutcomes(
-          client,
-          batch.map((r) => ({
-            workspaceId: r.delivery.workspace_id,
-            endpointId: r.delivery.endpoint_id,
-            success: r.status === 'delivered',
-          })),
-          this.options.disableAfterMs,
-        );
-      });
-      for (const endpointId of gone) {
-        endpointsDisabled.add(1, { reason: 'gone' });
-        this.options.logger.warn(
-          { endpoint_id: endpointId },
-          'webhook endpoint disabled: the receiver answered 410 Gone',
-        );
-      }
-      for (const endpoint of disabled) {
-        endpointsDisabled.add(1, { reason: 'failing' });
-        this.options.logger.warn(
-          { endpoint_id: endpoint.id, workspace_id: endpoint.workspace_id },
-          'webhook endpoint disabled: no successful delivery within WEBHOOK_DISABLE_AFTER_HOURS',
-        );
-      }
+      await this.record(batch);
+      return;
     } catch (error) {
-      // The leases expire and the deliveries are attempted again: at least once, never lost.
-      this.options.logger.error({ err: error, attempts: batch.length }, 'recording webhook attempts failed');
+      this.noteError('record', error, 'recording a batch of webhook attempts failed; now one by one', {
+        attempts: batch.length,
+      });
+    }
+    for (const result of batch) {
+      try {
+        await this.record([result]);
+      } catch (error) {
+        this.noteError(
+          'record',
+          error,
+          'recording a webhook attempt failed; it is attempted again when its lease expires',
+          this.about(result.delivery),
+        );
+      }
     }
   }
+
+  private async record(batch: PendingRecord[]): Promise<void> {
+    const gone = [...new Set(batch.filter((r) => r.endpointGone).map((r) => r.delivery.endpoint_id))];
+    const disabled = await withTransaction(this.options.pool, (client) => this.write(client, batch, gone));
+    for (const endpointId of gone) {
+      endpointsDisabled.add(1, { reason: 'gone' });
+      this.options.logger.warn(
+        { endpoint_id: endpointId },
+        'webhook endpoint disabled: the receiver answered 410 Gone',
+      );
+    }
+    for (const endpoint of disabled) {
+      endpointsDisabled.add(1, { reason: 'failing' });
+      this.options.logger.warn(
+        { endpoint_id: endpoint.id, workspace_id: endpoint.workspace_id },
+        'webhook endpoint disabled: no successful delivery within WEBHOOK_DISABLE_AFTER_HOURS',
+      );
+    }
+  }
+
+  private async write(client: Queryable, batch: PendingRecord[], gone: string[]) {
+    await this.options.deliveries.record(client, batch);
+    for (const endpointId of gone)
+      await this.options.endpoints.disable(client, endpointId, 'the receiver answered 410 Gone');
+    return this.options.endpoints.noteOutcomes(
+      client,
+      batch.map((r) => ({
+        workspaceId: r.delivery.workspace_id,
+        endpointId: r.delivery.endpoint_id,
+        success: r.status === 'delivered',
+      })),
+      this.options.disableAfterMs,
+    );
+  }
+
+  private about(delivery: LeasedDelivery) {
+    return {
+      delivery_id: delivery.id,
+      workspace_id: delivery.workspace_id,
+      endpoint_id: delivery.endpoint_id,
+    };
+  }
+
+  private noteError(step: WorkerStep, error: unknown, message: string, context: object = {}): void {
+    workerErrors.add(1, { step });
+    this.options.logger.error({ err: error, step, ...context }, message);
+  }
+}
+
+function failedOutcome(error: string): HttpOutcome {
+  return { statusCode: null, error, retryAfterSeconds: null, responseBody: null, durationMs: 0 };
 }

@@ -22,6 +22,8 @@ export interface DispatcherOptions {
   perEndpointConcurrency?: number;
   /** How often idle workers look for due deliveries. */
   pollMs?: number;
+  /** How long the delivery loop may go without completing an iteration before the service is not ready. */
+  stalledAfterMs?: number;
 }
 
 const durable = 'webhook-dispatcher';
@@ -53,6 +55,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
         perEndpointConcurrency,
         disableAfterMs: (options.disableAfterHours ?? 120) * 3_600_000,
         pollMs: options.pollMs,
+        stalledAfterMs: options.stalledAfterMs,
         consumerPosition: () => bus.consumerPosition(durable),
       });
       const deps = { endpoints, deliveries, policy, logger, wake: () => worker.wake() };
@@ -69,6 +72,8 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
       }, 15_000);
       refreshGauge.unref();
       return {
+        // A dispatcher whose delivery loop has ended or stalled delivers nothing, whatever else answers.
+        readiness: { deliveryWorker: () => worker.isLive() },
         start: async () => {
           await bus.handle('cmd.dispatcher.create-webhook', (command) => webhooks.create(deps, command));
           await bus.handle('cmd.dispatcher.list-webhooks', (command) => webhooks.list(deps, command));

@@ -58,3 +58,22 @@ export function messageSent(workspaceId: string, conversationId = randomUUID(), 
     },
   };
 }
+
+/** Held until `open()`: receivers that wait on it answer together, so their results are recorded together. */
+export function gate(): { opened: Promise<void>; open(): void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+/** How many times each event (X-Webhook-Id, sent with or without a secret) reached the receiver. */
+export function receiptsById(target: Receiver): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const hit of target.hits) {
+    const id = String(hit.headers['x-webhook-id']);
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { storableText, storableUtf8 } from '@inbox/db';
 import type { AddressPolicy } from '@inbox/outbound-http';
 import { type Dispatcher, request } from 'undici';
 import { parseRetryAfter } from './retry-policy.js';
@@ -12,6 +13,7 @@ export interface AttemptInput {
   secret: string | null;
 }
 
+/** What one attempt came to; its texts are storable as they are (no NUL, well-formed). */
 export interface HttpOutcome {
   statusCode: number | null;
   error: string | null;
@@ -22,8 +24,15 @@ export interface HttpOutcome {
 }
 
 const responseSnippetBytes = 2048;
+// Error messages can quote what the receiver sent (a header, a status line), and are stored as text.
+const errorChars = 500;
 
-async function firstBytes(body: AsyncIterable<Buffer | Uint8Array>, limit: number): Promise<string> {
+/** An error's message as the delivery log stores it: storable, and bounded. */
+export function storableError(error: unknown): string {
+  return storableText(error instanceof Error ? error.message : String(error), errorChars);
+}
+
+async function firstBytes(body: AsyncIterable<Buffer | Uint8Array>, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -31,7 +40,7 @@ async function firstBytes(body: AsyncIterable<Buffer | Uint8Array>, limit: numbe
     size += chunk.length;
     if (size >= limit) break;
   }
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 /**
@@ -49,7 +58,7 @@ export async function attemptDelivery(
   if (isIP(host) && !deps.policy.permits(host)) {
     return {
       statusCode: null,
-      error: `forbidden address ${host}`,
+      error: storableText(`forbidden address ${host}`, errorChars),
       retryAfterSeconds: null,
       responseBody: null,
       durationMs: 0,
@@ -67,7 +76,12 @@ export async function attemptDelivery(
     response.body.on('error', () => undefined);
     let responseBody: string | null = null;
     try {
-      responseBody = await firstBytes(response.body, responseSnippetBytes);
+      // Whatever bytes the receiver sent (NUL, invalid UTF-8) become text Postgres accepts: one
+      // receiver's answer must never fail the batch it is recorded with.
+      responseBody = storableUtf8(
+        await firstBytes(response.body, responseSnippetBytes),
+        responseSnippetBytes,
+      );
     } catch {
       // The status is what counts; an answer cut short by the time limit still has one.
     }
@@ -81,12 +95,11 @@ export async function attemptDelivery(
       durationMs: elapsed(),
     };
   } catch (error) {
-    const code = (error as { code?: string }).code ?? '';
+    const code = (error as { code?: string } | null)?.code ?? '';
     const timedOut = signal.aborted || /TIMEOUT/.test(code);
-    const message = timedOut ? `timed out after ${deps.timeoutMs} ms` : (error as Error).message;
     return {
       statusCode: null,
-      error: message,
+      error: timedOut ? `timed out after ${deps.timeoutMs} ms` : storableError(error),
       retryAfterSeconds: null,
       responseBody: null,
       durationMs: elapsed(),

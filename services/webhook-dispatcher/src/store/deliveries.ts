@@ -139,12 +139,17 @@ export class DeliveryStore {
     return rows;
   }
 
-  /** Records a batch of attempts and their outcomes in one transaction. */
+  /**
+   * Records attempts and their outcomes (in the caller's transaction). A delivery deleted meanwhile,
+   * with its endpoint, has nothing left to record: its attempt is skipped rather than failing the rest.
+   */
   async record(db: Queryable, results: AttemptResult[]): Promise<void> {
     if (results.length === 0) return;
     await db.query(
       `insert into attempts (workspace_id, delivery_id, attempt, at, status_code, error, duration_ms, response_body)
-       select * from unnest($1::uuid[], $2::uuid[], $3::int[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::text[])`,
+       select u.* from unnest($1::uuid[], $2::uuid[], $3::int[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::text[])
+           as u(workspace_id, delivery_id, attempt, at, status_code, error, duration_ms, response_body)
+        where exists (select 1 from deliveries d where d.id = u.delivery_id)`,
       [
         results.map((r) => r.delivery.workspace_id),
         results.map((r) => r.delivery.id),

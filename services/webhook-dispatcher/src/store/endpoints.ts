@@ -16,6 +16,14 @@ export interface Endpoint {
   updated_at: string;
 }
 
+/** The error recorded on deliveries to an endpoint whose stored secret does not open. */
+export const unopenableSecret = 'secret cannot be decrypted';
+
+/** Where a delivery posts, or why it cannot be posted at all. */
+export type DeliveryTarget =
+  | { usable: true; url: string; secret: string | null }
+  | { usable: false; workspaceId: string; reason: string; cause: unknown };
+
 interface EndpointRow {
   id: string;
   workspace_id: string;
@@ -159,23 +167,27 @@ export class EndpointStore {
     return rowCount === 1 ? next : undefined;
   }
 
-  /** URL and opened secret of the endpoints a batch of deliveries goes to. */
-  async forDelivery(ids: string[]): Promise<Map<string, { url: string; secret: string | null }>> {
+  /**
+   * Where each endpoint of a batch of deliveries posts, with its opened secret. A secret that does not
+   * open (a corrupted row, a changed ENCRYPTION_KEY) makes only its own endpoint unusable: the others'
+   * deliveries go on, and nothing is ever sent unsigned in its place.
+   */
+  async forDelivery(ids: string[]): Promise<Map<string, DeliveryTarget>> {
     const { rows } = await this.pool.query<EndpointRow>(
       `select ${columns} from endpoints where id = any($1)`,
       [ids],
     );
-    return new Map(
-      rows.map((row) => [
-        row.id,
-        {
-          url: row.url,
-          secret: row.secret_sealed
-            ? this.secrets.open(row.secret_sealed, sealContext(row.workspace_id, row.id))
-            : null,
-        },
-      ]),
-    );
+    return new Map(rows.map((row) => [row.id, this.target(row)]));
+  }
+
+  private target(row: EndpointRow): DeliveryTarget {
+    if (!row.secret_sealed) return { usable: true, url: row.url, secret: null };
+    try {
+      const secret = this.secrets.open(row.secret_sealed, sealContext(row.workspace_id, row.id));
+      return { usable: true, url: row.url, secret };
+    } catch (error) {
+      return { usable: false, workspaceId: row.workspace_id, reason: unopenableSecret, cause: error };
+    }
   }
 
   /**
