@@ -1,18 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { eventsOf, type Json, useStack } from './support/fixtures.js';
+import { callApi, eventsOf, type Json, useStack } from './support/fixtures.js';
 
 const fixture = useStack();
 
-async function call(method: string, path: string, key: string, body?: unknown) {
-  const response = await fetch(`${fixture.stack.gatewayUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Json };
-}
+const call = (method: string, path: string, key: string, body?: unknown) =>
+  callApi(fixture.stack, method, path, key, body);
 
 async function workspaceWithLead(name: string) {
   const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(

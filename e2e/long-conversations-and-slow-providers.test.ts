@@ -1,19 +1,13 @@
 import { platformTexts } from '@inbox/contracts';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { type Json, sandbox, useStack } from './support/fixtures.js';
+import { callApi, sandbox, useStack } from './support/fixtures.js';
 
 // The connector gives up on a provider after one second here, so a held call is quick to test.
 const fixture = useStack({ extraEnv: { PROVIDER_TIMEOUT_MS: '1000' }, rateLimitPerMinute: 1_000 });
 
-async function call(method: string, path: string, key: string, body?: unknown) {
-  const response = await fetch(`${fixture.stack.gatewayUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Json };
-}
+const call = (method: string, path: string, key: string, body?: unknown) =>
+  callApi(fixture.stack, method, path, key, body);
 
 async function workspace(name: string) {
   const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(

@@ -14,6 +14,32 @@ const registerTemplate = (template: Json) =>
 const sendTemplate = (body: Json) => fixture.stack.api<Json>('/api/v1/send-template', ws.key, body);
 const sentTo = (digits: string) => sentToSandbox(fixture.stack, digits, 'chat-official');
 
+/** A workspace with a chat-official integration on the sandbox for `phoneNumberId`. */
+async function officialWorkspace(name: string, phoneNumberId: string, secret: string) {
+  const created = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+    'POST',
+    '/admin/v1/workspaces',
+    { name },
+  );
+  const integration = await fixture.stack.admin<{ id: string }>(
+    'POST',
+    `/admin/v1/workspaces/${created.body.workspace_id}/integrations`,
+    {
+      channel: 'chat-official',
+      config: {
+        base_url: `${fixture.stack.sandboxUrl}/chat-official`,
+        phone_number_id: phoneNumberId,
+        waba_id: `waba-${phoneNumberId}`,
+        access_token: `token-${phoneNumberId}`,
+        app_secret: secret,
+        verify_token: `verify-${phoneNumberId}`,
+      },
+    },
+  );
+  expect(integration.status).toBe(201);
+  return { id: created.body.workspace_id, key: created.body.api_key, integrationId: integration.body.id };
+}
+
 beforeAll(async () => {
   await registerTemplate({
     name: 'boas_vindas',
@@ -30,27 +56,7 @@ beforeAll(async () => {
       { type: 'QUICK_REPLY', text: 'Quero' },
     ],
   });
-  const created = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
-    'POST',
-    '/admin/v1/workspaces',
-    { name: 'templates' },
-  );
-  const integration = await fixture.stack.admin<{ id: string }>(
-    'POST',
-    `/admin/v1/workspaces/${created.body.workspace_id}/integrations`,
-    {
-      channel: 'chat-official',
-      config: {
-        base_url: `${fixture.stack.sandboxUrl}/chat-official`,
-        phone_number_id: account,
-        waba_id: `waba-${account}`,
-        access_token: 'token-templates',
-        app_secret: appSecret,
-        verify_token: 'verify-templates',
-      },
-    },
-  );
-  ws = { id: created.body.workspace_id, key: created.body.api_key, integrationId: integration.body.id };
+  ws = await officialWorkspace('templates', account, appSecret);
   await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.id}/webhooks`, {
     url: `${fixture.receiver.url}/t`,
     events: ['*'],
@@ -288,29 +294,9 @@ describe('POST /api/v1/send-template', () => {
 describe('templates we do not know', () => {
   it('refresh the catalogue only within a small budget, so made-up names cannot each cost a full fetch', async () => {
     const floodAccount = 'pn-template-flood';
-    const created = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
-      'POST',
-      '/admin/v1/workspaces',
-      { name: 'template flood' },
-    );
-    const integration = await fixture.stack.admin<{ id: string }>(
-      'POST',
-      `/admin/v1/workspaces/${created.body.workspace_id}/integrations`,
-      {
-        channel: 'chat-official',
-        config: {
-          base_url: `${fixture.stack.sandboxUrl}/chat-official`,
-          phone_number_id: floodAccount,
-          waba_id: `waba-${floodAccount}`,
-          access_token: 'token-flood',
-          app_secret: 'app-flood',
-          verify_token: 'verify-flood',
-        },
-      },
-    );
-    expect(integration.status).toBe(201);
+    const flood = await officialWorkspace('template flood', floodAccount, 'app-flood');
     const send = (templateName: string) =>
-      fixture.stack.api<Json>('/api/v1/send-template', created.body.api_key, {
+      fixture.stack.api<Json>('/api/v1/send-template', flood.key, {
         phone: '+5511966660099',
         channel: 'chat-official',
         templateName,
@@ -327,7 +313,7 @@ describe('templates we do not know', () => {
     // An explicit refresh still works at once.
     await fixture.stack.admin(
       'POST',
-      `/admin/v1/workspaces/${created.body.workspace_id}/integrations/${integration.body.id}/templates/refresh`,
+      `/admin/v1/workspaces/${flood.id}/integrations/${flood.integrationId}/templates/refresh`,
     );
     expect((await send('aprovado_agora')).status).toBe(200);
   });

@@ -33,6 +33,16 @@ export function eventsOf(receiver: Receiver, workspaceId: string, type?: string)
     .map((payload) => eventCatalogue[payload.event as EventType].parse(payload) as Json);
 }
 
+/** A public API call with any method, as a workspace's key. */
+export async function callApi(stack: TestStack, method: string, path: string, key: string, body?: unknown) {
+  const response = await fetch(`${stack.gatewayUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Json };
+}
+
 /** A call to the provider sandbox's control API. */
 export async function sandbox(stack: TestStack, path: string, body: Json) {
   const response = await fetch(`${stack.sandboxUrl}${path}`, {
