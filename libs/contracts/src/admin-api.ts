@@ -72,7 +72,16 @@ export const UpdateWebhookBody = z.object({
   max_per_second: maxPerSecond.nullable().optional(),
 });
 
-export const RotateSecretBody = z.object({ secret: webhookSecret.nullish() });
+/** How long the replaced secret keeps signing; the dispatcher's WEBHOOK_SECRET_GRACE_HOURS when absent. */
+const graceHours = z
+  .number({ error: 'grace_hours deve ser número de 0 a 720' })
+  .min(0, { error: 'grace_hours deve ser número de 0 a 720' })
+  .max(720, { error: 'grace_hours deve ser número de 0 a 720' });
+
+export const RotateSecretBody = z.object({
+  secret: webhookSecret.nullish(),
+  grace_hours: graceHours.nullish(),
+});
 
 export const DeliveryQuery = z.object({
   status: z

@@ -119,6 +119,8 @@ export const Webhook = z.object({
   ordered: z.boolean(),
   max_per_second: z.number().int().nullable(),
   has_secret: z.boolean(),
+  /** Until when deliveries are also signed with the secret replaced by the last rotation; null when not. */
+  previous_secret_expires_at: z.iso.datetime().nullable(),
   disabled_reason: z.string().nullable(),
   failing_since: z.iso.datetime().nullable(),
   created_at: z.iso.datetime(),
@@ -351,7 +353,7 @@ export const commandCatalogue = {
   'cmd.dispatcher.delete-webhook': { request: webhookRef, reply: z.object({ deleted: z.literal(true) }) },
   'cmd.dispatcher.rotate-secret': {
     request: RotateSecretBody.extend(webhookRef.shape),
-    reply: z.object({ secret: z.string() }),
+    reply: z.object({ secret: z.string(), previous_secret_expires_at: z.iso.datetime().nullable() }),
   },
   'cmd.dispatcher.list-deliveries': {
     request: DeliveryQuery.extend(webhookRef.shape),

@@ -13,18 +13,42 @@ function bytes(body: RawBody): Buffer {
   return typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body);
 }
 
+/** One secret, or several while a rotation's grace period lasts (the new one and the one it replaced). */
+export type Secrets = string | readonly string[];
+
+const listOf = (secrets: Secrets): readonly string[] => (typeof secrets === 'string' ? [secrets] : secrets);
+
+const whsecPrefix = 'whsec_';
+
 /**
- * Checks `X-Webhook-Signature` (`sha256=<hex HMAC-SHA256 of the raw body>`). Pass the body exactly as
- * received, before any JSON parsing: a re-serialised body does not match byte for byte.
+ * The HMAC keys a Standard Webhooks secret may stand for. The platform keys with the secret's UTF-8
+ * bytes, whatever it looks like (its generated secrets start with `whsec_` too); the reference
+ * libraries read `whsec_<base64>` as the base64-decoded bytes. Trying both keeps the platform's own
+ * secrets working and accepts `whsec_` + base64(secret), the form those libraries are given.
+ */
+function standardKeys(secret: string): Buffer[] {
+  const keys = [Buffer.from(secret, 'utf8')];
+  const encoded = secret.startsWith(whsecPrefix) ? secret.slice(whsecPrefix.length) : '';
+  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(encoded)) keys.push(Buffer.from(encoded, 'base64'));
+  return keys;
+}
+
+/**
+ * Checks `X-Webhook-Signature` (`sha256=<hex HMAC-SHA256 of the raw body>`) against one secret or
+ * several (any may match). Pass the body exactly as received, before any JSON parsing: a re-serialised
+ * body does not match byte for byte.
  */
 export function verifySignature(
   rawBody: RawBody,
   signatureHeader: string | undefined | null,
-  secret: string,
+  secret: Secrets,
 ): boolean {
   if (!signatureHeader) return false;
-  const expected = `sha256=${createHmac('sha256', secret).update(bytes(rawBody)).digest('hex')}`;
-  return sameBytes(signatureHeader.trim(), expected);
+  const received = signatureHeader.trim();
+  const body = bytes(rawBody);
+  return listOf(secret).some((key) =>
+    sameBytes(received, `sha256=${createHmac('sha256', key).update(body).digest('hex')}`),
+  );
 }
 
 export interface StandardWebhookHeaders {
@@ -40,13 +64,14 @@ const first = (value: string | string[] | undefined) => (Array.isArray(value) ? 
 /**
  * Checks the Standard Webhooks headers: `webhook-signature` (`v1,<base64 HMAC-SHA256 of
  * "id.timestamp.body">`, space-separated when several) and a `webhook-timestamp` within the tolerance
- * (5 minutes by default), so a captured request cannot be replayed later. The key is the secret's
- * UTF-8 bytes, as the platform signs. Keep the ids you have seen to refuse repeats within the window.
+ * (5 minutes by default), so a captured request cannot be replayed later. Takes one secret or
+ * several (any may match), each as the platform gave it or in the `whsec_<base64>` form. Keep the ids
+ * you have seen to refuse repeats within the window.
  */
 export function verifyStandardWebhook(
   headers: StandardWebhookHeaders,
   rawBody: RawBody,
-  secret: string,
+  secret: Secrets,
   { toleranceSeconds = 300, now = new Date() }: { toleranceSeconds?: number; now?: Date } = {},
 ): VerificationResult {
   const id = first(headers['webhook-id']);
@@ -61,10 +86,15 @@ export function verifyStandardWebhook(
     return { ok: false, reason: 'webhook-timestamp is outside the tolerance' };
   }
   const signed = Buffer.concat([Buffer.from(`${id}.${timestampText}.`), bytes(rawBody)]);
-  const expected = createHmac('sha256', secret).update(signed).digest('base64');
-  const matches = signatures
+  const received = signatures
     .split(' ')
     .filter((entry) => entry.startsWith('v1,'))
-    .some((entry) => sameBytes(entry.slice(3), expected));
+    .map((entry) => entry.slice(3));
+  const matches = listOf(secret)
+    .flatMap(standardKeys)
+    .some((key) => {
+      const expected = createHmac('sha256', key).update(signed).digest('base64');
+      return received.some((entry) => sameBytes(entry, expected));
+    });
   return matches ? { ok: true, id, timestamp } : { ok: false, reason: 'no webhook-signature matches' };
 }

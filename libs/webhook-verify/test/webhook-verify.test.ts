@@ -1,4 +1,5 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { verifySignature, verifyStandardWebhook } from '../src/index.js';
 
@@ -14,6 +15,13 @@ describe('verifySignature', () => {
     expect(verifySignature(body, `sha256=${hex}`, 'other')).toBe(false);
     expect(verifySignature(body, `sha256=${hex.slice(1)}`, secret)).toBe(false);
     expect(verifySignature(body, undefined, secret)).toBe(false);
+  });
+
+  it('accepts any of several secrets, as during a rotation', () => {
+    expect(verifySignature(body, `sha256=${hex}`, ['new-secret', secret])).toBe(true);
+    expect(verifySignature(body, `sha256=${hex}`, [secret, 'new-secret'])).toBe(true);
+    expect(verifySignature(body, `sha256=${hex}`, ['new-secret', 'other'])).toBe(false);
+    expect(verifySignature(body, `sha256=${hex}`, [])).toBe(false);
   });
 });
 
@@ -60,5 +68,45 @@ describe('verifyStandardWebhook', () => {
     expect(
       verifyStandardWebhook({ ...headers, 'webhook-timestamp': 'yesterday' }, body, secret, { now }).ok,
     ).toBe(false);
+  });
+
+  it('accepts any of several secrets and any of several signatures', () => {
+    const other = 'the-new-one';
+    const both = `v1,${createHmac('sha256', other).update(`evt-1.${timestamp}.${body}`).digest('base64')} ${headers['webhook-signature']}`;
+    expect(verifyStandardWebhook({ ...headers, 'webhook-signature': both }, body, other, { now }).ok).toBe(
+      true,
+    );
+    expect(verifyStandardWebhook({ ...headers, 'webhook-signature': both }, body, secret, { now }).ok).toBe(
+      true,
+    );
+    expect(verifyStandardWebhook(headers, body, [other, secret], { now }).ok).toBe(true);
+    expect(verifyStandardWebhook(headers, body, [other, 'unrelated'], { now }).ok).toBe(false);
+    expect(verifyStandardWebhook(headers, body, [], { now }).ok).toBe(false);
+  });
+
+  it('takes whsec_<base64> secrets as the reference libraries do, and the platform secret as given', () => {
+    // The form a Standard Webhooks library is given for the platform's secret: whsec_ + base64(secret).
+    const whsec = `whsec_${Buffer.from(secret).toString('base64')}`;
+    expect(verifyStandardWebhook(headers, body, whsec, { now }).ok).toBe(true);
+    // A random key, signed by the reference library itself.
+    const reference = `whsec_${randomBytes(32).toString('base64')}`;
+    const signed = new Webhook(reference).sign('evt-9', now, body);
+    const referenceHeaders = {
+      'webhook-id': 'evt-9',
+      'webhook-timestamp': timestamp,
+      'webhook-signature': signed,
+    };
+    expect(verifyStandardWebhook(referenceHeaders, body, reference, { now }).ok).toBe(true);
+    expect(verifyStandardWebhook(referenceHeaders, body, ['other', reference], { now }).ok).toBe(true);
+    expect(
+      verifyStandardWebhook(referenceHeaders, body, `whsec_${randomBytes(32).toString('base64')}`, { now })
+        .ok,
+    ).toBe(false);
+    // The platform's generated secrets start with whsec_ as well and still work exactly as given.
+    const generated = `whsec_${randomBytes(24).toString('base64url')}`;
+    const platformSigned = `v1,${createHmac('sha256', generated).update(`evt-1.${timestamp}.${body}`).digest('base64')}`;
+    expect(
+      verifyStandardWebhook({ ...headers, 'webhook-signature': platformSigned }, body, generated, { now }).ok,
+    ).toBe(true);
   });
 });

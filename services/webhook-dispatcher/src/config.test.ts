@@ -25,3 +25,12 @@ describe('DispatcherConfig allow-list', () => {
     expect(parsed.error?.issues[0]?.path).toEqual(['OUTBOUND_ALLOWED_CIDRS']);
   });
 });
+
+describe('DispatcherConfig secret grace period', () => {
+  it('keeps a rotated-out secret 24 hours by default, takes 0 to turn the overlap off, refuses negatives', () => {
+    const parse = (env: Record<string, string>) => DispatcherConfig.safeParse({ ...required, ...env });
+    expect(parse({}).data?.WEBHOOK_SECRET_GRACE_HOURS).toBe(24);
+    expect(parse({ WEBHOOK_SECRET_GRACE_HOURS: '0' }).data?.WEBHOOK_SECRET_GRACE_HOURS).toBe(0);
+    expect(parse({ WEBHOOK_SECRET_GRACE_HOURS: '-1' }).success).toBe(false);
+  });
+});

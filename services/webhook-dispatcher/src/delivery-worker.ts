@@ -6,7 +6,7 @@ import type { Dispatcher } from 'undici';
 import { attemptDelivery, type HttpOutcome, storableError } from './domain/http-attempt.js';
 import { isSuccess, nextStep, type RetryPolicy } from './domain/retry-policy.js';
 import type { AttemptResult, DeliveryStore, LeasedDelivery } from './store/deliveries.js';
-import type { DeliveryTarget, EndpointStore } from './store/endpoints.js';
+import type { DeliveryTarget, EndpointStore, UsableTarget } from './store/endpoints.js';
 
 export interface DeliveryWorkerOptions {
   pool: Pool;
@@ -246,7 +246,7 @@ export class DeliveryWorker {
   }
 
   /** The attempt, whatever goes wrong in it: an unexpected error is its outcome, retried as any failure. */
-  private send(delivery: LeasedDelivery, target: { url: string; secret: string | null }) {
+  private send(delivery: LeasedDelivery, target: UsableTarget) {
     return this.tracedAttempt(delivery, target).catch((error: unknown) => {
       this.noteError('attempt', error, 'webhook attempt failed unexpectedly', this.about(delivery));
       return failedOutcome(storableError(error));
@@ -254,7 +254,7 @@ export class DeliveryWorker {
   }
 
   /** Each attempt is a span in the trace the event came in with, however much later it runs. */
-  private tracedAttempt(delivery: LeasedDelivery, target: { url: string; secret: string | null }) {
+  private tracedAttempt(delivery: LeasedDelivery, target: UsableTarget) {
     return withCapturedContext(delivery.trace_context, () =>
       startSpan(
         `webhook deliver ${delivery.event_type}`,
@@ -266,6 +266,7 @@ export class DeliveryWorker {
               eventId: delivery.event_id,
               eventType: delivery.event_type,
               secret: target.secret,
+              previousSecret: target.previousSecret,
             },
             this.options,
           );

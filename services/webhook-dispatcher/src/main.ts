@@ -10,6 +10,7 @@ await runService(
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
     disableAfterHours: config.WEBHOOK_DISABLE_AFTER_HOURS,
+    secretGraceHours: config.WEBHOOK_SECRET_GRACE_HOURS,
     concurrency: config.WEBHOOK_CONCURRENCY,
     perEndpointConcurrency: config.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
   }),

@@ -18,6 +18,8 @@ export interface DispatcherOptions {
   /** WEBHOOK_RETRY_SCHEDULE: seconds between attempts. */
   retrySchedule?: string;
   disableAfterHours?: number;
+  /** WEBHOOK_SECRET_GRACE_HOURS: how long a rotated-out secret keeps signing. */
+  secretGraceHours?: number;
   concurrency?: number;
   perEndpointConcurrency?: number;
   /** How often idle workers look for due deliveries. */
@@ -58,7 +60,14 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
         stalledAfterMs: options.stalledAfterMs,
         consumerPosition: () => bus.consumerPosition(durable),
       });
-      const deps = { endpoints, deliveries, policy, logger, wake: () => worker.wake() };
+      const deps = {
+        endpoints,
+        deliveries,
+        policy,
+        logger,
+        wake: () => worker.wake(),
+        secretGraceHours: options.secretGraceHours ?? 24,
+      };
       let pendingRetries = 0;
       const gauge = meter('webhook-dispatcher').createObservableGauge('webhook.retries.pending', {
         description: 'Deliveries waiting for a retry',

@@ -5,13 +5,14 @@ import { createPool, migrate } from '@inbox/db';
 import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
 import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
 import { createDatabase, uniquePrefix, waitFor } from '@inbox/testkit';
+import { Webhook } from 'standardwebhooks';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { webhooks } from '../src/handlers/endpoints.js';
 import { dispatcherService } from '../src/index.js';
 import { DeliveryStore } from '../src/store/deliveries.js';
 import { EndpointStore } from '../src/store/endpoints.js';
-import { messageSent, type Receiver, receiver } from './support.js';
+import { type Hit, messageSent, type Receiver, receiver } from './support.js';
 
 let dispatcher: HostedService;
 let bus: NatsBus;
@@ -364,6 +365,101 @@ describe('per-endpoint rate limit', () => {
   });
 });
 
+describe('secret rotation', () => {
+  // Its own workspace, so the receiver gets only the events published here.
+  const ws = randomUUID();
+  const hours = 3_600_000;
+  // What a Standard Webhooks library is given for a platform secret (its key is the secret's bytes).
+  const referenceVerifies = (secret: string, hit: Hit) => {
+    try {
+      new Webhook(`whsec_${Buffer.from(secret).toString('base64')}`).verify(
+        hit.body,
+        hit.headers as Record<string, string>,
+      );
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const specSignature = (secret: string, hit: Hit) =>
+    `sha256=${createHmac('sha256', secret).update(hit.body).digest('hex')}`;
+
+  async function deliverOne(target: Receiver): Promise<Hit> {
+    const event = messageSent(ws);
+    await bus.publish(event);
+    return waitFor(() => target.hits.find((hit) => hit.headers['x-webhook-id'] === event.id), {
+      what: 'the delivery',
+    });
+  }
+
+  it('signs with the new and the replaced secret through the grace period, then with the new one only', async () => {
+    const target = await newReceiver();
+    const hook = await bus.request('cmd.dispatcher.create-webhook', {
+      workspace_id: ws,
+      url: target.url,
+      events: ['*'],
+      secret: 'old-secret',
+    });
+    expect(hook.previous_secret_expires_at).toBeNull();
+    const before = Date.now();
+    const rotated = await bus.request('cmd.dispatcher.rotate-secret', {
+      workspace_id: ws,
+      webhook_id: hook.id,
+    });
+    // The test dispatcher leaves WEBHOOK_SECRET_GRACE_HOURS at its default, 24.
+    const expiresIn = Date.parse(rotated.previous_secret_expires_at!) - before;
+    expect(expiresIn).toBeGreaterThan(24 * hours - 60_000);
+    expect(expiresIn).toBeLessThan(24 * hours + 60_000);
+    const read = () => bus.request('cmd.dispatcher.get-webhook', { workspace_id: ws, webhook_id: hook.id });
+    expect((await read()).previous_secret_expires_at).toBe(rotated.previous_secret_expires_at);
+
+    const during = await deliverOne(target);
+    expect(String(during.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(referenceVerifies(rotated.secret, during)).toBe(true);
+    expect(referenceVerifies('old-secret', during)).toBe(true);
+    expect(referenceVerifies('unrelated', during)).toBe(false);
+    expect(during.headers['x-webhook-signature']).toBe(specSignature(rotated.secret, during));
+    expect(during.headers['x-legacy-signature']).toBe(specSignature(rotated.secret, during));
+
+    const pool = createPool({ url: databaseUrl, schema: 'dispatcher' });
+    await pool.query(
+      "update endpoints set previous_secret_expires_at = now() - interval '1 second' where id = $1",
+      [hook.id],
+    );
+    await pool.end();
+    expect((await read()).previous_secret_expires_at).toBeNull();
+    const after = await deliverOne(target);
+    expect(String(after.headers['webhook-signature']).split(' ')).toHaveLength(1);
+    expect(referenceVerifies(rotated.secret, after)).toBe(true);
+    expect(referenceVerifies('old-secret', after)).toBe(false);
+    expect(after.headers['x-webhook-signature']).toBe(specSignature(rotated.secret, after));
+  });
+
+  it('takes the grace period from the request; 0, or no secret before, leaves nothing to honour', async () => {
+    const target = await newReceiver();
+    const create = (secret?: string) =>
+      bus.request('cmd.dispatcher.create-webhook', {
+        workspace_id: ws,
+        url: target.url,
+        events: ['conversation.resolved'],
+        secret,
+      });
+    const rotate = (webhookId: string, graceHours?: number) =>
+      bus.request('cmd.dispatcher.rotate-secret', {
+        workspace_id: ws,
+        webhook_id: webhookId,
+        grace_hours: graceHours,
+      });
+    const signed = await create('k1');
+    const before = Date.now();
+    const hour = await rotate(signed.id, 1);
+    expect(Date.parse(hour.previous_secret_expires_at!) - before).toBeLessThan(hours + 60_000);
+    expect(Date.parse(hour.previous_secret_expires_at!) - before).toBeGreaterThan(hours - 60_000);
+    expect((await rotate(signed.id, 0)).previous_secret_expires_at).toBeNull();
+    expect((await rotate((await create()).id)).previous_secret_expires_at).toBeNull();
+  });
+});
+
 describe('endpoint management and address policy', () => {
   it('lists, updates, rotates the secret, disables, deletes', async () => {
     const target = await newReceiver();
@@ -413,6 +509,7 @@ describe('endpoint management and address policy', () => {
       policy: strict,
       logger: createLogger('webhook-dispatcher', { level: 'silent' }),
       wake: () => undefined,
+      secretGraceHours: 24,
     };
     for (const url of [
       'http://127.0.0.1/x',

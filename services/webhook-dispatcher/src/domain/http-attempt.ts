@@ -11,6 +11,8 @@ export interface AttemptInput {
   eventId: string;
   eventType: string;
   secret: string | null;
+  /** The secret a rotation replaced, while it is still honoured: it signs too. */
+  previousSecret: string | null;
 }
 
 /** What one attempt came to; its texts are storable as they are (no NUL, well-formed). */

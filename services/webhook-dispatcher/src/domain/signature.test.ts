@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { deliveryHeaders, signBody } from './signature.js';
+import { deliveryHeaders, signBody, standardSignature } from './signature.js';
 
 describe('webhook signature', () => {
   it('is sha256= and the hex HMAC of the raw body keyed with the secret', () => {
@@ -31,5 +31,21 @@ describe('webhook signature', () => {
     expect(unsigned).not.toHaveProperty('X-Webhook-Signature');
     expect(unsigned).not.toHaveProperty('X-Legacy-Signature');
     expect(unsigned).not.toHaveProperty('webhook-signature');
+  });
+
+  it('signs the Standard Webhooks header with the new and the previous secret; the spec header with the new one', () => {
+    const now = new Date('2026-01-02T03:04:05.678Z');
+    const headers = deliveryHeaders({
+      eventId: 'e1',
+      eventType: 'message.sent',
+      body: '{}',
+      secret: 'new',
+      previousSecret: 'old',
+      now,
+    });
+    const sign = (key: string) => standardSignature('e1', '1767323045', '{}', key);
+    expect(headers['webhook-signature']).toBe(`${sign('new')} ${sign('old')}`);
+    expect(headers['X-Webhook-Signature']).toBe(signBody('{}', 'new'));
+    expect(headers['X-Legacy-Signature']).toBe(signBody('{}', 'new'));
   });
 });

@@ -10,6 +10,8 @@ export interface DeliveryHeaderInput {
   eventType: string;
   body: string;
   secret: string | null;
+  /** The secret a rotation replaced, while its grace period lasts. */
+  previousSecret?: string | null;
   now: Date;
 }
 
@@ -23,13 +25,16 @@ export function standardSignature(eventId: string, timestamp: string, body: stri
 
 /**
  * Every header the spec lists (with the legacy twins), plus X-Webhook-Id for receivers to de-duplicate
- * and, with a secret, the Standard Webhooks trio so receivers can also refuse replays.
+ * and, with a secret, the Standard Webhooks trio so receivers can also refuse replays. During a
+ * rotation's grace period `webhook-signature` carries the new and the previous secret's signatures
+ * (Standard Webhooks allows several, space-separated); the spec's single-valued header carries the new one.
  */
 export function deliveryHeaders({
   eventId,
   eventType,
   body,
   secret,
+  previousSecret,
   now,
 }: DeliveryHeaderInput): Record<string, string> {
   const timestamp = String(Math.floor(now.getTime() / 1000));
@@ -48,7 +53,9 @@ export function deliveryHeaders({
     headers['X-Legacy-Signature'] = signature;
     headers['webhook-id'] = eventId;
     headers['webhook-timestamp'] = timestamp;
-    headers['webhook-signature'] = standardSignature(eventId, timestamp, body, secret);
+    headers['webhook-signature'] = [secret, ...(previousSecret ? [previousSecret] : [])]
+      .map((key) => standardSignature(eventId, timestamp, body, key))
+      .join(' ');
   }
   return headers;
 }

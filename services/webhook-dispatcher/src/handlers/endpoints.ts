@@ -11,6 +11,8 @@ export interface EndpointDeps {
   logger: Logger;
   /** Asks the worker to look for due deliveries now (after a resend, a replay or a re-enable). */
   wake: () => void;
+  /** WEBHOOK_SECRET_GRACE_HOURS: how long a rotated-out secret keeps signing unless the request says. */
+  secretGraceHours: number;
 }
 
 const webhookNotFound = () => AppError.notFound('Webhook não encontrado neste workspace');
@@ -59,14 +61,18 @@ export const webhooks = {
     return { deleted: true };
   },
 
-  async rotateSecret(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.rotate-secret'>) {
-    const secret = await deps.endpoints.rotateSecret(
+  async rotateSecret(
+    deps: EndpointDeps,
+    command: CommandPayload<'cmd.dispatcher.rotate-secret'>,
+  ): Promise<CommandResult<'cmd.dispatcher.rotate-secret'>> {
+    const rotated = await deps.endpoints.rotateSecret(
       command.workspace_id,
       command.webhook_id,
       command.secret,
+      (command.grace_hours ?? deps.secretGraceHours) * 3_600_000,
     );
-    if (!secret) throw webhookNotFound();
-    return { secret };
+    if (!rotated) throw webhookNotFound();
+    return rotated;
   },
 
   async listDeliveries(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.list-deliveries'>) {

@@ -10,6 +10,7 @@ export interface Endpoint {
   ordered: boolean;
   max_per_second: number | null;
   has_secret: boolean;
+  previous_secret_expires_at: string | null;
   disabled_reason: string | null;
   failing_since: string | null;
   created_at: string;
@@ -21,8 +22,9 @@ export const unopenableSecret = 'secret cannot be decrypted';
 
 /** Where a delivery posts, or why it cannot be posted at all. */
 export type DeliveryTarget =
-  | { usable: true; url: string; secret: string | null }
+  | { usable: true; url: string; secret: string | null; previousSecret: string | null }
   | { usable: false; workspaceId: string; reason: string; cause: unknown };
+export type UsableTarget = Extract<DeliveryTarget, { usable: true }>;
 
 interface EndpointRow {
   id: string;
@@ -33,14 +35,19 @@ interface EndpointRow {
   ordered: boolean;
   max_per_second: number | null;
   secret_sealed: string | null;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: Date | null;
   disabled_reason: string | null;
   failing_since: Date | null;
   created_at: Date;
   updated_at: Date;
 }
 
-const columns =
-  'id, workspace_id, url, events, enabled, ordered, max_per_second, secret_sealed, disabled_reason, failing_since, created_at, updated_at';
+// A replaced secret past its expiry reads as absent: nothing signs with it or reports it any more.
+const columns = `id, workspace_id, url, events, enabled, ordered, max_per_second, secret_sealed,
+  case when previous_secret_expires_at > now() then previous_secret_sealed end as previous_secret_sealed,
+  case when previous_secret_expires_at > now() then previous_secret_expires_at end as previous_secret_expires_at,
+  disabled_reason, failing_since, created_at, updated_at`;
 // Secrets are sealed to their endpoint: a sealed value copied elsewhere does not open.
 const sealContext = (workspaceId: string, id: string) => `endpoints:${workspaceId}:${id}`;
 const toEndpoint = (row: EndpointRow): Endpoint => ({
@@ -51,6 +58,7 @@ const toEndpoint = (row: EndpointRow): Endpoint => ({
   ordered: row.ordered,
   max_per_second: row.max_per_second,
   has_secret: row.secret_sealed !== null,
+  previous_secret_expires_at: row.previous_secret_expires_at?.toISOString() ?? null,
   disabled_reason: row.disabled_reason,
   failing_since: row.failing_since?.toISOString() ?? null,
   created_at: row.created_at.toISOString(),
@@ -153,18 +161,32 @@ export class EndpointStore {
     return rowCount === 1;
   }
 
-  /** Replaces the signing secret (a given one, or a new random one) and returns it once. */
+  /**
+   * Replaces the signing secret (a given one, or a new random one) and returns it once. The replaced
+   * secret keeps signing alongside it for `graceMs`, so receivers can move over without losing
+   * deliveries; a second rotation within that time drops the oldest one.
+   */
   async rotateSecret(
     workspaceId: string,
     id: string,
     secret: string | null | undefined,
-  ): Promise<string | undefined> {
+    graceMs: number,
+  ): Promise<{ secret: string; previous_secret_expires_at: string | null } | undefined> {
     const next = secret ?? generateSecret();
-    const { rowCount } = await this.pool.query(
-      'update endpoints set secret_sealed = $3, updated_at = now() where workspace_id = $1 and id = $2',
-      [workspaceId, id, this.secrets.seal(next, sealContext(workspaceId, id))],
+    // Both secrets are sealed to the same endpoint, so the sealed value moves over as it is.
+    const { rows } = await this.pool.query<{ previous_secret_expires_at: Date | null }>(
+      `update endpoints set secret_sealed = $3, updated_at = now(),
+              previous_secret_sealed = case when $4 > 0 then secret_sealed end,
+              previous_secret_expires_at = case when $4 > 0 and secret_sealed is not null
+                then now() + $4 * interval '1 millisecond' end
+        where workspace_id = $1 and id = $2 returning previous_secret_expires_at`,
+      [workspaceId, id, this.secrets.seal(next, sealContext(workspaceId, id)), graceMs],
     );
-    return rowCount === 1 ? next : undefined;
+    if (!rows[0]) return undefined;
+    return {
+      secret: next,
+      previous_secret_expires_at: rows[0].previous_secret_expires_at?.toISOString() ?? null,
+    };
   }
 
   /**
@@ -181,10 +203,14 @@ export class EndpointStore {
   }
 
   private target(row: EndpointRow): DeliveryTarget {
-    if (!row.secret_sealed) return { usable: true, url: row.url, secret: null };
+    if (!row.secret_sealed) return { usable: true, url: row.url, secret: null, previousSecret: null };
+    const context = sealContext(row.workspace_id, row.id);
     try {
-      const secret = this.secrets.open(row.secret_sealed, sealContext(row.workspace_id, row.id));
-      return { usable: true, url: row.url, secret };
+      const secret = this.secrets.open(row.secret_sealed, context);
+      const previousSecret = row.previous_secret_sealed
+        ? this.secrets.open(row.previous_secret_sealed, context)
+        : null;
+      return { usable: true, url: row.url, secret, previousSecret };
     } catch (error) {
       return { usable: false, workspaceId: row.workspace_id, reason: unopenableSecret, cause: error };
     }
