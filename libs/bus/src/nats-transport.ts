@@ -273,6 +273,8 @@ export class NatsBus implements Bus {
       },
     });
     this.stoppers.push(async () => subscription.unsubscribe());
+    // As for commands: once this resolves the server knows the subscription, so no notice is missed.
+    await this.nc.flush();
   }
 
   async consume(options: ConsumeOptions, handler: EventHandler): Promise<void> {
