@@ -9,4 +9,5 @@ export * from './internal-events.js';
 export * from './notices.js';
 export * from './phone-input.js';
 export * from './public-api.js';
+export * from './routes.js';
 export * from './validate.js';

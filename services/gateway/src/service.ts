@@ -1,10 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import type { ServiceDefinition } from '@inbox/service-kit';
 import { KeyCache } from './domain/key-cache.js';
-import { adminRoutes } from './handlers/admin-routes.js';
 import { KeyResolver } from './handlers/authenticate.js';
 import type { IdempotencyOptions } from './handlers/idempotency.js';
-import { publicRoutes } from './handlers/public-routes.js';
+import { routeTable } from './handlers/route-table.js';
 import {
   AuthFailureLimiter,
   type AuthFailureLimits,
@@ -75,23 +74,16 @@ export function gatewayService(options: GatewayOptions): ServiceDefinition {
         routes: (app) => {
           app.set('trust proxy', options.trustProxy ?? defaultTrustedProxies);
           app.use(
-            publicRoutes({
+            routeTable({
               keys: new KeyResolver(store, cache),
-              authFailures,
-              limiter,
-              idempotency: { ...options.idempotency, store: idempotencyStore },
-              bus,
-              bodyLimit,
-              logger,
-            }),
-          );
-          app.use(
-            adminRoutes({
               store,
               bus,
               adminToken: options.adminToken,
               authFailures,
+              limiter,
+              idempotency: { ...options.idempotency, store: idempotencyStore },
               bodyLimit,
+              logger,
               workspaceChanged: async (workspaceId) => {
                 cache.dropWorkspace(workspaceId);
                 await bus.notify('notice.gateway.workspace-changed', { workspace_id: workspaceId });

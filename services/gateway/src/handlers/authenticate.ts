@@ -1,4 +1,4 @@
-import { AppError, errorTexts, type WorkspaceContext } from '@inbox/contracts';
+import { AppError, errorTexts, type KeyTexts, type WorkspaceContext } from '@inbox/contracts';
 import { annotateActiveSpan } from '@inbox/telemetry';
 import type { RequestHandler } from 'express';
 import { bearerToken, hashApiKey, looksLikeApiKey } from '../domain/api-key.js';
@@ -6,22 +6,6 @@ import type { CachedWorkspace, KeyCache } from '../domain/key-cache.js';
 import type { AuthFailureLimiter } from '../rate-limit/auth-failure-limiter.js';
 import type { WorkspaceStore } from '../store/workspaces.js';
 import { authenticationFailed, refusedClient } from './auth-failures.js';
-
-export interface AuthTexts {
-  missing: string;
-  invalid: string;
-}
-
-/** send-message, send-template and leads answer one text for every key problem. */
-export const apiV1AuthTexts: AuthTexts = {
-  missing: errorTexts.apiKeyInvalid,
-  invalid: errorTexts.apiKeyInvalid,
-};
-/** external send tells a missing header apart from an unknown key. */
-export const externalAuthTexts: AuthTexts = {
-  missing: errorTexts.authorizationMissing,
-  invalid: errorTexts.apiKeyNotFound,
-};
 
 declare global {
   namespace Express {
@@ -90,7 +74,7 @@ export class KeyResolver {
 export function authenticate(
   keys: KeyResolver,
   failures: AuthFailureLimiter,
-  texts: AuthTexts,
+  texts: KeyTexts,
 ): RequestHandler {
   return async (req, res, next) => {
     const refuse = async (text: string) =>

@@ -1,0 +1,51 @@
+import type { Bus } from '@inbox/bus';
+import type { LocalOperation, RouteInput } from '@inbox/contracts';
+import type { WorkspaceStore } from '../store/workspaces.js';
+
+export interface LocalOperationDeps {
+  store: WorkspaceStore;
+  bus: Bus;
+  /** Tells every gateway replica that a workspace's key or status changed. */
+  workspaceChanged(workspaceId: string): Promise<void>;
+}
+
+type Operation = (input: RouteInput) => Promise<unknown>;
+
+/** The routes the gateway answers itself: workspaces are its own data, a contact's view spans two owners. */
+export function localOperations({
+  store,
+  bus,
+  workspaceChanged,
+}: LocalOperationDeps): Record<LocalOperation, Operation> {
+  const workspaceId = (input: RouteInput) => input.caller.workspace_id;
+  return {
+    'create-workspace': async ({ body }) => {
+      const { workspace, apiKey } = await store.create(
+        body as { name: string; default_country_code: string },
+      );
+      return { workspace_id: workspace.id, ...workspace, api_key: apiKey };
+    },
+    'get-workspace': async (input) => {
+      const workspace = await store.get(workspaceId(input));
+      return { workspace_id: workspace!.id, ...workspace };
+    },
+    'update-workspace': async (input) => {
+      const { status } = input.body as { status: 'active' | 'inactive' | 'suspended' };
+      const workspace = await store.setStatus(workspaceId(input), status);
+      await workspaceChanged(workspace!.id);
+      return { workspace_id: workspace!.id, ...workspace };
+    },
+    'rotate-api-key': async (input) => {
+      const apiKey = await store.rotateKey(workspaceId(input));
+      await workspaceChanged(workspaceId(input));
+      return { api_key: apiKey };
+    },
+    // The contact is messaging's; its stage in each pipeline is the pipeline service's.
+    'get-contact': async (input) => {
+      const ids = { workspace_id: workspaceId(input), contact_id: input.params.contact_id as string };
+      const contact = await bus.request('cmd.messaging.get-contact', ids);
+      const { stages } = await bus.request('cmd.pipeline.contact-stages', ids);
+      return { ...contact, stages };
+    },
+  };
+}

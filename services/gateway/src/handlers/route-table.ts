@@ -1,0 +1,158 @@
+import type { Bus } from '@inbox/bus';
+import {
+  AdminWorkspaceParams,
+  AppError,
+  adminPrefix,
+  apiV1KeyTexts,
+  type CommandRoute,
+  expressPath,
+  isBodyRule,
+  isCommandRoute,
+  type LocalOperation,
+  methodsByPath,
+  platformTexts,
+  type RouteDefinition,
+  type RouteInput,
+  routes,
+  validateBody,
+} from '@inbox/contracts';
+import { jsonBody, type Logger } from '@inbox/service-kit';
+import { type RequestHandler, type Response, Router } from 'express';
+import type { z } from 'zod';
+import type { AuthFailureLimiter } from '../rate-limit/auth-failure-limiter.js';
+import type { WorkspaceRateLimiter } from '../rate-limit/workspace-rate-limiter.js';
+import type { WorkspaceStore } from '../store/workspaces.js';
+import { requireAdmin } from './admin-token.js';
+import { authenticate, type KeyResolver } from './authenticate.js';
+import { type IdempotencyOptions, idempotency } from './idempotency.js';
+import { localOperations } from './local-operations.js';
+import { rateLimit } from './rate-limit.js';
+import { methodNotAllowed } from './route-helpers.js';
+
+export interface RouteTableDeps {
+  keys: KeyResolver;
+  store: WorkspaceStore;
+  bus: Bus;
+  adminToken: string;
+  authFailures: AuthFailureLimiter;
+  limiter: WorkspaceRateLimiter;
+  idempotency: Omit<IdempotencyOptions, 'logger'>;
+  bodyLimit: string;
+  logger: Logger;
+  workspaceChanged(workspaceId: string): Promise<void>;
+}
+
+declare global {
+  namespace Express {
+    interface Locals {
+      /** What the route's checks have accepted so far: path parameters, query, body. */
+      input?: Pick<RouteInput, 'params' | 'query' | 'body'>;
+    }
+  }
+}
+
+/** The first of a schema's texts that the value breaks (each field carries its own), or the value. */
+function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const parsed = schema.safeParse(value ?? {});
+  if (!parsed.success) throw AppError.badRequest(parsed.error.issues[0]!.message);
+  return parsed.data;
+}
+
+const inputOf = (res: Response) => (res.locals.input ??= { params: {}, query: {}, body: {} });
+
+/**
+ * Mounts the route table of @inbox/contracts. Every route decides in the spec's order: key, workspace
+ * status, rate limit, path, body, then Idempotency-Key, and only then asks the owning service; a known
+ * path asked with another method gets 405 with the table's `Allow`.
+ */
+export function routeTable(deps: RouteTableDeps): Router {
+  const router = Router();
+  const limited = rateLimit(deps.limiter);
+  const body = jsonBody(deps.bodyLimit);
+  const once = idempotency({ ...deps.idempotency, logger: deps.logger });
+  const local = localOperations(deps);
+
+  // Everything under the admin prefix, known path or not, needs the token first.
+  router.use(adminPrefix, requireAdmin(deps.adminToken, deps.authFailures), body);
+
+  /** The admin routes' workspace must exist; the public ones have theirs from the key. */
+  const adminWorkspace: RequestHandler = async (req, res, next) => {
+    const id = parse(AdminWorkspaceParams, req.params);
+    const workspace = await deps.store.get(id.workspace_id);
+    if (!workspace) return next(AppError.notFound(platformTexts.workspaceNotFound));
+    res.locals.workspaceId = workspace.id;
+    next();
+  };
+
+  const checkParams = (route: RouteDefinition): RequestHandler => {
+    return (req, res, next) => {
+      if (route.params) inputOf(res).params = parse(route.params, req.params);
+      next();
+    };
+  };
+  const checkQueryAndBody = (route: RouteDefinition): RequestHandler => {
+    return (req, res, next) => {
+      const input = inputOf(res);
+      if (route.query) input.query = parse(route.query, req.query);
+      if (route.body) {
+        if (!isBodyRule(route.body)) input.body = parse(route.body, req.body) as Record<string, unknown>;
+        else {
+          const result = validateBody(route.body, req.body);
+          if (!result.ok) return next(AppError.badRequest(result.error));
+          input.body = result.value as Record<string, unknown>;
+        }
+      }
+      next();
+    };
+  };
+
+  const answer = (route: RouteDefinition): RequestHandler => {
+    return async (_req, res) => {
+      const input: RouteInput = {
+        ...inputOf(res),
+        caller: {
+          workspace: res.locals.workspace,
+          workspace_id: res.locals.workspaceId!,
+          key_hint: res.locals.keyHint ?? 'api',
+        },
+      };
+      const data = isCommandRoute(route)
+        ? await deps.bus.request(route.command, commandRequest(route, input))
+        : await local[route.local as LocalOperation](input);
+      res.status(route.status ?? 200).json(data);
+    };
+  };
+
+  for (const route of routes) {
+    const handler = answer(route);
+    const chain: RequestHandler[] =
+      route.access === 'admin-token'
+        ? [...(route.params?.shape.workspace_id ? [adminWorkspace] : []), checkParams(route)]
+        : [
+            authenticate(deps.keys, deps.authFailures, route.keyTexts ?? apiV1KeyTexts),
+            ...(route.rateLimited ? [limited] : []),
+            checkParams(route),
+            body,
+          ];
+    chain.push(checkQueryAndBody(route));
+    chain.push(route.idempotent ? once(idempotencyScope(route as CommandRoute), handler) : handler);
+    router[route.method](expressPath(route.path), ...chain);
+  }
+
+  for (const [path, methods] of methodsByPath()) {
+    const adminPath = path.startsWith(adminPrefix);
+    // As for a route of the path: an admin path names a workspace that must exist before anything else.
+    const before = adminPath && path.includes('{workspace_id}') ? [adminWorkspace] : [];
+    router.all(expressPath(path), ...before, methodNotAllowed(methods.map((m) => m.toUpperCase())));
+  }
+  return router;
+}
+
+/** A route with no `request` of its own hands the owner its path, query and body, and the workspace. */
+function commandRequest(route: CommandRoute, input: RouteInput): never {
+  if (route.request) return route.request(input) as never;
+  return { ...input.params, ...input.query, ...input.body, workspace_id: input.caller.workspace_id } as never;
+}
+
+/** Keys are scoped by what they ask for (the command's verb), so one key cannot replay another call's answer. */
+const idempotencyScope = (route: CommandRoute) => route.command.split('.').at(-1)!;
