@@ -20,6 +20,18 @@ export interface IdempotencyOptions {
   /** Requests that may wait at once per workspace, and in all; more get the 409 at once. */
   maxWaitersPerWorkspace?: number;
   maxWaiters?: number;
+  /**
+   * A key in progress is held under a lease of `leaseMs`, renewed every `heartbeatMs` while its request
+   * runs: a live holder keeps its key however long it takes, a dead one's key is taken over once the
+   * lease lapses. The heartbeat must be well inside the lease, so that a slow renewal does not lose it.
+   */
+  leaseMs?: number;
+  heartbeatMs?: number;
+}
+
+interface Lease {
+  leaseMs: number;
+  heartbeatMs: number;
 }
 
 /**
@@ -36,7 +48,11 @@ export function idempotency({
   waitMs = 15_000,
   maxWaitersPerWorkspace = 20,
   maxWaiters = 200,
+  leaseMs = 6_000,
+  heartbeatMs = 2_000,
 }: IdempotencyOptions): (endpoint: string, handler: RequestHandler) => RequestHandler {
+  if (heartbeatMs >= leaseMs) throw new Error('idempotency heartbeatMs must be shorter than leaseMs');
+  const lease: Lease = { leaseMs, heartbeatMs };
   const waiters = new WaiterSlots(maxWaitersPerWorkspace, maxWaiters);
 
   const waitForHolder = async (workspaceId: string, key: string, hash: string): Promise<IdempotencyClaim> => {
@@ -51,7 +67,7 @@ export function idempotency({
         if (state.kind === 'in_progress') continue;
         if (state.kind !== 'claimable') return state;
         // The holder gave the key up or died: whoever claims it first runs, the others wait on.
-        const claim = await store.claim(workspaceId, key, hash);
+        const claim = await store.claim(workspaceId, key, hash, leaseMs);
         if (claim.kind !== 'in_progress') return claim;
       }
     } finally {
@@ -66,7 +82,7 @@ export function idempotency({
     const workspaceId = res.locals.workspaceId!;
     const hash = requestHash(endpoint, req.body);
 
-    let claim = await store.claim(workspaceId, key, hash);
+    let claim = await store.claim(workspaceId, key, hash, leaseMs);
     if (claim.kind === 'in_progress') claim = await waitForHolder(workspaceId, key, hash);
     switch (claim.kind) {
       case 'mismatch':
@@ -79,7 +95,9 @@ export function idempotency({
         res.setHeader('Retry-After', String(retryAfterSeconds));
         return next(new AppError(409, { error: platformTexts.idempotencyKeyInFlight }));
       case 'claimed':
-        return holdingKey(store, logger, { workspaceId, key }, req, res, () => handler(req, res, next));
+        return holdingKey(store, logger, lease, { workspaceId, key, holder: claim.holder }, req, res, () =>
+          handler(req, res, next),
+        );
     }
   };
 }
@@ -88,25 +106,38 @@ export function idempotency({
  * Runs the handler of the request that claimed the key and records its answer: kept when below 500,
  * released otherwise. Whatever way the request ends, the key does not stay in progress: an answer that
  * cannot be recorded releases it, and so does a response that ended without res.json (or never got
- * one) once the handler is done.
+ * one) once the handler is done. The lease is renewed until the answer is being recorded or the handler
+ * is done; a client that goes away does not end it, since the send it asked for is still under way.
  */
 async function holdingKey(
   store: IdempotencyStore,
   logger: Logger,
-  { workspaceId, key }: { workspaceId: string; key: string },
+  { leaseMs, heartbeatMs }: Lease,
+  { workspaceId, key, holder }: { workspaceId: string; key: string; holder: string },
   req: Request,
   res: Response,
   handler: () => unknown,
 ): Promise<void> {
-  const release = () =>
-    store.release(workspaceId, key).catch((error: unknown) => {
-      // The key stays in progress until a later request takes it over as abandoned.
+  const stopHeartbeat = heartbeat(
+    () => store.renew(workspaceId, key, holder, leaseMs),
+    heartbeatMs,
+    (error) =>
+      error === undefined
+        ? logger.warn({ request_id: req.id }, 'idempotency key taken over while its request ran')
+        : logger.warn({ err: error, request_id: req.id }, 'idempotency lease renewal failed'),
+  );
+  const release = () => {
+    stopHeartbeat();
+    return store.release(workspaceId, key, holder).catch((error: unknown) => {
+      // The key stays in progress until its lease lapses and a later request takes it over.
       logger.error({ err: error, request_id: req.id }, 'idempotency key release failed');
     });
+  };
   const record = async (status: number, body: unknown) => {
+    stopHeartbeat();
     if (status >= 500) return release();
     try {
-      await store.complete(workspaceId, key, status, body);
+      await store.complete(workspaceId, key, holder, status, body);
     } catch (error) {
       logger.error({ err: error, request_id: req.id }, 'idempotency record failed: key released');
       await release();
@@ -126,6 +157,37 @@ async function holdingKey(
   try {
     await handler();
   } finally {
+    stopHeartbeat();
     void responseOver.then(() => (answered ? undefined : release()));
   }
+}
+
+/**
+ * Calls `renew` every `everyMs` (never two at once) until the returned stop is called or `renew` says the
+ * key is no longer ours; `trouble` hears of a failed renewal (with its error, and the beat goes on) or of
+ * the lost key (without one, and the beat stops).
+ */
+function heartbeat(
+  renew: () => Promise<boolean>,
+  everyMs: number,
+  trouble: (error?: unknown) => void,
+): () => void {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const beat = async () => {
+    try {
+      if (!(await renew())) {
+        if (!stopped) trouble();
+        return;
+      }
+    } catch (error) {
+      if (!stopped) trouble(error);
+    }
+    if (!stopped) timer = setTimeout(beat, everyMs);
+  };
+  timer = setTimeout(beat, everyMs);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }

@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { Pool } from '@inbox/db';
 
 export type IdempotencyClaim =
-  | { kind: 'claimed' }
+  /** `holder` names this claim: renewing, recording and releasing the key need it. */
+  | { kind: 'claimed'; holder: string }
   | { kind: 'mismatch' }
   | { kind: 'completed'; status: number; body: unknown }
   | { kind: 'in_progress' };
@@ -16,37 +18,48 @@ interface RecordRow {
   response_body: unknown;
 }
 
-/** A record that a new request may take over: expired, or in progress for so long that its holder died. */
+/** A record that a new request may take over: expired, or in progress under a lease its holder let lapse. */
 const claimable = (table: string) =>
   `(${table}.created_at < now() - interval '24 hours'
-     or (${table}.status = 'in_progress' and ${table}.updated_at < now() - interval '2 minutes'))`;
+     or (${table}.status = 'in_progress' and ${table}.lease_until < now()))`;
+/** The lease is counted on the database's clock, the one the claim query compares it with. */
+const leaseUntil = (param: string) => `now() + ${param} * interval '1 millisecond'`;
 
 /** Idempotency-Key records, scoped by workspace; a record counts for 24 hours. */
 export class IdempotencyStore {
   constructor(private readonly pool: Pool) {}
 
   /**
-   * Claims the key for this request, atomically: a new key, an expired one, or one whose holder died
-   * (in progress for over two minutes) becomes ours; otherwise the existing record says what to do.
+   * Claims the key for this request under a lease of `leaseMs`, atomically: a new key, an expired one,
+   * or one whose holder let its lease lapse (died) becomes ours; otherwise the existing record says what
+   * to do.
    */
-  async claim(workspaceId: string, key: string, requestHash: string): Promise<IdempotencyClaim> {
+  async claim(
+    workspaceId: string,
+    key: string,
+    requestHash: string,
+    leaseMs: number,
+  ): Promise<IdempotencyClaim> {
+    const holder = randomUUID();
     const claimed = await this.pool.query(
-      `insert into idempotency_keys (workspace_id, key, request_hash, status) values ($1, $2, $3, 'in_progress')
+      `insert into idempotency_keys (workspace_id, key, request_hash, status, holder, lease_until)
+       values ($1, $2, $3, 'in_progress', $4, ${leaseUntil('$5')})
        on conflict (workspace_id, key) do update
          set request_hash = excluded.request_hash, status = 'in_progress', response_status = null,
-             response_body = null, created_at = now(), updated_at = now()
+             response_body = null, created_at = now(), updated_at = now(), holder = excluded.holder,
+             lease_until = excluded.lease_until
          where ${claimable('idempotency_keys')}
        returning 1`,
-      [workspaceId, key, requestHash],
+      [workspaceId, key, requestHash, holder, leaseMs],
     );
-    if (claimed.rowCount === 1) return { kind: 'claimed' };
+    if (claimed.rowCount === 1) return { kind: 'claimed', holder };
     const { rows } = await this.pool.query<RecordRow>(
       'select request_hash, status, response_status, response_body from idempotency_keys where workspace_id = $1 and key = $2',
       [workspaceId, key],
     );
     const row = rows[0];
     // Deleted between the two statements (the holder released it): try again as new.
-    if (!row) return this.claim(workspaceId, key, requestHash);
+    if (!row) return this.claim(workspaceId, key, requestHash, leaseMs);
     return standing(row, requestHash);
   }
 
@@ -63,19 +76,35 @@ export class IdempotencyStore {
     return standing(row, requestHash);
   }
 
-  async complete(workspaceId: string, key: string, status: number, body: unknown): Promise<void> {
+  /** Extends the holder's lease by `leaseMs` from now; false when the key is no longer this holder's. */
+  async renew(workspaceId: string, key: string, holder: string, leaseMs: number): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `update idempotency_keys set lease_until = ${leaseUntil('$4')}
+       where workspace_id = $1 and key = $2 and holder = $3 and status = 'in_progress'`,
+      [workspaceId, key, holder, leaseMs],
+    );
+    return rowCount === 1;
+  }
+
+  async complete(
+    workspaceId: string,
+    key: string,
+    holder: string,
+    status: number,
+    body: unknown,
+  ): Promise<void> {
     await this.pool.query(
-      `update idempotency_keys set status = 'completed', response_status = $3, response_body = $4, updated_at = now()
-       where workspace_id = $1 and key = $2`,
-      [workspaceId, key, status, JSON.stringify(body)],
+      `update idempotency_keys set status = 'completed', response_status = $4, response_body = $5, updated_at = now()
+       where workspace_id = $1 and key = $2 and holder = $3`,
+      [workspaceId, key, holder, status, JSON.stringify(body)],
     );
   }
 
-  async release(workspaceId: string, key: string): Promise<void> {
-    await this.pool.query('delete from idempotency_keys where workspace_id = $1 and key = $2', [
-      workspaceId,
-      key,
-    ]);
+  async release(workspaceId: string, key: string, holder: string): Promise<void> {
+    await this.pool.query(
+      'delete from idempotency_keys where workspace_id = $1 and key = $2 and holder = $3',
+      [workspaceId, key, holder],
+    );
   }
 
   async deleteExpired(): Promise<number> {
