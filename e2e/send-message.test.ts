@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { verifySignature, verifyStandardWebhook } from '@inbox/sdk/webhooks';
 import { waitFor } from '@inbox/testkit';
-import { verifySignature, verifyStandardWebhook } from '@inbox/webhook-verify';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { useStack } from './support/fixtures.js';

@@ -369,10 +369,11 @@ describe('secret rotation', () => {
   // Its own workspace, so the receiver gets only the events published here.
   const ws = randomUUID();
   const hours = 3_600_000;
-  // What a Standard Webhooks library is given for a platform secret (its key is the secret's bytes).
-  const referenceVerifies = (secret: string, hit: Hit) => {
+  // Whether a Standard Webhooks library verifies, given the secret keyed with its UTF-8 bytes (any
+  // secret, as receivers were told before @inbox/sdk) or, with `asGiven`, a whsec_ secret as it is.
+  const referenceVerifies = (secret: string, hit: Hit, asGiven = false) => {
     try {
-      new Webhook(`whsec_${Buffer.from(secret).toString('base64')}`).verify(
+      new Webhook(asGiven ? secret : `whsec_${Buffer.from(secret).toString('base64')}`).verify(
         hit.body,
         hit.headers as Record<string, string>,
       );
@@ -414,7 +415,10 @@ describe('secret rotation', () => {
     expect((await read()).previous_secret_expires_at).toBe(rotated.previous_secret_expires_at);
 
     const during = await deliverOne(target);
-    expect(String(during.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    // The generated whsec_ secret signs under its decoded and its UTF-8 bytes; the replaced raw one under
+    // its UTF-8 bytes.
+    expect(String(during.headers['webhook-signature']).split(' ')).toHaveLength(3);
+    expect(referenceVerifies(rotated.secret, during, true)).toBe(true);
     expect(referenceVerifies(rotated.secret, during)).toBe(true);
     expect(referenceVerifies('old-secret', during)).toBe(true);
     expect(referenceVerifies('unrelated', during)).toBe(false);
@@ -429,7 +433,8 @@ describe('secret rotation', () => {
     await pool.end();
     expect((await read()).previous_secret_expires_at).toBeNull();
     const after = await deliverOne(target);
-    expect(String(after.headers['webhook-signature']).split(' ')).toHaveLength(1);
+    expect(String(after.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(referenceVerifies(rotated.secret, after, true)).toBe(true);
     expect(referenceVerifies(rotated.secret, after)).toBe(true);
     expect(referenceVerifies('old-secret', after)).toBe(false);
     expect(after.headers['x-webhook-signature']).toBe(specSignature(rotated.secret, after));

@@ -1,9 +1,9 @@
 import { isIP } from 'node:net';
 import { storableText, storableUtf8 } from '@inbox/db';
 import type { AddressPolicy } from '@inbox/outbound-http';
+import { deliveryHeaders } from '@inbox/sdk/webhooks';
 import { type Dispatcher, request } from 'undici';
 import { parseRetryAfter } from './retry-policy.js';
-import { deliveryHeaders } from './signature.js';
 
 export interface AttemptInput {
   url: string;

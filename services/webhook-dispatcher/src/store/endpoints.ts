@@ -1,5 +1,6 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Pool, Queryable } from '@inbox/db';
+import { generateWebhookSecret } from '@inbox/sdk/webhooks';
 import type { SecretBox } from '@inbox/service-kit';
 
 export interface Endpoint {
@@ -64,10 +65,6 @@ const toEndpoint = (row: EndpointRow): Endpoint => ({
   created_at: row.created_at.toISOString(),
   updated_at: row.updated_at.toISOString(),
 });
-
-export function generateSecret(): string {
-  return `whsec_${randomBytes(24).toString('base64url')}`;
-}
 
 /** Webhook endpoints of a workspace; every query names the workspace. */
 export class EndpointStore {
@@ -172,7 +169,7 @@ export class EndpointStore {
     secret: string | null | undefined,
     graceMs: number,
   ): Promise<{ secret: string; previous_secret_expires_at: string | null } | undefined> {
-    const next = secret ?? generateSecret();
+    const next = secret ?? generateWebhookSecret();
     // Both secrets are sealed to the same endpoint, so the sealed value moves over as it is.
     const { rows } = await this.pool.query<{ previous_secret_expires_at: Date | null }>(
       `update endpoints set secret_sealed = $3, updated_at = now(),

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { deliveryHeaders, signBody, standardSignature } from './signature.js';
+import { deliveryHeaders, signBody, standardSignature } from '../src/webhooks/index.js';
 
 describe('webhook signature', () => {
   it('is sha256= and the hex HMAC of the raw body keyed with the secret', () => {
