@@ -4,7 +4,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { type Bus, NatsBus } from '@inbox/bus';
-import type { EventEnvelope } from '@inbox/contracts';
+import type { WireEvent } from '@inbox/contracts';
 import { type LocalServer, startNatsWithConfig, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { root } from './support.js';
@@ -39,7 +39,7 @@ afterAll(async () => {
 
 const workspaceId = randomUUID();
 let connectorSends = 0;
-const event = (type: string): EventEnvelope => ({
+const event = (type: string): WireEvent => ({
   id: randomUUID(),
   type,
   workspace_id: workspaceId,

@@ -2,9 +2,9 @@ import type {
   CommandRequest,
   CommandResult,
   CommandSubject,
-  EventEnvelope,
   NoticePayload,
   NoticeSubject,
+  WireEvent,
 } from '@inbox/contracts';
 
 export interface RequestOptions {
@@ -33,14 +33,15 @@ export interface Delivery {
   sequence: number;
 }
 
-export type EventHandler = (event: EventEnvelope, delivery: Delivery) => Promise<void>;
+/** A handler of the raw stream: any type, data unread. Services take events through consumeEvents. */
+export type EventHandler = (event: WireEvent, delivery: Delivery) => Promise<void>;
 export type CommandHandler<S extends CommandSubject> = (
   payload: import('@inbox/contracts').CommandPayload<S>,
 ) => Promise<CommandResult<S>>;
 
 export interface DeadLetter {
   durable: string;
-  event: EventEnvelope;
+  event: WireEvent;
   error: string;
   attempts: number;
 }
@@ -60,8 +61,11 @@ export interface Bus {
   /** Answers a command; replicas of a service share the load through the service's queue group. */
   handle<S extends CommandSubject>(subject: S, handler: CommandHandler<S>): Promise<void>;
   /** Publishes an event durably; the event id de-duplicates repeated publishes. */
-  publish(event: EventEnvelope): Promise<void>;
-  /** Receives events through a durable consumer with explicit acknowledgement. */
+  publish(event: WireEvent): Promise<void>;
+  /**
+   * Receives events through a durable consumer with explicit acknowledgement, as they are on the wire.
+   * Services subscribe through consumeEvents or forwardEvents, which type this by the event catalogue.
+   */
   consume(options: ConsumeOptions, handler: EventHandler): Promise<void>;
   /** Sends a notice to every replica that listens, now; not stored, not retried. */
   notify<S extends NoticeSubject>(subject: S, payload: NoticePayload<S>): Promise<void>;

@@ -5,11 +5,12 @@ import {
   type CommandSubject,
   commandCatalogue,
   commandTimeoutMs,
-  type EventEnvelope,
   errorMessage,
+  eventSubject,
   type NoticePayload,
   type NoticeSubject,
   noticeCatalogue,
+  type WireEvent,
 } from '@inbox/contracts';
 import { withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
 import {
@@ -35,7 +36,7 @@ interface Durable {
   ackFloor: number;
   handlers: EventHandler[];
   nextHandler: number;
-  queue: Array<{ event: EventEnvelope; attempt: number; sequence: number }>;
+  queue: Array<{ event: WireEvent; attempt: number; sequence: number }>;
   running: number;
 }
 
@@ -52,7 +53,7 @@ const roundTrip = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 export class InProcessBus implements Bus {
   readonly transport = 'in-process' as const;
   private readonly handlers = new Map<string, { list: AnyHandler[]; next: number }>();
-  private readonly log: EventEnvelope[] = [];
+  private readonly log: WireEvent[] = [];
   private readonly seen = new Map<string, number>();
   private readonly durables = new Map<string, Durable>();
   private readonly letters: DeadLetter[] = [];
@@ -115,10 +116,15 @@ export class InProcessBus implements Bus {
     this.handlers.set(subject, entry);
   }
 
-  async publish(event: EventEnvelope): Promise<void> {
+  async publish(event: WireEvent): Promise<void> {
     if (this.closed) throw AppError.unavailable('bus closed');
     await withProducerSpan(
-      { system: 'in-process', destination: `evt.${event.type}`, operation: 'publish', messageId: event.id },
+      {
+        system: 'in-process',
+        destination: eventSubject(event.type),
+        operation: 'publish',
+        messageId: event.id,
+      },
       async () => {
         this.forgetOldIds();
         if (this.seen.has(event.id)) return;
@@ -187,7 +193,7 @@ export class InProcessBus implements Bus {
 
   private enqueue(
     durable: Durable,
-    event: EventEnvelope,
+    event: WireEvent,
     sequence: number,
     attempt: number,
     delayMs: number,
@@ -223,19 +229,24 @@ export class InProcessBus implements Bus {
   private async deliver(
     durable: Durable,
     handler: EventHandler,
-    event: EventEnvelope,
+    event: WireEvent,
     sequence: number,
     attempt: number,
   ) {
     try {
       await withConsumerSpan(
-        { system: 'in-process', destination: `evt.${event.type}`, operation: 'process', messageId: event.id },
+        {
+          system: 'in-process',
+          destination: eventSubject(event.type),
+          operation: 'process',
+          messageId: event.id,
+        },
         emptyCarrier,
         () => handler(roundTrip(event), { attempt, sequence }),
       );
       this.markHandled(durable, sequence);
     } catch (error) {
-      this.options.onHandlerError?.(error, { subject: `evt.${event.type}` });
+      this.options.onHandlerError?.(error, { subject: eventSubject(event.type) });
       const maxDeliver = durable.options.maxDeliver ?? busDefaults.maxDeliver;
       if (attempt >= maxDeliver) {
         this.letters.push({

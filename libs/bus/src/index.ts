@@ -8,6 +8,14 @@ export type {
   RequestOptions,
 } from './bus.js';
 export { busDefaults } from './bus.js';
+export {
+  consumeEvents,
+  type EventHandlers,
+  type ForwardedEvent,
+  filterFor,
+  forwardEvents,
+  type SubscriptionOptions,
+} from './event-subscription.js';
 export { InProcessBus } from './in-process-transport.js';
 export { NatsBus, type NatsBusOptions } from './nats-transport.js';
 export { SubjectNames, subjectMatches } from './subjects.js';

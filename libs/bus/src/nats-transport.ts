@@ -5,13 +5,13 @@ import {
   type CommandSubject,
   commandCatalogue,
   commandTimeoutMs,
-  type EventEnvelope,
-  EventEnvelope as EventEnvelopeSchema,
   errorMessage,
+  eventSubject,
   type NoticePayload,
   type NoticeSubject,
   noticeCatalogue,
   serviceOf,
+  WireEvent,
 } from '@inbox/contracts';
 import { type HeaderCarrier, injectContext, withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
 import {
@@ -242,10 +242,10 @@ export class NatsBus implements Bus {
     return encode(replyFromError(failure));
   }
 
-  async publish(event: EventEnvelope): Promise<void> {
+  async publish(event: WireEvent): Promise<void> {
     const subject = this.names.event(event.type);
     await withProducerSpan(
-      { system: 'nats', destination: `evt.${event.type}`, operation: 'publish', messageId: event.id },
+      { system: 'nats', destination: eventSubject(event.type), operation: 'publish', messageId: event.id },
       async () => {
         await this.js.publish(subject, encode(event), { msgID: event.id, headers: outgoingHeaders() });
       },
@@ -353,9 +353,9 @@ export class NatsBus implements Bus {
   ): Promise<void> {
     const attempt = msg.info.deliveryCount;
     if (attempt > 1) redeliveries.add(1, { durable });
-    let event: EventEnvelope;
+    let event: WireEvent;
     try {
-      event = EventEnvelopeSchema.parse(msg.json()) as EventEnvelope;
+      event = WireEvent.parse(msg.json());
     } catch (error) {
       await this.giveUp(msg, durable, { raw: decoder.decode(msg.data) }, error, attempt, delays);
       return;
@@ -363,13 +363,13 @@ export class NatsBus implements Bus {
     const carrier = headerCarrier(msg.headers ?? createHeaders());
     try {
       await withConsumerSpan(
-        { system: 'nats', destination: `evt.${event.type}`, operation: 'process', messageId: event.id },
+        { system: 'nats', destination: eventSubject(event.type), operation: 'process', messageId: event.id },
         carrier,
         () => handler(event, { attempt, sequence: msg.seq }),
       );
       msg.ack();
     } catch (error) {
-      this.options.onHandlerError?.(error, { subject: `evt.${event.type}` });
+      this.options.onHandlerError?.(error, { subject: eventSubject(event.type) });
       if (attempt >= maxDeliver) {
         await this.giveUp(msg, durable, event, error, attempt, delays);
       } else {

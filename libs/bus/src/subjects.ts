@@ -1,3 +1,5 @@
+import { eventSubject } from '@inbox/contracts';
+
 /**
  * Subject names with an optional prefix, so several test files (or several installations) can share one
  * NATS server without seeing each other's traffic.
@@ -13,13 +15,13 @@ export class SubjectNames {
     return this.withPrefix(subject);
   }
   event(type: string): string {
-    return this.withPrefix(`evt.${type}`);
+    return this.withPrefix(eventSubject(type));
   }
   deadLetter(durable: string): string {
     return this.withPrefix(`dlq.${durable}`);
   }
   typeOfEventSubject(subject: string): string {
-    return subject.slice(this.withPrefix('evt.').length);
+    return subject.slice(this.withPrefix(eventSubject('')).length);
   }
   get eventsStream(): string {
     return this.prefix ? `${this.prefix}_EVENTS` : 'EVENTS';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type EventEnvelope } from '@inbox/contracts';
+import { AppError, type WireEvent } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Bus } from '../src/index.js';
@@ -25,7 +25,7 @@ const reply = {
   sent_at: new Date().toISOString(),
 };
 
-function event(type = 'message.sent', id = randomUUID()): EventEnvelope {
+function event(type = 'message.sent', id = randomUUID()): WireEvent {
   return { id, type, workspace_id: workspace.id, occurred_at: new Date().toISOString(), data: { n: id } };
 }
 
@@ -127,7 +127,7 @@ export function busContract(name: string, factory: BusFactory): void {
 
     it('keeps the envelope intact and drops a second publish of the same id', async () => {
       const [bus] = await make();
-      const seen: EventEnvelope[] = [];
+      const seen: WireEvent[] = [];
       await bus!.consume({ durable: 'dispatcher', filter: '>' }, async (e) => {
         seen.push(e);
       });

@@ -1,74 +1,63 @@
 import { z } from 'zod';
-import { providers } from './channels.js';
+import { eventTypes } from './event-types.js';
+import { InboundMessageEvent, InboundStatusEvent, LeadMovedEvent } from './internal-events.js';
+import { ConversationAssigned, ConversationResolved, MessageReceived, MessageSent } from './public-events.js';
 
-export const WebhookContact = z.object({
-  id: z.uuid().nullable(),
-  phone: z.string().nullable(),
-  name: z.string().nullable(),
-});
-export const WebhookIntegration = z.object({ id: z.uuid(), provider: z.enum(providers) });
-export const messageTypes = ['text', 'image', 'audio', 'video', 'document', 'location', 'others'] as const;
-export const assigneeTypes = ['human', 'agent'] as const;
-export const senderTypes = ['human', 'agent', 'system'] as const;
+type EventName = (typeof eventTypes)[keyof typeof eventTypes];
+// Every event's data names its workspace: the envelope repeats it, so writers give it once.
+type EventSchema = z.ZodType<{ workspace_id: string }>;
 
-/** The payloads of the public webhook events, exactly as the spec's Payloads section lists them. */
-export const MessageReceived = z.object({
-  event: z.literal('message.received'),
-  workspace_id: z.uuid(),
-  conversation_id: z.uuid(),
-  contact: WebhookContact,
-  message: z.object({ id: z.uuid(), text: z.string(), type: z.enum(messageTypes) }),
-  status: z.object({
-    assigned_to_type: z.enum(assigneeTypes).nullable(),
-    assigned_to_id: z.uuid().nullable(),
-  }),
-  integration: WebhookIntegration,
-});
+/** The webhook events, in the spec's order (the admin API lists them so); receivers get their data as is. */
+const publicEvents = {
+  [eventTypes.messageReceived]: MessageReceived,
+  [eventTypes.messageSent]: MessageSent,
+  [eventTypes.conversationAssigned]: ConversationAssigned,
+  [eventTypes.conversationResolved]: ConversationResolved,
+} as const satisfies Partial<Record<EventName, EventSchema>>;
 
-export const MessageSent = z.object({
-  event: z.literal('message.sent'),
-  workspace_id: z.uuid(),
-  conversation_id: z.uuid(),
-  message: z.object({ id: z.uuid(), text: z.string(), type: z.enum(messageTypes) }),
-  status: z.object({ sender_type: z.enum(senderTypes) }),
-  integration: WebhookIntegration,
-});
+/** The events only services read. */
+const internalEvents = {
+  [eventTypes.inboundMessage]: InboundMessageEvent,
+  [eventTypes.inboundStatus]: InboundStatusEvent,
+  [eventTypes.leadMoved]: LeadMovedEvent,
+} as const satisfies Partial<Record<EventName, EventSchema>>;
 
-export const ConversationAssigned = z.object({
-  event: z.literal('conversation.assigned'),
-  workspace_id: z.uuid(),
-  conversation_id: z.uuid(),
-  status: z.object({
-    assigned_to_type: z.enum(assigneeTypes).nullable(),
-    assigned_to_id: z.uuid().nullable(),
-  }),
-});
-
-export const ConversationResolved = z.object({
-  event: z.literal('conversation.resolved'),
-  workspace_id: z.uuid(),
-  conversation_id: z.uuid(),
-  status: z.object({ value: z.literal('resolved') }),
-});
-
-/** Every event on the bus: its type names the subject `evt.<type>`; the public ones are webhook payloads. */
-export const eventCatalogue = {
-  'message.received': MessageReceived,
-  'message.sent': MessageSent,
-  'conversation.assigned': ConversationAssigned,
-  'conversation.resolved': ConversationResolved,
-} as const;
+/**
+ * Every event on the bus, public and internal, with the schema of its data: writers are bound to it
+ * (`writeEvent` in @inbox/db) and consumers get data it parsed (`consumeEvents` in @inbox/bus).
+ */
+export const eventCatalogue = { ...publicEvents, ...internalEvents } satisfies Record<EventName, EventSchema>;
 export type EventType = keyof typeof eventCatalogue;
+export type PublicEventType = keyof typeof publicEvents;
 export type EventData<T extends EventType> = z.infer<(typeof eventCatalogue)[T]>;
-export const publicEventTypes = Object.keys(eventCatalogue) as EventType[];
+export const publicEventTypes = Object.keys(publicEvents) as PublicEventType[];
 
-export const EventEnvelope = z.object({
+export function isEventType(type: string): type is EventType {
+  return Object.hasOwn(eventCatalogue, type);
+}
+
+/** The data as its type's schema reads it; throws (a ZodError) on data of another shape. */
+export function parseEventData<T extends EventType>(type: T, data: unknown): EventData<T> {
+  return eventCatalogue[type].parse(data) as EventData<T>;
+}
+
+/**
+ * An event as the outbox stores it and the bus carries it. The transport takes any type (its own tests,
+ * an event from a newer version); the catalogue is what gives a type its meaning.
+ */
+export const WireEvent = z.object({
   id: z.uuid(),
   type: z.string(),
   workspace_id: z.uuid(),
   occurred_at: z.iso.datetime(),
   data: z.unknown(),
 });
-export type EventEnvelope<D = unknown> = Omit<z.infer<typeof EventEnvelope>, 'data'> & { data: D };
+export type WireEvent = z.infer<typeof WireEvent>;
 
+/** An event of the catalogue with its data typed by its type; over several types, their union. */
+export type EventEnvelope<T extends EventType = EventType> = {
+  [K in T]: Omit<WireEvent, 'type' | 'data'> & { type: K; data: EventData<K> };
+}[T];
+
+/** The subject an event type (or a pattern over types) is published on. */
 export const eventSubject = (type: string) => `evt.${type}`;

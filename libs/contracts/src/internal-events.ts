@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { integrationChannels, providers } from './channels.js';
-import { messageTypes } from './events.js';
+import { messageTypes } from './public-events.js';
 
 /**
  * Events between services that no webhook receiver sees. The connector announces what providers told it;
@@ -44,9 +44,3 @@ export const LeadMovedEvent = z.object({
   moved_at: z.iso.datetime(),
 });
 export type LeadMovedEvent = z.infer<typeof LeadMovedEvent>;
-
-export const internalEventTypes = {
-  inboundMessage: 'inbound.message',
-  inboundStatus: 'inbound.status',
-  leadMoved: 'lead.moved',
-} as const;

@@ -3,7 +3,6 @@ export {
   EventDeadLettered,
   EventTooLarge,
   maxEventBytes,
-  type NewEvent,
   OutboxRelay,
   type OutboxRelayOptions,
   type RelayLogger,

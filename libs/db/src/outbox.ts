@@ -1,17 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@inbox/bus';
-import type { EventEnvelope } from '@inbox/contracts';
+import type { EventData, EventEnvelope, EventType, WireEvent } from '@inbox/contracts';
 import { captureContext, meter, withCapturedContext } from '@inbox/telemetry';
 import type pg from 'pg';
 import type { Queryable } from './pool.js';
 import { classifyPublishFailure, PublishFailure } from './publish-failure.js';
 import { storableText } from './storable-text.js';
-
-export interface NewEvent<D> {
-  type: string;
-  workspace_id: string;
-  data: D;
-}
 
 /**
  * The largest event, serialized, that the outbox takes: a quarter of NATS's default 1 MiB max_payload,
@@ -23,7 +17,7 @@ export const maxEventBytes = 256 * 1024;
 export class EventTooLarge extends Error {
   override name = 'EventTooLarge';
   constructor(
-    readonly eventType: string,
+    readonly eventType: EventType,
     readonly bytes: number,
   ) {
     super(`event ${eventType} is ${bytes} bytes serialized, over the outbox's bound of ${maxEventBytes}`);
@@ -34,17 +28,25 @@ export class EventTooLarge extends Error {
  * Records an event in the outbox, inside the caller's transaction, so it exists if and only if the state
  * change it announces was committed. The relay publishes it afterwards. An event over maxEventBytes is
  * refused here, where the caller can still act on it, rather than by the broker, after the commit.
+ *
+ * The catalogue binds the data to the type at compile time; it is parsed where it is read (consumeEvents),
+ * not here, so data a schema refuses (a provider's odd phone number) is dead-lettered at its consumer
+ * rather than failing the writer's transaction (and a provider's callback, retried for ever).
  */
-export async function writeEvent<D>(client: Queryable, event: NewEvent<D>): Promise<EventEnvelope<D>> {
-  const envelope: EventEnvelope<D> = {
+export async function writeEvent<T extends EventType>(
+  client: Queryable,
+  type: T,
+  data: EventData<T>,
+): Promise<EventEnvelope<T>> {
+  const envelope = {
     id: randomUUID(),
-    type: event.type,
-    workspace_id: event.workspace_id,
+    type,
+    workspace_id: data.workspace_id,
     occurred_at: new Date().toISOString(),
-    data: event.data,
-  };
+    data,
+  } as EventEnvelope<T>;
   const bytes = Buffer.byteLength(JSON.stringify(envelope));
-  if (bytes > maxEventBytes) throw new EventTooLarge(event.type, bytes);
+  if (bytes > maxEventBytes) throw new EventTooLarge(type, bytes);
   await client.query(
     'insert into outbox (id, type, workspace_id, occurred_at, data, trace_context) values ($1, $2, $3, $4, $5, $6)',
     [
@@ -109,7 +111,7 @@ export interface OutboxRelayOptions {
   /** Where a dead-lettered row is reported; without it the report goes to onError. */
   logger?: RelayLogger;
   /** Test seam: called after each publish, before the row is marked. */
-  afterPublish?: (event: EventEnvelope) => void;
+  afterPublish?: (event: WireEvent) => void;
 }
 
 /** A row the relay set aside (failed_at set): reported once, never published unless an operator clears it. */
@@ -248,7 +250,7 @@ export class OutboxRelay {
     let failure: unknown;
     try {
       for (const row of rows) {
-        const envelope: EventEnvelope = {
+        const envelope: WireEvent = {
           id: row.id,
           type: row.type,
           workspace_id: row.workspace_id,

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { type Bus, NatsBus } from '@inbox/bus';
-import type { EventEnvelope } from '@inbox/contracts';
+import { eventTypes, type LeadMovedEvent, type WireEvent } from '@inbox/contracts';
 import { serveMetrics } from '@inbox/telemetry';
 import { createDatabase, startProcess, uniquePrefix, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -14,11 +14,26 @@ import {
   migrate,
   OutboxRelay,
   type Pool,
+  type Queryable,
   withTransaction,
   writeEvent,
 } from '../src/index.js';
 
 const migrations = fileURLToPath(new URL('./fixtures/migrations', import.meta.url));
+
+/** A lead move: an event of the catalogue with a free-text field; `n` tells the moves apart. */
+const leadMoved = (workspace: string, n: number, stageName = `stage ${n}`): LeadMovedEvent => ({
+  workspace_id: workspace,
+  contact_id: randomUUID(),
+  pipeline_id: randomUUID(),
+  pipeline_name: 'vendas',
+  from_stage: null,
+  from_stage_name: null,
+  to_stage: `s${n}`,
+  to_stage_name: stageName,
+  conversation_id: null,
+  moved_at: new Date().toISOString(),
+});
 let url: string;
 let pool: Pool;
 
@@ -92,15 +107,15 @@ describe('transactional outbox', () => {
           workspace,
           `thing ${i}`,
         ]);
-        ids.push((await writeEvent(client, { type: 'thing.made', workspace_id: workspace, data: { i } })).id);
+        ids.push((await writeEvent(client, eventTypes.leadMoved, leadMoved(workspace, i))).id);
       });
     }
     return ids;
   }
 
-  async function streamContents(prefix: string, expected: number): Promise<EventEnvelope[]> {
+  async function streamContents(prefix: string, expected: number): Promise<WireEvent[]> {
     const reader = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
-    const seen: EventEnvelope[] = [];
+    const seen: WireEvent[] = [];
     await reader.consume({ durable: 'reader', filter: '>' }, async (event) => {
       seen.push(event);
     });
@@ -123,12 +138,32 @@ describe('transactional outbox', () => {
     const workspace = randomUUID();
     await expect(
       withTransaction(pool, async (client) => {
-        await writeEvent(client, { type: 'thing.made', workspace_id: workspace, data: {} });
+        await writeEvent(client, eventTypes.leadMoved, leadMoved(workspace, 0));
         throw new Error('state change failed');
       }),
     ).rejects.toThrow('state change failed');
     const { rows } = await pool.query('select 1 from outbox where workspace_id = $1', [workspace]);
     expect(rows).toHaveLength(0);
+  });
+
+  it('writes a type of the catalogue with that type’s data, and takes the workspace from the data', async () => {
+    const workspace = randomUUID();
+    const written = await withTransaction(pool, (client) =>
+      writeEvent(client, eventTypes.leadMoved, leadMoved(workspace, 0)),
+    );
+    expect(written).toMatchObject({ type: 'lead.moved', workspace_id: workspace });
+    const { rows } = await pool.query('select type, workspace_id from outbox where id = $1', [written.id]);
+    expect(rows).toEqual([{ type: 'lead.moved', workspace_id: workspace }]);
+    // Checked by tsc: never run.
+    const refused = (client: Queryable) => [
+      // @ts-expect-error: not an event of the catalogue
+      writeEvent(client, 'thing.made', leadMoved(workspace, 0)),
+      // @ts-expect-error: lead.moved's data lacks its stages
+      writeEvent(client, eventTypes.leadMoved, { workspace_id: workspace }),
+      // @ts-expect-error: another event's data
+      writeEvent(client, eventTypes.messageSent, leadMoved(workspace, 0)),
+    ];
+    expect(refused).toBeTypeOf('function');
   });
 
   it('publishes rows written before a crash, once each and in order, when the relay comes back', async () => {
@@ -143,7 +178,7 @@ describe('transactional outbox', () => {
     await relay.stop();
     await bus.drain();
     expect(seen.map((e) => e.id)).toEqual(ids);
-    expect(seen[0]).toMatchObject({ type: 'thing.made', data: { i: 0 } });
+    expect(seen[0]).toMatchObject({ type: 'lead.moved', data: { to_stage: 's0' } });
     expect(await relay.backlog()).toBe(0);
   });
 
@@ -183,9 +218,9 @@ describe('transactional outbox', () => {
     const workspace = randomUUID();
     const early = await pool.connect();
     await early.query('begin');
-    const first = await writeEvent(early, { type: 'thing.made', workspace_id: workspace, data: { n: 1 } });
+    const first = await writeEvent(early, eventTypes.leadMoved, leadMoved(workspace, 1));
     const second = await withTransaction(pool, (client) =>
-      writeEvent(client, { type: 'thing.made', workspace_id: workspace, data: { n: 2 } }),
+      writeEvent(client, eventTypes.leadMoved, leadMoved(workspace, 2)),
     );
     const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
     const relay = new OutboxRelay({ pool, bus, schema: 'relaytest', pollIntervalMs: 20 });
@@ -222,11 +257,7 @@ describe('transactional outbox', () => {
   it('refuses, at the write, an event larger than the bound', async () => {
     const workspace = randomUUID();
     const written = withTransaction(pool, (client) =>
-      writeEvent(client, {
-        type: 'thing.made',
-        workspace_id: workspace,
-        data: { blob: 'x'.repeat(maxEventBytes) },
-      }),
+      writeEvent(client, eventTypes.leadMoved, leadMoved(workspace, 0, 'x'.repeat(maxEventBytes))),
     );
     await expect(written).rejects.toBeInstanceOf(EventTooLarge);
     await expect(written).rejects.toThrow(/over the outbox's bound/);
@@ -287,7 +318,7 @@ describe('transactional outbox', () => {
     const bus = new Proxy(real, {
       get: (target, key) =>
         key === 'publish'
-          ? (event: EventEnvelope) =>
+          ? (event: WireEvent) =>
               event.id === poison ? Promise.reject(new Error('unexpected answer')) : target.publish(event)
           : Reflect.get(target, key, target),
     }) as Bus;

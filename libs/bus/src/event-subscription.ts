@@ -1,0 +1,68 @@
+import { type EventEnvelope, type EventType, parseEventData, type WireEvent } from '@inbox/contracts';
+import type { Bus, ConsumeOptions, Delivery } from './bus.js';
+
+/** A durable consumer's settings; its filter follows from the event types it takes. */
+export type SubscriptionOptions = Omit<ConsumeOptions, 'filter'>;
+
+/** One handler per event type taken, each given the event with its data parsed by the catalogue. */
+export type EventHandlers<T extends EventType> = {
+  [K in T]: (event: EventEnvelope<K>, delivery: Delivery) => Promise<void>;
+};
+
+/** An event of one of the types taken, its data left exactly as it came (never parsed, never re-ordered). */
+export type ForwardedEvent<T extends EventType> = {
+  [K in T]: Omit<WireEvent, 'type'> & { type: K };
+}[T];
+
+/**
+ * The one NATS filter that lets every given type through: the type itself when there is one, else the
+ * tokens they all share followed by `>` (nats-server 2.9 takes one filter subject per consumer). What
+ * else it lets through, the subscription acknowledges unread.
+ */
+export function filterFor(types: readonly EventType[]): string {
+  const distinct = [...new Set(types)];
+  if (distinct.length === 0) throw new Error('a subscription takes at least one event type');
+  if (distinct.length === 1) return distinct[0]!;
+  const tokens = distinct.map((type) => type.split('.'));
+  // `>` stands for one token or more, so the shared part stops before the last token of the shortest.
+  const reach = Math.min(...tokens.map((t) => t.length)) - 1;
+  const shared: string[] = [];
+  for (let i = 0; i < reach && tokens.every((t) => t[i] === tokens[0]![i]); i++) shared.push(tokens[0]![i]!);
+  return [...shared, '>'].join('.');
+}
+
+const takes = <T extends EventType>(types: readonly T[], type: string): type is T =>
+  (types as readonly string[]).includes(type);
+
+/**
+ * Subscribes a durable consumer to the handlers' event types. The data is parsed here, the one place a
+ * consumer reads it: data of another shape fails the delivery, which is retried and then dead-lettered.
+ */
+export function consumeEvents<T extends EventType>(
+  bus: Bus,
+  options: SubscriptionOptions,
+  handlers: EventHandlers<T>,
+): Promise<void> {
+  const types = Object.keys(handlers) as T[];
+  return bus.consume({ ...options, filter: filterFor(types) }, async (event, delivery) => {
+    if (!takes(types, event.type)) return;
+    const handler = handlers[event.type] as (event: EventEnvelope<T>, delivery: Delivery) => Promise<void>;
+    const data = parseEventData(event.type, event.data);
+    await handler({ ...event, type: event.type, data } as EventEnvelope<T>, delivery);
+  });
+}
+
+/**
+ * Subscribes a durable consumer that passes the events of the given types on without reading their data
+ * (the webhook dispatcher: what it sends is the data's bytes as they came, which parsing would re-order).
+ */
+export function forwardEvents<T extends EventType>(
+  bus: Bus,
+  options: SubscriptionOptions,
+  types: readonly T[],
+  handler: (event: ForwardedEvent<T>, delivery: Delivery) => Promise<void>,
+): Promise<void> {
+  return bus.consume({ ...options, filter: filterFor(types) }, async (event, delivery) => {
+    if (takes(types, event.type)) await handler(event as ForwardedEvent<T>, delivery);
+  });
+}

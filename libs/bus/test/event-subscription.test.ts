@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type EventData,
+  type EventType,
+  eventTypes,
+  type InboundStatusEvent,
+  publicEventTypes,
+  type WireEvent,
+} from '@inbox/contracts';
+import { waitFor } from '@inbox/testkit';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { consumeEvents, filterFor, forwardEvents, InProcessBus } from '../src/index.js';
+
+const workspace = randomUUID();
+const wire = (type: string, data: unknown): WireEvent => ({
+  id: randomUUID(),
+  type,
+  workspace_id: workspace,
+  occurred_at: new Date().toISOString(),
+  data,
+});
+const status: InboundStatusEvent = {
+  workspace_id: workspace,
+  integration_id: randomUUID(),
+  provider_message_id: 'wamid.1',
+  status: 'delivered',
+  error: null,
+};
+
+describe('filterFor', () => {
+  it('gives each service the filter its durable has always had', () => {
+    // The durables' filter subjects on the EVENTS stream (deploy/test/nats-permissions.test.ts uses them).
+    expect(filterFor([eventTypes.inboundMessage, eventTypes.inboundStatus])).toBe('inbound.>');
+    expect(filterFor([eventTypes.leadMoved])).toBe('lead.moved');
+    expect(filterFor(publicEventTypes)).toBe('>');
+  });
+
+  it('keeps `>` from standing for no token at all', () => {
+    expect(filterFor(['a.b', 'a.b.c'] as unknown as EventType[])).toBe('a.>');
+    expect(filterFor(['a.b.c', 'a.b.d'] as unknown as EventType[])).toBe('a.b.>');
+    expect(() => filterFor([])).toThrow();
+  });
+});
+
+describe('consumeEvents', () => {
+  it('hands each handler its type’s data parsed by the catalogue, and leaves other types unread', async () => {
+    const bus = new InProcessBus();
+    const statuses: InboundStatusEvent[] = [];
+    const messages: unknown[] = [];
+    await consumeEvents(
+      bus,
+      { durable: 'typed', maxDeliver: 1 },
+      {
+        [eventTypes.inboundStatus]: async (event, delivery) => {
+          expectTypeOf(event.type).toEqualTypeOf<'inbound.status'>();
+          expectTypeOf(event.data).toEqualTypeOf<EventData<'inbound.status'>>();
+          expect(delivery.attempt).toBe(1);
+          statuses.push(event.data);
+        },
+        [eventTypes.inboundMessage]: async (event) => {
+          messages.push(event.data);
+        },
+      },
+    );
+    // Through the filter but taken by no handler (a newer version's event): acknowledged unread.
+    await bus.publish(wire('inbound.reaction', { anything: true }));
+    // Outside the filter.
+    await bus.publish(wire(eventTypes.leadMoved, {}));
+    // Wrongly shaped: refused before any handler runs, so it ends in the dead letters.
+    const malformed = wire(eventTypes.inboundStatus, { ...status, status: 'seen' });
+    await bus.publish(malformed);
+    const good = wire(eventTypes.inboundStatus, { ...status, extra: 'dropped by the schema' });
+    await bus.publish(good);
+    await waitFor(() => statuses.length === 1, { what: 'the well-formed status' });
+    expect(statuses).toEqual([status]);
+    expect(messages).toEqual([]);
+    const letters = await bus.deadLetters('typed');
+    expect(letters.map((letter) => letter.event.id)).toEqual([malformed.id]);
+    expect(letters[0]!.error).toMatch(/status/);
+    await bus.drain();
+  });
+
+  it('refuses, at compile time, a handler for an event outside the catalogue or of another event’s data', () => {
+    const bus = new InProcessBus();
+    // Checked by tsc: never run.
+    const refused = () => [
+      // @ts-expect-error: not an event of the catalogue
+      consumeEvents(bus, { durable: 'x' }, { 'thing.made': async () => undefined }),
+      consumeEvents(
+        bus,
+        { durable: 'x' },
+        {
+          // @ts-expect-error: a lead move's handler given an inbound status
+          [eventTypes.leadMoved]: async (event: { data: InboundStatusEvent }) => void event,
+        },
+      ),
+    ];
+    expect(refused).toBeTypeOf('function');
+  });
+});
+
+describe('forwardEvents', () => {
+  it('passes the given types on with their data exactly as it came, and skips the rest', async () => {
+    const bus = new InProcessBus();
+    const forwarded: string[] = [];
+    await forwardEvents(bus, { durable: 'dispatcher' }, publicEventTypes, async (event) => {
+      expectTypeOf(event.type).toEqualTypeOf<(typeof publicEventTypes)[number]>();
+      expectTypeOf(event.data).toBeUnknown();
+      forwarded.push(JSON.stringify(event.data));
+    });
+    await bus.publish(wire(eventTypes.inboundStatus, status));
+    const data = { workspace_id: workspace, event: 'message.sent', n: 1 };
+    await bus.publish(wire(eventTypes.messageSent, data));
+    await waitFor(() => forwarded.length === 1, { what: 'the public event' });
+    expect(forwarded).toEqual([JSON.stringify(data)]);
+    expect(await bus.deadLetters('dispatcher')).toEqual([]);
+    await bus.drain();
+  });
+});

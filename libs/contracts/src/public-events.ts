@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { providers } from './channels.js';
+import { eventTypes } from './event-types.js';
+
+export const WebhookContact = z.object({
+  id: z.uuid().nullable(),
+  phone: z.string().nullable(),
+  name: z.string().nullable(),
+});
+export const WebhookIntegration = z.object({ id: z.uuid(), provider: z.enum(providers) });
+export const messageTypes = ['text', 'image', 'audio', 'video', 'document', 'location', 'others'] as const;
+export const assigneeTypes = ['human', 'agent'] as const;
+export const senderTypes = ['human', 'agent', 'system'] as const;
+
+/** The payloads of the public webhook events, exactly as the spec's Payloads section lists them. */
+export const MessageReceived = z.object({
+  event: z.literal(eventTypes.messageReceived),
+  workspace_id: z.uuid(),
+  conversation_id: z.uuid(),
+  contact: WebhookContact,
+  message: z.object({ id: z.uuid(), text: z.string(), type: z.enum(messageTypes) }),
+  status: z.object({
+    assigned_to_type: z.enum(assigneeTypes).nullable(),
+    assigned_to_id: z.uuid().nullable(),
+  }),
+  integration: WebhookIntegration,
+});
+export type MessageReceived = z.infer<typeof MessageReceived>;
+
+export const MessageSent = z.object({
+  event: z.literal(eventTypes.messageSent),
+  workspace_id: z.uuid(),
+  conversation_id: z.uuid(),
+  message: z.object({ id: z.uuid(), text: z.string(), type: z.enum(messageTypes) }),
+  status: z.object({ sender_type: z.enum(senderTypes) }),
+  integration: WebhookIntegration,
+});
+export type MessageSent = z.infer<typeof MessageSent>;
+
+export const ConversationAssigned = z.object({
+  event: z.literal(eventTypes.conversationAssigned),
+  workspace_id: z.uuid(),
+  conversation_id: z.uuid(),
+  status: z.object({
+    assigned_to_type: z.enum(assigneeTypes).nullable(),
+    assigned_to_id: z.uuid().nullable(),
+  }),
+});
+export type ConversationAssigned = z.infer<typeof ConversationAssigned>;
+
+export const ConversationResolved = z.object({
+  event: z.literal(eventTypes.conversationResolved),
+  workspace_id: z.uuid(),
+  conversation_id: z.uuid(),
+  status: z.object({ value: z.literal('resolved') }),
+});
+export type ConversationResolved = z.infer<typeof ConversationResolved>;
