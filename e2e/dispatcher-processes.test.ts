@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { NatsBus } from '@inbox/bus';
-import type { EventEnvelope } from '@inbox/contracts';
+import type { WireEvent } from '@inbox/contracts';
 import { type ServiceProcessSpec, serviceProcessSpecs, startServiceProcess } from '@inbox/runtime';
 import { createDatabase, freePort, type ManagedProcess, uniquePrefix, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -47,13 +47,21 @@ async function start(): Promise<ManagedProcess> {
   return process;
 }
 
-function events(workspaceId: string, count: number): EventEnvelope[] {
+function events(workspaceId: string, count: number): WireEvent[] {
   return Array.from({ length: count }, (_, i) => ({
     id: randomUUID(),
     type: 'message.sent',
     workspace_id: workspaceId,
     occurred_at: new Date().toISOString(),
-    data: { event: 'message.sent', workspace_id: workspaceId, conversation_id: randomUUID(), n: i },
+    // A real message.sent payload: what receivers get is checked against the OpenAPI document.
+    data: {
+      event: 'message.sent',
+      workspace_id: workspaceId,
+      conversation_id: randomUUID(),
+      message: { id: randomUUID(), text: `message ${i}`, type: 'text' },
+      status: { sender_type: 'agent' },
+      integration: { id: randomUUID(), provider: 'chat' },
+    },
   }));
 }
 

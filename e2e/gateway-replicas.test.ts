@@ -2,6 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { type ServiceProcessSpec, serviceProcessSpecs, startServiceProcess } from '@inbox/runtime';
 import { createDatabase, freePort, type ManagedProcess, uniquePrefix, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+// Answers from the replicas are checked against the OpenAPI document too.
+import './support/openapi-contract.js';
 
 // Two gateway processes on one Postgres, one NATS and one Redis: what two replicas behind a load
 // balancer share.

@@ -179,6 +179,11 @@ describe(`image build steps for ${SERVICE}, without a container engine`, () => {
     expect(listTree(app)).toEqual(before);
   });
 
+  it("ships the docs page's bundle in the build output, not the renderer's package", () => {
+    expect(existsSync(join(app, 'services', SERVICE, 'dist', 'assets', 'api-reference.js'))).toBe(true);
+    expect(existsSync(join(app, 'node_modules', '@scalar', 'api-reference'))).toBe(false);
+  });
+
   it('ships production dependencies only, the libs the service links to and its migrations', () => {
     const modules = readdirSync(join(app, 'node_modules'));
     for (const devTool of [

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { type RunningStack, type StackConfig, startStack } from '@inbox/runtime';
 import { createDatabase, freePort, uniquePrefix } from '@inbox/testkit';
 import { inject } from 'vitest';
+import { checkWebhook } from './openapi-contract.js';
 
 export interface TestStack extends RunningStack {
   adminToken: string;
@@ -90,6 +91,12 @@ export async function startReceiver(
         at: Date.now(),
       };
       received.push(request);
+      try {
+        // What the dispatcher sends always names its delivery; other callers (a fake provider) do not.
+        if (req.headers['webhook-id'] !== undefined) checkWebhook(req.headers, request.rawBody);
+      } catch {
+        // Recorded in contractViolations: the test file fails at its end, the receiver answers as asked.
+      }
       const { status, delayMs = 0, body } = answer(request);
       setTimeout(() => {
         res.writeHead(status, { 'content-type': 'application/json' });

@@ -113,6 +113,8 @@ try {
 Inbox platform is running (all-in-one mode, ready in ${seconds}s). Ctrl-C stops everything.
 
   Gateway (public and admin API)   ${gateway.url}
+  API docs (read and try calls)    ${gateway.url}/docs
+  OpenAPI document                 ${gateway.url}/openapi.json
   Provider connector               ${connector.url}
   Provider sandbox                 ${sandboxUrl ?? 'off'}
 ${sandboxCidrsNote(settings)}  Admin token                      ${settings.ADMIN_TOKEN}${settings.adminTokenGenerated ? '   (generated; set ADMIN_TOKEN to choose one)' : ''}

@@ -1,82 +1,83 @@
 import { z } from 'zod';
 import { integrationChannels } from './channels.js';
+import { platformTexts } from './error-texts.js';
 import { publicEventTypes } from './events.js';
 import { isStorableString, storableString } from './validate.js';
 
 export const workspaceStatuses = ['active', 'inactive', 'suspended'] as const;
 
 /** The name of a workspace, member, agent or pipeline. */
-const requiredName = storableString('name é obrigatório', 'name não pode conter o caractere NUL')
+const requiredName = storableString(platformTexts.nameRequired, platformTexts.nameNul)
   .trim()
-  .min(1, { error: 'name é obrigatório' })
-  .max(200, { error: 'name deve ter até 200 caracteres' });
+  .min(1, { error: platformTexts.nameRequired })
+  .max(200, { error: platformTexts.nameTooLong });
 
 export const CreateWorkspaceBody = z.object({
   name: requiredName,
   default_country_code: z
-    .string({ error: 'default_country_code deve ter de 1 a 3 dígitos' })
-    .regex(/^\d{1,3}$/, { error: 'default_country_code deve ter de 1 a 3 dígitos' })
+    .string({ error: platformTexts.countryCodeInvalid })
+    .regex(/^\d{1,3}$/, { error: platformTexts.countryCodeInvalid })
     .default('55'),
 });
 
 export const UpdateWorkspaceBody = z.object({
-  status: z.enum(workspaceStatuses, { error: 'status deve ser "active", "inactive" ou "suspended"' }),
+  status: z.enum(workspaceStatuses, { error: platformTexts.workspaceStatusInvalid }),
 });
 
 export const CreateIntegrationBody = z.object({
   channel: z.enum(integrationChannels, {
-    error: `channel deve ser um de: ${integrationChannels.join(', ')}`,
+    error: platformTexts.integrationChannelInvalid(integrationChannels),
   }),
-  name: storableString('name deve ser string de até 200 caracteres')
-    .max(200, { error: 'name deve ser string de até 200 caracteres' })
+  name: storableString(platformTexts.mustBeString('name', 200))
+    .max(200, { error: platformTexts.mustBeString('name', 200) })
     .nullish(),
   config: z.record(
-    storableString('config deve ser um objeto de strings'),
-    storableString('config deve ser um objeto de strings'),
-    { error: 'config deve ser um objeto de strings' },
+    storableString(platformTexts.configNotStrings),
+    storableString(platformTexts.configNotStrings),
+    { error: platformTexts.configNotStrings },
   ),
 });
 
 // The URL parser would accept a NUL by percent-encoding it, but the URL is stored as sent.
 const webhookUrl = z
-  .url({ protocol: /^https?$/, error: 'url deve ser uma URL http(s)' })
-  .refine(isStorableString, { error: 'url deve ser uma URL http(s)' });
+  .url({ protocol: /^https?$/, error: platformTexts.webhookUrlInvalid })
+  .refine(isStorableString, { error: platformTexts.webhookUrlInvalid });
 const webhookEvents = z
   .array(z.enum(['*', ...publicEventTypes] as [string, ...string[]]), {
-    error: `events deve ser uma lista de: *, ${publicEventTypes.join(', ')}`,
+    error: platformTexts.webhookEventsInvalid(publicEventTypes),
   })
-  .min(1, { error: 'events não pode ser vazio' });
-const webhookSecret = storableString('secret deve ser string de 1 a 500 caracteres')
-  .min(1, { error: 'secret deve ser string de 1 a 500 caracteres' })
-  .max(500, { error: 'secret deve ser string de 1 a 500 caracteres' });
+  .min(1, { error: platformTexts.webhookEventsEmpty });
+const webhookSecret = storableString(platformTexts.webhookSecretInvalid)
+  .min(1, { error: platformTexts.webhookSecretInvalid })
+  .max(500, { error: platformTexts.webhookSecretInvalid });
 
 const maxPerSecond = z
-  .number({ error: 'max_per_second deve ser inteiro de 1 a 10000' })
-  .int({ error: 'max_per_second deve ser inteiro de 1 a 10000' })
-  .min(1, { error: 'max_per_second deve ser inteiro de 1 a 10000' })
-  .max(10_000, { error: 'max_per_second deve ser inteiro de 1 a 10000' });
+  .number({ error: platformTexts.maxPerSecondInvalid })
+  .int({ error: platformTexts.maxPerSecondInvalid })
+  .min(1, { error: platformTexts.maxPerSecondInvalid })
+  .max(10_000, { error: platformTexts.maxPerSecondInvalid });
 
 export const CreateWebhookBody = z.object({
   url: webhookUrl,
   events: webhookEvents,
   secret: webhookSecret.nullish(),
-  ordered: z.boolean({ error: 'ordered deve ser booleano' }).nullish(),
+  ordered: z.boolean({ error: platformTexts.mustBeBoolean('ordered') }).nullish(),
   max_per_second: maxPerSecond.nullish(),
 });
 
 export const UpdateWebhookBody = z.object({
   url: webhookUrl.optional(),
   events: webhookEvents.optional(),
-  enabled: z.boolean({ error: 'enabled deve ser booleano' }).optional(),
-  ordered: z.boolean({ error: 'ordered deve ser booleano' }).optional(),
+  enabled: z.boolean({ error: platformTexts.mustBeBoolean('enabled') }).optional(),
+  ordered: z.boolean({ error: platformTexts.mustBeBoolean('ordered') }).optional(),
   max_per_second: maxPerSecond.nullable().optional(),
 });
 
 /** How long the replaced secret keeps signing; the dispatcher's WEBHOOK_SECRET_GRACE_HOURS when absent. */
 const graceHours = z
-  .number({ error: 'grace_hours deve ser número de 0 a 720' })
-  .min(0, { error: 'grace_hours deve ser número de 0 a 720' })
-  .max(720, { error: 'grace_hours deve ser número de 0 a 720' });
+  .number({ error: platformTexts.graceHoursInvalid })
+  .min(0, { error: platformTexts.graceHoursInvalid })
+  .max(720, { error: platformTexts.graceHoursInvalid });
 
 export const RotateSecretBody = z.object({
   secret: webhookSecret.nullish(),
@@ -85,20 +86,22 @@ export const RotateSecretBody = z.object({
 
 export const DeliveryQuery = z.object({
   status: z
-    .enum(['pending', 'delivered', 'failed'], { error: 'status deve ser pending, delivered ou failed' })
+    .enum(['pending', 'delivered', 'failed'], { error: platformTexts.deliveryStatusInvalid })
     .optional(),
-  event: storableString('event deve ser string de até 200 caracteres')
-    .max(200, { error: 'event deve ser string de até 200 caracteres' })
+  event: storableString(platformTexts.mustBeString('event', 200))
+    .max(200, { error: platformTexts.mustBeString('event', 200) })
     .optional(),
-  since: z.iso.datetime({ error: 'since deve ser data ISO 8601' }).optional(),
-  until: z.iso.datetime({ error: 'until deve ser data ISO 8601' }).optional(),
-  limit: z.coerce.number({ error: 'limit deve ser inteiro de 1 a 500' }).int().min(1).max(500).default(100),
+  since: z.iso.datetime({ error: platformTexts.mustBeIsoDate('since') }).optional(),
+  until: z.iso.datetime({ error: platformTexts.mustBeIsoDate('until') }).optional(),
+  limit: z.coerce.number({ error: platformTexts.deliveryLimitInvalid }).int().min(1).max(500).default(100),
 });
 
-export const ReplayBody = z.object({ since: z.iso.datetime({ error: 'since deve ser data ISO 8601' }) });
+export const ReplayBody = z.object({
+  since: z.iso.datetime({ error: platformTexts.mustBeIsoDate('since') }),
+});
 
 /** A conversation's messages come a page at a time: a long conversation must not become one huge answer. */
-const pageLimitText = { error: 'limit deve ser inteiro de 0 a 200' };
+const pageLimitText = { error: platformTexts.pageLimitInvalid };
 export const ConversationPage = z.object({
   limit: z.coerce
     .number(pageLimitText)
@@ -106,52 +109,52 @@ export const ConversationPage = z.object({
     .min(0, pageLimitText)
     .max(200, pageLimitText)
     .default(50),
-  before: z.uuid({ error: 'before deve ser um UUID' }).optional(),
+  before: z.uuid({ error: platformTexts.mustBeUuid('before') }).optional(),
 });
 
 export const CreateMemberBody = z.object({
   name: requiredName,
-  email: z.email({ error: 'email inválido' }).max(320, { error: 'email inválido' }),
+  email: z.email({ error: platformTexts.emailInvalid }).max(320, { error: platformTexts.emailInvalid }),
 });
 
 export const CreateAgentBody = z.object({ name: requiredName });
 
 export const AssignBody = z
   .object({
-    type: z.enum(['human', 'agent'], { error: 'type deve ser "human", "agent" ou null' }).nullable(),
-    id: z.uuid({ error: 'id deve ser um UUID ou null' }).nullable(),
+    type: z.enum(['human', 'agent'], { error: platformTexts.assigneeTypeInvalid }).nullable(),
+    id: z.uuid({ error: platformTexts.assigneeIdInvalid }).nullable(),
   })
   .refine((body) => (body.type === null) === (body.id === null), {
-    error: 'type e id devem ser ambos null (remover atribuição) ou ambos preenchidos',
+    error: platformTexts.assigneeHalfGiven,
   });
 
 export const UpdateIntegrationBody = z.object({
-  status: z.enum(['connected', 'disconnected'], { error: 'status deve ser "connected" ou "disconnected"' }),
+  status: z.enum(['connected', 'disconnected'], { error: platformTexts.integrationStatusInvalid }),
 });
 
-const stageKey = storableString('key deve ser string de 1 a 100 caracteres')
+const stageKey = storableString(platformTexts.stageKeyInvalid)
   .trim()
-  .min(1, { error: 'key deve ser string de 1 a 100 caracteres' })
-  .max(100, { error: 'key deve ser string de 1 a 100 caracteres' });
-const stageName = storableString('name do estágio deve ser string de 1 a 200 caracteres')
+  .min(1, { error: platformTexts.stageKeyInvalid })
+  .max(100, { error: platformTexts.stageKeyInvalid });
+const stageName = storableString(platformTexts.stageNameInvalid)
   .trim()
-  .min(1, { error: 'name do estágio deve ser string de 1 a 200 caracteres' })
-  .max(200, { error: 'name do estágio deve ser string de 1 a 200 caracteres' });
+  .min(1, { error: platformTexts.stageNameInvalid })
+  .max(200, { error: platformTexts.stageNameInvalid });
 export const StageConfig = z.object({ key: stageKey, name: stageName });
 export type StageConfig = z.infer<typeof StageConfig>;
 
 export const CreatePipelineBody = z.object({
   name: requiredName,
   stages: z
-    .array(StageConfig, { error: 'stages deve ser uma lista de { key, name }' })
-    .min(1, { error: 'stages deve ter ao menos um estágio' })
-    .max(100, { error: 'stages pode ter no máximo 100 estágios' }),
+    .array(StageConfig, { error: platformTexts.stagesNotList })
+    .min(1, { error: platformTexts.stagesEmpty })
+    .max(100, { error: platformTexts.stagesTooMany }),
 });
 export const RenamePipelineBody = z.object({ name: requiredName });
 export const AddStageBody = StageConfig.extend({
-  position: z.number({ error: 'position deve ser inteiro >= 0' }).int().min(0).optional(),
+  position: z.number({ error: platformTexts.stagePositionInvalid }).int().min(0).optional(),
 });
 export const RenameStageBody = z.object({ name: stageName });
 export const ReorderStagesBody = z.object({
-  keys: z.array(stageKey, { error: 'keys deve ser a lista de todas as chaves na nova ordem' }),
+  keys: z.array(stageKey, { error: platformTexts.stageKeysNotList }),
 });

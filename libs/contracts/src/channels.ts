@@ -1,22 +1,54 @@
-export const sendMessageChannels = ['chat-official', 'alt-a', 'alt-b'] as const;
-export type SendMessageChannel = (typeof sendMessageChannels)[number];
+import type { z } from 'zod';
+import { type ChannelDescriptor, channelDescriptors } from './channel-descriptors.js';
 
-export const integrationChannels = [
-  'chat-official',
-  'alt-a',
-  'alt-b',
-  'bot',
-  'photo',
-  'social',
-  'livechat',
-  'market',
-] as const;
-export type IntegrationChannel = (typeof integrationChannels)[number];
+export { type ChannelDescriptor, channelDescriptors, type StoredConfig } from './channel-descriptors.js';
 
-export const providers = ['chat-official', 'chat', 'bot', 'photo', 'social', 'livechat', 'market'] as const;
-export type Provider = (typeof providers)[number];
+// Everything here is derived from the descriptor table when this module loads, so a channel added to
+// the table (or, in a test, to a mocked table) appears in every list, enum and text built from them.
+
+type Descriptors = typeof channelDescriptors;
+export type IntegrationChannel = keyof Descriptors;
+export type Provider = Descriptors[IntegrationChannel]['provider'];
+/** A channel's config as its descriptor's schema gives it back. */
+export type ChannelConfig<K extends IntegrationChannel> = z.output<Descriptors[K]['config']>;
+
+type Flag = {
+  [F in keyof ChannelDescriptor]: ChannelDescriptor[F] extends boolean ? F : never;
+}[keyof ChannelDescriptor];
+/** The channels whose descriptor sets `flag`. */
+type ChannelsWith<F extends Flag> = {
+  [K in IntegrationChannel]: Descriptors[K][F] extends true ? K : never;
+}[IntegrationChannel];
+
+export function isIntegrationChannel(value: string): value is IntegrationChannel {
+  return Object.hasOwn(channelDescriptors, value);
+}
+
+const typedDescriptors: { readonly [K in IntegrationChannel]: ChannelDescriptor<ChannelConfig<K>> } =
+  channelDescriptors;
+
+/** A channel's descriptor, typed with its own config even where the channel is a type parameter. */
+export function descriptorOf<K extends IntegrationChannel>(channel: K): ChannelDescriptor<ChannelConfig<K>> {
+  return typedDescriptors[channel];
+}
+
+export const integrationChannels: readonly IntegrationChannel[] =
+  Object.keys(channelDescriptors).filter(isIntegrationChannel);
+
+const channelsWith = <F extends Flag>(flag: F): readonly ChannelsWith<F>[] =>
+  integrationChannels.filter((channel): channel is ChannelsWith<F> => channelDescriptors[channel][flag]);
+
+export const sendMessageChannels = channelsWith('sendMessage');
+export type SendMessageChannel = ChannelsWith<'sendMessage'>;
+export const externalSendChannels = channelsWith('externalSend');
+export const inboundChannels = channelsWith('receivesInbound');
+export const windowChannels = channelsWith('hasWindow');
+export const templateChannels = channelsWith('hasTemplates');
+export type TemplateChannel = ChannelsWith<'hasTemplates'>;
 
 /** The provider value webhooks show: the two alternative chat providers both report `chat`. */
 export function providerOf(channel: IntegrationChannel): Provider {
-  return channel === 'alt-a' || channel === 'alt-b' ? 'chat' : channel;
+  return channelDescriptors[channel].provider;
 }
+
+export const providers: readonly Provider[] = [...new Set(integrationChannels.map(providerOf))];

@@ -1,7 +1,15 @@
+/** `"a", "b" ou "c"`: the alternatives a text offers, quoted. */
+const quotedAlternatives = (values: readonly string[]) => {
+  const quoted = values.map((value) => `"${value}"`);
+  return quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} ou ${quoted.at(-1)}` : quoted.join('');
+};
+
 /** The public API's error texts, byte for byte as the spec writes them. */
 export const errorTexts = {
   sendMessageRequired: 'Parâmetros obrigatórios: phone, message, channel',
-  sendMessageChannel: 'channel inválido. Use "chat-official", "alt-a" ou "alt-b"',
+  /** Given the channels send-message takes. */
+  sendMessageChannel: (channels: readonly string[]) =>
+    `channel inválido. Use ${quotedAlternatives(channels)}`,
   phoneInvalid: 'phone inválido. Forneça em E.164 ou só dígitos (mínimo 10).',
   messageLength: 'message deve ser string de 1–4096 caracteres',
   integrationNotConnected: 'Integração não está conectada',
@@ -71,7 +79,9 @@ export const platformTexts = {
   textLength: 'text deve ser string de 1–4096 caracteres',
   leadsRequired: 'Parâmetros obrigatórios: pipeline_id, stage',
   stageInvalid: 'stage deve ser string de 1 a 200 caracteres',
-  templateChannel: 'channel inválido. Templates (HSM) só são suportados pelo canal "chat-official"',
+  /** Given the channels that have templates. */
+  templateChannel: (channels: readonly string[]) =>
+    `channel inválido. Templates (HSM) só são suportados ${channels.length > 1 ? 'pelos canais' : 'pelo canal'} ${quotedAlternatives(channels)}`,
   templateName: 'templateName deve ser string de 1 a 512 caracteres',
   templateLanguage: 'language deve ser um código de idioma como "pt_BR" ou "en"',
   variablesItems: 'variables deve conter apenas strings ou números',
@@ -93,4 +103,76 @@ export const platformTexts = {
   idempotencyKeyReused: 'Idempotency-Key já usada com outra requisição',
   idempotencyKeyInFlight: 'Uma requisição com esta Idempotency-Key ainda está em andamento',
   methodNotAllowed: 'Método não permitido para esta rota',
+  mustBeBoolean: (field: string) => `${field} deve ser booleano`,
+  mustBeIsoDate: (field: string) => `${field} deve ser data ISO 8601`,
+
+  // The admin API: workspaces, members, agents and assignment.
+  nameRequired: 'name é obrigatório',
+  nameNul: 'name não pode conter o caractere NUL',
+  nameTooLong: 'name deve ter até 200 caracteres',
+  countryCodeInvalid: 'default_country_code deve ter de 1 a 3 dígitos',
+  workspaceStatusInvalid: 'status deve ser "active", "inactive" ou "suspended"',
+  emailInvalid: 'email inválido',
+  memberEmailTaken: 'Já existe um membro com este email neste workspace',
+  assigneeTypeInvalid: 'type deve ser "human", "agent" ou null',
+  assigneeIdInvalid: 'id deve ser um UUID ou null',
+  assigneeHalfGiven: 'type e id devem ser ambos null (remover atribuição) ou ambos preenchidos',
+  assigneeNotMember: 'id não é um membro deste workspace',
+  assigneeNotAgent: 'id não é um agente deste workspace',
+  pageLimitInvalid: 'limit deve ser inteiro de 0 a 200',
+
+  // The admin API: integrations and their provider config.
+  /** Given every channel an integration may have. */
+  integrationChannelInvalid: (channels: readonly string[]) =>
+    `channel deve ser um de: ${channels.join(', ')}`,
+  integrationStatusInvalid: 'status deve ser "connected" ou "disconnected"',
+  configNotStrings: 'config deve ser um objeto de strings',
+  configInvalid: 'config inválido',
+  configRequired: (key: string) => `config.${key} é obrigatório`,
+  configBaseUrlInvalid: 'config.base_url deve ser uma URL http(s)',
+  configApiVersionInvalid: 'config.api_version deve ser como v21.0',
+  altBCredentialsIncomplete: 'Integração alt-b sem credenciais completas (instance_id, token e client_token)',
+
+  // The admin API: webhooks and their deliveries.
+  webhookNotFound: 'Webhook não encontrado neste workspace',
+  webhookUrlInvalid: 'url deve ser uma URL http(s)',
+  webhookUrlRefused: (reason: string) => `url recusada: ${reason}`,
+  webhookEventsInvalid: (eventTypes: readonly string[]) =>
+    `events deve ser uma lista de: *, ${eventTypes.join(', ')}`,
+  webhookEventsEmpty: 'events não pode ser vazio',
+  webhookSecretInvalid: 'secret deve ser string de 1 a 500 caracteres',
+  maxPerSecondInvalid: 'max_per_second deve ser inteiro de 1 a 10000',
+  graceHoursInvalid: 'grace_hours deve ser número de 0 a 720',
+  deliveryStatusInvalid: 'status deve ser pending, delivered ou failed',
+  deliveryLimitInvalid: 'limit deve ser inteiro de 1 a 500',
+  deliveryNotFound: 'Entrega não encontrada para este webhook',
+  deliveryNotResendable: 'Entrega não encontrada para este webhook, ou em tentativa agora',
+
+  // The admin API: pipelines and their stages.
+  pipelineNotInWorkspace: 'Pipeline não encontrado neste workspace',
+  stageKeyInvalid: 'key deve ser string de 1 a 100 caracteres',
+  stageNameInvalid: 'name do estágio deve ser string de 1 a 200 caracteres',
+  stagesNotList: 'stages deve ser uma lista de { key, name }',
+  stagesEmpty: 'stages deve ter ao menos um estágio',
+  stagesTooMany: 'stages pode ter no máximo 100 estágios',
+  stagePositionInvalid: 'position deve ser inteiro >= 0',
+  stageKeysNotList: 'keys deve ser a lista de todas as chaves na nova ordem',
+  stageKeysNotPermutation: 'keys deve conter cada chave de estágio do pipeline exatamente uma vez',
+  stageKeyRepeated: (key: string) => `A chave de estágio "${key}" se repete no pipeline`,
+  stageNotInPipeline: (key: string) => `Estágio "${key}" não encontrado neste pipeline`,
+  lastStage: 'Um pipeline precisa de ao menos um estágio',
+  moveToInvalid: 'move_to deve ser outro estágio deste pipeline',
+  stageHoldsContacts: (key: string, held: number) =>
+    `O estágio "${key}" tem ${held} contato(s): informe move_to com o estágio para onde eles vão`,
+  // Shown as `moved_by` in the lead history of the contacts a stage removal moved.
+  movedByStageRemoval: (key: string) => `admin: estágio "${key}" removido`,
+  // How a lead move reads in the conversation's history.
+  leadMoved: (fromStage: string | null, toStage: string, pipeline: string) =>
+    `Lead movido${fromStage ? ` de "${fromStage}"` : ''} para "${toStage}" no pipeline "${pipeline}"`,
+
+  // Providers read these, not API callers: they only need to tell "not ours" from "slow down".
+  callbackIntegrationUnknown: 'integração desconhecida',
+  callbackHandshakeRefused: 'verificação recusada',
+  callbackRefused: 'callback recusado',
+  callbacksTooMany: 'callbacks demais; tente novamente mais tarde',
 } as const;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { sendMessageChannels } from './channels.js';
+import { sendMessageChannels, templateChannels } from './channels.js';
+import { documentedAs } from './documented-as.js';
 import { errorTexts, platformTexts } from './error-texts.js';
 import { cleanPhoneInput } from './phone-input.js';
 import { type BodyRule, isStorableString, storableString } from './validate.js';
@@ -32,7 +33,7 @@ const sendOptions = {
 };
 
 export const SendMessageBody = z.object({
-  channel: z.enum(sendMessageChannels, { error: errorTexts.sendMessageChannel }),
+  channel: z.enum(sendMessageChannels, { error: errorTexts.sendMessageChannel(sendMessageChannels) }),
   phone: phoneField,
   message: messageText(errorTexts.messageLength),
   ...sendOptions,
@@ -118,10 +119,20 @@ const HeaderMedia = z
   });
 
 const ButtonEntry = z.object({
-  index: z.number().int().min(0),
+  index: z.number().int().min(0).describe("The button's position in the approved template, from 0."),
   type: z.enum(['url', 'quick_reply']),
-  text: z.string().min(1).max(2000).nullish(),
-  payload: z.string().min(1).max(2000).nullish(),
+  text: z
+    .string()
+    .min(1)
+    .max(2000)
+    .nullish()
+    .describe("Required for a `url` button: replaces the variable part of the button's link."),
+  payload: z
+    .string()
+    .min(1)
+    .max(2000)
+    .nullish()
+    .describe('Required for a `quick_reply` button: returned when the contact clicks it.'),
 });
 export type TemplateButton = z.infer<typeof ButtonEntry>;
 
@@ -163,7 +174,7 @@ const maxVariables = 100;
 const maxVariableLength = 1_024;
 
 export const SendTemplateBody = z.object({
-  channel: z.literal('chat-official', { error: platformTexts.templateChannel }),
+  channel: z.enum(templateChannels, { error: platformTexts.templateChannel(templateChannels) }),
   phone: phoneField,
   templateName: storableString(platformTexts.templateName)
     .min(1, { error: platformTexts.templateName })
@@ -173,30 +184,43 @@ export const SendTemplateBody = z.object({
     .regex(/^[a-z]{2,3}(_[A-Z]{2})?$/, { error: platformTexts.templateLanguage })
     .nullish()
     .transform((language) => language ?? 'pt_BR'),
-  variables: z
-    .array(z.unknown(), { error: errorTexts.variablesNotArray })
-    .refine(
-      (items) =>
-        items.every(
-          (item) =>
-            (typeof item === 'string' && isStorableString(item)) ||
-            (typeof item === 'number' && Number.isFinite(item)),
-        ),
-      {
-        error: platformTexts.variablesItems,
-      },
-    )
-    // Far above what a template holds (its whole body is at most 1,024 characters): a bound, not a rule.
-    .refine(
-      (items) =>
-        items.length <= maxVariables &&
-        items.every((item) => typeof item !== 'string' || item.length <= maxVariableLength),
-      { error: platformTexts.variablesTooMany(maxVariables, maxVariableLength) },
-    )
-    .transform((items) => items as Array<string | number>)
-    .nullish(),
+  variables: documentedAs(
+    z
+      .array(z.unknown(), { error: errorTexts.variablesNotArray })
+      .refine(
+        (items) =>
+          items.every(
+            (item) =>
+              (typeof item === 'string' && isStorableString(item)) ||
+              (typeof item === 'number' && Number.isFinite(item)),
+          ),
+        {
+          error: platformTexts.variablesItems,
+        },
+      )
+      // Far above what a template holds (its whole body is at most 1,024 characters): a bound, not a rule.
+      .refine(
+        (items) =>
+          items.length <= maxVariables &&
+          items.every((item) => typeof item !== 'string' || item.length <= maxVariableLength),
+        { error: platformTexts.variablesTooMany(maxVariables, maxVariableLength) },
+      )
+      .transform((items) => items as Array<string | number>)
+      .nullish(),
+    z
+      .array(z.union([z.string().max(maxVariableLength), z.number()]))
+      .max(maxVariables)
+      .nullish()
+      .describe('Replace {{1}}, {{2}}, … of the template body, in order: as many as it has placeholders.'),
+  ),
   headerMedia: HeaderMedia.nullish(),
-  buttons: Buttons.nullish(),
+  buttons: documentedAs(
+    Buttons.nullish(),
+    z
+      .array(ButtonEntry)
+      .nullish()
+      .describe('Only for buttons with a dynamic part; an index appears at most once.'),
+  ),
   ...sendOptions,
 });
 export type SendTemplateBody = z.infer<typeof SendTemplateBody>;
@@ -213,6 +237,15 @@ export const SendTemplateResponse = SendMessageResponse.extend({
     language: z.string(),
     variables: z.array(z.union([z.string(), z.number()])),
     headerMedia: z.object({ type: z.string(), link: z.string(), filename: z.string().optional() }).nullable(),
-    buttons: z.array(z.record(z.string(), z.unknown())).nullable(),
+    buttons: z
+      .array(
+        z.object({
+          index: z.number().int(),
+          type: z.enum(['url', 'quick_reply']),
+          text: z.string().optional().describe('For a `url` button.'),
+          payload: z.string().optional().describe('For a `quick_reply` button.'),
+        }),
+      )
+      .nullable(),
   }),
 });

@@ -21,6 +21,7 @@ import {
   workspaceStatuses,
 } from './admin-api.js';
 import { type CommandRequest, type CommandSubject, Contact, ContactStage } from './commands.js';
+import { documentedAs } from './documented-as.js';
 import { errorTexts, platformTexts } from './error-texts.js';
 import {
   externalSendRule,
@@ -40,8 +41,11 @@ import type { BodyRule } from './validate.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-/** What a caller must present; the two kinds of key differ only in the texts they answer. */
-export type Access = 'workspace-key' | 'admin-token';
+/**
+ * What a caller must present; the two kinds of key differ only in the texts they answer. `none` is for
+ * what describes the API itself (its OpenAPI document), open to anyone who can reach the gateway.
+ */
+export type Access = 'workspace-key' | 'admin-token' | 'none';
 
 /** How a workspace key's absence and a wrong key are told (the spec gives the external API its own words). */
 export interface KeyTexts {
@@ -73,6 +77,7 @@ export const localOperations = [
   'update-workspace',
   'rotate-api-key',
   'get-contact',
+  'openapi-document',
 ] as const;
 export type LocalOperation = (typeof localOperations)[number];
 
@@ -80,7 +85,15 @@ interface RouteBase {
   /** Unique, stable: the OpenAPI operationId and the SDK's name for the call. */
   operationId: string;
   summary: string;
-  tag: 'Public API' | 'Workspaces' | 'Integrations' | 'Team' | 'Conversations' | 'Pipelines' | 'Webhooks';
+  tag:
+    | 'Public API'
+    | 'Workspaces'
+    | 'Integrations'
+    | 'Team'
+    | 'Conversations'
+    | 'Pipelines'
+    | 'Webhooks'
+    | 'Documentation';
   method: HttpMethod;
   /** An OpenAPI path template: `{name}` for each path parameter. */
   path: string;
@@ -458,7 +471,15 @@ export const routes: readonly RouteDefinition[] = [
     access: 'admin-token',
     params: ids('workspace_id', 'pipeline_id').extend({ key: stageKey }),
     // A repeated or empty move_to is no stage: the pipeline service answers as for a stage not given.
-    query: z.object({ move_to: z.string().optional().catch(undefined) }),
+    query: z.object({
+      move_to: documentedAs(
+        z.string().optional().catch(undefined),
+        z
+          .string()
+          .optional()
+          .describe("Where the stage's contacts go, when it holds any: another stage's key."),
+      ),
+    }),
     command: 'cmd.pipeline.remove-stage',
     request: ({ params, query }) => ({
       workspace_id: params.workspace_id as string,
@@ -585,6 +606,18 @@ export const routes: readonly RouteDefinition[] = [
     body: ReplayBody,
     command: 'cmd.dispatcher.replay-failed',
   }),
+
+  {
+    operationId: 'getOpenApiDocument',
+    summary: 'This OpenAPI document',
+    tag: 'Documentation',
+    method: 'get',
+    path: '/openapi.json',
+    access: 'none',
+    local: 'openapi-document',
+    // An OpenAPI 3.1 document: its own schema is the OpenAPI specification's.
+    reply: z.record(z.string(), z.unknown()),
+  },
 ];
 
 export const isCommandRoute = (route: RouteDefinition): route is CommandRoute => 'command' in route;

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { ServiceDefinition } from '@inbox/service-kit';
 import { KeyCache } from './domain/key-cache.js';
 import { KeyResolver } from './handlers/authenticate.js';
+import { docsPage } from './handlers/docs-page.js';
 import type { IdempotencyOptions } from './handlers/idempotency.js';
 import { routeTable } from './handlers/route-table.js';
 import {
@@ -90,6 +91,7 @@ export function gatewayService(options: GatewayOptions): ServiceDefinition {
               },
             }),
           );
+          app.use(docsPage(logger));
         },
       };
     },

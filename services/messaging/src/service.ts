@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
+import { consumeEvents } from '@inbox/bus';
+import { eventTypes } from '@inbox/contracts';
 import { outboxRelay, type ServiceDefinition } from '@inbox/service-kit';
 import { externalSend } from './handlers/external-send.js';
-import { handleInbound } from './handlers/inbound.js';
+import { applyStatus, receiveMessage } from './handlers/inbound.js';
 import { recordLeadMoved } from './handlers/lead-moved.js';
 import { panel } from './handlers/panel.js';
 import { sendMessage, sendTemplate } from './handlers/send-message.js';
@@ -13,7 +15,7 @@ export function messagingService(): ServiceDefinition {
     migrationsDir: fileURLToPath(new URL('../migrations', import.meta.url)),
     outbox: true,
     create: (service) => {
-      const { pool, bus, logger } = service;
+      const { pool, bus } = service;
       const relay = outboxRelay(service, 'messaging');
       return {
         start: async () => {
@@ -29,11 +31,19 @@ export function messagingService(): ServiceDefinition {
             panel.getConversation(deps, command),
           );
           await bus.handle('cmd.messaging.get-contact', (command) => panel.getContact(deps, command));
-          await bus.consume({ durable: 'messaging', filter: 'inbound.>', concurrency: 4 }, (event) =>
-            handleInbound(deps, event),
+          // What the connector announced: a contact's message, or a provider's word on one of ours.
+          await consumeEvents(
+            bus,
+            { durable: 'messaging', concurrency: 4 },
+            {
+              [eventTypes.inboundMessage]: (event) => receiveMessage(deps, event.data),
+              [eventTypes.inboundStatus]: (event) => applyStatus(deps, event.data),
+            },
           );
-          await bus.consume({ durable: 'messaging-leads', filter: 'lead.moved' }, (event) =>
-            recordLeadMoved(pool, event),
+          await consumeEvents(
+            bus,
+            { durable: 'messaging-leads' },
+            { [eventTypes.leadMoved]: (event) => recordLeadMoved(pool, event.id, event.data) },
           );
           relay.start();
         },

@@ -11,7 +11,7 @@ export function pipelineService(): ServiceDefinition {
     migrationsDir: fileURLToPath(new URL('../migrations', import.meta.url)),
     outbox: true,
     create: (service) => {
-      const { pool, bus, logger } = service;
+      const { pool, bus } = service;
       const relay = outboxRelay(service, 'pipeline');
       return {
         start: async () => {

@@ -1,4 +1,6 @@
 import { fileURLToPath } from 'node:url';
+import { forwardEvents } from '@inbox/bus';
+import { publicEventTypes } from '@inbox/contracts';
 import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
 import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
@@ -99,8 +101,10 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
           // Scheduling is quick (one insert); the attempts run in the worker, so no receiver can hold
           // the stream back. It takes milliseconds, so a short ack wait lets another replica take over
           // quickly after a crash; heartbeats keep a slow one from being redelivered meanwhile.
-          await bus.consume(
-            { durable, filter: '>', concurrency: 32, ackWaitMs: 10_000 },
+          await forwardEvents(
+            bus,
+            { durable, concurrency: 32, ackWaitMs: 10_000 },
+            publicEventTypes,
             async (event, delivery) => {
               if ((await scheduleEvent(deliveries, event, delivery)) > 0) worker.wake();
             },

@@ -1,5 +1,10 @@
 import type { Bus } from '@inbox/bus';
-import type { LocalOperation, RouteInput } from '@inbox/contracts';
+import {
+  type LocalOperation,
+  type OpenApiDocument,
+  openApiDocument,
+  type RouteInput,
+} from '@inbox/contracts';
 import type { WorkspaceStore } from '../store/workspaces.js';
 
 export interface LocalOperationDeps {
@@ -11,13 +16,18 @@ export interface LocalOperationDeps {
 
 type Operation = (input: RouteInput) => Promise<unknown>;
 
-/** The routes the gateway answers itself: workspaces are its own data, a contact's view spans two owners. */
+/**
+ * The routes the gateway answers itself: workspaces are its own data, a contact's view spans two owners,
+ * and the OpenAPI document describes the gateway's own routes.
+ */
 export function localOperations({
   store,
   bus,
   workspaceChanged,
 }: LocalOperationDeps): Record<LocalOperation, Operation> {
   const workspaceId = (input: RouteInput) => input.caller.workspace_id;
+  // Generated once, when first asked for: it depends on nothing but the code.
+  let document: OpenApiDocument | undefined;
   return {
     'create-workspace': async ({ body }) => {
       const { workspace, apiKey } = await store.create(
@@ -47,5 +57,6 @@ export function localOperations({
       const { stages } = await bus.request('cmd.pipeline.contact-stages', ids);
       return { ...contact, stages };
     },
+    'openapi-document': async () => (document ??= openApiDocument()),
   };
 }

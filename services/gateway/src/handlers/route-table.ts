@@ -128,12 +128,14 @@ export function routeTable(deps: RouteTableDeps): Router {
     const chain: RequestHandler[] =
       route.access === 'admin-token'
         ? [...(route.params?.shape.workspace_id ? [adminWorkspace] : []), checkParams(route)]
-        : [
-            authenticate(deps.keys, deps.authFailures, route.keyTexts ?? apiV1KeyTexts),
-            ...(route.rateLimited ? [limited] : []),
-            checkParams(route),
-            body,
-          ];
+        : route.access === 'workspace-key'
+          ? [
+              authenticate(deps.keys, deps.authFailures, route.keyTexts ?? apiV1KeyTexts),
+              ...(route.rateLimited ? [limited] : []),
+              checkParams(route),
+              body,
+            ]
+          : [checkParams(route), body];
     chain.push(checkQueryAndBody(route));
     chain.push(route.idempotent ? once(idempotencyScope(route as CommandRoute), handler) : handler);
     router[route.method](expressPath(route.path), ...chain);

@@ -1,24 +1,26 @@
-import type { EventData, Provider } from '@inbox/contracts';
+import {
+  type ConversationAssigned,
+  type ConversationResolved,
+  eventTypes,
+  type MessageReceived,
+  type Provider,
+} from '@inbox/contracts';
 import type { Assignee } from './conversation-state.js';
 
 /** The spec's payloads, built in one place so every path that emits an event emits the same shape. */
 export const eventPayloads = {
-  assigned(
-    workspaceId: string,
-    conversationId: string,
-    assignee: Assignee,
-  ): EventData<'conversation.assigned'> {
+  assigned(workspaceId: string, conversationId: string, assignee: Assignee): ConversationAssigned {
     return {
-      event: 'conversation.assigned',
+      event: eventTypes.conversationAssigned,
       workspace_id: workspaceId,
       conversation_id: conversationId,
       status: { assigned_to_type: assignee?.type ?? null, assigned_to_id: assignee?.id ?? null },
     };
   },
 
-  resolved(workspaceId: string, conversationId: string): EventData<'conversation.resolved'> {
+  resolved(workspaceId: string, conversationId: string): ConversationResolved {
     return {
-      event: 'conversation.resolved',
+      event: eventTypes.conversationResolved,
       workspace_id: workspaceId,
       conversation_id: conversationId,
       status: { value: 'resolved' },
@@ -29,12 +31,12 @@ export const eventPayloads = {
     workspaceId: string;
     conversationId: string;
     contact: { id: string; phone: string; name: string | null };
-    message: { id: string; text: string; type: EventData<'message.received'>['message']['type'] };
+    message: MessageReceived['message'];
     assignee: Assignee;
     integration: { id: string; provider: Provider };
-  }): EventData<'message.received'> {
+  }): MessageReceived {
     return {
-      event: 'message.received',
+      event: eventTypes.messageReceived,
       workspace_id: input.workspaceId,
       conversation_id: input.conversationId,
       contact: input.contact,

@@ -1,9 +1,4 @@
-import {
-  type EventEnvelope,
-  InboundMessageEvent,
-  InboundStatusEvent,
-  internalEventTypes,
-} from '@inbox/contracts';
+import { eventTypes, type InboundMessageEvent, type InboundStatusEvent } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
 import { type DeliveryStatus, nextDeliveryStatus } from '../domain/delivery-status.js';
 import { eventPayloads } from '../domain/events.js';
@@ -14,19 +9,11 @@ export interface InboundDeps {
   relay: OutboxRelay;
 }
 
-/** What the connector announced: a contact's message, or a provider's word on one of ours. */
-export async function handleInbound(deps: InboundDeps, event: EventEnvelope): Promise<void> {
-  if (event.type === internalEventTypes.inboundMessage)
-    await receiveMessage(deps, InboundMessageEvent.parse(event.data));
-  if (event.type === internalEventTypes.inboundStatus)
-    await applyStatus(deps, InboundStatusEvent.parse(event.data));
-}
-
 /**
  * Contact and conversation found or created, the message stored once (a redelivered event changes
  * nothing), the 24-hour window opened, and message.received written in the same transaction.
  */
-async function receiveMessage(deps: InboundDeps, inbound: InboundMessageEvent): Promise<void> {
+export async function receiveMessage(deps: InboundDeps, inbound: InboundMessageEvent): Promise<void> {
   const workspaceId = inbound.workspace_id;
   const stored = await withTransaction(deps.pool, async (client) => {
     const store = new ConversationStore(client, workspaceId);
@@ -45,10 +32,10 @@ async function receiveMessage(deps: InboundDeps, inbound: InboundMessageEvent): 
       conversation.assigned_to_type && conversation.assigned_to_id
         ? { type: conversation.assigned_to_type, id: conversation.assigned_to_id }
         : null;
-    await writeEvent(client, {
-      type: 'message.received',
-      workspace_id: workspaceId,
-      data: eventPayloads.received({
+    await writeEvent(
+      client,
+      eventTypes.messageReceived,
+      eventPayloads.received({
         workspaceId,
         conversationId: conversation.id,
         contact: { id: contact.id, phone: contact.phone, name: contact.name },
@@ -56,13 +43,14 @@ async function receiveMessage(deps: InboundDeps, inbound: InboundMessageEvent): 
         assignee,
         integration: { id: inbound.integration.id, provider: inbound.integration.provider },
       }),
-    });
+    );
     return true;
   });
   if (stored) deps.relay.wake();
 }
 
-async function applyStatus(deps: InboundDeps, update: InboundStatusEvent): Promise<void> {
+/** A provider's word on one of ours: the message's delivery status moves forward, never back. */
+export async function applyStatus(deps: InboundDeps, update: InboundStatusEvent): Promise<void> {
   await withTransaction(deps.pool, async (client) => {
     const { rows } = await client.query<{ id: string; delivery_status: DeliveryStatus | null }>(
       `select m.id, m.delivery_status from messages m

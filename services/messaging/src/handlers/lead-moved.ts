@@ -1,10 +1,9 @@
-import { type EventEnvelope, LeadMovedEvent } from '@inbox/contracts';
+import { type LeadMovedEvent, platformTexts } from '@inbox/contracts';
 import type { Pool } from '@inbox/db';
 
 /** How a lead move reads in the conversation's history. */
 export function leadMovedText(move: LeadMovedEvent): string {
-  const from = move.from_stage_name ? ` de "${move.from_stage_name}"` : '';
-  return `Lead movido${from} para "${move.to_stage_name}" no pipeline "${move.pipeline_name}"`;
+  return platformTexts.leadMoved(move.from_stage_name, move.to_stage_name, move.pipeline_name);
 }
 
 /**
@@ -12,14 +11,13 @@ export function leadMovedText(move: LeadMovedEvent): string {
  * history, never sent to the provider, never announced as message.sent. The event id is the message id,
  * so a redelivered event records nothing twice.
  */
-export async function recordLeadMoved(pool: Pool, event: EventEnvelope): Promise<void> {
-  const move = LeadMovedEvent.parse(event.data);
+export async function recordLeadMoved(pool: Pool, eventId: string, move: LeadMovedEvent): Promise<void> {
   if (!move.conversation_id) return;
   await pool.query(
     `insert into messages (id, workspace_id, conversation_id, direction, sender_type, text, type, status, created_at)
      select $1, $2, c.id, 'internal', 'system', $4, 'text', 'recorded', $5
        from conversations c where c.workspace_id = $2 and c.id = $3
      on conflict (id) do nothing`,
-    [event.id, move.workspace_id, move.conversation_id, leadMovedText(move), move.moved_at],
+    [eventId, move.workspace_id, move.conversation_id, leadMovedText(move), move.moved_at],
   );
 }

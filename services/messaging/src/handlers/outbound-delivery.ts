@@ -1,5 +1,5 @@
 import type { Bus } from '@inbox/bus';
-import { AppError, type EventData, errorMessage, type Provider } from '@inbox/contracts';
+import { AppError, errorMessage, eventTypes, type MessageSent, type Provider } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
 import { ConversationStore } from '../store/conversations.js';
 
@@ -58,15 +58,15 @@ export async function deliverOutbound(
       sent.provider_message_id,
       sent.sent_at,
     );
-    const data: EventData<'message.sent'> = {
-      event: 'message.sent',
+    const data: MessageSent = {
+      event: eventTypes.messageSent,
       workspace_id: message.workspaceId,
       conversation_id: message.conversationId,
       message: { id: message.messageId, text: message.text, type: 'text' },
       status: { sender_type: message.senderType },
       integration: message.integration,
     };
-    await writeEvent(client, { type: 'message.sent', workspace_id: message.workspaceId, data });
+    await writeEvent(client, eventTypes.messageSent, data);
   });
   deps.relay.wake();
   return sent;

@@ -1,4 +1,11 @@
-import { AppError, type CommandPayload, type CommandResult, errorTexts } from '@inbox/contracts';
+import {
+  AppError,
+  type CommandPayload,
+  type CommandResult,
+  errorTexts,
+  eventTypes,
+  platformTexts,
+} from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
 import type { Assignee } from '../domain/conversation-state.js';
 import { eventPayloads } from '../domain/events.js';
@@ -37,9 +44,7 @@ export const panel = {
       if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
       if (assignee && !(await new TeamStore(client, workspaceId).exists(assignee.type, assignee.id))) {
         throw AppError.badRequest(
-          assignee.type === 'human'
-            ? 'id não é um membro deste workspace'
-            : 'id não é um agente deste workspace',
+          assignee.type === 'human' ? platformTexts.assigneeNotMember : platformTexts.assigneeNotAgent,
         );
       }
       const unchanged =
@@ -47,11 +52,11 @@ export const panel = {
         conversation.assigned_to_id === (assignee?.id ?? null);
       if (unchanged) return;
       await store.setAssignment(conversation, assignee);
-      await writeEvent(client, {
-        type: 'conversation.assigned',
-        workspace_id: workspaceId,
-        data: eventPayloads.assigned(workspaceId, conversation.id, assignee),
-      });
+      await writeEvent(
+        client,
+        eventTypes.conversationAssigned,
+        eventPayloads.assigned(workspaceId, conversation.id, assignee),
+      );
     });
     deps.relay.wake();
     return viewOf(deps, workspaceId, command.conversation_id);
@@ -69,11 +74,11 @@ export const panel = {
       if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
       if (conversation.status === 'resolved') return;
       await store.setResolved(conversation.id);
-      await writeEvent(client, {
-        type: 'conversation.resolved',
-        workspace_id: workspaceId,
-        data: eventPayloads.resolved(workspaceId, conversation.id),
-      });
+      await writeEvent(
+        client,
+        eventTypes.conversationResolved,
+        eventPayloads.resolved(workspaceId, conversation.id),
+      );
     });
     deps.relay.wake();
     return viewOf(deps, workspaceId, command.conversation_id);

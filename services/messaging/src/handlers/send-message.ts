@@ -1,9 +1,10 @@
-import type { Integration } from '@inbox/contracts';
+import type { Integration, SendMessageChannel } from '@inbox/contracts';
 import {
   AppError,
   type CommandPayload,
   type CommandResult,
   errorTexts,
+  eventTypes,
   platformTexts,
 } from '@inbox/contracts';
 import { type PoolClient, type Queryable, withTransaction, writeEvent } from '@inbox/db';
@@ -31,7 +32,7 @@ async function resolveRecipient(
     workspace: Recipient['workspace'];
     phone: string;
     agentId?: string | null;
-    channel: 'chat-official' | 'alt-a' | 'alt-b';
+    channel: SendMessageChannel;
     integrationId?: string | null;
   },
 ) {
@@ -176,9 +177,10 @@ export async function sendTemplate(
         : null,
       buttons: template.buttons
         ? template.buttons.map((b) =>
+            // The gateway's check gives a url button its text and a quick_reply button its payload.
             b.type === 'url'
-              ? { index: b.index, type: b.type, text: b.text }
-              : { index: b.index, type: b.type, payload: b.payload },
+              ? { index: b.index, type: b.type, text: b.text! }
+              : { index: b.index, type: b.type, payload: b.payload! },
           )
         : null,
     },
@@ -198,11 +200,11 @@ async function assignToAgent(
   if (conversation.assigned_to_type === 'agent' && conversation.assigned_to_id === agentId) return;
   const assignee = { type: 'agent' as const, id: agentId };
   await new ConversationStore(client, workspaceId).setAssignment(conversation, assignee);
-  await writeEvent(client, {
-    type: 'conversation.assigned',
-    workspace_id: workspaceId,
-    data: eventPayloads.assigned(workspaceId, conversation.id, assignee),
-  });
+  await writeEvent(
+    client,
+    eventTypes.conversationAssigned,
+    eventPayloads.assigned(workspaceId, conversation.id, assignee),
+  );
 }
 
 async function lastInboundAt(db: Queryable, workspaceId: string, phone: string, integrationId: string) {

@@ -1,3 +1,4 @@
+import type { Provider } from '@inbox/contracts';
 import type { Queryable } from '@inbox/db';
 
 const iso = (value: Date | null) => (value ? value.toISOString() : null);
@@ -12,7 +13,7 @@ interface ConversationViewRow {
   name: string | null;
   integration_id: string;
   channel: string;
-  provider: 'chat-official' | 'chat' | 'bot' | 'photo' | 'social' | 'livechat' | 'market';
+  provider: Provider;
   status: 'open' | 'assigned' | 'resolved';
   assigned_to_type: 'human' | 'agent' | null;
   assigned_to_id: string | null;

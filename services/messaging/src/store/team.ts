@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AppError } from '@inbox/contracts';
+import { AppError, platformTexts } from '@inbox/contracts';
 import type { Queryable } from '@inbox/db';
 
 const iso = (value: Date) => value.toISOString();
@@ -17,7 +17,7 @@ export class TeamStore {
        on conflict (workspace_id, email) do nothing returning id, name, email, created_at`,
       [randomUUID(), this.workspaceId, name, email.toLowerCase()],
     );
-    if (!rows[0]) throw new AppError(409, { error: 'Já existe um membro com este email neste workspace' });
+    if (!rows[0]) throw new AppError(409, { error: platformTexts.memberEmailTaken });
     return { ...rows[0], created_at: iso(rows[0].created_at) };
   }
 

@@ -1,10 +1,10 @@
-import { AppError, type StageConfig } from '@inbox/contracts';
+import { AppError, platformTexts, type StageConfig } from '@inbox/contracts';
 
 /** Stage lists are edited as values: each change returns a new list, or fails with the reason. */
 export function assertUniqueKeys(stages: StageConfig[]): StageConfig[] {
   const seen = new Set<string>();
   for (const { key } of stages) {
-    if (seen.has(key)) throw AppError.badRequest(`A chave de estágio "${key}" se repete no pipeline`);
+    if (seen.has(key)) throw AppError.badRequest(platformTexts.stageKeyRepeated(key));
     seen.add(key);
   }
   return stages;
@@ -16,7 +16,7 @@ export function stageOf(stages: StageConfig[], key: string): StageConfig | undef
 
 function requireStage(stages: StageConfig[], key: string): StageConfig {
   const stage = stageOf(stages, key);
-  if (!stage) throw AppError.notFound(`Estágio "${key}" não encontrado neste pipeline`);
+  if (!stage) throw AppError.notFound(platformTexts.stageNotInPipeline(key));
   return stage;
 }
 
@@ -36,8 +36,7 @@ export function reorderStages(stages: StageConfig[], keys: string[]): StageConfi
     keys.length === stages.length &&
     new Set(keys).size === keys.length &&
     keys.every((key) => stageOf(stages, key));
-  if (!sameSet)
-    throw AppError.badRequest('keys deve conter cada chave de estágio do pipeline exatamente uma vez');
+  if (!sameSet) throw AppError.badRequest(platformTexts.stageKeysNotPermutation);
   return keys.map((key) => stageOf(stages, key)!);
 }
 
@@ -47,9 +46,9 @@ export function removeStage(
   moveTo: string | null | undefined,
 ): StageConfig[] {
   requireStage(stages, key);
-  if (stages.length === 1) throw AppError.badRequest('Um pipeline precisa de ao menos um estágio');
+  if (stages.length === 1) throw AppError.badRequest(platformTexts.lastStage);
   if (moveTo !== undefined && moveTo !== null && (moveTo === key || !stageOf(stages, moveTo))) {
-    throw AppError.badRequest(`move_to deve ser outro estágio deste pipeline`);
+    throw AppError.badRequest(platformTexts.moveToInvalid);
   }
   return stages.filter((stage) => stage.key !== key);
 }

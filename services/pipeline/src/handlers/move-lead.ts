@@ -4,7 +4,7 @@ import {
   type CommandPayload,
   type CommandResult,
   errorTexts,
-  internalEventTypes,
+  eventTypes,
   type LeadMovedEvent,
 } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
@@ -96,7 +96,7 @@ export async function moveLead(
       conversation_id: conversationId,
       moved_at: movedAt.toISOString(),
     };
-    await writeEvent(client, { type: internalEventTypes.leadMoved, workspace_id: workspaceId, data });
+    await writeEvent(client, eventTypes.leadMoved, data);
     return true;
   });
   if (moved) deps.relay.wake();

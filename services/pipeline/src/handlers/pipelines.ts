@@ -1,4 +1,4 @@
-import { AppError, type CommandPayload, type StageConfig } from '@inbox/contracts';
+import { AppError, type CommandPayload, platformTexts, type StageConfig } from '@inbox/contracts';
 import { type Pool, withTransaction } from '@inbox/db';
 import {
   addStage,
@@ -10,7 +10,7 @@ import {
 } from '../domain/stages.js';
 import { type PipelineRow, PipelineStore } from '../store/pipelines.js';
 
-const pipelineNotFound = () => AppError.notFound('Pipeline não encontrado neste workspace');
+const pipelineNotFound = () => AppError.notFound(platformTexts.pipelineNotInWorkspace);
 
 async function present(store: PipelineStore, rows: PipelineRow[]) {
   const counts = await store.contactsPerStage(rows.map((row) => row.id));
@@ -93,14 +93,14 @@ export const pipelines = {
       if (held > 0) {
         if (!command.move_to) {
           throw new AppError(409, {
-            error: `O estágio "${command.key}" tem ${held} contato(s): informe move_to com o estágio para onde eles vão`,
+            error: platformTexts.stageHoldsContacts(command.key, held),
           });
         }
         await store.moveEveryone(
           command.pipeline_id,
           command.key,
           command.move_to,
-          `admin: estágio "${command.key}" removido`,
+          platformTexts.movedByStageRemoval(command.key),
         );
       }
       return remaining;

@@ -3,16 +3,6 @@ import { type ChannelAdapter, InboundRejected, ProviderError } from './channel-a
 import { sameSecret } from './constant-time.js';
 import { callProvider, joinUrl } from './http.js';
 
-const required = (key: string) =>
-  z.string({ error: `config.${key} é obrigatório` }).min(1, { error: `config.${key} é obrigatório` });
-
-const AltAConfig = z.object({
-  base_url: z.url({ protocol: /^https?$/, error: 'config.base_url deve ser uma URL http(s)' }),
-  instance: required('instance'),
-  api_key: required('api_key'),
-});
-type AltAConfig = z.infer<typeof AltAConfig>;
-
 const SendTextAnswer = z.object({ key: z.object({ id: z.string().min(1) }) });
 
 const MessagesUpsert = z.object({
@@ -27,10 +17,8 @@ const MessagesUpsert = z.object({
 });
 
 /** alt-a speaks the Evolution API v2: an instance per number, an `apikey` on every call. */
-export const altAAdapter: ChannelAdapter<AltAConfig> = {
+export const altAAdapter: ChannelAdapter<'alt-a'> = {
   channel: 'alt-a',
-  config: AltAConfig,
-  accountId: (config) => config.instance,
 
   async sendText(config, message, call) {
     const answer = await callProvider(

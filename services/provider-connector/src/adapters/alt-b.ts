@@ -1,21 +1,11 @@
-import { AppError } from '@inbox/contracts';
+import { AppError, type ChannelConfig, platformTexts } from '@inbox/contracts';
 import { z } from 'zod';
 import { type ChannelAdapter, InboundRejected, ProviderError } from './channel-adapter.js';
 import { sameSecret } from './constant-time.js';
 import { callProvider, headerValue, joinUrl } from './http.js';
 
-// The credentials may be incomplete when the integration is created; a send then fails with the
-// spec's 500 rather than the integration being refused.
-const AltBConfig = z.object({
-  base_url: z.url({ protocol: /^https?$/, error: 'config.base_url deve ser uma URL http(s)' }),
-  instance_id: z.string().optional(),
-  token: z.string().optional(),
-  client_token: z.string().optional(),
-});
-type AltBConfig = z.infer<typeof AltBConfig>;
+type AltBConfig = ChannelConfig<'alt-b'>;
 type CompleteAltBConfig = Required<AltBConfig>;
-
-const incompleteText = 'Integração alt-b sem credenciais completas (instance_id, token e client_token)';
 
 function complete(config: AltBConfig): CompleteAltBConfig | undefined {
   return config.instance_id && config.token && config.client_token
@@ -40,14 +30,12 @@ const ReceivedCallback = z.object({
 });
 
 /** alt-b speaks a Z-API style API: instance id and token in the path, a `Client-Token` header. */
-export const altBAdapter: ChannelAdapter<AltBConfig> = {
+export const altBAdapter: ChannelAdapter<'alt-b'> = {
   channel: 'alt-b',
-  config: AltBConfig,
-  accountId: (config) => config.instance_id ?? '',
 
   async sendText(config, message, call) {
     const credentials = complete(config);
-    if (!credentials) throw new AppError(500, { error: incompleteText });
+    if (!credentials) throw new AppError(500, { error: platformTexts.altBCredentialsIncomplete });
     const answer = await callProvider(
       call,
       'alt-b',

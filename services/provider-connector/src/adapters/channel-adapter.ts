@@ -1,7 +1,6 @@
-import type { IntegrationChannel } from '@inbox/contracts';
+import type { ChannelConfig, IntegrationChannel, TemplateChannel, TemplateSend } from '@inbox/contracts';
 import type { OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
-import type { z } from 'zod';
 
 export interface OutboundText {
   /** Recipient in E.164 without the `+`, as providers take it. */
@@ -51,13 +50,8 @@ export interface ProviderCall {
   logger: Logger;
 }
 
-/** One channel provider's wire format, behind the operations the connector needs. */
-export interface ChannelAdapter<C extends Record<string, string> = Record<string, string>> {
-  channel: IntegrationChannel;
-  /** The credentials and `base_url` the provider needs; validated when an integration is created. */
-  config: z.ZodType<C>;
-  /** The provider-side account id that inbound messages carry. */
-  accountId(config: C): string;
+/** What the connector asks of a provider, on an integration's config `C`. */
+export interface ProviderOperations<C> {
   sendText(config: C, message: OutboundText, call: ProviderCall): Promise<{ providerMessageId: string }>;
   /** Tells the provider where to deliver inbound messages for this account. */
   registerInbound(config: C, callbackUrl: string, call: ProviderCall): Promise<void>;
@@ -68,6 +62,14 @@ export interface ChannelAdapter<C extends Record<string, string> = Record<string
   /** Answers the provider's subscription handshake (GET on the callback URL), when it has one. */
   answerHandshake?(config: C, query: Record<string, unknown>): string | undefined;
 }
+
+/**
+ * One channel provider's wire format, on the config its channel's descriptor checks (the descriptor
+ * also holds the account id). A channel whose descriptor has templates must implement them.
+ */
+export type ChannelAdapter<K extends IntegrationChannel> = ProviderOperations<ChannelConfig<K>> & {
+  channel: K;
+} & (K extends TemplateChannel ? { templates: TemplateCapability<ChannelConfig<K>> } : { templates?: never });
 
 export interface ProviderTemplate {
   name: string;
@@ -82,7 +84,7 @@ export interface TemplateCapability<C> {
   list(config: C, call: ProviderCall): Promise<ProviderTemplate[]>;
   send(
     config: C,
-    message: { to: string; template: import('@inbox/contracts').TemplateSend },
+    message: { to: string; template: TemplateSend },
     call: ProviderCall,
   ): Promise<{ providerMessageId: string }>;
 }

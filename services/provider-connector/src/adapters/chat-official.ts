@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { AppError, platformTexts, type TemplateSend } from '@inbox/contracts';
+import { AppError, type ChannelConfig, platformTexts, type TemplateSend } from '@inbox/contracts';
 import { z } from 'zod';
 import { templateComponents } from '../domain/template-rules.js';
 import {
@@ -13,22 +13,7 @@ import {
 import { sameSecret } from './constant-time.js';
 import { callProvider, headerValue, joinUrl } from './http.js';
 
-const required = (key: string) =>
-  z.string({ error: `config.${key} é obrigatório` }).min(1, { error: `config.${key} é obrigatório` });
-
-const ChatOfficialConfig = z.object({
-  base_url: z.url({ protocol: /^https?$/, error: 'config.base_url deve ser uma URL http(s)' }),
-  phone_number_id: required('phone_number_id'),
-  waba_id: required('waba_id'),
-  access_token: required('access_token'),
-  app_secret: required('app_secret'),
-  verify_token: required('verify_token'),
-  api_version: z
-    .string()
-    .regex(/^v\d+\.\d+$/, { error: 'config.api_version deve ser como v21.0' })
-    .default('v21.0'),
-});
-type ChatOfficialConfig = z.infer<typeof ChatOfficialConfig>;
+type ChatOfficialConfig = ChannelConfig<'chat-official'>;
 
 const GraphError = z.object({
   error: z.object({
@@ -154,10 +139,8 @@ function nextPage(next: string | undefined, config: ChatOfficialConfig, call: Pr
 }
 
 /** chat-official speaks the Cloud API: `/{version}/{phone_number_id}/messages`, bearer token, signed callbacks. */
-export const chatOfficialAdapter: ChannelAdapter<ChatOfficialConfig> = {
+export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
   channel: 'chat-official',
-  config: ChatOfficialConfig as unknown as z.ZodType<ChatOfficialConfig>,
-  accountId: (config) => config.phone_number_id,
 
   sendText: (config, message, call) =>
     postMessage(

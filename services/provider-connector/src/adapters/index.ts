@@ -1,7 +1,13 @@
-import type { IntegrationChannel } from '@inbox/contracts';
+import {
+  type ChannelConfig,
+  descriptorOf,
+  type IntegrationChannel,
+  integrationChannels,
+  type StoredConfig,
+} from '@inbox/contracts';
 import { altAAdapter } from './alt-a.js';
 import { altBAdapter } from './alt-b.js';
-import type { ChannelAdapter } from './channel-adapter.js';
+import type { ChannelAdapter, ProviderOperations } from './channel-adapter.js';
 import { chatOfficialAdapter } from './chat-official.js';
 
 export {
@@ -13,12 +19,48 @@ export {
   ProviderError,
 } from './channel-adapter.js';
 
-const adapters: Partial<Record<IntegrationChannel, ChannelAdapter>> = {
-  'chat-official': chatOfficialAdapter as unknown as ChannelAdapter,
-  'alt-a': altAAdapter as unknown as ChannelAdapter,
-  'alt-b': altBAdapter as unknown as ChannelAdapter,
+/** A channel whose adapter is not written yet: the connector answers that it is not supported. */
+const notSupportedYet = 'not supported yet';
+
+/** Every channel of the descriptor table has its entry: a channel added there without one does not compile. */
+const adapters: { readonly [K in IntegrationChannel]: ChannelAdapter<K> | typeof notSupportedYet } = {
+  'chat-official': chatOfficialAdapter,
+  'alt-a': altAAdapter,
+  'alt-b': altBAdapter,
+  bot: notSupportedYet,
+  photo: notSupportedYet,
+  social: notSupportedYet,
+  livechat: notSupportedYet,
+  market: notSupportedYet,
 };
 
-export function adapterFor(channel: IntegrationChannel): ChannelAdapter | undefined {
-  return adapters[channel];
+/** An adapter as the handlers use it: on the config as stored, which it reads with its channel's schema. */
+export type StoredConfigAdapter = ProviderOperations<StoredConfig>;
+
+function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigAdapter | undefined {
+  const adapter: ChannelAdapter<K> | typeof notSupportedYet | undefined = adapters[channel];
+  // Undefined: a channel only a descriptor names (a test's), which has no adapter either.
+  if (adapter === undefined || adapter === notSupportedYet) return undefined;
+  // The stored config passed this schema when the integration was created; reading it again types it.
+  const read = (config: StoredConfig): ChannelConfig<K> => descriptorOf(channel).config.parse(config);
+  const { templates, answerHandshake } = adapter;
+  return {
+    sendText: (config, message, call) => adapter.sendText(read(config), message, call),
+    registerInbound: (config, callbackUrl, call) => adapter.registerInbound(read(config), callbackUrl, call),
+    readInbound: (config, request) => adapter.readInbound(read(config), request),
+    templates: templates && {
+      list: (config, call) => templates.list(read(config), call),
+      send: (config, message, call) => templates.send(read(config), message, call),
+    },
+    answerHandshake: answerHandshake && ((config, query) => answerHandshake(read(config), query)),
+  };
+}
+
+/** Each channel of the descriptor table and its adapter; absent where the adapter is not written yet. */
+export const adapterRegistry: ReadonlyMap<IntegrationChannel, StoredConfigAdapter | undefined> = new Map(
+  integrationChannels.map((channel) => [channel, onStoredConfig(channel)]),
+);
+
+export function adapterFor(channel: IntegrationChannel): StoredConfigAdapter | undefined {
+  return adapterRegistry.get(channel);
 }

@@ -1,4 +1,4 @@
-import { integrationChannels } from '@inbox/contracts';
+import { inboundChannels } from '@inbox/contracts';
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
@@ -37,7 +37,8 @@ const refusals = meter('connector').createCounter('connector.inbound.refusals', 
   description: 'Provider callbacks refused before their body was read, by reason',
 });
 
-const channels = new Set<string>(integrationChannels);
+// Only channels whose providers deliver messages have callback URLs.
+const channels = new Set<string>(inboundChannels);
 
 /**
  * Decides, before a callback's body is read, whether the connector takes it: the integration must

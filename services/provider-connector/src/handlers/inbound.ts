@@ -1,5 +1,9 @@
-import type { InboundMessageEvent, InboundStatusEvent } from '@inbox/contracts';
-import { internalEventTypes } from '@inbox/contracts';
+import {
+  eventTypes,
+  type InboundMessageEvent,
+  type InboundStatusEvent,
+  platformTexts,
+} from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
@@ -25,10 +29,8 @@ export function inboundPath(channel: string, integrationId: string): string {
   return `/inbound/${channel}/${integrationId}`;
 }
 
-// Providers read these, not API callers: they only need to tell "not ours" from "slow down".
-const unknownIntegration = { status: 404, text: 'integração desconhecida' };
-const handshakeRefused = { status: 403, text: 'verificação recusada' };
-const tooManyCallbacksText = 'callbacks demais; tente novamente mais tarde';
+const unknownIntegration = { status: 404, text: platformTexts.callbackIntegrationUnknown };
+const handshakeRefused = { status: 403, text: platformTexts.callbackHandshakeRefused };
 
 const truncations = meter('connector').createCounter('connector.inbound.truncated', {
   description: 'Inbound message fields cut to the connector bounds, by channel and field',
@@ -44,7 +46,7 @@ function refuse(
 ) {
   if (decision.status === 429) {
     res.setHeader('Retry-After', String(decision.retryAfterSeconds));
-    res.status(429).json({ error: tooManyCallbacksText });
+    res.status(429).json({ error: platformTexts.callbacksTooMany });
     return;
   }
   res.status(unknown.status).json({ error: unknown.text });
@@ -105,7 +107,9 @@ export function inboundRoutes(deps: InboundDeps): Router {
             { integration_id: found.integration.id, reason: error.message },
             'inbound callback refused',
           );
-          res.status(error instanceof InboundRejected ? 401 : 400).json({ error: 'callback recusado' });
+          res
+            .status(error instanceof InboundRejected ? 401 : 400)
+            .json({ error: platformTexts.callbackRefused });
           return;
         }
         throw error;
@@ -149,7 +153,7 @@ async function recordBatch(deps: InboundDeps, found: CallbackIntegration, batch:
         sent_at: message.sentAt.toISOString(),
         ...(truncated.length > 0 ? { truncated: true } : {}),
       };
-      await writeEvent(client, { type: internalEventTypes.inboundMessage, workspace_id: workspaceId, data });
+      await writeEvent(client, eventTypes.inboundMessage, data);
     }
     for (const received of batch.statuses) {
       const status = boundStatus(received);
@@ -160,7 +164,7 @@ async function recordBatch(deps: InboundDeps, found: CallbackIntegration, batch:
         status: status.status,
         error: status.error,
       };
-      await writeEvent(client, { type: internalEventTypes.inboundStatus, workspace_id: workspaceId, data });
+      await writeEvent(client, eventTypes.inboundStatus, data);
     }
   });
 }

@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import {
   AppError,
   type CommandPayload,
   type CommandResult,
+  descriptorOf,
   errorTexts,
   platformTexts,
+  type StoredConfig,
 } from '@inbox/contracts';
 import { checkUrl, type OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
@@ -46,14 +49,20 @@ export async function createIntegration(
   const { store, guard, logger, publicConnectorUrl, providerTimeoutMs } = deps;
   const adapter = adapterFor(command.channel);
   if (!adapter) throw AppError.badRequest(platformTexts.channelNotSupported(command.channel));
-  const config = adapter.config.safeParse(command.config);
-  if (!config.success) throw AppError.badRequest(config.error.issues[0]?.message ?? 'config inválido');
-  await requireAllowedBaseUrl(deps, config.data.base_url);
+  const descriptor = descriptorOf(command.channel);
+  const config = descriptor.config.safeParse(command.config);
+  if (!config.success)
+    throw AppError.badRequest(config.error.issues[0]?.message ?? platformTexts.configInvalid);
+  const checked: StoredConfig = config.data;
+  await requireAllowedBaseUrl(deps, checked.base_url);
+  // The id is chosen here because some channels' account id is the integration's own.
+  const id = randomUUID();
   const stored = await store.create(command.workspace_id, {
+    id,
     channel: command.channel,
     name: command.name,
-    config: config.data,
-    accountId: adapter.accountId(config.data),
+    config: checked,
+    accountId: descriptor.accountId(config.data, id),
   });
   const callbackUrl = new URL(
     inboundPath(command.channel, stored.integration.id),

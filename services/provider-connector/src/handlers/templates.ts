@@ -4,6 +4,7 @@ import {
   type CommandResult,
   errorTexts,
   platformTexts,
+  templateChannels,
 } from '@inbox/contracts';
 import type { OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
@@ -26,7 +27,7 @@ async function officialIntegration(deps: TemplateDeps, workspaceId: string, inte
   const stored = await deps.integrations.get(workspaceId, integrationId);
   if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
   const capability = adapterFor(stored.integration.channel)?.templates;
-  if (!capability) throw AppError.badRequest(platformTexts.templateChannel);
+  if (!capability) throw AppError.badRequest(platformTexts.templateChannel(templateChannels));
   return { stored, capability };
 }
 
@@ -126,7 +127,7 @@ export const templates = {
     };
     return sendOnce({ ...deps, store: deps.integrations }, ids, (stored, call) => {
       const capability = adapterFor(stored.integration.channel)?.templates;
-      if (!capability) throw AppError.badRequest(platformTexts.templateChannel);
+      if (!capability) throw AppError.badRequest(platformTexts.templateChannel(templateChannels));
       return capability.send(
         stored.config,
         { to: command.to.replace(/^\+/, ''), template: command.template },

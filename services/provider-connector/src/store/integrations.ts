@@ -68,13 +68,15 @@ export class IntegrationStore {
   async create(
     workspaceId: string,
     input: {
+      /** Chosen by the caller when something else (the account id) depends on it. */
+      id?: string;
       channel: IntegrationChannel;
       name?: string | null;
       config: Record<string, string>;
       accountId: string;
     },
   ): Promise<StoredIntegration> {
-    const id = randomUUID();
+    const id = input.id ?? randomUUID();
     const { rows } = await this.pool.query<IntegrationRow>(
       `insert into integrations (id, workspace_id, channel, provider, name, status, config_sealed, account_id, connected_at)
        values ($1, $2, $3, $4, $5, 'connected', $6, $7, now()) returning ${columns}`,

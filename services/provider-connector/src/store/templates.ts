@@ -1,3 +1,4 @@
+import { templateChannels } from '@inbox/contracts';
 import { type Pool, withTransaction } from '@inbox/db';
 import type { ProviderTemplate } from '../adapters/channel-adapter.js';
 
@@ -43,14 +44,14 @@ export class TemplateStore {
     return { templates: rows, refreshedAt: meta[0]?.templates_refreshed_at ?? null };
   }
 
-  /** Official integrations whose catalogue is older than `maxAgeMs` (or never fetched). */
+  /** Connected integrations of the channels with templates whose catalogue is older than `maxAgeMs` (or never fetched). */
   async stale(maxAgeMs: number, limit: number): Promise<Array<{ id: string; workspace_id: string }>> {
     const { rows } = await this.pool.query<{ id: string; workspace_id: string }>(
       `select id, workspace_id from integrations
-        where channel = 'chat-official' and status = 'connected'
+        where channel = any($3) and status = 'connected'
           and (templates_refreshed_at is null or templates_refreshed_at < now() - $1 * interval '1 millisecond')
         order by templates_refreshed_at nulls first limit $2`,
-      [maxAgeMs, limit],
+      [maxAgeMs, limit, templateChannels],
     );
     return rows;
   }

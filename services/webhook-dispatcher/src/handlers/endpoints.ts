@@ -1,4 +1,4 @@
-import { AppError, type CommandPayload, type CommandResult } from '@inbox/contracts';
+import { AppError, type CommandPayload, type CommandResult, platformTexts } from '@inbox/contracts';
 import { type AddressPolicy, checkUrl } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import type { DeliveryStore } from '../store/deliveries.js';
@@ -15,14 +15,14 @@ export interface EndpointDeps {
   secretGraceHours: number;
 }
 
-const webhookNotFound = () => AppError.notFound('Webhook não encontrado neste workspace');
+const webhookNotFound = () => AppError.notFound(platformTexts.webhookNotFound);
 
 async function requireAllowedUrl(deps: EndpointDeps, url: string): Promise<void> {
   const refusal = await checkUrl(url, deps.policy);
   if (!refusal) return;
   // The caller is told which host was refused, never what it resolved to; the log keeps the address.
   deps.logger.warn({ host: refusal.host, address: refusal.address ?? null }, 'webhook url refused');
-  throw AppError.badRequest(`url recusada: ${refusal.text}`);
+  throw AppError.badRequest(platformTexts.webhookUrlRefused(refusal.text));
 }
 
 async function requireWebhook(deps: EndpointDeps, workspaceId: string, webhookId: string) {
@@ -89,7 +89,7 @@ export const webhooks = {
 
   async getDelivery(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.get-delivery'>) {
     const delivery = await deps.deliveries.one(command.workspace_id, command.webhook_id, command.delivery_id);
-    if (!delivery) throw AppError.notFound('Entrega não encontrada para este webhook');
+    if (!delivery) throw AppError.notFound(platformTexts.deliveryNotFound);
     return delivery;
   },
 
@@ -99,7 +99,7 @@ export const webhooks = {
   ): Promise<CommandResult<'cmd.dispatcher.resend-delivery'>> {
     await requireWebhook(deps, command.workspace_id, command.webhook_id);
     if (!(await deps.deliveries.resend(command.workspace_id, command.webhook_id, command.delivery_id))) {
-      throw AppError.notFound('Entrega não encontrada para este webhook, ou em tentativa agora');
+      throw AppError.notFound(platformTexts.deliveryNotResendable);
     }
     deps.wake();
     return { scheduled: true };

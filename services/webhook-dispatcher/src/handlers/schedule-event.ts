@@ -1,21 +1,18 @@
-import type { Delivery } from '@inbox/bus';
-import { type EventEnvelope, publicEventTypes } from '@inbox/contracts';
+import type { Delivery, ForwardedEvent } from '@inbox/bus';
+import type { PublicEventType } from '@inbox/contracts';
 import { captureContext } from '@inbox/telemetry';
 import type { DeliveryStore } from '../store/deliveries.js';
 
-const publicTypes = new Set<string>(publicEventTypes);
-
 /**
- * An event becomes one scheduled delivery per enabled endpoint of its workspace that subscribed to it,
- * due now. The body is the spec's payload serialised once: every endpoint and every attempt sends
- * these bytes, which is what is signed. Returns how many were scheduled.
+ * A public event becomes one scheduled delivery per enabled endpoint of its workspace that subscribed to
+ * it, due now. The body is the spec's payload serialised once, as it came: every endpoint and every
+ * attempt sends these bytes, which is what is signed. Returns how many were scheduled.
  */
 export function scheduleEvent(
   deliveries: DeliveryStore,
-  event: EventEnvelope,
+  event: ForwardedEvent<PublicEventType>,
   delivery: Delivery,
 ): Promise<number> {
-  if (!publicTypes.has(event.type)) return Promise.resolve(0);
   const conversationId = (event.data as { conversation_id?: unknown }).conversation_id;
   return deliveries.schedule({
     workspaceId: event.workspace_id,

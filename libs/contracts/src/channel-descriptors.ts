@@ -1,0 +1,178 @@
+import { z } from 'zod';
+import { platformTexts } from './error-texts.js';
+
+/** An integration's config as it is stored: the credentials and addresses the provider needs, all strings. */
+export type StoredConfig = Record<string, string>;
+
+/**
+ * What the platform knows of one channel. Everything that varies by channel (validation and its texts,
+ * the webhooks' provider value, the window check, the connector's adapters) reads it from this table,
+ * so adding a channel is a descriptor here, an adapter in the connector and an emulator in the sandbox.
+ */
+export interface ChannelDescriptor<Config extends StoredConfig = StoredConfig> {
+  /** The provider value webhooks show for the channel's integrations. */
+  provider: string;
+  /** Selectable as `channel` in send-message. */
+  sendMessage: boolean;
+  /** External send reaches the channel's conversations. */
+  externalSend: boolean;
+  /** The provider delivers the contacts' messages to us. */
+  receivesInbound: boolean;
+  /** Free text only within 24 hours of the contact's last message; beyond them, a template. */
+  hasWindow: boolean;
+  /** Approved templates (HSM): a catalogue to list and template sends. */
+  hasTemplates: boolean;
+  /** The integration's config, checked when it is created. */
+  config: z.ZodType<Config>;
+  /** The provider-side account id that inbound messages carry. */
+  accountId(config: Config, integrationId: string): string;
+}
+
+const required = (key: string) =>
+  z.string({ error: platformTexts.configRequired(key) }).min(1, { error: platformTexts.configRequired(key) });
+const baseUrl = z.url({ protocol: /^https?$/, error: platformTexts.configBaseUrlInvalid });
+
+/**
+ * Infers the entry's config from its schema and keeps its flags and provider as literal types, so the
+ * lists derived from the table (send-message's channels, the providers) are typed as precisely.
+ */
+const describe = <Config extends StoredConfig, const Entry extends Omit<ChannelDescriptor<Config>, 'config'>>(
+  config: z.ZodType<Config>,
+  entry: Entry,
+): Entry & ChannelDescriptor<Config> => ({ ...entry, config });
+
+/** The channels, in the order the API's texts and enums list them. */
+export const channelDescriptors = {
+  'chat-official': describe(
+    z.object({
+      base_url: baseUrl,
+      phone_number_id: required('phone_number_id'),
+      waba_id: required('waba_id'),
+      access_token: required('access_token'),
+      app_secret: required('app_secret'),
+      verify_token: required('verify_token'),
+      api_version: z
+        .string()
+        .regex(/^v\d+\.\d+$/, { error: platformTexts.configApiVersionInvalid })
+        .default('v21.0'),
+    }),
+    {
+      provider: 'chat-official',
+      sendMessage: true,
+      externalSend: true,
+      receivesInbound: true,
+      hasWindow: true,
+      hasTemplates: true,
+      accountId: (config) => config.phone_number_id,
+    },
+  ),
+  'alt-a': describe(
+    z.object({ base_url: baseUrl, instance: required('instance'), api_key: required('api_key') }),
+    {
+      provider: 'chat',
+      sendMessage: true,
+      externalSend: true,
+      receivesInbound: true,
+      hasWindow: false,
+      hasTemplates: false,
+      accountId: (config) => config.instance,
+    },
+  ),
+  // The credentials may be incomplete when the integration is created; a send then fails with the
+  // spec's 500 rather than the integration being refused.
+  'alt-b': describe(
+    z.object({
+      base_url: baseUrl,
+      instance_id: z.string().optional(),
+      token: z.string().optional(),
+      client_token: z.string().optional(),
+    }),
+    {
+      provider: 'chat',
+      sendMessage: true,
+      externalSend: true,
+      receivesInbound: true,
+      hasWindow: false,
+      hasTemplates: false,
+      accountId: (config) => config.instance_id ?? '',
+    },
+  ),
+  // The five below have no adapter yet; their configs are the keys ARCHITECTURE.md lists, all required.
+  bot: describe(
+    z.object({ base_url: baseUrl, bot_token: required('bot_token'), secret_token: required('secret_token') }),
+    {
+      provider: 'bot',
+      sendMessage: false,
+      externalSend: true,
+      receivesInbound: true,
+      hasWindow: false,
+      hasTemplates: false,
+      accountId: (config) => config.bot_token,
+    },
+  ),
+  photo: describe(
+    z.object({
+      base_url: baseUrl,
+      ig_user_id: required('ig_user_id'),
+      access_token: required('access_token'),
+      app_secret: required('app_secret'),
+      verify_token: required('verify_token'),
+    }),
+    {
+      provider: 'photo',
+      sendMessage: false,
+      externalSend: false,
+      receivesInbound: true,
+      hasWindow: false,
+      hasTemplates: false,
+      accountId: (config) => config.ig_user_id,
+    },
+  ),
+  social: describe(
+    z.object({
+      base_url: baseUrl,
+      page_id: required('page_id'),
+      page_access_token: required('page_access_token'),
+      app_secret: required('app_secret'),
+      verify_token: required('verify_token'),
+    }),
+    {
+      provider: 'social',
+      sendMessage: false,
+      externalSend: false,
+      receivesInbound: true,
+      hasWindow: false,
+      hasTemplates: false,
+      accountId: (config) => config.page_id,
+    },
+  ),
+  // Our own website widget: there is no provider to call, and the widget names the integration itself.
+  livechat: describe(z.object({ name: required('name'), allowed_origins: required('allowed_origins') }), {
+    provider: 'livechat',
+    sendMessage: false,
+    externalSend: true,
+    receivesInbound: true,
+    hasWindow: false,
+    hasTemplates: false,
+    accountId: (_config, integrationId) => integrationId,
+  }),
+  market: describe(
+    z.object({
+      base_url: baseUrl,
+      seller_id: required('seller_id'),
+      access_token: required('access_token'),
+      refresh_token: required('refresh_token'),
+      client_id: required('client_id'),
+      client_secret: required('client_secret'),
+    }),
+    {
+      provider: 'market',
+      sendMessage: false,
+      externalSend: false,
+      receivesInbound: true,
+      hasWindow: false,
+      hasTemplates: false,
+      accountId: (config) => config.seller_id,
+    },
+  ),
+};

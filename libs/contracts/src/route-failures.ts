@@ -1,0 +1,294 @@
+import { AppError } from './app-error.js';
+import { channelDescriptors, templateChannels } from './channels.js';
+import type { ErrorResponse } from './error-response.js';
+import { errorTexts, platformTexts } from './error-texts.js';
+import { schemaTexts } from './schema-texts.js';
+
+/**
+ * A failure a route may answer that its entry in the route table does not show: when it happens, and
+ * its exact answer (with sample values where the text names something).
+ */
+export interface RouteFailure {
+  status: number;
+  when: string;
+  body: ErrorResponse;
+}
+
+const answers = (when: string, { status, body }: AppError): RouteFailure => ({ status, when, body });
+
+/**
+ * The failures each route's owner answers, and the texts a field writes from inside its own check, by
+ * operationId. What the table itself shows (the key, the rate limit, the path, query and body schemas,
+ * Idempotency-Key, an owner that does not answer) the OpenAPI document derives from it.
+ */
+export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = (() => {
+  const integration = (channel: string) => [
+    answers('the integration is not connected', AppError.badRequest(errorTexts.integrationNotConnected)),
+    answers(
+      'integrationId is not an integration of this workspace and channel',
+      AppError.notFound(platformTexts.integrationNotFound),
+    ),
+    answers(
+      'no integration of the channel is connected (the text names the channel)',
+      AppError.notFound(platformTexts.noConnectedIntegration(channel)),
+    ),
+  ];
+  const provider = (channel: string) => [
+    answers(
+      "the channel's provider refused or failed the send (the text names the channel)",
+      new AppError(502, { error: platformTexts.providerFailed(channel) }),
+    ),
+    answers(
+      'the provider did not answer in time: it may have accepted the message, which is not sent again',
+      new AppError(504, { error: platformTexts.providerTimedOut(channel) }),
+    ),
+  ];
+  const agentNotFound = answers(
+    'agentId is not an AI agent of this workspace',
+    AppError.badRequest(platformTexts.agentNotFound),
+  );
+  const windowClosed = answers(
+    'official channel: the number has not written in the last 24 hours (use send-template)',
+    AppError.windowClosed(),
+  );
+  const altBIncomplete = answers(
+    'the alt-b integration lacks instance_id, token or client_token',
+    new AppError(500, { error: platformTexts.altBCredentialsIncomplete }),
+  );
+  // Each channel's config is checked against its descriptor's schema, whose texts name the field.
+  const configTexts = [
+    ...new Set(
+      Object.values(channelDescriptors).flatMap(({ config }) =>
+        schemaTexts(config, 'config').map(({ text }) => text),
+      ),
+    ),
+  ];
+  const template = { name: 'boas_vindas', language: 'pt_BR' };
+  const templateAnswer = (when: string, code: 132000 | 132001 | 131053, text: string) =>
+    answers(`${when} (meta_error_code ${code})`, AppError.template(code, text));
+  // Buttons are checked entry by entry; the texts name the entry at fault (here the first).
+  const button = (when: string, text: string) => answers(when, AppError.badRequest(text));
+
+  const conversationNotFound = answers(
+    'the conversation is not one of this workspace',
+    AppError.notFound(errorTexts.conversationNotFound),
+  );
+  const integrationNotFound = answers(
+    'the integration is not one of this workspace',
+    AppError.notFound(platformTexts.integrationNotFound),
+  );
+  const notOfficial = answers(
+    'the integration is not of the official channel, the only one with templates',
+    AppError.badRequest(platformTexts.templateChannel(templateChannels)),
+  );
+  const pipelineNotFound = answers(
+    'the pipeline is not one of this workspace',
+    AppError.notFound(platformTexts.pipelineNotInWorkspace),
+  );
+  const stageNotFound = answers(
+    'the pipeline has no stage with this key (the text names it)',
+    AppError.notFound(platformTexts.stageNotInPipeline('negociacao')),
+  );
+  const repeatedKey = answers(
+    'a stage key would appear twice in the pipeline (the text names it)',
+    AppError.badRequest(platformTexts.stageKeyRepeated('negociacao')),
+  );
+  const webhookNotFound = answers(
+    'the webhook is not one of this workspace',
+    AppError.notFound(platformTexts.webhookNotFound),
+  );
+  const urlRefused = answers(
+    'url leads to an address the dispatcher may not call, or to a name that does not resolve',
+    AppError.badRequest(platformTexts.webhookUrlRefused(platformTexts.destinationForbidden('localhost'))),
+  );
+
+  return {
+    sendMessage: [...integration('alt-a'), agentNotFound, windowClosed, altBIncomplete, ...provider('alt-b')],
+    sendTemplate: [
+      button('buttons is not an array', platformTexts.buttonsNotArray),
+      button('an entry of buttons is not an object', platformTexts.buttonEntry(0)),
+      button("an entry's index is not an integer of 0 or more", platformTexts.buttonIndex(0)),
+      button("an entry's type is neither url nor quick_reply", platformTexts.buttonType(0)),
+      button('a url button has no text', platformTexts.buttonText(0)),
+      button('a quick_reply button has no payload', platformTexts.buttonPayload(0)),
+      button('two entries have the same index', platformTexts.buttonIndexRepeated(0)),
+      ...integration('chat-official'),
+      notOfficial,
+      agentNotFound,
+      templateAnswer(
+        'no approved template of this name and language',
+        132001,
+        platformTexts.templateNotFound(template.name, template.language),
+      ),
+      templateAnswer(
+        'as many variables as the body has placeholders are needed',
+        132000,
+        platformTexts.templateVariables(template.name, 2, 1),
+      ),
+      templateAnswer(
+        'the template has a media header and headerMedia is absent',
+        131053,
+        platformTexts.templateHeaderMissing(template.name, 'image'),
+      ),
+      templateAnswer(
+        "headerMedia.type is not the template's header type",
+        131053,
+        platformTexts.templateHeaderMismatch(template.name, 'image', 'video'),
+      ),
+      templateAnswer(
+        'the template has no media header and headerMedia is given',
+        131053,
+        platformTexts.templateHeaderUnexpected(template.name),
+      ),
+      templateAnswer(
+        'the provider does not know the template or has not approved it',
+        132001,
+        platformTexts.templateRefusedByProvider,
+      ),
+      templateAnswer(
+        'the provider counts another number of placeholders',
+        132000,
+        platformTexts.templateVariablesRefused,
+      ),
+      templateAnswer(
+        "the provider cannot fetch the header's media, or its type does not match",
+        131053,
+        platformTexts.templateMediaRejected,
+      ),
+      ...provider('chat-official'),
+    ],
+    externalSend: [
+      conversationNotFound,
+      answers(
+        "the conversation's integration is not connected",
+        AppError.badRequest(errorTexts.integrationNotConnected),
+      ),
+      answers(
+        "the conversation's channel cannot send yet (the text names it)",
+        AppError.badRequest(platformTexts.channelNotSupported('photo')),
+      ),
+      windowClosed,
+      altBIncomplete,
+      ...provider('bot'),
+    ],
+    moveLead: [
+      answers('the contact is not one of this workspace', AppError.notFound(errorTexts.contactNotFound)),
+      answers('the pipeline is not one of this workspace', AppError.badRequest(errorTexts.pipelineNotFound)),
+      answers(
+        'the pipeline has no stage with this key (the text names both)',
+        AppError.badRequest(errorTexts.stageNotFound('negociacao', 'Vendas')),
+      ),
+      answers(
+        'conversation_id is not a conversation of this contact',
+        AppError.badRequest(errorTexts.conversationNotOfContact),
+      ),
+    ],
+
+    createIntegration: [
+      answers(
+        'the channel has no connector yet (the text names it)',
+        AppError.badRequest(platformTexts.channelNotSupported('market')),
+      ),
+      ...configTexts.map((text) =>
+        answers(
+          "config does not fit the channel's provider (the text names the field)",
+          AppError.badRequest(text),
+        ),
+      ),
+      answers(
+        'config.base_url leads to an address the connector may not call, or does not resolve',
+        AppError.badRequest(platformTexts.baseUrlRefused(platformTexts.destinationForbidden('localhost'))),
+      ),
+      answers(
+        "the provider refused to register the integration's inbound URL",
+        new AppError(502, { error: platformTexts.inboundRegistrationFailed('alt-a') }),
+      ),
+    ],
+    updateIntegration: [integrationNotFound],
+    listTemplates: [integrationNotFound, notOfficial],
+    refreshTemplates: [
+      integrationNotFound,
+      notOfficial,
+      answers(
+        'the provider failed to list the templates',
+        new AppError(502, { error: platformTexts.providerFailed('chat-official') }),
+      ),
+    ],
+
+    createMember: [
+      answers(
+        'a member of the workspace already has this email',
+        new AppError(409, { error: platformTexts.memberEmailTaken }),
+      ),
+    ],
+
+    getConversation: [conversationNotFound],
+    assignConversation: [
+      conversationNotFound,
+      answers(
+        'type human: id is not a member of the workspace',
+        AppError.badRequest(platformTexts.assigneeNotMember),
+      ),
+      answers(
+        'type agent: id is not an AI agent of the workspace',
+        AppError.badRequest(platformTexts.assigneeNotAgent),
+      ),
+    ],
+    resolveConversation: [conversationNotFound],
+    // Answered by the gateway from two owners: messaging has the contact, pipeline its stages.
+    getContact: [
+      answers('the contact is not one of this workspace', AppError.notFound(errorTexts.contactNotFound)),
+      answers('messaging or pipeline is not reachable', AppError.unavailable()),
+      answers(
+        'messaging or pipeline did not answer in time (the text names it)',
+        new AppError(504, { error: platformTexts.serviceTimeout('messaging') }),
+      ),
+    ],
+
+    createPipeline: [repeatedKey],
+    getPipeline: [pipelineNotFound],
+    renamePipeline: [pipelineNotFound],
+    addStage: [pipelineNotFound, repeatedKey],
+    reorderStages: [
+      pipelineNotFound,
+      answers(
+        "keys is not each of the pipeline's stage keys exactly once",
+        AppError.badRequest(platformTexts.stageKeysNotPermutation),
+      ),
+    ],
+    renameStage: [pipelineNotFound, stageNotFound],
+    removeStage: [
+      pipelineNotFound,
+      stageNotFound,
+      answers("it is the pipeline's only stage", AppError.badRequest(platformTexts.lastStage)),
+      answers(
+        'move_to is not another stage of the pipeline',
+        AppError.badRequest(platformTexts.moveToInvalid),
+      ),
+      answers(
+        'the stage holds contacts and move_to does not say where they go (the text names both)',
+        new AppError(409, { error: platformTexts.stageHoldsContacts('negociacao', 3) }),
+      ),
+    ],
+    leadHistory: [pipelineNotFound],
+
+    createWebhook: [urlRefused],
+    getWebhook: [webhookNotFound],
+    updateWebhook: [webhookNotFound, urlRefused],
+    deleteWebhook: [webhookNotFound],
+    rotateWebhookSecret: [webhookNotFound],
+    listDeliveries: [webhookNotFound],
+    getDelivery: [
+      webhookNotFound,
+      answers('the delivery is not one of this webhook', AppError.notFound(platformTexts.deliveryNotFound)),
+    ],
+    resendDelivery: [
+      webhookNotFound,
+      answers(
+        'the delivery is not one of this webhook, or is being attempted right now',
+        AppError.notFound(platformTexts.deliveryNotResendable),
+      ),
+    ],
+    replayFailed: [webhookNotFound],
+  };
+})();
