@@ -56,6 +56,8 @@ try {
 Inbox platform is running (distributed mode: one process per service). Ctrl-C stops everything.
 
   Gateway (public and admin API)   ${stack.gatewayUrl}
+  API docs (read and try calls)    ${stack.gatewayUrl}/docs
+  OpenAPI document                 ${stack.gatewayUrl}/openapi.json
   Provider connector               http://127.0.0.1:${settings.CONNECTOR_PORT}
   Provider sandbox                 ${stack.sandboxUrl ?? 'off'}
 ${sandboxCidrsNote(settings)}  Admin token                      ${settings.ADMIN_TOKEN}${settings.adminTokenGenerated ? '   (generated; set ADMIN_TOKEN to choose one)' : ''}
