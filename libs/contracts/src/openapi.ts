@@ -6,6 +6,7 @@ import {
 } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { commandCatalogue } from './commands.js';
+import { eventTypes } from './event-types.js';
 import { eventCatalogue, type PublicEventType, publicEventTypes } from './events.js';
 import * as contracts from './index.js';
 import { Examples, failureResponses, InternalErrorResponse } from './openapi-failures.js';
@@ -43,10 +44,10 @@ const tagDescriptions: Record<RouteDefinition['tag'] | 'Events', string> = {
 };
 
 const eventSummaries: Record<PublicEventType, string> = {
-  'message.received': 'A new message arrived from a contact',
-  'message.sent': 'The platform sent a message (panel, API or AI agent)',
-  'conversation.assigned': 'A conversation was assigned, reassigned or unassigned',
-  'conversation.resolved': 'A conversation was marked resolved',
+  [eventTypes.messageReceived]: 'A new message arrived from a contact',
+  [eventTypes.messageSent]: 'The platform sent a message (panel, API or AI agent)',
+  [eventTypes.conversationAssigned]: 'A conversation was assigned, reassigned or unassigned',
+  [eventTypes.conversationResolved]: 'A conversation was marked resolved',
 };
 
 const securitySchemes = {
