@@ -103,9 +103,13 @@ describe('one trace from the API call to the webhook', () => {
     await waitFor(
       () => {
         const services = new Set(inTrace(traceId).map((span) => span.service));
+        // Each process exports in batches of its own: wait until no span's parent is still missing
+        // (but the root's, which is the test's own traceparent).
+        const orphans = inTrace(traceId).filter((span) => span.parentSpanId && !parentOf(span));
         return (
           expected.every((service) => services.has(service)) &&
-          inTrace(traceId).some((s) => s.name.startsWith('webhook deliver'))
+          inTrace(traceId).some((s) => s.name.startsWith('webhook deliver')) &&
+          orphans.length <= 1
         );
       },
       { what: 'spans from every process', timeoutMs: 20_000 },
