@@ -2,11 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openApiDocument, routes } from '@inbox/contracts';
-import { type HostedService, hostService } from '@inbox/service-kit';
-import { createDatabase, uniquePrefix } from '@inbox/testkit';
+import type { HostedService } from '@inbox/service-kit';
 import { type BrowserContext, chromium } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { gatewayService } from '../src/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostGateway } from './host-gateway.js';
 
 // The docs page as a person sees it: a real (headless) Chromium opens /docs on a running gateway.
 
@@ -19,15 +18,7 @@ let profile: string;
 let browser: BrowserContext;
 
 beforeAll(async () => {
-  const { natsUrl, postgresAdminUrl } = inject('infra');
-  gateway = await hostService(gatewayService({ adminToken: 'adm_docs_page_test_token' }), {
-    databaseUrl: await createDatabase(postgresAdminUrl),
-    natsUrl,
-    busPrefix: uniquePrefix(),
-    port: 0,
-    host: '127.0.0.1',
-    logLevel: 'silent',
-  });
+  gateway = await hostGateway({ adminToken: 'adm_docs_page_test_token' });
   url = gateway.http.url;
   profile = mkdtempSync(join(tmpdir(), 'docs-page-chromium-'));
   browser = await chromium.launchPersistentContext(profile, {

@@ -1,8 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { type HostedService, hostService } from '@inbox/service-kit';
-import { createDatabase, uniquePrefix } from '@inbox/testkit';
+import type { HostedService } from '@inbox/service-kit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { gatewayService } from '../src/index.js';
+import { hostGateway } from './host-gateway.js';
 
 const adminToken = `adm_${randomBytes(16).toString('hex')}`;
 let gateway: HostedService;
@@ -36,15 +35,8 @@ async function newWorkspace(): Promise<{ id: string; key: string }> {
 }
 
 beforeAll(async () => {
-  const { natsUrl, postgresAdminUrl, redisUrl } = inject('infra');
-  gateway = await hostService(gatewayService({ adminToken, redisUrl, rateLimitPerMinute: 1000 }), {
-    databaseUrl: await createDatabase(postgresAdminUrl),
-    natsUrl,
-    busPrefix: uniquePrefix(),
-    port: 0,
-    host: '127.0.0.1',
-    logLevel: 'silent',
-  });
+  const { redisUrl } = inject('infra');
+  gateway = await hostGateway({ adminToken, redisUrl, rateLimitPerMinute: 1000 });
   url = gateway.http.url;
   ({ id: workspaceId, key: apiKey } = await newWorkspace());
 });

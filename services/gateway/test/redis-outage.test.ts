@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { type HostedService, hostService } from '@inbox/service-kit';
-import { createDatabase, type LocalServer, startRedis, uniquePrefix } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { gatewayService } from '../src/index.js';
+import type { HostedService } from '@inbox/service-kit';
+import { type LocalServer, startRedis } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostGateway } from './host-gateway.js';
 
 const adminToken = `adm_${randomBytes(16).toString('hex')}`;
 let redis: LocalServer;
@@ -11,15 +11,7 @@ let gateway: HostedService;
 beforeAll(async () => {
   // A Redis of this file's own, so it can be stopped without disturbing other tests.
   redis = await startRedis();
-  const { natsUrl, postgresAdminUrl } = inject('infra');
-  gateway = await hostService(gatewayService({ adminToken, redisUrl: redis.url, rateLimitPerMinute: 5 }), {
-    databaseUrl: await createDatabase(postgresAdminUrl),
-    natsUrl,
-    busPrefix: uniquePrefix(),
-    port: 0,
-    host: '127.0.0.1',
-    logLevel: 'silent',
-  });
+  gateway = await hostGateway({ adminToken, redisUrl: redis.url, rateLimitPerMinute: 5 });
 });
 afterAll(async () => {
   await gateway?.stop();
