@@ -25,6 +25,8 @@ async function workspace(instance: string) {
   await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
     url: `${fixture.receiver.url}/${instance}`,
     events: ['*'],
+    // The tests read the events in the order they were emitted: only an ordered endpoint promises it.
+    ordered: true,
   });
   return { id, key: ws.body.api_key, integrationId: integration.body.id };
 }
