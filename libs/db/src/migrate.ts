@@ -50,6 +50,14 @@ const outboxMigrations = [
       create index outbox_pending on outbox (seq) where published_at is null and failed_at is null;
     `,
   },
+  {
+    version: -2,
+    name: '000_outbox_pruning (from @inbox/db)',
+    sql: `
+      -- Published rows are deleted once past their retention; this finds them without reading the rest.
+      create index outbox_published on outbox (published_at) where published_at is not null;
+    `,
+  },
 ];
 
 async function readMigrations(directory: string) {

@@ -69,6 +69,9 @@ const publishLag = outboxMeter.createHistogram('outbox.publish.lag', {
 const deadLettered = outboxMeter.createCounter('outbox.dead_lettered', {
   description: 'Outbox rows set aside because the broker refuses them, by schema and reason',
 });
+const pruned = outboxMeter.createCounter('outbox.pruned', {
+  description: 'Published outbox rows deleted once past their retention',
+});
 const backlogs = new Map<string, number>();
 outboxMeter
   .createObservableGauge('outbox.backlog', {
@@ -110,6 +113,15 @@ export interface OutboxRelayOptions {
   onError?: (error: unknown) => void;
   /** Where a dead-lettered row is reported; without it the report goes to onError. */
   logger?: RelayLogger;
+  /**
+   * How long a published row is kept (for an operator reading what was sent) before it is deleted;
+   * 24 hours by default. Deleting is batched and runs beside the relay, never inside its pass.
+   */
+  retainPublishedMs?: number;
+  /** How often published rows past their retention are looked for; 5 minutes by default. */
+  pruneIntervalMs?: number;
+  /** Rows one delete statement takes at most, so no statement holds many locks or runs long. */
+  pruneBatchSize?: number;
   /** Test seam: called after each publish, before the row is marked. */
   afterPublish?: (event: WireEvent) => void;
 }
@@ -151,10 +163,23 @@ export class OutboxRelay {
   constructor(private readonly options: OutboxRelayOptions) {}
 
   private gauge: NodeJS.Timeout | undefined;
+  private pruner: NodeJS.Timeout | undefined;
+  private pruning: Promise<unknown> | undefined;
 
   start(): void {
     this.stopped = false;
     this.wake();
+    this.pruner = setInterval(
+      () => {
+        this.pruning ??= this.prunePublished()
+          .catch((error: unknown) => this.options.onError?.(error))
+          .finally(() => {
+            this.pruning = undefined;
+          });
+      },
+      this.options.pruneIntervalMs ?? 5 * 60_000,
+    );
+    this.pruner.unref();
     this.gauge = setInterval(() => {
       this.backlog().then(
         (rows) => backlogs.set(this.options.schema, rows),
@@ -195,7 +220,8 @@ export class OutboxRelay {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.gauge);
-    await this.running;
+    clearInterval(this.pruner);
+    await Promise.all([this.running, this.pruning]);
     await this.publishPending().catch((error: unknown) => this.options.onError?.(error));
   }
 
@@ -330,6 +356,28 @@ export class OutboxRelay {
     } else {
       this.options.onError?.(new EventDeadLettered(event, reason, error));
     }
+  }
+
+  /**
+   * Deletes published rows older than the retention, a batch per statement until none is left, and says
+   * how many. Replicas may prune at once: each skips the rows another is deleting. Unpublished and
+   * dead-lettered rows are never deleted.
+   */
+  async prunePublished(): Promise<number> {
+    const { pool, schema, retainPublishedMs = 24 * 3_600_000, pruneBatchSize = 1_000 } = this.options;
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await pool.query(
+        `delete from outbox where seq in (
+           select seq from outbox where published_at < now() - $1 * interval '1 millisecond'
+           limit $2 for update skip locked)`,
+        [retainPublishedMs, pruneBatchSize],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < pruneBatchSize) break;
+    }
+    if (total > 0) pruned.add(total, { schema });
+    return total;
   }
 
   /** Rows waiting to be published (dead-lettered ones are not waiting), for the backlog metric and readiness. */

@@ -74,6 +74,7 @@ describe('migrations', () => {
     const applied = await migrate(p, { schema: 'upgraded', directory: migrations, outbox: true });
     expect(applied).toEqual([
       '000_outbox_dead_letters (from @inbox/db)',
+      '000_outbox_pruning (from @inbox/db)',
       '001_things.sql',
       '002_things_index.sql',
     ]);
@@ -164,6 +165,29 @@ describe('transactional outbox', () => {
       writeEvent(client, eventTypes.messageSent, leadMoved(workspace, 0)),
     ];
     expect(refused).toBeTypeOf('function');
+  });
+
+  it('deletes published rows once past their retention, a batch at a time, and never an unpublished one', async () => {
+    await pool.query('update outbox set published_at = now() where published_at is null');
+    const [old1, old2, old3, recent, deadLettered] = await writeEvents(5);
+    await pool.query(`update outbox set published_at = now() - interval '2 days' where id = any($1)`, [
+      [old1, old2, old3],
+    ]);
+    await pool.query('update outbox set published_at = now() where id = $1', [recent]);
+    await pool.query(`update outbox set failed_at = now() - interval '2 days' where id = $1`, [deadLettered]);
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix: uniquePrefix() });
+    const relay = new OutboxRelay({ pool, bus, schema: 'relaytest', pruneIntervalMs: 50, pruneBatchSize: 2 });
+    const mine = async () =>
+      (
+        await pool.query<{ id: string }>('select id from outbox where id = any($1) order by seq', [
+          [old1, old2, old3, recent, deadLettered],
+        ])
+      ).rows.map((row) => row.id);
+    relay.start();
+    await waitFor(async () => (await mine()).length === 2, { what: 'the rows past retention pruned' });
+    await relay.stop();
+    await bus.drain();
+    expect(await mine()).toEqual([recent, deadLettered]);
   });
 
   it('publishes rows written before a crash, once each and in order, when the relay comes back', async () => {
