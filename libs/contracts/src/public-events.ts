@@ -11,6 +11,12 @@ export const WebhookIntegration = z.object({ id: z.uuid(), provider: z.enum(prov
 export const messageTypes = ['text', 'image', 'audio', 'video', 'document', 'location', 'others'] as const;
 export const assigneeTypes = ['human', 'agent'] as const;
 export const senderTypes = ['human', 'agent', 'system'] as const;
+// Parts two payloads share; unexported, so the document keeps showing them inline as before.
+const webhookMessage = z.object({ id: z.uuid(), text: z.string(), type: z.enum(messageTypes) });
+const assignment = z.object({
+  assigned_to_type: z.enum(assigneeTypes).nullable(),
+  assigned_to_id: z.uuid().nullable(),
+});
 
 /** The payloads of the public webhook events, exactly as the spec's Payloads section lists them. */
 export const MessageReceived = z.object({
@@ -18,11 +24,8 @@ export const MessageReceived = z.object({
   workspace_id: z.uuid(),
   conversation_id: z.uuid(),
   contact: WebhookContact,
-  message: z.object({ id: z.uuid(), text: z.string(), type: z.enum(messageTypes) }),
-  status: z.object({
-    assigned_to_type: z.enum(assigneeTypes).nullable(),
-    assigned_to_id: z.uuid().nullable(),
-  }),
+  message: webhookMessage,
+  status: assignment,
   integration: WebhookIntegration,
 });
 export type MessageReceived = z.infer<typeof MessageReceived>;
@@ -31,7 +34,7 @@ export const MessageSent = z.object({
   event: z.literal(eventTypes.messageSent),
   workspace_id: z.uuid(),
   conversation_id: z.uuid(),
-  message: z.object({ id: z.uuid(), text: z.string(), type: z.enum(messageTypes) }),
+  message: webhookMessage,
   status: z.object({ sender_type: z.enum(senderTypes) }),
   integration: WebhookIntegration,
 });
@@ -41,10 +44,7 @@ export const ConversationAssigned = z.object({
   event: z.literal(eventTypes.conversationAssigned),
   workspace_id: z.uuid(),
   conversation_id: z.uuid(),
-  status: z.object({
-    assigned_to_type: z.enum(assigneeTypes).nullable(),
-    assigned_to_id: z.uuid().nullable(),
-  }),
+  status: assignment,
 });
 export type ConversationAssigned = z.infer<typeof ConversationAssigned>;
 

@@ -1,4 +1,6 @@
+import type { DeliveryAttempt } from '@inbox/contracts';
 import type { Pool, Queryable } from '@inbox/db';
+import type { z } from 'zod';
 
 export interface LeasedDelivery {
   trace_context: Record<string, string> | null;
@@ -226,14 +228,7 @@ export class DeliveryStore {
         where workspace_id = $1 and delivery_id = $2 order by attempt, id`,
       [workspaceId, deliveryId],
     );
-    return rows.map((row) => ({ ...row, at: iso(row.at)! })) as Array<{
-      attempt: number;
-      at: string;
-      status_code: number | null;
-      error: string | null;
-      duration_ms: number;
-      response_body: string | null;
-    }>;
+    return rows.map((row) => ({ ...row, at: iso(row.at)! })) as Array<z.infer<typeof DeliveryAttempt>>;
   }
 
   async one(workspaceId: string, endpointId: string, deliveryId: string) {

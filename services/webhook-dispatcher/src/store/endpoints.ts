@@ -1,22 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import type { Webhook } from '@inbox/contracts';
 import type { Pool, Queryable } from '@inbox/db';
 import { generateWebhookSecret } from '@inbox/sdk/webhooks';
 import type { SecretBox } from '@inbox/service-kit';
+import type { z } from 'zod';
 
-export interface Endpoint {
-  id: string;
-  url: string;
-  events: string[];
-  enabled: boolean;
-  ordered: boolean;
-  max_per_second: number | null;
-  has_secret: boolean;
-  previous_secret_expires_at: string | null;
-  disabled_reason: string | null;
-  failing_since: string | null;
-  created_at: string;
-  updated_at: string;
-}
+/** An endpoint as the admin API shows it. */
+export type Endpoint = z.infer<typeof Webhook>;
 
 /** The error recorded on deliveries to an endpoint whose stored secret does not open. */
 export const unopenableSecret = 'secret cannot be decrypted';
