@@ -34,7 +34,7 @@ export async function benchSendMessage(): Promise<void> {
     const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
     const adminToken = `adm_${randomBytes(16).toString('hex')}`;
     stack = await startStack({
-      natsUrl: nats.url,
+      busUrl: nats.url,
       databaseUrl: postgres.url,
       redisUrl: redis.url,
       adminToken,

@@ -46,7 +46,7 @@ export async function benchWebhooks(): Promise<Record<string, string>> {
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     const spec = serviceProcessSpecs({
-      natsUrl: nats.url,
+      busUrl: nats.url,
       databaseUrl: postgres.url,
       adminToken: 'unused',
       encryptionKey: randomBytes(32).toString('base64'),

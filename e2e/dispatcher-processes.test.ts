@@ -20,7 +20,7 @@ beforeAll(async () => {
   makeSpec = async () => {
     const port = await freePort();
     const spec = serviceProcessSpecs({
-      natsUrl,
+      busUrl: natsUrl,
       databaseUrl,
       busPrefix,
       adminToken: 'unused-admin-token',

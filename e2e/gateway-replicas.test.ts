@@ -18,7 +18,7 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++) {
     const port = await freePort();
     const [spec] = serviceProcessSpecs({
-      natsUrl,
+      busUrl: natsUrl,
       databaseUrl,
       redisUrl,
       busPrefix,

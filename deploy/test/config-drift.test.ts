@@ -45,7 +45,7 @@ const EXTRAS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'OTEL_SDK_DI
 
 /** Values the Secrets inbox-secrets and nats-<service> would hold, in the shape each schema wants. */
 const SECRET_SAMPLES: Record<string, string> = {
-  NATS_URL: 'nats://service:p0secret@nats:4222',
+  BUS_URL: 'nats://service:p0secret@nats:4222',
   DATABASE_URL: 'postgres://inbox:secret@postgres:5432/inbox',
   ADMIN_TOKEN: 'a'.repeat(32),
   ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
@@ -100,8 +100,8 @@ function staleDefaults(service: string, values: Record<string, string>): string[
 
 describe('config drift: the check itself', () => {
   it('reads keys and required keys from the schemas', () => {
-    expect(requiredOf(GatewayConfig).sort()).toEqual(['ADMIN_TOKEN', 'DATABASE_URL', 'NATS_URL']);
-    expect(requiredOf(DispatcherConfig).sort()).toEqual(['DATABASE_URL', 'ENCRYPTION_KEY', 'NATS_URL']);
+    expect(requiredOf(GatewayConfig).sort()).toEqual(['ADMIN_TOKEN', 'BUS_URL', 'DATABASE_URL']);
+    expect(requiredOf(DispatcherConfig).sort()).toEqual(['BUS_URL', 'DATABASE_URL', 'ENCRYPTION_KEY']);
     expect(requiredOf(SandboxConfig)).toEqual([]);
     expect(keysOf(DispatcherConfig)).toEqual(
       expect.arrayContaining([
@@ -119,12 +119,12 @@ describe('config drift: the check itself', () => {
   });
 
   it('fails on an unknown or a missing variable', () => {
-    expect(drift('webhook-dispatcher', ['DATABASE_URL', 'NATS_URL', 'WEBHOOK_CONCURENCY'])).toEqual({
+    expect(drift('webhook-dispatcher', ['DATABASE_URL', 'BUS_URL', 'WEBHOOK_CONCURENCY'])).toEqual({
       unknown: ['WEBHOOK_CONCURENCY'],
       missing: ['ENCRYPTION_KEY'],
     });
     expect(
-      drift('messaging', ['DATABASE_URL', 'NATS_URL', 'RATE_LIMIT_PER_MINUTE', 'OTEL_SERVICE_NAME']),
+      drift('messaging', ['DATABASE_URL', 'BUS_URL', 'RATE_LIMIT_PER_MINUTE', 'OTEL_SERVICE_NAME']),
     ).toEqual({
       unknown: ['RATE_LIMIT_PER_MINUTE'],
       missing: [],

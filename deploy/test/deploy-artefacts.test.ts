@@ -26,21 +26,21 @@ const SERVICES: Record<string, ServiceContract> = {
   gateway: {
     portVar: 'GATEWAY_PORT',
     port: 8080,
-    needs: ['DATABASE_URL', 'NATS_URL', 'REDIS_URL'],
+    needs: ['DATABASE_URL', 'BUS_URL', 'REDIS_URL'],
     secrets: ['ADMIN_TOKEN'],
   },
-  messaging: { portVar: 'MESSAGING_PORT', port: 8082, needs: ['DATABASE_URL', 'NATS_URL'], secrets: [] },
+  messaging: { portVar: 'MESSAGING_PORT', port: 8082, needs: ['DATABASE_URL', 'BUS_URL'], secrets: [] },
   'provider-connector': {
     portVar: 'CONNECTOR_PORT',
     port: 8081,
-    needs: ['DATABASE_URL', 'NATS_URL'],
+    needs: ['DATABASE_URL', 'BUS_URL'],
     secrets: ['ENCRYPTION_KEY'],
   },
-  pipeline: { portVar: 'PIPELINE_PORT', port: 8083, needs: ['DATABASE_URL', 'NATS_URL'], secrets: [] },
+  pipeline: { portVar: 'PIPELINE_PORT', port: 8083, needs: ['DATABASE_URL', 'BUS_URL'], secrets: [] },
   'webhook-dispatcher': {
     portVar: 'DISPATCHER_PORT',
     port: 8084,
-    needs: ['DATABASE_URL', 'NATS_URL'],
+    needs: ['DATABASE_URL', 'BUS_URL'],
     secrets: ['ENCRYPTION_KEY'],
   },
 };
@@ -251,10 +251,10 @@ describe('docker-compose.yml', () => {
       for (const variable of contract.needs) expect(env[variable], `${name} ${variable}`).toBeTruthy();
       // Its own NATS user, with the password the nats service reads for that user.
       const password = `NATS_${name.toUpperCase().replaceAll('-', '_')}_PASSWORD`;
-      expect(env.NATS_URL, name).toMatch(
+      expect(env.BUS_URL, name).toMatch(
         new RegExp(`^nats://${name}:\\$\\{${password}:-[a-z0-9]+\\}@nats:4222$`),
       );
-      expect(composeEnv(service('nats'))[password], name).toBe(/:(\$\{[^}]+\})@/.exec(env.NATS_URL!)?.[1]);
+      expect(composeEnv(service('nats'))[password], name).toBe(/:(\$\{[^}]+\})@/.exec(env.BUS_URL!)?.[1]);
       expect(env.DATABASE_URL).toMatch(/^postgres(ql)?:\/\/[^@]+@postgres:5432\/inbox$/);
       expect(env.OTEL_SERVICE_NAME).toBe(name);
     }
@@ -444,8 +444,8 @@ describe('k8s/', () => {
             expect(entry.value, `${name} ${entry.name}`).toBeUndefined();
         }
         // Its own NATS user: the URL carries the password, so it comes from the service's own Secret.
-        const nats = dict(dict(env.find((e) => e.name === 'NATS_URL')?.valueFrom).secretKeyRef);
-        expect(nats, name).toEqual({ name: `nats-${name}`, key: 'NATS_URL' });
+        const nats = dict(dict(env.find((e) => e.name === 'BUS_URL')?.valueFrom).secretKeyRef);
+        expect(nats, name).toEqual({ name: `nats-${name}`, key: 'BUS_URL' });
       }
       const kustomization = dict(parse(read('k8s/base/kustomization.yaml')));
       const generated = list(kustomization.configMapGenerator).map(dict);
@@ -461,7 +461,7 @@ describe('k8s/', () => {
         expect(fromConfig, name).toContain(`${name}-config`);
       }
       for (const { name } of generated) {
-        for (const secret of [...SECRET_KEYS, 'NATS_URL'])
+        for (const secret of [...SECRET_KEYS, 'BUS_URL'])
           expect(keysOf(String(name)), String(name)).not.toContain(secret);
       }
     });
@@ -596,7 +596,7 @@ describe('k8s/', () => {
       expect(config?.behavior).toBe('merge');
       // NATS is reached with each service's own user, from its Secret nats-<service>, not from a ConfigMap.
       expect(list(config?.literals).map(String)).not.toEqual(
-        expect.arrayContaining([expect.stringMatching(/^NATS_URL=/)]),
+        expect.arrayContaining([expect.stringMatching(/^BUS_URL=/)]),
       );
     });
   });

@@ -172,7 +172,7 @@ describe(`image build steps for ${SERVICE}, without a container engine`, () => {
     });
     expect(result.status, result.stderr).toBe(1);
     expect(result.stderr).toContain(`${SERVICE}: invalid configuration`);
-    for (const name of ['DATABASE_URL', 'NATS_URL', 'ADMIN_TOKEN'])
+    for (const name of ['DATABASE_URL', 'BUS_URL', 'ADMIN_TOKEN'])
       expect(result.stderr).toContain(`${name}:`);
     expect(result.stderr).not.toMatch(/ERR_MODULE_NOT_FOUND|Cannot find (module|package)/);
     // Nothing was written into the application tree (it is read-only in the containers).

@@ -116,8 +116,7 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
         [fromConnector, fromPipeline, fromMessaging].every((e) => webhooks.has(e.id)),
       { what: 'every event at its consumers', timeoutMs: 10_000 },
     );
-    const position = await buses['webhook-dispatcher'].consumerPosition('webhook-dispatcher');
-    expect(position.pending).toBe(0);
+    expect(await buses['webhook-dispatcher'].pending('webhook-dispatcher')).toBe(0);
   });
 
   it('refuses a connection without credentials or with another user’s password', async () => {

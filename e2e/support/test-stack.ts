@@ -30,7 +30,7 @@ export async function startTestStack(overrides: Partial<StackConfig> = {}): Prom
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
   const databaseUrl = await createDatabase(postgresAdminUrl, 'e2e');
   const stack = await startStack({
-    natsUrl,
+    busUrl: natsUrl,
     redisUrl,
     databaseUrl,
     busPrefix: uniquePrefix(),

@@ -6,7 +6,8 @@ import { localConnectorCidrs } from './settings.js';
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface StackConfig {
-  natsUrl: string;
+  /** nats://… or amqp://…: the scheme picks the transport of every service. */
+  busUrl: string;
   databaseUrl: string;
   redisUrl?: string;
   busPrefix?: string;
@@ -46,7 +47,7 @@ const optional = (name: string, value: string | number | undefined): Record<stri
 /** The processes of the distributed mode: the five services and, when its port is not 0, the sandbox. */
 export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
   const common = {
-    NATS_URL: config.natsUrl,
+    BUS_URL: config.busUrl,
     DATABASE_URL: config.databaseUrl,
     BUS_PREFIX: config.busPrefix ?? '',
     LOG_LEVEL: config.logLevel ?? 'info',

@@ -25,7 +25,9 @@ export const RuntimeSettings = z.object({
   WEBHOOK_DISABLE_AFTER_HOURS: DispatcherConfig.shape.WEBHOOK_DISABLE_AFTER_HOURS,
   WEBHOOK_CONCURRENCY: DispatcherConfig.shape.WEBHOOK_CONCURRENCY,
   WEBHOOK_PER_ENDPOINT_CONCURRENCY: DispatcherConfig.shape.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
-  NATS_URL: z.string().optional(),
+  /** Which broker `npm run stack` starts when BUS_URL is not given. */
+  BUS: z.enum(['nats', 'rabbitmq']).default('nats'),
+  BUS_URL: z.string().optional(),
   DATABASE_URL: z.string().optional(),
   REDIS_URL: z.string().optional(),
   LOG_LEVEL: env.logLevel,

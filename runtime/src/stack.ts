@@ -1,5 +1,5 @@
 // `npm run stack`: the distributed mode on this machine, one process per service, with NATS, Postgres
-// and Redis started from the binaries on PATH unless NATS_URL, DATABASE_URL and REDIS_URL are given.
+// and Redis started from the binaries on PATH unless BUS_URL, DATABASE_URL and REDIS_URL are given.
 import { createLogger, stopGraceMs, stopOnSignals } from '@inbox/service-kit';
 import { type LocalServer, startNats, startPostgres, startRedis } from '@inbox/testkit';
 import { type RunningStack, startStack } from './distributed.js';
@@ -25,13 +25,13 @@ const serverOrGiven = async (given: string | undefined, start: () => Promise<Loc
 };
 
 try {
-  const [natsUrl, databaseUrl, redisUrl] = await Promise.all([
-    serverOrGiven(settings.NATS_URL, startNats, 'nats-server (JetStream)'),
+  const [busUrl, databaseUrl, redisUrl] = await Promise.all([
+    serverOrGiven(settings.BUS_URL, startNats, 'nats-server (JetStream)'),
     serverOrGiven(settings.DATABASE_URL, startPostgres, 'Postgres'),
     serverOrGiven(settings.REDIS_URL, startRedis, 'redis-server'),
   ]);
   stack = await startStack({
-    natsUrl,
+    busUrl,
     databaseUrl,
     redisUrl,
     ports: {
@@ -61,7 +61,7 @@ Inbox platform is running (distributed mode: one process per service). Ctrl-C st
   Provider connector               http://127.0.0.1:${settings.CONNECTOR_PORT}
   Provider sandbox                 ${stack.sandboxUrl ?? 'off'}
 ${sandboxCidrsNote(settings)}  Admin token                      ${settings.ADMIN_TOKEN}${settings.adminTokenGenerated ? '   (generated; set ADMIN_TOKEN to choose one)' : ''}
-  NATS / Postgres / Redis          ${natsUrl} / ${databaseUrl} / ${redisUrl}
+  Bus / Postgres / Redis           ${busUrl} / ${databaseUrl} / ${redisUrl}
 
 Create a workspace (its API key is shown once):
 

@@ -4,7 +4,7 @@ import { readSettings } from '../src/settings.js';
 
 const ports = { gateway: 1, connector: 2, messaging: 3, pipeline: 4, dispatcher: 5, sandbox: 6 };
 const stack: StackConfig = {
-  natsUrl: 'nats://127.0.0.1:4222',
+  busUrl: 'nats://127.0.0.1:4222',
   databaseUrl: 'postgres://u:p@127.0.0.1:5432/inbox',
   adminToken: 'a'.repeat(32),
   encryptionKey: Buffer.alloc(32, 7).toString('base64'),

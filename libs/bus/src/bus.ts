@@ -29,8 +29,6 @@ export interface ConsumeOptions {
 export interface Delivery {
   /** 1 on the first delivery, counting up on every redelivery. */
   attempt: number;
-  /** The event's position in the stream: later events have higher numbers. */
-  sequence: number;
 }
 
 /** A handler of the raw stream: any type, data unread. Services take events through consumeEvents. */
@@ -48,10 +46,11 @@ export interface DeadLetter {
 
 /**
  * The one interface services use to talk: commands (someone waits for the answer) and events (nobody
- * waits). Transports: NATS JetStream in production, in-process for the all-in-one local mode.
+ * waits). It holds only what every broker gives: no stream positions, no server-side ordering, no
+ * de-duplication a handler could lean on (handlers are idempotent by event id). Transports: NATS
+ * JetStream or RabbitMQ (picked by connectBus from the URL), in-process for the all-in-one local mode.
  */
 export interface Bus {
-  readonly transport: 'nats' | 'in-process';
   /** Sends a command to the owning service and returns its data, or throws the AppError it answered. */
   request<S extends CommandSubject>(
     subject: S,
@@ -60,7 +59,10 @@ export interface Bus {
   ): Promise<CommandResult<S>>;
   /** Answers a command; replicas of a service share the load through the service's queue group. */
   handle<S extends CommandSubject>(subject: S, handler: CommandHandler<S>): Promise<void>;
-  /** Publishes an event durably; the event id de-duplicates repeated publishes. */
+  /**
+   * Publishes an event durably: once this resolves the broker has it. A publish repeated with the same
+   * id may be delivered twice (NATS drops it within its window; RabbitMQ does not): handlers de-duplicate.
+   */
   publish(event: WireEvent): Promise<void>;
   /**
    * Receives events through a durable consumer with explicit acknowledgement, as they are on the wire.
@@ -71,11 +73,8 @@ export interface Bus {
   notify<S extends NoticeSubject>(subject: S, payload: NoticePayload<S>): Promise<void>;
   /** Listens for a notice on this replica (no queue group: every replica gets each notice). */
   onNotice<S extends NoticeSubject>(subject: S, handler: (payload: NoticePayload<S>) => void): Promise<void>;
-  /**
-   * Where a durable consumer stands: `ackFloor`, the stream sequence up to which every event has been
-   * handled (acknowledged or dead-lettered); `pending`, events not yet delivered to it (its lag).
-   */
-  consumerPosition(durable: string): Promise<{ ackFloor: number; pending: number }>;
+  /** Events waiting for a durable consumer, not yet delivered to it (its lag). */
+  pending(durable: string): Promise<number>;
   /** Events that exhausted their deliveries for a durable consumer, oldest first. */
   deadLetters(durable: string, limit?: number): Promise<DeadLetter[]>;
   /** True while the transport is connected. */

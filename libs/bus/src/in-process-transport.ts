@@ -31,12 +31,9 @@ type AnyHandler = (payload: unknown) => Promise<unknown>;
 
 interface Durable {
   options: ConsumeOptions;
-  /** Stream sequences handled (acknowledged or dead-lettered), above the floor. */
-  handled: Set<number>;
-  ackFloor: number;
   handlers: EventHandler[];
   nextHandler: number;
-  queue: Array<{ event: WireEvent; attempt: number; sequence: number }>;
+  queue: Array<{ event: WireEvent; attempt: number }>;
   running: number;
 }
 
@@ -51,7 +48,6 @@ const roundTrip = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
  * de-duplication by event id), kept in memory, so nothing survives a restart.
  */
 export class InProcessBus implements Bus {
-  readonly transport = 'in-process' as const;
   private readonly handlers = new Map<string, { list: AnyHandler[]; next: number }>();
   private readonly log: WireEvent[] = [];
   private readonly seen = new Map<string, number>();
@@ -131,10 +127,8 @@ export class InProcessBus implements Bus {
         this.seen.set(event.id, Date.now());
         const stored = roundTrip(event);
         this.log.push(stored);
-        const sequence = this.log.length;
         for (const durable of this.durables.values()) {
-          if (subjectMatches(durable.options.filter, stored.type))
-            this.enqueue(durable, stored, sequence, 1, 0);
+          if (subjectMatches(durable.options.filter, stored.type)) this.enqueue(durable, stored, 1, 0);
         }
       },
     );
@@ -181,25 +175,17 @@ export class InProcessBus implements Bus {
       nextHandler: 0,
       queue: [],
       running: 0,
-      handled: new Set(),
-      ackFloor: 0,
     };
     this.durables.set(options.durable, durable);
     // A new durable starts from the beginning of the stream, as a JetStream durable with deliver-all does.
-    for (const [index, event] of this.log.entries()) {
-      if (subjectMatches(options.filter, event.type)) this.enqueue(durable, event, index + 1, 1, 0);
+    for (const event of this.log) {
+      if (subjectMatches(options.filter, event.type)) this.enqueue(durable, event, 1, 0);
     }
   }
 
-  private enqueue(
-    durable: Durable,
-    event: WireEvent,
-    sequence: number,
-    attempt: number,
-    delayMs: number,
-  ): void {
+  private enqueue(durable: Durable, event: WireEvent, attempt: number, delayMs: number): void {
     const push = () => {
-      durable.queue.push({ event, attempt, sequence });
+      durable.queue.push({ event, attempt });
       this.pump(durable);
     };
     if (delayMs <= 0) {
@@ -216,23 +202,17 @@ export class InProcessBus implements Bus {
   private pump(durable: Durable): void {
     const limit = durable.options.concurrency ?? 1;
     while (!this.intakeClosed && durable.running < limit && durable.queue.length > 0) {
-      const { event, attempt, sequence } = durable.queue.shift()!;
+      const { event, attempt } = durable.queue.shift()!;
       const handler = durable.handlers[durable.nextHandler++ % durable.handlers.length]!;
       durable.running++;
-      void this.inFlight.track(this.deliver(durable, handler, event, sequence, attempt)).finally(() => {
+      void this.inFlight.track(this.deliver(durable, handler, event, attempt)).finally(() => {
         durable.running--;
         this.pump(durable);
       });
     }
   }
 
-  private async deliver(
-    durable: Durable,
-    handler: EventHandler,
-    event: WireEvent,
-    sequence: number,
-    attempt: number,
-  ) {
+  private async deliver(durable: Durable, handler: EventHandler, event: WireEvent, attempt: number) {
     try {
       await withConsumerSpan(
         {
@@ -242,9 +222,8 @@ export class InProcessBus implements Bus {
           messageId: event.id,
         },
         emptyCarrier,
-        () => handler(roundTrip(event), { attempt, sequence }),
+        () => handler(roundTrip(event), { attempt }),
       );
-      this.markHandled(durable, sequence);
     } catch (error) {
       this.options.onHandlerError?.(error, { subject: eventSubject(event.type) });
       const maxDeliver = durable.options.maxDeliver ?? busDefaults.maxDeliver;
@@ -255,36 +234,15 @@ export class InProcessBus implements Bus {
           error: errorMessage(error),
           attempts: attempt,
         });
-        this.markHandled(durable, sequence);
         return;
       }
       const delays = durable.options.redeliveryDelaysMs ?? busDefaults.redeliveryDelaysMs;
-      this.enqueue(
-        durable,
-        event,
-        sequence,
-        attempt + 1,
-        delays[Math.min(attempt - 1, delays.length - 1)] ?? 0,
-      );
+      this.enqueue(durable, event, attempt + 1, delays[Math.min(attempt - 1, delays.length - 1)] ?? 0);
     }
   }
 
-  // The floor moves past events the durable's filter skips, as JetStream's does.
-  private markHandled(durable: Durable, sequence: number): void {
-    durable.handled.add(sequence);
-    for (;;) {
-      const next = durable.ackFloor + 1;
-      const event = this.log[next - 1];
-      if (!event) break;
-      if (subjectMatches(durable.options.filter, event.type) && !durable.handled.delete(next)) break;
-      durable.ackFloor = next;
-    }
-  }
-
-  async consumerPosition(durableName: string): Promise<{ ackFloor: number; pending: number }> {
-    const durable = this.durables.get(durableName);
-    if (!durable) return { ackFloor: 0, pending: 0 };
-    return { ackFloor: durable.ackFloor, pending: durable.queue.length };
+  async pending(durableName: string): Promise<number> {
+    return this.durables.get(durableName)?.queue.length ?? 0;
   }
 
   async deadLetters(durable: string, limit = 100): Promise<DeadLetter[]> {

@@ -82,7 +82,6 @@ const twoMinutes = 120_000;
 const day = 86_400_000;
 
 export class NatsBus implements Bus {
-  readonly transport = 'nats' as const;
   private readonly names: SubjectNames;
   private readonly inFlight = new InFlight();
   private readonly stoppers: Array<() => Promise<void>> = [];
@@ -312,8 +311,8 @@ export class NatsBus implements Bus {
     const slots = new InFlight();
     // The consumer's lag, for the bus.consumer.pending gauge.
     const lag = setInterval(() => {
-      this.consumerPosition(options.durable).then(
-        (position) => notePending(options.durable, position.pending),
+      this.pending(options.durable).then(
+        (pending) => notePending(options.durable, pending),
         () => undefined,
       );
     }, 15_000);
@@ -365,7 +364,7 @@ export class NatsBus implements Bus {
       await withConsumerSpan(
         { system: 'nats', destination: eventSubject(event.type), operation: 'process', messageId: event.id },
         carrier,
-        () => handler(event, { attempt, sequence: msg.seq }),
+        () => handler(event, { attempt }),
       );
       msg.ack();
     } catch (error) {
@@ -404,9 +403,9 @@ export class NatsBus implements Bus {
     });
   }
 
-  async consumerPosition(durable: string): Promise<{ ackFloor: number; pending: number }> {
+  async pending(durable: string): Promise<number> {
     const info = await this.jsm.consumers.info(this.names.eventsStream, this.names.durable(durable));
-    return { ackFloor: info.ack_floor.stream_seq, pending: info.num_pending };
+    return info.num_pending;
   }
 
   async deadLetters(durable: string, limit = 100): Promise<DeadLetter[]> {
@@ -425,6 +424,12 @@ export class NatsBus implements Bus {
     }
     await consumer.delete().catch(() => undefined);
     return letters;
+  }
+
+  /** Closes the connection at once, in-flight deliveries left unacknowledged, as a crash would. */
+  async abort(): Promise<void> {
+    this.draining = true;
+    await this.nc.close();
   }
 
   healthy(): boolean {

@@ -1,14 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import type { WireEvent } from '@inbox/contracts';
 import { startNats, uniquePrefix, waitFor } from '@inbox/testkit';
 import { describe, expect, inject, it } from 'vitest';
 import { type Bus, NatsBus } from '../src/index.js';
 import { busContract } from './bus-contract.js';
 
-busContract('nats', async (replicas) => {
-  const prefix = uniquePrefix();
-  const buses: Bus[] = [];
-  for (let i = 0; i < replicas; i++)
-    buses.push(await NatsBus.connect({ url: inject('infra').natsUrl, prefix }));
-  return buses;
+busContract(
+  'nats',
+  async (replicas) => {
+    const prefix = uniquePrefix();
+    const buses: Bus[] = [];
+    for (let i = 0; i < replicas; i++)
+      buses.push(await NatsBus.connect({ url: inject('infra').natsUrl, prefix }));
+    return buses;
+  },
+  { kill: (bus) => (bus as NatsBus).abort() },
+);
+
+describe('nats transport de-duplication', () => {
+  it('drops a second publish of the same event id within the stream window', async () => {
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix: uniquePrefix() });
+    try {
+      const seen: string[] = [];
+      await bus.consume({ durable: 'dedup', filter: '>' }, async (e) => {
+        seen.push(e.id);
+      });
+      const event = (id = randomUUID()): WireEvent => ({
+        id,
+        type: 'message.sent',
+        workspace_id: randomUUID(),
+        occurred_at: new Date().toISOString(),
+        data: {},
+      });
+      const first = event();
+      await bus.publish(first);
+      await bus.publish(first);
+      const marker = event();
+      await bus.publish(marker);
+      await waitFor(() => seen.includes(marker.id), { what: 'the marker' });
+      expect(seen).toEqual([first.id, marker.id]);
+    } finally {
+      await bus.drain();
+    }
+  });
 });
 
 describe('nats transport health', () => {

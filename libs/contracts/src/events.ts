@@ -51,6 +51,12 @@ export const WireEvent = z.object({
   workspace_id: z.uuid(),
   occurred_at: z.iso.datetime(),
   data: z.unknown(),
+  /**
+   * The event's place among its conversation's events: `seq` counts 1, 2, 3… per `key`, given by the
+   * writer in the transaction that commits the event, so it is the commit order. No broker keeps order
+   * across redeliveries and competing consumers; this does, and the dispatcher delivers by it.
+   */
+  ordering: z.object({ key: z.string().min(1).max(200), seq: z.number().int().positive() }).optional(),
 });
 export type WireEvent = z.infer<typeof WireEvent>;
 
@@ -58,6 +64,16 @@ export type WireEvent = z.infer<typeof WireEvent>;
 export type EventEnvelope<T extends EventType = EventType> = {
   [K in T]: Omit<WireEvent, 'type' | 'data'> & { type: K; data: EventData<K> };
 }[T];
+
+/**
+ * The key an event is ordered by: its conversation, for the public events (each carries
+ * `conversation_id`, and messaging, which owns conversations, is the only writer of them).
+ */
+export function orderingKeyOf(type: EventType, data: unknown): string | undefined {
+  if (!Object.hasOwn(publicEvents, type)) return undefined;
+  const conversationId = (data as { conversation_id?: unknown }).conversation_id;
+  return typeof conversationId === 'string' ? conversationId : undefined;
+}
 
 /** The subject an event type (or a pattern over types) is published on. */
 export const eventSubject = (type: string) => `evt.${type}`;

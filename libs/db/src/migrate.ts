@@ -58,6 +58,19 @@ const outboxMigrations = [
       create index outbox_published on outbox (published_at) where published_at is not null;
     `,
   },
+  {
+    version: -3,
+    name: '000_outbox_ordering (from @inbox/db)',
+    sql: `
+      -- Each ordering key's last sequence number: taken and raised in the transaction that writes the
+      -- event, so a key's numbers follow commit order with no gaps (the row lock serialises writers).
+      create table event_sequences (
+        ordering_key text primary key,
+        seq bigint not null
+      );
+      alter table outbox add column ordering_key text, add column ordering_seq bigint;
+    `,
+  },
 ];
 
 async function readMigrations(directory: string) {

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@inbox/bus';
-import type { EventData, EventEnvelope, EventType, WireEvent } from '@inbox/contracts';
+import {
+  type EventData,
+  type EventEnvelope,
+  type EventType,
+  orderingKeyOf,
+  type WireEvent,
+} from '@inbox/contracts';
 import { captureContext, meter, withCapturedContext } from '@inbox/telemetry';
 import type pg from 'pg';
 import type { Queryable } from './pool.js';
@@ -32,6 +38,9 @@ export class EventTooLarge extends Error {
  * The catalogue binds the data to the type at compile time; it is parsed where it is read (consumeEvents),
  * not here, so data a schema refuses (a provider's odd phone number) is dead-lettered at its consumer
  * rather than failing the writer's transaction (and a provider's callback, retried for ever).
+ *
+ * An event with an ordering key (orderingKeyOf) takes the key's next sequence number in the same
+ * statement, so numbers and commits agree.
  */
 export async function writeEvent<T extends EventType>(
   client: Queryable,
@@ -47,18 +56,34 @@ export async function writeEvent<T extends EventType>(
   } as EventEnvelope<T>;
   const bytes = Buffer.byteLength(JSON.stringify(envelope));
   if (bytes > maxEventBytes) throw new EventTooLarge(type, bytes);
-  await client.query(
-    'insert into outbox (id, type, workspace_id, occurred_at, data, trace_context) values ($1, $2, $3, $4, $5, $6)',
-    [
-      envelope.id,
-      envelope.type,
-      envelope.workspace_id,
-      envelope.occurred_at,
-      envelope.data,
-      captureContext(),
-    ],
+  const values = [
+    envelope.id,
+    envelope.type,
+    envelope.workspace_id,
+    envelope.occurred_at,
+    envelope.data,
+    captureContext(),
+  ];
+  const key = orderingKeyOf(type, data);
+  if (key === undefined) {
+    await client.query(
+      'insert into outbox (id, type, workspace_id, occurred_at, data, trace_context) values ($1, $2, $3, $4, $5, $6)',
+      values,
+    );
+    return envelope;
+  }
+  const { rows } = await client.query<{ seq: string }>(
+    `with next as (
+       insert into event_sequences (ordering_key, seq) values ($7, 1)
+       on conflict (ordering_key) do update set seq = event_sequences.seq + 1
+       returning seq
+     )
+     insert into outbox (id, type, workspace_id, occurred_at, data, trace_context, ordering_key, ordering_seq)
+     select $1, $2, $3, $4, $5, $6, $7, seq from next
+     returning ordering_seq as seq`,
+    [...values, key],
   );
-  return envelope;
+  return { ...envelope, ordering: { key, seq: Number(rows[0]!.seq) } };
 }
 
 const outboxMeter = meter('outbox');
@@ -90,6 +115,8 @@ interface OutboxRow {
   data: unknown;
   trace_context: Record<string, string> | null;
   publish_attempts: number;
+  ordering_key: string | null;
+  ordering_seq: string | null;
 }
 
 /** The pino-style logger the relay raises its dead-letter alert through. */
@@ -249,7 +276,8 @@ export class OutboxRelay {
         return 0;
       }
       const { rows } = await client.query<OutboxRow>(
-        `select seq, id, type, workspace_id, occurred_at, data, trace_context, publish_attempts from outbox
+        `select seq, id, type, workspace_id, occurred_at, data, trace_context, publish_attempts, ordering_key, ordering_seq
+           from outbox
           where published_at is null and failed_at is null and txid < pg_snapshot_xmin(pg_current_snapshot())
           order by seq limit $1`,
         [this.options.batchSize ?? 100],
@@ -282,6 +310,9 @@ export class OutboxRelay {
           workspace_id: row.workspace_id,
           occurred_at: row.occurred_at.toISOString(),
           data: row.data,
+          ...(row.ordering_key !== null && row.ordering_seq !== null
+            ? { ordering: { key: row.ordering_key, seq: Number(row.ordering_seq) } }
+            : {}),
         };
         try {
           await withCapturedContext(row.trace_context, () => bus.publish(envelope));

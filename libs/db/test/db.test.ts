@@ -75,6 +75,7 @@ describe('migrations', () => {
     expect(applied).toEqual([
       '000_outbox_dead_letters (from @inbox/db)',
       '000_outbox_pruning (from @inbox/db)',
+      '000_outbox_ordering (from @inbox/db)',
       '001_things.sql',
       '002_things_index.sql',
     ]);
@@ -167,6 +168,74 @@ describe('transactional outbox', () => {
     expect(refused).toBeTypeOf('function');
   });
 
+  it('numbers each conversation’s public events 1, 2, 3 in commit order, and the relay carries the numbers', async () => {
+    await pool.query('update outbox set published_at = now()');
+    const workspace = randomUUID();
+    const [one, other] = [randomUUID(), randomUUID()];
+    const resolved = (conversation: string) => ({
+      event: eventTypes.conversationResolved,
+      workspace_id: workspace,
+      conversation_id: conversation,
+      status: { value: 'resolved' as const },
+    });
+    // The first writer holds its transaction open; the second must wait for it to take the next number.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let inside!: () => void;
+    const firstWrote = new Promise<void>((resolve) => {
+      inside = resolve;
+    });
+    const first = withTransaction(pool, async (client) => {
+      const event = await writeEvent(client, eventTypes.conversationResolved, resolved(one));
+      inside();
+      await held;
+      return event;
+    });
+    await firstWrote;
+    const second = withTransaction(pool, (client) =>
+      writeEvent(client, eventTypes.conversationResolved, resolved(one)),
+    );
+    await waitFor(
+      async () =>
+        (
+          await pool.query(
+            "select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%event_sequences%'",
+          )
+        ).rowCount === 1,
+      { what: 'the second writer to wait on the conversation’s number' },
+    );
+    const elsewhere = await withTransaction(pool, (client) =>
+      writeEvent(client, eventTypes.conversationResolved, resolved(other)),
+    );
+    release();
+    const [a, b] = await Promise.all([first, second]);
+    expect([a.ordering, b.ordering, elsewhere.ordering]).toEqual([
+      { key: one, seq: 1 },
+      { key: one, seq: 2 },
+      { key: other, seq: 1 },
+    ]);
+    const internal = await withTransaction(pool, (client) =>
+      writeEvent(client, eventTypes.leadMoved, leadMoved(workspace, 0)),
+    );
+    expect(internal.ordering).toBeUndefined();
+
+    const prefix = uniquePrefix();
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    const relay = new OutboxRelay({ pool, bus, schema: 'relaytest' });
+    relay.start();
+    const seen = await streamContents(prefix, 4).finally(async () => {
+      await relay.stop();
+      await bus.drain();
+    });
+    expect(Object.fromEntries(seen.map((e) => [e.id, e.ordering ?? null]))).toEqual({
+      [a.id]: { key: one, seq: 1 },
+      [b.id]: { key: one, seq: 2 },
+      [elsewhere.id]: { key: other, seq: 1 },
+      [internal.id]: null,
+    });
+  });
   it('deletes published rows once past their retention, a batch at a time, and never an unpublished one', async () => {
     await pool.query('update outbox set published_at = now() where published_at is null');
     const [old1, old2, old3, recent, deadLettered] = await writeEvents(5);

@@ -5,6 +5,12 @@ export const env = {
   port: (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback),
   url: (example: string) =>
     z.string({ error: `required, e.g. ${example}` }).min(1, { error: `required, e.g. ${example}` }),
+  /** The message bus; its scheme picks the transport (connectBus). */
+  busUrl: z
+    .string({ error: 'required, e.g. nats://host:4222 or amqp://user:password@host:5672' })
+    .regex(/^(nats|tls|amqps?):\/\/./, {
+      error: 'must be a nats://, tls://, amqp:// or amqps:// URL, e.g. nats://host:4222',
+    }),
   busPrefix: z
     .string()
     .regex(/^[A-Za-z0-9_-]*$/)

@@ -1,5 +1,5 @@
 import type { Bus } from '@inbox/bus';
-import { NatsBus } from '@inbox/bus';
+import { connectBus } from '@inbox/bus';
 import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
 import { stopTelemetry } from '@inbox/telemetry';
 import type { Express } from 'express';
@@ -53,7 +53,8 @@ export interface ServiceDefinition {
 
 export interface HostSettings {
   databaseUrl?: string;
-  natsUrl: string;
+  /** nats://… or amqp://…: the scheme picks the transport. */
+  busUrl: string;
   busPrefix?: string;
   port: number;
   host?: string;
@@ -77,7 +78,7 @@ export async function prepareSchema(pool: Pool, definition: ServiceDefinition): 
   }
 }
 
-/** Starts one service as its own process: pool, migrations, NATS, engine, HTTP, graceful stop. */
+/** Starts one service as its own process: pool, migrations, bus, engine, HTTP, graceful stop. */
 export async function hostService(
   definition: ServiceDefinition,
   settings: HostSettings,
@@ -89,8 +90,8 @@ export async function hostService(
     applicationName: definition.name,
   });
   await prepareSchema(pool, definition);
-  const bus = await NatsBus.connect({
-    url: settings.natsUrl,
+  const bus = await connectBus({
+    url: settings.busUrl,
     prefix: settings.busPrefix,
     name: definition.name,
     onHandlerError: (error, context) => logger.error({ err: error, ...context }, 'handler failed'),

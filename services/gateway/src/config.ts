@@ -4,7 +4,7 @@ import { z } from 'zod';
 export const GatewayConfig = z.object({
   GATEWAY_PORT: env.port(8080),
   DATABASE_URL: env.url('postgres://user:pass@host:5432/inbox'),
-  NATS_URL: env.url('nats://host:4222'),
+  BUS_URL: env.busUrl,
   BUS_PREFIX: env.busPrefix,
   ADMIN_TOKEN: z.string({ error: 'required: the admin API bearer token' }).min(16, {
     error: 'must be at least 16 characters',

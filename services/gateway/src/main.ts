@@ -12,7 +12,7 @@ await runService(
   }),
   {
     databaseUrl: config.DATABASE_URL,
-    natsUrl: config.NATS_URL,
+    busUrl: config.BUS_URL,
     busPrefix: config.BUS_PREFIX,
     port: config.GATEWAY_PORT,
     logLevel: config.LOG_LEVEL,

@@ -82,7 +82,14 @@ beforeAll(async () => {
       authFailureLimits: { failures: failuresAllowed, windowSeconds: 10, blockSeconds: 30 },
       idempotency: { waitMs: idempotencyWaitMs, maxWaitersPerWorkspace: 2 },
     }),
-    { databaseUrl, natsUrl, busPrefix: uniquePrefix(), port: 0, host: '127.0.0.1', logLevel: 'silent' },
+    {
+      databaseUrl,
+      busUrl: natsUrl,
+      busPrefix: uniquePrefix(),
+      port: 0,
+      host: '127.0.0.1',
+      logLevel: 'silent',
+    },
   );
   port = gateway.http.port;
   db = createPool({ url: databaseUrl, schema: 'gateway' });

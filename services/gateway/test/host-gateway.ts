@@ -8,7 +8,7 @@ export async function hostGateway(options: GatewayOptions): Promise<HostedServic
   const { natsUrl, postgresAdminUrl } = inject('infra');
   return hostService(gatewayService(options), {
     databaseUrl: await createDatabase(postgresAdminUrl),
-    natsUrl,
+    busUrl: natsUrl,
     busPrefix: uniquePrefix(),
     port: 0,
     host: '127.0.0.1',

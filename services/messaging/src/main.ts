@@ -5,7 +5,7 @@ import { messagingService } from './service.js';
 const config = configFromEnv(MessagingConfig, 'messaging');
 await runService(messagingService(), {
   databaseUrl: config.DATABASE_URL,
-  natsUrl: config.NATS_URL,
+  busUrl: config.BUS_URL,
   busPrefix: config.BUS_PREFIX,
   port: config.MESSAGING_PORT,
   logLevel: config.LOG_LEVEL,

@@ -5,7 +5,7 @@ import { pipelineService } from './service.js';
 const config = configFromEnv(PipelineConfig, 'pipeline');
 await runService(pipelineService(), {
   databaseUrl: config.DATABASE_URL,
-  natsUrl: config.NATS_URL,
+  busUrl: config.BUS_URL,
   busPrefix: config.BUS_PREFIX,
   port: config.PIPELINE_PORT,
   logLevel: config.LOG_LEVEL,

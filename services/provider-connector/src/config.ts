@@ -6,7 +6,7 @@ import { z } from 'zod';
 export const ConnectorConfig = z.object({
   CONNECTOR_PORT: env.port(8081),
   DATABASE_URL: env.url('postgres://user:pass@host:5432/inbox'),
-  NATS_URL: env.url('nats://host:4222'),
+  BUS_URL: env.busUrl,
   BUS_PREFIX: env.busPrefix,
   ENCRYPTION_KEY: env.encryptionKey,
   PUBLIC_CONNECTOR_URL: z.url().default('http://127.0.0.1:8081'),

@@ -3,7 +3,7 @@ import { allowedCidrs, DispatcherConfig } from './config.js';
 
 const required = {
   DATABASE_URL: 'postgres://inbox:secret@postgres:5432/inbox',
-  NATS_URL: 'nats://nats:4222',
+  BUS_URL: 'nats://nats:4222',
   ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
 };
 

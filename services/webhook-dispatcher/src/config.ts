@@ -8,7 +8,7 @@ export const defaultRetrySchedule = '5,300,1800,7200,18000,36000,36000';
 export const DispatcherConfig = z.object({
   DISPATCHER_PORT: env.port(8084),
   DATABASE_URL: env.url('postgres://user:pass@host:5432/inbox'),
-  NATS_URL: env.url('nats://host:4222'),
+  BUS_URL: env.busUrl,
   BUS_PREFIX: env.busPrefix,
   ENCRYPTION_KEY: env.encryptionKey,
   /** Private ranges webhook URLs may reach (the connector reads the same setting for providers). */

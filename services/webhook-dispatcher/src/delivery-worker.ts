@@ -22,8 +22,14 @@ export interface DeliveryWorkerOptions {
   disableAfterMs: number;
   /** How often to look for deliveries that other replicas scheduled or that came due. */
   pollMs?: number;
-  /** The scheduling consumer's position: every event up to `ackFloor` is scheduled; `pending` is its lag. */
-  consumerPosition: () => Promise<{ ackFloor: number; pending: number }>;
+  /** Events waiting for the scheduling consumer (its lag), for the gauge. */
+  consumerLag: () => Promise<number>;
+  /**
+   * How long a delivery of an ordered endpoint waits for an earlier event of its conversation that has
+   * not been scheduled, before it goes anyway (default 10 minutes: past the bus's whole redelivery
+   * schedule, so only an event the dispatcher gave up on is skipped).
+   */
+  orderingGapWaitMs?: number;
   /**
    * How long the loop may go without completing an iteration before readiness says it no longer
    * delivers; by default max(30 s, 3 × the lease time).
@@ -80,7 +86,8 @@ export class DeliveryWorker {
   private loop: Promise<void> | undefined;
   private idleWaiters: Array<() => void> = [];
 
-  private position = { ackFloor: 0, pending: 0 };
+  private lag = 0;
+  private lagReadAt = 0;
   // Long enough for one bounded attempt and its recording; short enough that a crashed replica's
   // deliveries are taken over within seconds.
   private readonly leaseMs: number;
@@ -93,7 +100,7 @@ export class DeliveryWorker {
     this.leaseMs = options.timeoutMs + 5_000;
     this.stalledAfterMs = options.stalledAfterMs ?? Math.max(30_000, 3 * this.leaseMs);
     this.batchThreshold = Math.max(1, Math.floor(options.concurrency / 4));
-    consumerLag.addCallback((result) => result.observe(this.position.pending));
+    consumerLag.addCallback((result) => result.observe(this.lag));
   }
 
   start(): void {
@@ -155,14 +162,14 @@ export class DeliveryWorker {
   private async iterate(): Promise<number | 'failed'> {
     const free = this.options.concurrency - this.inFlight;
     if (free < this.batchThreshold && this.inFlight > 0) return 0;
-    this.position = await this.options.consumerPosition().catch(() => this.position);
+    this.readLag();
     let leased: LeasedDelivery[];
     try {
       leased = await this.options.deliveries.lease(
         Math.min(free, 500),
         this.options.perEndpointConcurrency,
         this.leaseMs,
-        this.position.ackFloor,
+        this.options.orderingGapWaitMs ?? 600_000,
       );
     } catch (error) {
       this.noteError('lease', error, 'leasing deliveries failed');
@@ -188,6 +195,18 @@ export class DeliveryWorker {
     }
     for (const delivery of leased) this.dispatch(delivery, targets.get(delivery.endpoint_id));
     return leased.length;
+  }
+
+  // The gauge's reading, refreshed in the background at most every 5 s: it informs, it never gates.
+  private readLag(): void {
+    if (Date.now() - this.lagReadAt < 5_000) return;
+    this.lagReadAt = Date.now();
+    this.options.consumerLag().then(
+      (lag) => {
+        this.lag = lag;
+      },
+      () => undefined,
+    );
   }
 
   /** Waits `ms`, or less when woken (if `wakeable`) or stopped. */

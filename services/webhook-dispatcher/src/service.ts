@@ -28,6 +28,8 @@ export interface DispatcherOptions {
   pollMs?: number;
   /** How long the delivery loop may go without completing an iteration before the service is not ready. */
   stalledAfterMs?: number;
+  /** How long an ordered endpoint's delivery waits for an unscheduled earlier event of its conversation. */
+  orderingGapWaitMs?: number;
 }
 
 const durable = 'webhook-dispatcher';
@@ -60,7 +62,8 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
         disableAfterMs: (options.disableAfterHours ?? 120) * 3_600_000,
         pollMs: options.pollMs,
         stalledAfterMs: options.stalledAfterMs,
-        consumerPosition: () => bus.consumerPosition(durable),
+        orderingGapWaitMs: options.orderingGapWaitMs,
+        consumerLag: () => bus.pending(durable),
       });
       const deps = {
         endpoints,
@@ -105,8 +108,8 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
             bus,
             { durable, concurrency: 32, ackWaitMs: 10_000 },
             publicEventTypes,
-            async (event, delivery) => {
-              if ((await scheduleEvent(deliveries, event, delivery)) > 0) worker.wake();
+            async (event) => {
+              if ((await scheduleEvent(deliveries, event)) > 0) worker.wake();
             },
           );
           worker.start();

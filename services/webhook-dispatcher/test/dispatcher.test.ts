@@ -19,6 +19,8 @@ let bus: NatsBus;
 let databaseUrl: string;
 const receivers: Receiver[] = [];
 const workspace = randomUUID();
+// Long enough that the out-of-order test's events all arrive within it, even on a loaded machine.
+const orderingGapWaitMs = 4_000;
 
 beforeAll(async () => {
   const { natsUrl, postgresAdminUrl } = inject('infra');
@@ -31,10 +33,11 @@ beforeAll(async () => {
       timeoutMs: 800,
       retrySchedule: '1,1,1',
       pollMs: 100,
+      orderingGapWaitMs,
     }),
     {
       databaseUrl,
-      natsUrl,
+      busUrl: natsUrl,
       busPrefix: prefix,
       port: 0,
       host: '127.0.0.1',
@@ -259,6 +262,41 @@ describe('delivery', () => {
     expect(ofConversation).toEqual(['first', 'first', 'first', 'second', 'third']);
     // The other conversation was not held back by the failing one.
     expect(texts.indexOf('elsewhere')).toBeLessThan(texts.lastIndexOf('first'));
+  });
+
+  it('delivers a conversation in its sequence order on an ordered endpoint, whatever order the broker brings', async () => {
+    const conversation = randomUUID();
+    const ordered = await newReceiver();
+    const unordered = await newReceiver();
+    await endpoint(ordered, { ordered: true });
+    await endpoint(unordered);
+    const textOf = (hit: { body: string }) =>
+      (JSON.parse(hit.body) as { message: { text: string } }).message.text;
+    // As a redelivery after a crash would bring them: the later ones first.
+    await bus.publish(messageSent(workspace, conversation, 'third', 3));
+    await bus.publish(messageSent(workspace, conversation, 'second', 2));
+    await waitFor(() => unordered.hits.length === 2, { what: 'the unordered endpoint to get both at once' });
+    expect(ordered.hits).toHaveLength(0);
+    await bus.publish(messageSent(workspace, conversation, 'first', 1));
+    await waitFor(() => ordered.hits.length === 3, { what: 'the ordered endpoint to get all three' });
+    expect(ordered.hits.map(textOf)).toEqual(['first', 'second', 'third']);
+    expect(unordered.hits.map(textOf).sort()).toEqual(['first', 'second', 'third']);
+  });
+
+  it('stops holding a conversation behind an event that never comes once the gap wait is over', async () => {
+    const conversation = randomUUID();
+    const ordered = await newReceiver();
+    const hook = await endpoint(ordered, { ordered: true });
+    // Number 1 was dead-lettered before the dispatcher scheduled it: only 2 ever arrives.
+    await bus.publish(messageSent(workspace, conversation, 'second', 2));
+    const delivery = await waitFor(
+      async () => (await deliveriesOf(hook.id)).deliveries.find((d) => d.status === 'delivered'),
+      { what: 'the delivery past the gap', timeoutMs: 15_000 },
+    );
+    expect(ordered.hits).toHaveLength(1);
+    expect(Date.parse(delivery.delivered_at!) - Date.parse(delivery.created_at)).toBeGreaterThanOrEqual(
+      orderingGapWaitMs - 100,
+    );
   });
 
   it('resends one delivery and replays every failed one since a time', async () => {

@@ -41,13 +41,24 @@ export async function receiver(
   };
 }
 
-export function messageSent(workspaceId: string, conversationId = randomUUID(), text = 'olá'): EventEnvelope {
+// What messaging's outbox would number each conversation's events.
+const lastSequence = new Map<string, number>();
+
+/** A message.sent as messaging writes it: its conversation's next sequence number unless `seq` is given. */
+export function messageSent(
+  workspaceId: string,
+  conversationId = randomUUID(),
+  text = 'olá',
+  seq = (lastSequence.get(conversationId) ?? 0) + 1,
+): EventEnvelope {
   const id = randomUUID();
+  lastSequence.set(conversationId, Math.max(seq, lastSequence.get(conversationId) ?? 0));
   return {
     id,
     type: 'message.sent',
     workspace_id: workspaceId,
     occurred_at: new Date().toISOString(),
+    ordering: { key: conversationId, seq },
     data: {
       event: 'message.sent',
       workspace_id: workspaceId,

@@ -32,7 +32,7 @@ beforeAll(async () => {
   const databaseUrl = await createDatabase(postgresAdminUrl);
   dispatcher = await hostService(dispatcherService({ encryptionKey: SecretBox.generateKey(), ...options }), {
     databaseUrl,
-    natsUrl,
+    busUrl: natsUrl,
     busPrefix: prefix,
     port: 0,
     host: '127.0.0.1',

@@ -1,4 +1,4 @@
-import type { Delivery, ForwardedEvent } from '@inbox/bus';
+import type { ForwardedEvent } from '@inbox/bus';
 import type { PublicEventType } from '@inbox/contracts';
 import { captureContext } from '@inbox/telemetry';
 import type { DeliveryStore } from '../store/deliveries.js';
@@ -11,16 +11,13 @@ import type { DeliveryStore } from '../store/deliveries.js';
 export function scheduleEvent(
   deliveries: DeliveryStore,
   event: ForwardedEvent<PublicEventType>,
-  delivery: Delivery,
 ): Promise<number> {
-  const conversationId = (event.data as { conversation_id?: unknown }).conversation_id;
   return deliveries.schedule({
     workspaceId: event.workspace_id,
     eventId: event.id,
     eventType: event.type,
     body: JSON.stringify(event.data),
-    streamSeq: delivery.sequence,
-    orderingKey: typeof conversationId === 'string' ? conversationId : null,
+    ordering: event.ordering ?? null,
     // The consumer's span is active here: its context is the one the attempts continue.
     traceContext: captureContext(),
   });

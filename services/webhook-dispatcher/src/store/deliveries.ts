@@ -1,5 +1,5 @@
 import type { DeliveryAttempt } from '@inbox/contracts';
-import type { Pool, Queryable } from '@inbox/db';
+import { type Pool, type Queryable, withTransaction } from '@inbox/db';
 import type { z } from 'zod';
 
 export interface LeasedDelivery {
@@ -40,34 +40,42 @@ export class DeliveryStore {
   constructor(private readonly pool: Pool) {}
 
   /**
-   * One delivery per enabled endpoint of the event's workspace that subscribed to its type, due now, in
-   * one statement; a redelivered event creates none again. Returns how many were scheduled.
+   * One delivery per enabled endpoint of the event's workspace that subscribed to its type, due now; a
+   * redelivered event creates none again. An ordered event is also noted in its conversation's
+   * progress, whether or not any endpoint takes it, in the same transaction. Returns how many were
+   * scheduled.
    */
   async schedule(event: {
     workspaceId: string;
     eventId: string;
     eventType: string;
     body: string;
-    streamSeq: number;
-    orderingKey: string | null;
+    ordering: { key: string; seq: number } | null;
     traceContext: Record<string, string>;
   }): Promise<number> {
-    const { rowCount } = await this.pool.query(
-      `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, stream_seq, ordering_key, trace_context, status, next_attempt_at)
-       select gen_random_uuid(), e.workspace_id, e.id, $2, $3, $4, $5, $6, $7, 'pending', now()
-         from endpoints e
-        where e.workspace_id = $1 and e.enabled and ($3 = any(e.events) or '*' = any(e.events))
-       on conflict (endpoint_id, event_id) do nothing`,
-      [
-        event.workspaceId,
-        event.eventId,
-        event.eventType,
-        event.body,
-        event.streamSeq,
-        event.orderingKey,
-        event.traceContext,
-      ],
-    );
+    const insert = (db: Queryable) =>
+      db.query(
+        `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, status, next_attempt_at)
+         select gen_random_uuid(), e.workspace_id, e.id, $2, $3, $4, $5, $6, $7, 'pending', now()
+           from endpoints e
+          where e.workspace_id = $1 and e.enabled and ($3 = any(e.events) or '*' = any(e.events))
+         on conflict (endpoint_id, event_id) do nothing`,
+        [
+          event.workspaceId,
+          event.eventId,
+          event.eventType,
+          event.body,
+          event.ordering?.seq ?? 0,
+          event.ordering?.key ?? null,
+          event.traceContext,
+        ],
+      );
+    const { ordering } = event;
+    if (!ordering) return (await insert(this.pool)).rowCount ?? 0;
+    const { rowCount } = await withTransaction(this.pool, async (client) => {
+      await client.query('select note_ordering($1, $2, $3)', [event.workspaceId, ordering.key, ordering.seq]);
+      return insert(client);
+    });
     return rowCount ?? 0;
   }
 
@@ -75,23 +83,23 @@ export class DeliveryStore {
    * Leases up to `limit` due deliveries for this worker. Due: pending and its time has come, or leased
    * by a worker that died (lease expired). Skipped: disabled endpoints, endpoints already at their
    * in-flight cap, and, for ordered endpoints, any delivery with an earlier one of the same
-   * conversation still undelivered, or whose earlier events may not all be scheduled yet: events are
-   * scheduled concurrently, so only those at or just above the consumer's ack floor (`scheduledUpTo`,
-   * every event up to it scheduled) are known to have no earlier event still on its way.
+   * conversation still undelivered, or whose conversation has an earlier event not yet scheduled (still
+   * on its way through the broker). A gap older than `gapWaitMs` stops holding: its event was lost to the
+   * dispatcher (dead-lettered), and holding the conversation for ever would lose every later one too.
    */
   async lease(
     limit: number,
     perEndpoint: number,
     leaseMs: number,
-    scheduledUpTo: number,
+    gapWaitMs: number,
   ): Promise<LeasedDelivery[]> {
     const { rows } = await this.pool.query<LeasedDelivery>(
       `with due as (
          -- Two index-backed scans rather than one OR over the table: due retries and expired leases.
-         (select id, workspace_id, endpoint_id, next_attempt_at, stream_seq, ordering_key from deliveries
+         (select id, workspace_id, endpoint_id, next_attempt_at, ordering_seq, ordering_key, created_at from deliveries
            where status = 'pending' and next_attempt_at <= now() order by next_attempt_at limit $1 * 4)
          union all
-         (select id, workspace_id, endpoint_id, next_attempt_at, stream_seq, ordering_key from deliveries
+         (select id, workspace_id, endpoint_id, next_attempt_at, ordering_seq, ordering_key, created_at from deliveries
            where status = 'sending' and lease_until < now() order by lease_until limit $1)
        ),
        busy as (
@@ -106,23 +114,26 @@ export class DeliveryStore {
           group by d.endpoint_id
        ),
        candidates as (
-         select d.id, d.next_attempt_at, d.stream_seq,
+         select d.id, d.next_attempt_at, d.ordering_seq,
                 greatest(coalesce(b.n, 0),
                          case when e.max_per_second is null then 0
                               else coalesce(b.n, 0) + coalesce(r.n, 0) + $2 - e.max_per_second end) as busy,
-                row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.stream_seq) as place
+                row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.ordering_seq) as place
            from due d
            join endpoints e on e.id = d.endpoint_id and e.workspace_id = d.workspace_id
            left join busy b on b.endpoint_id = d.endpoint_id
            left join recent r on r.endpoint_id = d.endpoint_id
+           left join ordering_progress o on e.ordered and o.ordering_key = d.ordering_key
           where e.enabled
-            and (not e.ordered or d.ordering_key is null or (d.stream_seq <= $4 + 1 and not exists (
-                  select 1 from deliveries p
-                   where p.endpoint_id = d.endpoint_id and p.ordering_key = d.ordering_key
-                     and p.stream_seq < d.stream_seq and p.status in ('pending', 'sending'))))
+            and (not e.ordered or d.ordering_key is null or (
+                  (d.ordering_seq <= coalesce(o.upto, 0) or d.created_at < now() - $4 * interval '1 millisecond')
+                  and not exists (
+                    select 1 from deliveries p
+                     where p.endpoint_id = d.endpoint_id and p.ordering_key = d.ordering_key
+                       and p.ordering_seq < d.ordering_seq and p.status in ('pending', 'sending'))))
        ),
        capped as (
-         select id from candidates where place <= $2 - busy order by next_attempt_at, stream_seq limit $1
+         select id from candidates where place <= $2 - busy order by next_attempt_at, ordering_seq limit $1
        ),
        -- The due condition again, on the row as it is now: under read committed a row another
        -- replica leased (and committed) since this statement's snapshot is re-checked and skipped.
@@ -136,7 +147,7 @@ export class DeliveryStore {
           set status = 'sending', lease_until = now() + $3 * interval '1 millisecond', attempts = d.attempts + 1
          from locked where d.id = locked.id
        returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts, d.trace_context`,
-      [limit, perEndpoint, leaseMs, scheduledUpTo],
+      [limit, perEndpoint, leaseMs, gapWaitMs],
     );
     return rows;
   }
