@@ -9,14 +9,17 @@ type Receiver = Awaited<ReturnType<typeof startReceiver>>;
  * The distributed stack and a real webhook receiver for one test file: started before its tests,
  * stopped after. Read `stack` and `receiver` inside tests (they exist once `beforeAll` has run).
  */
-export function useStack(overrides: Parameters<typeof startTestStack>[0] = {}): {
+export function useStack(
+  overrides: Parameters<typeof startTestStack>[0] | (() => Parameters<typeof startTestStack>[0]) = {},
+  answer?: Parameters<typeof startReceiver>[0],
+): {
   stack: TestStack;
   receiver: Receiver;
 } {
   const context = {} as { stack: TestStack; receiver: Receiver };
   beforeAll(async () => {
-    context.receiver = await startReceiver();
-    context.stack = await startTestStack(overrides);
+    context.receiver = await startReceiver(answer);
+    context.stack = await startTestStack(typeof overrides === 'function' ? overrides() : overrides);
   });
   afterAll(async () => {
     await context.stack?.stop();

@@ -69,6 +69,8 @@ export async function startTestStack(overrides: Partial<StackConfig> = {}): Prom
 }
 
 export interface ReceivedRequest {
+  /** The request's path and query, as the sender wrote it. */
+  path: string;
   headers: IncomingHttpHeaders;
   rawBody: string;
   at: number;
@@ -86,6 +88,7 @@ export async function startReceiver(
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const request = {
+        path: req.url ?? '',
         headers: req.headers,
         rawBody: Buffer.concat(chunks).toString('utf8'),
         at: Date.now(),
