@@ -28,7 +28,16 @@ const stopAll = async () => {
   for (const stop of stops.splice(0).reverse())
     await stop().catch((error) => logger.error({ err: error }, 'stop failed'));
 };
-stopOnSignals({ stop: stopAll }, logger);
+// Ctrl-C: the services drain, then the database stops; one line says it is done.
+stopOnSignals(
+  {
+    stop: async () => {
+      await stopAll();
+      console.log('Stopped.');
+    },
+  },
+  logger,
+);
 
 try {
   console.log('Starting the inbox platform in all-in-one mode…');
