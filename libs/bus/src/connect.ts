@@ -28,7 +28,10 @@ export async function connectBus(options: BusConnectOptions): Promise<Bus> {
   switch (busKindOf(options.url)) {
     case 'nats':
       return NatsBus.connect(options);
-    case 'rabbitmq':
-      throw new Error('the RabbitMQ transport is not built yet');
+    case 'rabbitmq': {
+      // Loaded only here, so a NATS process never loads amqplib.
+      const { RabbitBus } = await import('./rabbitmq-transport.js');
+      return RabbitBus.connect(options);
+    }
   }
 }

@@ -8,7 +8,8 @@ export class SubjectNames {
   constructor(readonly prefix = '') {
     if (prefix && !/^[A-Za-z0-9_-]+$/.test(prefix)) throw new Error(`invalid bus prefix "${prefix}"`);
   }
-  private withPrefix(subject: string): string {
+  /** A name under the prefix: NATS subjects here, RabbitMQ exchange and queue names in RabbitNames. */
+  withPrefix(subject: string): string {
     return this.prefix ? `${this.prefix}.${subject}` : subject;
   }
   command(subject: string): string {

@@ -246,6 +246,8 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
       );
       expect(calls).toBe(3);
       expect(letters).toEqual([{ durable: 'poison', event: poison, error: 'cannot handle', attempts: 3 }]);
+      // Reading the dead letters leaves them where they are.
+      expect(await bus!.deadLetters('poison')).toEqual(letters);
     });
 
     it('does not redeliver events that wait longer than the ack deadline behind a slow handler', async () => {

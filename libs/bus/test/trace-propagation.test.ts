@@ -8,23 +8,39 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { NatsBus } from '../src/index.js';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { type Bus, NatsBus } from '../src/index.js';
+import { RabbitBus } from '../src/rabbitmq-transport.js';
 
 const exporter = new InMemorySpanExporter();
-let bus: NatsBus;
 
-beforeAll(async () => {
+beforeAll(() => {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(
     new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }),
   );
-  bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix: uniquePrefix() });
 });
-afterAll(() => bus.drain());
 
-describe('trace context over NATS', () => {
+const transports = [
+  {
+    system: 'nats',
+    connect: () => NatsBus.connect({ url: inject('infra').natsUrl, prefix: uniquePrefix() }),
+  },
+  {
+    system: 'rabbitmq',
+    connect: () => RabbitBus.connect({ url: inject('infra').rabbitmqUrl, prefix: uniquePrefix() }),
+  },
+] as const;
+
+describe.each(transports)('trace context over $system', ({ system, connect }) => {
+  let bus: Bus;
+  beforeAll(async () => {
+    bus = await connect();
+  });
+  beforeEach(() => exporter.reset());
+  afterAll(() => bus.drain());
+
   it('continues the caller trace in command handlers and event consumers, with messaging attributes', async () => {
     let handlerTraceId: string | undefined;
     let consumerTraceId: string | undefined;
@@ -62,7 +78,7 @@ describe('trace context over NATS', () => {
     const process = spans.find((s) => s.kind === SpanKind.CONSUMER && s.name === 'process evt.message.sent')!;
     expect(process.parentSpanContext?.spanId).toBe(publish.spanContext().spanId);
     expect(publish.attributes).toMatchObject({
-      'messaging.system': 'nats',
+      'messaging.system': system,
       'messaging.destination.name': 'evt.message.sent',
       'messaging.operation.type': 'publish',
       'messaging.message.id': eventId,

@@ -46,6 +46,9 @@ export function sdkConfiguration(
         '@opentelemetry/instrumentation-fs': { enabled: false },
         '@opentelemetry/instrumentation-dns': { enabled: false },
         '@opentelemetry/instrumentation-net': { enabled: false },
+        // The bus makes its own messaging spans on every transport; amqplib's patch would add a second
+        // publish span and overwrite the traceparent header, re-parenting the consumer's span under it.
+        '@opentelemetry/instrumentation-amqplib': { enabled: false },
         // A span per express middleware (json parser, auth, …) costs more than it tells: the route's
         // own handler span and the HTTP server span carry what matters.
         '@opentelemetry/instrumentation-express': { ignoreLayersType: ['middleware' as never] },

@@ -8,6 +8,9 @@ export const installCommands = {
   postgres: 'apt-get install -y postgresql',
   initdb: 'apt-get install -y postgresql',
   pg_ctl: 'apt-get install -y postgresql',
+  'rabbitmq-server': 'apt-get install -y rabbitmq-server',
+  // Erlang's port mapper, which the RabbitMQ package brings along with Erlang.
+  epmd: 'apt-get install -y rabbitmq-server',
 } as const;
 
 export type ServerBinary = keyof typeof installCommands;
@@ -16,7 +19,7 @@ export class MissingBinaryError extends Error {
   override name = 'MissingBinaryError';
   constructor(readonly binary: ServerBinary) {
     super(
-      `${binary} was not found on PATH (nor in /usr/lib/postgresql/*/bin). The tests start real servers; install it with: ${installCommands[binary]}`,
+      `${binary} was not found on PATH (nor in /usr/lib/postgresql/*/bin or /usr/lib/rabbitmq/bin). The tests start real servers; install it with: ${installCommands[binary]}`,
     );
   }
 }
@@ -30,8 +33,19 @@ function postgresBinDirs(): string[] {
     .map((version) => join(root, version, 'bin'));
 }
 
+// Debian's /usr/sbin/rabbitmq-server is a wrapper that, run as root, switches to the rabbitmq user, its home
+// and its Erlang cookie (those of the machine's own node); the server script itself lives here, and is
+// searched first so a test node never borrows the system node's identity.
+const rabbitmqBinDir = '/usr/lib/rabbitmq/bin';
+
 export function defaultSearchDirs(): string[] {
-  return [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', ...postgresBinDirs()];
+  return [
+    rabbitmqBinDir,
+    ...(process.env.PATH ?? '').split(delimiter),
+    '/usr/sbin',
+    '/usr/local/sbin',
+    ...postgresBinDirs(),
+  ];
 }
 
 export function findBinary(binary: ServerBinary, dirs = defaultSearchDirs()): string | undefined {

@@ -1,12 +1,14 @@
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
-import { type LocalServer, startNats, startPostgres, startRedis } from './local-servers.js';
+import { type LocalServer, startNats, startPostgres, startRabbitMQ, startRedis } from './local-servers.js';
 
 export interface Infra {
   natsUrl: string;
   /** A superuser URL; each test file creates its own database from it. */
   postgresAdminUrl: string;
   redisUrl: string;
+  /** A RabbitMQ node for the RabbitMQ transport's tests; test files isolate themselves with a bus prefix. */
+  rabbitmqUrl: string;
 }
 
 declare module 'vitest' {
@@ -16,8 +18,8 @@ declare module 'vitest' {
 }
 
 /**
- * Starts one NATS, one Postgres and one Redis for the whole test run on free loopback ports (or uses
- * NATS_URL / DATABASE_URL / REDIS_URL when given), and stops what it started at the end.
+ * Starts one NATS, one Postgres, one Redis and one RabbitMQ for the whole test run on free loopback ports
+ * (or uses NATS_URL / DATABASE_URL / REDIS_URL / RABBITMQ_URL when given), and stops what it started at the end.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started: LocalServer[] = [];
@@ -27,17 +29,22 @@ export default async function setup(project: TestProject): Promise<() => Promise
     started.push(server);
     return server.url;
   };
-  try {
-    const [natsUrl, postgresAdminUrl, redisUrl] = await Promise.all([
-      use(process.env.NATS_URL, startNats),
-      use(process.env.DATABASE_URL, startPostgres),
-      use(process.env.REDIS_URL, startRedis),
-    ]);
-    project.provide('infra', { natsUrl, postgresAdminUrl, redisUrl });
-  } catch (error) {
+  // Settled, not raced: when one server fails, the others are let finish starting so they can be stopped.
+  const urls = await Promise.allSettled([
+    use(process.env.NATS_URL, startNats),
+    use(process.env.DATABASE_URL, startPostgres),
+    use(process.env.REDIS_URL, startRedis),
+    use(process.env.RABBITMQ_URL, () => startRabbitMQ()),
+  ]);
+  const failed = urls.find((url) => url.status === 'rejected');
+  if (failed) {
     await Promise.all(started.map((server) => server.stop()));
-    throw error;
+    throw failed.reason;
   }
+  const [natsUrl, postgresAdminUrl, redisUrl, rabbitmqUrl] = urls.map((url) =>
+    url.status === 'fulfilled' ? url.value : '',
+  ) as [string, string, string, string];
+  project.provide('infra', { natsUrl, postgresAdminUrl, redisUrl, rabbitmqUrl });
   return async () => {
     await Promise.all(started.map((server) => server.stop()));
   };

@@ -9,9 +9,11 @@ export type { Infra } from './global-setup.js';
 export {
   createDatabase,
   type LocalServer,
+  type RabbitMQOptions,
   startNats,
   startNatsWithConfig,
   startPostgres,
+  startRabbitMQ,
   startRedis,
   uniquePrefix,
 } from './local-servers.js';

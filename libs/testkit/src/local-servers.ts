@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { chown } from 'node:fs/promises';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -92,6 +94,125 @@ export async function startRedis(): Promise<LocalServer> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** True once the server on `port` answers the AMQP 0-9-1 protocol header with a method frame (connection.start). */
+function answersAmqp(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const settle = (answered: boolean) => {
+      socket.destroy();
+      resolve(answered);
+    };
+    socket.setTimeout(1_000);
+    socket.once('timeout', () => settle(false));
+    socket.once('error', () => settle(false));
+    socket.once('close', () => settle(false));
+    socket.once('data', (chunk: Buffer) => settle(chunk[0] === 1));
+    socket.connect(port, '127.0.0.1', () => socket.write(Buffer.from('AMQP\x00\x00\x09\x01', 'latin1')));
+  });
+}
+
+/** Distinct free ports: asked one after another, since a port just handed out may be handed out again. */
+async function freePorts(count: number, taken: number[] = []): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < count) {
+    const port = await freePort();
+    if (!ports.includes(port) && !taken.includes(port)) ports.push(port);
+  }
+  return ports;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface RabbitMQOptions {
+  /** The AMQP port, e.g. to start a server again where its clients reconnect; a free one when absent. */
+  port?: number;
+}
+
+/**
+ * A RabbitMQ node of its own (Debian's rabbitmq-server, run without the wrapper that switches to the system
+ * user): its own node name, Erlang cookie (its HOME), port mapper, distribution and AMQP ports on loopback,
+ * data and logs in a scratch directory, no plugins. It never touches the machine's own node (5672/25672).
+ */
+export async function startRabbitMQ(options: RabbitMQOptions = {}): Promise<LocalServer> {
+  const script = requireBinary('rabbitmq-server');
+  const epmdBinary = requireBinary('epmd');
+  const given = options.port ? [options.port] : [];
+  const ports = await freePorts(given.length ? 2 : 3, given);
+  const [epmdPort, distPort] = ports as [number, number];
+  const amqpPort = options.port ?? ports[2]!;
+  const dir = scratchDir('rabbitmq');
+  const file = (name: string) => join(dir, name);
+  writeFileSync(
+    file('rabbitmq.conf'),
+    [
+      `listeners.tcp.1 = 127.0.0.1:${amqpPort}`,
+      'log.console = true',
+      'log.console.level = warning',
+      'log.file = false',
+    ].join('\n'),
+  );
+  writeFileSync(file('enabled_plugins'), '[].\n');
+  // Replaces /etc/rabbitmq/rabbitmq-env.conf, which names the machine's node.
+  writeFileSync(file('rabbitmq-env.conf'), '');
+  // The machine's epmd (4369) is left alone: this node registers with a port mapper of its own.
+  const epmd = startProcess(epmdBinary, ['-port', String(epmdPort), '-address', '127.0.0.1']);
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('RABBITMQ_') && !name.startsWith('ERL')),
+  );
+  const env = {
+    ...inherited,
+    HOME: dir,
+    ERL_EPMD_PORT: String(epmdPort),
+    ERL_EPMD_ADDRESS: '127.0.0.1',
+    RABBITMQ_NODENAME: `rabbit-test-${randomBytes(4).toString('hex')}@localhost`,
+    RABBITMQ_NODE_IP_ADDRESS: '127.0.0.1',
+    RABBITMQ_NODE_PORT: String(amqpPort),
+    RABBITMQ_DIST_PORT: String(distPort),
+    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS: '-kernel inet_dist_use_interface {127,0,0,1}',
+    RABBITMQ_CONF_ENV_FILE: file('rabbitmq-env.conf'),
+    RABBITMQ_CONFIG_FILE: file('rabbitmq.conf'),
+    RABBITMQ_ADVANCED_CONFIG_FILE: file('advanced.config'),
+    RABBITMQ_ENABLED_PLUGINS_FILE: file('enabled_plugins'),
+    RABBITMQ_MNESIA_BASE: file('mnesia'),
+    RABBITMQ_LOG_BASE: file('log'),
+    RABBITMQ_PID_FILE: file('rabbitmq.pid'),
+  };
+  let server: ReturnType<typeof startProcess> | undefined;
+  // The script runs the Erlang VM as its child; should the script not pass on a stop, the VM is ended by pid.
+  let vmPid: number | undefined;
+  const stop = async () => {
+    await server?.stop('SIGTERM', 20_000);
+    if (vmPid && alive(vmPid)) process.kill(vmPid, 'SIGKILL');
+    await epmd.stop('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await waitForPort(epmdPort, `epmd on port ${epmdPort}`, epmd.output);
+    server = startProcess(script, [], { env });
+    await waitFor(() => answersAmqp(amqpPort), {
+      timeoutMs: 60_000,
+      what: `rabbitmq-server on port ${amqpPort}`,
+    });
+    try {
+      vmPid = Number(readFileSync(file('rabbitmq.pid'), 'utf8').trim()) || undefined;
+    } catch {
+      // No pid file: the script's own stop is all there is.
+    }
+  } catch (error) {
+    const output = server?.output() ?? '';
+    await stop();
+    throw new Error(`rabbitmq-server did not start:\n${output}`, { cause: error });
+  }
+  return { url: `amqp://guest:guest@127.0.0.1:${amqpPort}`, stop };
 }
 
 // Postgres refuses to run as root, so as root the cluster belongs to (and runs as) the postgres user.
@@ -193,7 +314,7 @@ export async function createDatabase(adminUrl: string, prefix = 't'): Promise<st
   return url.toString();
 }
 
-/** A short random token for isolating NATS subjects, stream names and Redis keys per test file. */
+/** A short random token for isolating NATS subjects and streams, RabbitMQ exchanges and queues, and Redis keys per test file. */
 export function uniquePrefix(): string {
   return `t${Math.random().toString(36).slice(2, 10)}`;
 }

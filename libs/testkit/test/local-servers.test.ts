@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { createDatabase, MissingBinaryError, requireBinary } from '../src/index.js';
+import { createDatabase, findBinary, MissingBinaryError, requireBinary } from '../src/index.js';
 
 describe('testkit', () => {
   it('gives each caller a fresh, empty database on the shared server', async () => {
@@ -22,5 +22,14 @@ describe('testkit', () => {
       /apt-get install -y nats-server/,
     );
     expect(() => requireBinary('initdb', ['/nonexistent'])).toThrowError(/apt-get install -y postgresql/);
+    expect(() => requireBinary('rabbitmq-server', ['/nonexistent'])).toThrowError(
+      /apt-get install -y rabbitmq-server/,
+    );
+  });
+
+  it("finds Debian's RabbitMQ server script, not the wrapper that runs it as the system's rabbitmq user", () => {
+    const found = findBinary('rabbitmq-server');
+    expect(found).toBeDefined();
+    expect(found).not.toBe('/usr/sbin/rabbitmq-server');
   });
 });
