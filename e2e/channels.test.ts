@@ -183,6 +183,10 @@ describe('alt-b and faults', () => {
       },
     });
     expect(altB.status).toBe(201);
+    // Z-API only calls HTTPS callback URLs, and the test stack's connector is on http.
+    expect(altB.body.warnings).toEqual([
+      'O provedor do canal "alt-b" só chama URLs de callback HTTPS: com PUBLIC_CONNECTOR_URL em http, as mensagens recebidas não chegarão',
+    ]);
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
       channel: 'alt-a',
       config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'altb-1-a', api_key: 'k' },
@@ -227,6 +231,25 @@ describe('alt-b and faults', () => {
       contact: { id: viaB.body.contactId, phone: '+5511955550001' },
       integration: { id: altB.body.id, provider: 'chat' },
     });
+
+    // Z-API's MessageStatusCallback for the send moves its delivery status.
+    const read = await sandbox(fixture.stack, '/_sandbox/status', {
+      channel: 'alt-b',
+      account: 'inst-1',
+      message_id: atB!.provider_message_id as string,
+      status: 'read',
+    });
+    expect(read.body).toMatchObject({ delivered_status: 200 });
+    await waitFor(
+      async () => {
+        const conversation = await fixture.stack.admin<Json & { messages: Json[] }>(
+          'GET',
+          `/admin/v1/workspaces/${ws.id}/conversations/${viaB.body.conversationId}`,
+        );
+        return conversation.body.messages.some((m) => m.text === 'por B' && m.delivery_status === 'read');
+      },
+      { what: 'alt-b read status' },
+    );
   });
 
   it('answers 500 for alt-b without complete credentials, and 502 naming the provider when it fails', async () => {
@@ -243,7 +266,7 @@ describe('alt-b and faults', () => {
     });
     expect(noCredentials).toEqual({
       status: 500,
-      body: { error: 'Integração alt-b sem credenciais completas (instance_id, token e client_token)' },
+      body: { error: 'Integração alt-b sem credenciais completas (instance_id e token)' },
     });
 
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {

@@ -100,46 +100,29 @@ describe('inbound messages on alt-a', () => {
       name: 'in-3',
     });
     const id = ws.body.workspace_id;
-    const integration = await fixture.stack.admin<{ id: string }>(
-      'POST',
-      `/admin/v1/workspaces/${id}/integrations`,
-      {
-        channel: 'alt-a',
-        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-3', api_key: 'key-in-3' },
-      },
-    );
+    await fixture.stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/integrations`, {
+      channel: 'alt-a',
+      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-3', api_key: 'key-in-3' },
+    });
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
       url: `${fixture.receiver.url}/in-3`,
       events: ['message.received'],
     });
-    const connectorUrl = `http://127.0.0.1:${fixture.stack.specs.get('provider-connector')!.port}`;
-    const callback = JSON.stringify({
-      event: 'messages.upsert',
-      instance: 'in-3',
-      apikey: 'key-in-3',
-      data: {
-        key: { remoteJid: '5511933330003@s.whatsapp.net', fromMe: false, id: 'REPEATED-1' },
-        message: { conversation: 'uma vez' },
-      },
+    // Evolution retries a callback up to 10 times; the sandbox posts the very same bytes again.
+    const repeated = await sandbox(fixture.stack, '/_sandbox/inbound', {
+      channel: 'alt-a',
+      account: 'in-3',
+      from: '5511933330003',
+      text: 'uma vez',
+      repeat: 3,
     });
-    const deliveries = await Promise.all(
-      [1, 2, 3].map(() =>
-        fetch(`${connectorUrl}/inbound/alt-a/${integration.body.id}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: callback,
-        }),
-      ),
-    );
-    expect(deliveries.map((r) => r.status)).toEqual([200, 200, 200]);
-    await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length >= 1, {
-      what: 'message.received',
-    });
+    expect(repeated.body).toMatchObject({ delivered_statuses: [200, 200, 200] });
     // A later inbound marks the end: had the repeats got through, they would have arrived before it.
-    await fetch(`${connectorUrl}/inbound/alt-a/${integration.body.id}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: callback.replace('REPEATED-1', 'MARKER-1').replace('uma vez', 'marcador'),
+    await sandbox(fixture.stack, '/_sandbox/inbound', {
+      channel: 'alt-a',
+      account: 'in-3',
+      from: '5511933330003',
+      text: 'marcador',
     });
     await waitFor(
       () =>
@@ -167,12 +150,14 @@ describe('inbound messages on alt-a', () => {
       },
     );
     const connectorUrl = `http://127.0.0.1:${fixture.stack.specs.get('provider-connector')!.port}`;
+    // Even the instance's own apikey in the body proves nothing: only the header set on the webhook does.
     const forged = await fetch(`${connectorUrl}/inbound/alt-a/${integration.body.id}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         event: 'messages.upsert',
-        apikey: 'wrong',
+        instance: 'in-2',
+        apikey: 'key-in-2',
         data: {
           key: { remoteJid: '5511900000000@s.whatsapp.net', fromMe: false, id: 'X1' },
           message: { conversation: 'hi' },

@@ -10,18 +10,13 @@ const textBound = 16_384;
 async function workspaceWithAltB(name: string) {
   const ws = await fixture.stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', { name });
   const id = ws.body.workspace_id;
-  const clientToken = `ct-${name}`;
+  const instance = `inst-${name}`;
   const integration = await fixture.stack.admin<{ id: string }>(
     'POST',
     `/admin/v1/workspaces/${id}/integrations`,
     {
       channel: 'alt-b',
-      config: {
-        base_url: `${fixture.stack.sandboxUrl}/alt-b`,
-        instance_id: `inst-${name}`,
-        token: `tok-${name}`,
-        client_token: clientToken,
-      },
+      config: { base_url: `${fixture.stack.sandboxUrl}/alt-b`, instance_id: instance, token: `tok-${name}` },
     },
   );
   expect(integration.status).toBe(201);
@@ -29,21 +24,23 @@ async function workspaceWithAltB(name: string) {
     url: `${fixture.receiver.url}/${name}`,
     events: ['*'],
   });
-  return { id, integrationId: integration.body.id, instance: `inst-${name}`, clientToken };
+  // Where the connector told Z-API to call, its callback secret in the query.
+  const [registered] = (await (
+    await fetch(`${fixture.stack.sandboxUrl}/_sandbox/webhooks?channel=alt-b&account=${instance}`)
+  ).json()) as Array<{ url: string }>;
+  return { id, integrationId: integration.body.id, instance, callbackUrl: registered!.url };
 }
 
-/** A callback posted straight to the connector's inbound URL, authenticated as alt-b does it today. */
-function altBCallback(target: { integrationId: string; clientToken: string }, body: string) {
-  const connectorUrl = `http://127.0.0.1:${fixture.stack.specs.get('provider-connector')!.port}`;
-  return fetch(`${connectorUrl}/inbound/alt-b/${target.integrationId}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'client-token': target.clientToken },
-    body,
-  });
+/** A callback posted straight to the URL the connector registered, as Z-API posts: no credential of its own. */
+function altBCallback(target: { callbackUrl: string }, body: string) {
+  return fetch(target.callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
 }
 
-function receivedCallback(messageId: string, phone: string, text: string) {
+function receivedCallback(target: { instance: string }, messageId: string, phone: string, text: string) {
   return JSON.stringify({
+    isGroup: false,
+    isNewsletter: false,
+    instanceId: target.instance,
     type: 'ReceivedCallback',
     fromMe: false,
     messageId,
@@ -59,9 +56,9 @@ describe("one tenant's inbound never stalls another's", () => {
     const b = await workspaceWithAltB('iso-b');
     // As large as the connector accepts: as it was, the event it became exceeded NATS's max_payload and
     // blocked the connector's outbox for every workspace behind it.
-    const envelope = receivedCallback('BIG-1', '5511966660001', '');
+    const envelope = receivedCallback(a, 'BIG-1', '5511966660001', '');
     const text = 'y'.repeat(1024 * 1024 - Buffer.byteLength(envelope) - 64);
-    const big = await altBCallback(a, receivedCallback('BIG-1', '5511966660001', text));
+    const big = await altBCallback(a, receivedCallback(a, 'BIG-1', '5511966660001', text));
     expect(big.status).toBe(200);
 
     const inbound = await sandbox(fixture.stack, '/_sandbox/inbound', {
@@ -100,7 +97,7 @@ describe("one tenant's inbound never stalls another's", () => {
       { status: 'disconnected' },
     );
     expect(disconnected.status).toBe(200);
-    const answer = await altBCallback(c, receivedCallback('OFF-1', '5511966660003', 'ainda aí?'));
+    const answer = await altBCallback(c, receivedCallback(c, 'OFF-1', '5511966660003', 'ainda aí?'));
     expect(answer.status).toBe(404);
   });
 
@@ -123,7 +120,7 @@ describe("one tenant's inbound never stalls another's", () => {
     expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
     expect(statuses.filter((status) => status !== 200 && status !== 429)).toEqual([]);
 
-    const taken = await altBCallback(e, receivedCallback('E-1', '5511966660005', 'e eu?'));
+    const taken = await altBCallback(e, receivedCallback(e, 'E-1', '5511966660005', 'e eu?'));
     expect(taken.status).toBe(200);
     await waitFor(() => eventsOf(fixture.receiver, e.id, 'message.received').length === 1, {
       what: "workspace E's message.received",

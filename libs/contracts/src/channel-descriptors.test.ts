@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
 import { addFakeChannel, fakeChannel, fakeProvider, removeFakeChannel } from '../test/fake-channel.js';
 import { CreateIntegrationBody } from './admin-api.js';
 import {
@@ -81,6 +82,25 @@ describe('the channel descriptor table', () => {
     expect(descriptorOf('livechat').accountId({ name: 'n', allowed_origins: '*' }, 'integration-id')).toBe(
       'integration-id',
     );
+  });
+});
+
+describe('callback secrets the connector generates', () => {
+  it('are kept by the config schema of every channel that asks for one', () => {
+    const withSecret = integrationChannels.filter((channel) => descriptorOf(channel).callbackSecret);
+    expect(withSecret).toEqual(expect.arrayContaining(['alt-a', 'alt-b']));
+    for (const channel of withSecret) {
+      const schema = descriptorOf(channel).config as unknown as z.ZodObject;
+      expect(Object.keys(schema.shape)).toContain('callback_secret');
+    }
+    const parsed = descriptorOf('alt-b').config.parse({
+      base_url: 'https://api.z-api.io',
+      callback_secret: 's',
+    });
+    expect(parsed.callback_secret).toBe('s');
+    // Z-API only calls HTTPS URLs; Evolution calls any http(s) URL.
+    expect(descriptorOf('alt-b').httpsCallbacksOnly).toBe(true);
+    expect(descriptorOf('alt-a').httpsCallbacksOnly).toBeUndefined();
   });
 });
 

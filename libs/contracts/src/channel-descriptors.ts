@@ -26,11 +26,26 @@ export interface ChannelDescriptor<Config extends StoredConfig = StoredConfig> {
   config: z.ZodType<Config>;
   /** The provider-side account id that inbound messages carry. */
   accountId(config: Config, integrationId: string): string;
+  /**
+   * The provider neither signs its callbacks nor sends them with a credential of the tenant's, so the
+   * connector makes one: a secret per integration, generated when it is created, kept in its sealed
+   * config as `callback_secret` (never shown), and registered where the provider repeats it on every
+   * callback (in the callback URL, or a header the provider is told to send). The config schema must
+   * keep that key (`generatedCallbackSecret`).
+   */
+  callbackSecret?: true;
+  /** The provider only calls HTTPS callback URLs: creating one over an http PUBLIC_CONNECTOR_URL warns. */
+  httpsCallbacksOnly?: true;
 }
 
 const required = (key: string) =>
   z.string({ error: platformTexts.configRequired(key) }).min(1, { error: platformTexts.configRequired(key) });
 const baseUrl = z.url({ protocol: /^https?$/, error: platformTexts.configBaseUrlInvalid });
+/**
+ * Set by the connector when the integration is created (a value given by the caller is replaced);
+ * optional only because integrations stored before it existed lack it, and their callbacks are refused.
+ */
+const generatedCallbackSecret = z.string().min(1).optional();
 
 /**
  * Infers the entry's config from its schema and keeps its flags and provider as literal types, so the
@@ -66,8 +81,15 @@ export const channelDescriptors = {
       accountId: (config) => config.phone_number_id,
     },
   ),
+  // Evolution API v2 signs nothing and sends `apikey: null` in its callbacks unless the operator sets
+  // AUTHENTICATION_EXPOSE_IN_FETCH_INSTANCES; it does send the headers its webhook was set with.
   'alt-a': describe(
-    z.object({ base_url: baseUrl, instance: required('instance'), api_key: required('api_key') }),
+    z.object({
+      base_url: baseUrl,
+      instance: required('instance'),
+      api_key: required('api_key'),
+      callback_secret: generatedCallbackSecret,
+    }),
     {
       provider: 'chat',
       sendMessage: true,
@@ -76,16 +98,20 @@ export const channelDescriptors = {
       hasWindow: false,
       hasTemplates: false,
       accountId: (config) => config.instance,
+      callbackSecret: true,
     },
   ),
   // The credentials may be incomplete when the integration is created; a send then fails with the
-  // spec's 500 rather than the integration being refused.
+  // spec's 500 rather than the integration being refused. `client_token` is Z-API's optional account
+  // security token (off until the account turns it on), so it is never required. Z-API sends no
+  // credential with its callbacks and only calls HTTPS URLs.
   'alt-b': describe(
     z.object({
       base_url: baseUrl,
       instance_id: z.string().optional(),
       token: z.string().optional(),
       client_token: z.string().optional(),
+      callback_secret: generatedCallbackSecret,
     }),
     {
       provider: 'chat',
@@ -95,6 +121,8 @@ export const channelDescriptors = {
       hasWindow: false,
       hasTemplates: false,
       accountId: (config) => config.instance_id ?? '',
+      callbackSecret: true,
+      httpsCallbacksOnly: true,
     },
   ),
   // The five below have no adapter yet; their configs are the keys ARCHITECTURE.md lists, all required.

@@ -13,7 +13,7 @@ export type Provider = Descriptors[IntegrationChannel]['provider'];
 export type ChannelConfig<K extends IntegrationChannel> = z.output<Descriptors[K]['config']>;
 
 type Flag = {
-  [F in keyof ChannelDescriptor]: ChannelDescriptor[F] extends boolean ? F : never;
+  [F in keyof ChannelDescriptor]-?: ChannelDescriptor[F] extends boolean ? F : never;
 }[keyof ChannelDescriptor];
 /** The channels whose descriptor sets `flag`. */
 type ChannelsWith<F extends Flag> = {

@@ -44,6 +44,20 @@ export const Integration = z.object({
   created_at: z.iso.datetime(),
 });
 export type Integration = z.infer<typeof Integration>;
+/**
+ * Creating an integration answers it, and, when something on our side will keep it from receiving
+ * (such as an http callback URL that its provider does not call), `warnings` saying so.
+ */
+export const CreatedIntegration = Integration.extend({
+  warnings: z
+    .array(z.string())
+    .min(1)
+    .optional()
+    .describe(
+      'Present when something on our side will keep the integration from receiving, e.g. an http callback URL its provider does not call.',
+    ),
+});
+export type CreatedIntegration = z.infer<typeof CreatedIntegration>;
 
 export const Member = z.object({
   id: z.uuid(),
@@ -320,7 +334,7 @@ export const commandCatalogue = {
   },
   'cmd.connector.create-integration': {
     request: CreateIntegrationBody.extend({ workspace_id: z.uuid() }),
-    reply: Integration,
+    reply: CreatedIntegration,
   },
   'cmd.connector.resolve-integration': {
     request: z.object({

@@ -131,7 +131,10 @@ export const platformTexts = {
   configRequired: (key: string) => `config.${key} é obrigatório`,
   configBaseUrlInvalid: 'config.base_url deve ser uma URL http(s)',
   configApiVersionInvalid: 'config.api_version deve ser como v21.0',
-  altBCredentialsIncomplete: 'Integração alt-b sem credenciais completas (instance_id, token e client_token)',
+  altBCredentialsIncomplete: 'Integração alt-b sem credenciais completas (instance_id e token)',
+  /** A warning in the answer that creates the integration, not an error. */
+  callbackUrlNotHttps: (channel: string) =>
+    `O provedor do canal "${channel}" só chama URLs de callback HTTPS: com PUBLIC_CONNECTOR_URL em http, as mensagens recebidas não chegarão`,
 
   // The admin API: webhooks and their deliveries.
   webhookNotFound: 'Webhook não encontrado neste workspace',

@@ -52,7 +52,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     AppError.windowClosed(),
   );
   const altBIncomplete = answers(
-    'the alt-b integration lacks instance_id, token or client_token',
+    'the alt-b integration lacks instance_id or token',
     new AppError(500, { error: platformTexts.altBCredentialsIncomplete }),
   );
   // Each channel's config is checked against its descriptor's schema, whose texts name the field.

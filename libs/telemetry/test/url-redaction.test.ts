@@ -86,5 +86,9 @@ describe('URL redaction in traces', () => {
     expect(redactUrl('/cb?hub%2Everify_token=v&code=c&name=ana')).toBe(
       '/cb?hub%2Everify_token=REDACTED&code=REDACTED&name=ana',
     );
+    // The secret the connector puts in the callback URLs it registers with alt-b (Z-API).
+    expect(redactUrl('https://connector.example/inbound/alt-b/1f2e?callback_token=s3cret')).toBe(
+      'https://connector.example/inbound/alt-b/1f2e?callback_token=REDACTED',
+    );
   });
 });

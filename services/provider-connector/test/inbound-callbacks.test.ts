@@ -7,6 +7,7 @@ import { createPool, maxEventBytes, migrate, OutboxRelay, type Pool } from '@inb
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
 import { createDatabase } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ALT_A_CALLBACK_HEADER } from '../src/adapters/alt-a.js';
 import { type CallbackLimits, defaultCallbackLimits } from '../src/handlers/callback-admission.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { IntegrationStore } from '../src/store/integrations.js';
@@ -61,26 +62,34 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
   const integration = async () => {
     const workspaceId = randomUUID();
     const apiKey = `key-${randomUUID()}`;
+    const secret = `secret-${randomUUID()}`;
     const created = await store.create(workspaceId, {
       channel: 'alt-a',
-      config: { base_url: 'http://127.0.0.1:9/alt-a', instance: 'inst', api_key: apiKey },
+      config: {
+        base_url: 'http://127.0.0.1:9/alt-a',
+        instance: 'inst',
+        api_key: apiKey,
+        callback_secret: secret,
+      },
       accountId: 'inst',
     });
-    return { id: created.integration.id, workspaceId, apiKey };
+    return { id: created.integration.id, workspaceId, secret };
   };
+  // As Evolution posts them: the secret in the header its webhook was set with, `apikey` null.
   const callback = (
-    target: { id: string; apiKey: string },
+    target: { id: string; secret: string },
     message: { id?: string; text?: string; name?: string; timestamp?: number } = {},
   ) =>
     fetch(`${url}/inbound/alt-a/${target.id}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', [ALT_A_CALLBACK_HEADER]: target.secret },
       body: JSON.stringify({
         event: 'messages.upsert',
-        apikey: target.apiKey,
+        instance: 'inst',
+        apikey: null,
         data: {
           key: { remoteJid: '5511944440001@s.whatsapp.net', fromMe: false, id: message.id ?? randomUUID() },
-          pushName: message.name,
+          pushName: message.name ?? null,
           messageTimestamp: message.timestamp,
           message: { conversation: message.text ?? 'oi' },
         },
@@ -172,16 +181,16 @@ describe('inbound callbacks', () => {
     // The same removed integration called again and again is remembered: it costs nothing and counts once.
     const removed = randomUUID();
     for (let i = 0; i < 10; i++) {
-      expect((await connector.callback({ id: removed, apiKey: 'k' })).status).toBe(404);
+      expect((await connector.callback({ id: removed, secret: 'k' })).status).toBe(404);
     }
     expect((await connector.callback(known)).status).toBe(200);
     const sprayed: number[] = [];
     for (let i = 0; i < 4; i++)
-      sprayed.push((await connector.callback({ id: randomUUID(), apiKey: 'k' })).status);
+      sprayed.push((await connector.callback({ id: randomUUID(), secret: 'k' })).status);
     sprayed.push((await fetch(`${connector.url}/inbound/alt-a/not-an-id`, { method: 'POST' })).status);
-    sprayed.push((await connector.callback({ id: randomUUID(), apiKey: 'k' })).status);
+    sprayed.push((await connector.callback({ id: randomUUID(), secret: 'k' })).status);
     expect(sprayed).toEqual([404, 404, 404, 404, 404, 429]);
-    const refused = await connector.callback({ id: randomUUID(), apiKey: 'k' });
+    const refused = await connector.callback({ id: randomUUID(), secret: 'k' });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(1);
     // Providers call from shared addresses: an integration this process knows is still served from one.

@@ -1,67 +1,89 @@
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { type NextFunction, type Request, type Response, Router } from 'express';
-import { z } from 'zod';
-import type { ChannelEmulator, InboundDelivery, InboundMessage, SandboxStores } from './channel-emulator.js';
+import {
+  badRequest,
+  checkSendText,
+  checkSetWebhook,
+  EVOLUTION_EVENTS,
+  evolutionError,
+  unauthorized,
+} from './alt-a-validation.js';
+import type {
+  AccountState,
+  ChannelEmulator,
+  InboundDelivery,
+  InboundMessage,
+  SandboxStores,
+  StatusUpdate,
+  WebhookDelivery,
+  WebhookRegistration,
+} from './channel-emulator.js';
 import { ControlError } from './control-error.js';
 import { answerFault } from './faults.js';
 import { jsonBody } from './json-body.js';
-import { unixSeconds, upperHexId } from './provider-ids.js';
+import { evolutionLocalIsoTime, randomDigits, unixSeconds, upperHexId } from './provider-ids.js';
 
-/** Emulates Evolution API v2, the provider behind the `alt-a` channel. */
+// Emulates Evolution API v2, the provider behind the `alt-a` channel, from its source
+// (github.com/EvolutionAPI/evolution-api 2.3.x): guards/auth.guard.ts, main.ts (error shape),
+// integrations/event/webhook/webhook.{controller,schema,router}.ts, services/channel.service.ts
+// (sendDataWebhook), integrations/channel/whatsapp/whatsapp.baileys.service.ts (textMessage,
+// sendMessageWithTyping, whatsappNumber, messages.upsert, messages.update, prepareMessage),
+// utils/renderStatus.ts, utils/createJid.ts, env.config.ts and .env.example (defaults).
 const CHANNEL = 'alt-a';
 
-const UPSERT_EVENT = 'MESSAGES_UPSERT';
-/** Evolution appends the kebab-cased event to the URL when a webhook is set "by events". */
-const UPSERT_EVENT_PATH = 'messages-upsert';
+/** The server's own address in every callback (`server_url`, SERVER_URL in .env.example). */
+const SERVER_URL = 'http://localhost:8080';
 
-interface WebhookRegistration {
+/** The Webhook row Evolution keeps per instance (prisma schema), answered by `webhook/set`. */
+interface Webhook {
+  id: string;
   url: string;
+  headers: Record<string, string>;
+  enabled: boolean;
   events: string[];
-  byEvents: boolean;
+  webhookByEvents: boolean;
+  webhookBase64: boolean;
+  createdAt: string;
+  updatedAt: string;
+  instanceId: string;
 }
 
-const sendTextBody = z.object(
-  {
-    number: z
-      .string({
-        error: (issue) => (issue.input === undefined ? 'number is required' : 'number must be a string'),
-      })
-      .regex(/^\d+$/, 'number must contain digits only'),
-    text: z
-      .string({
-        error: (issue) => (issue.input === undefined ? 'text is required' : 'text must be a string'),
-      })
-      .min(1, 'text should not be empty'),
-    delay: z
-      .number({ error: 'delay must be a number' })
-      .int('delay must be an integer')
-      .nonnegative()
-      .optional(),
-    linkPreview: z.boolean({ error: 'linkPreview must be a boolean' }).optional(),
-  },
-  { error: 'body must be a JSON object' },
-);
+interface Instance {
+  /** Evolution's own id of the instance (a UUID), not its name. */
+  id: string;
+  /** The connected number (`sender`). */
+  wuid: string;
+  state: AccountState;
+  webhook?: Webhook;
+  /** Numbers already checked on WhatsApp (its onWhatsapp cache): a send to them fails differently. */
+  known: Set<string>;
+}
 
-const setWebhookBody = z.object(
-  {
-    webhook: z.object(
-      {
-        enabled: z.boolean({ error: 'webhook.enabled must be a boolean' }),
-        url: z.url({ error: 'webhook.url must be a URL' }),
-        events: z.array(z.string(), { error: 'webhook.events must be an array of strings' }),
-        webhookByEvents: z.boolean({ error: 'webhook.webhookByEvents must be a boolean' }).default(false),
-        webhookBase64: z.boolean({ error: 'webhook.webhookBase64 must be a boolean' }).default(false),
-      },
-      { error: 'webhook is required' },
-    ),
-  },
-  { error: 'body must be a JSON object' },
-);
+/** renderStatus.ts, for the statuses the controls can report. */
+const ACKS = { sent: 'SERVER_ACK', delivered: 'DELIVERY_ACK', read: 'READ', failed: 'ERROR' } as const;
 
 export function createAltA(stores: SandboxStores): ChannelEmulator {
-  const webhooks = new Map<string, WebhookRegistration>();
+  const instances = new Map<string, Instance>();
+  const issued = new Map<string, { account: string; to: string }>();
+  /** WhatsApp's LID of each contact, stable per instance. */
+  const lids = new Map<string, string>();
   const router = Router();
   router.use(jsonBody);
+
+  const instance = (name: string): Instance => {
+    let found = instances.get(name);
+    if (!found) {
+      found = { id: randomUUID(), wuid: `55${randomDigits(11)}`, state: 'connected', known: new Set() };
+      instances.set(name, found);
+    }
+    return found;
+  };
+  const lidOf = (account: string, number: string): string => {
+    const key = `${account}:${number}`;
+    if (!lids.has(key)) lids.set(key, randomDigits(14));
+    return lids.get(key)!;
+  };
 
   // Evolution checks the apikey before anything else, including whether the body makes sense.
   function requireApiKey(req: Request<{ instance: string }>, res: Response, next: NextFunction): void {
@@ -73,124 +95,271 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     next();
   }
 
+  /** WhatsApp's own limit, as Baileys raises it inside sendMessageWithTyping: no retry hint at all. */
+  function rateLimited(res: Response): void {
+    res.status(400).json(badRequest(['Error: rate-overlimit']));
+  }
+
   router.post('/message/sendText/:instance', requireApiKey, (req: Request<{ instance: string }>, res) => {
-    const { instance } = req.params;
-    const fault = stores.faults.find(CHANNEL, instance);
+    const account = req.params.instance;
+    const fault = stores.faults.find(CHANNEL, account);
     if (fault) {
-      answerFault(fault, res, providerError, stores.faultHoldMs);
+      answerFault(fault, res, faultBody, stores.faultHoldMs, rateLimited);
       return;
     }
-    const parsed = sendTextBody.safeParse(req.body);
-    if (!parsed.success) {
-      res.status(400).json(badRequest(parsed.error.issues.map((issue) => issue.message)));
+    const checked = checkSendText(req.body);
+    if (!checked.ok) {
+      res.status(400).json(badRequest(checked.problems));
       return;
     }
-    const { number, text } = parsed.data;
+    const { number, digits, text } = checked;
+    const current = instance(account);
+    if (digits === '') {
+      res.status(400).json(badRequest([{ exists: false, jid: '@s.whatsapp.net', number }]));
+      return;
+    }
+    if (current.state !== 'connected') {
+      // A number not yet in the onWhatsapp cache is checked over the closed socket, outside the send's
+      // try: the error escapes to main.ts's handler as a 500 with the bare message. A known number gets
+      // as far as the send, whose catch answers 400 with the error's string.
+      if (current.known.has(digits)) res.status(400).json(badRequest(['Error: Connection Closed']));
+      else res.status(500).json(evolutionError(500, 'Connection Closed'));
+      return;
+    }
+    current.known.add(digits);
     const now = new Date();
-    const id = messageId();
+    const id = sentMessageId();
+    issued.set(id, { account, to: digits });
     stores.sent.record({
       channel: CHANNEL,
-      account: instance,
-      to: number,
+      account,
+      to: digits,
       method: req.method,
       path: `${req.baseUrl}${req.path}`,
       body: req.body,
       provider_message_id: id,
       received_at: now.toISOString(),
     });
+    // prepareMessage of what Baileys sent: no pushName of ours, so "Você"; Baileys' ids from this
+    // library start 3EB0 and read as the "web" device.
     res.status(201).json({
-      key: { remoteJid: jid(number), fromMe: true, id },
-      pushName: '',
+      key: { remoteJid: `${digits}@s.whatsapp.net`, fromMe: true, id },
+      pushName: 'Você',
       status: 'PENDING',
       message: { conversation: text },
       messageType: 'conversation',
       messageTimestamp: unixSeconds(now),
-      instanceId: instance,
-      source: 'unknown',
+      instanceId: current.id,
+      source: 'web',
     });
   });
 
   router.post('/webhook/set/:instance', requireApiKey, (req: Request<{ instance: string }>, res) => {
-    const { instance } = req.params;
-    const parsed = setWebhookBody.safeParse(req.body);
-    if (!parsed.success) {
-      res.status(400).json(badRequest(parsed.error.issues.map((issue) => issue.message)));
+    const checked = checkSetWebhook(req.body);
+    if (!checked.ok) {
+      res.status(400).json(badRequest(checked.problems));
       return;
     }
-    const { enabled, url, events, webhookByEvents } = parsed.data.webhook;
-    if (enabled && events.length === 0) {
-      res.status(400).json(badRequest(['Events is required']));
-      return;
-    }
-    if (enabled) webhooks.set(instance, { url, events, byEvents: webhookByEvents });
-    else webhooks.delete(instance);
-    res.status(201).json({ webhook: { instanceName: instance, webhook: { url, events, enabled } } });
+    const { enabled, url, headers, byEvents, base64, events } = checked.webhook;
+    const current = instance(req.params.instance);
+    const now = new Date().toISOString();
+    // webhook.controller.ts `set`: disabled keeps no events; enabled with none listed takes them all.
+    current.webhook = {
+      id: current.webhook?.id ?? cuid(),
+      url,
+      headers,
+      enabled,
+      events: !enabled ? [] : events.length === 0 ? [...EVOLUTION_EVENTS] : events,
+      webhookByEvents: byEvents,
+      webhookBase64: base64,
+      createdAt: current.webhook?.createdAt ?? now,
+      updatedAt: now,
+      instanceId: current.id,
+    };
+    res.status(201).json(current.webhook);
   });
+
+  /**
+   * Where Evolution would post an event of the account, or undefined when it would post it nowhere
+   * (no webhook, disabled, or a URL its emit refuses). A webhook that lacks the event is a test's
+   * mistake worth saying.
+   */
+  function target(account: string, event: string): { current: Instance; webhook: Webhook } | undefined {
+    const current = instances.get(account);
+    const webhook = current?.webhook;
+    if (!current || !webhook?.enabled || !/^(https?:\/\/)/.test(webhook.url)) return undefined;
+    if (current.state !== 'connected') {
+      throw new ControlError(
+        409,
+        `${CHANNEL} account ${account} is ${current.state}: WhatsApp tells it nothing`,
+      );
+    }
+    if (!webhook.events.includes(event)) {
+      throw new ControlError(409, `${CHANNEL} account ${account} webhook is not subscribed to ${event}`);
+    }
+    return { current, webhook };
+  }
+
+  /**
+   * One `sendDataWebhook` POST: the configured headers on axios's own, `apikey` null (the default,
+   * AUTHENTICATION_EXPOSE_IN_FETCH_INSTANCES unset), and with `byEvents` the kebab-cased event appended
+   * to the URL exactly as the controller does (`${url}/${event}`, a trailing slash kept).
+   */
+  function callback(
+    account: string,
+    found: { current: Instance; webhook: Webhook },
+    event: string,
+    data: unknown,
+  ) {
+    const { current, webhook } = found;
+    const kebab = event.replace(/\./g, '-');
+    const url = webhook.webhookByEvents ? `${webhook.url}/${kebab}` : webhook.url;
+    const payload = {
+      event,
+      instance: account,
+      data,
+      destination: webhook.url,
+      date_time: evolutionLocalIsoTime(new Date()),
+      sender: `${current.wuid}@s.whatsapp.net`,
+      server_url: SERVER_URL,
+      apikey: null,
+    };
+    return {
+      url,
+      headers: {
+        Accept: 'application/json, text/plain, */*',
+        'Content-Type': 'application/json',
+        'User-Agent': 'axios/1.7.9',
+        ...webhook.headers,
+      },
+      body: JSON.stringify(payload),
+    };
+  }
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
     if (message.type !== 'text') {
       throw new ControlError(400, `${CHANNEL} inbound supports type "text" only`);
     }
-    const registration = webhooks.get(message.account);
-    if (!registration) return undefined;
-    // Evolution only calls a webhook for the events it was subscribed to.
-    if (!registration.events.includes(UPSERT_EVENT)) {
-      throw new ControlError(
-        409,
-        `${CHANNEL} account ${message.account} webhook is not subscribed to ${UPSERT_EVENT}`,
-      );
-    }
-    const now = new Date();
-    const id = messageId();
-    const apiKey = stores.credentials.get(CHANNEL, message.account);
-    const payload = {
-      event: 'messages.upsert',
-      instance: message.account,
-      data: {
-        key: { remoteJid: jid(message.from), fromMe: false, id },
-        pushName: message.name ?? '',
-        message: { conversation: message.text },
-        messageType: 'conversation',
-        messageTimestamp: unixSeconds(now),
-      },
-      date_time: now.toISOString(),
-      sender: jid(message.from),
-      ...(apiKey === undefined ? {} : { apikey: apiKey }),
+    const found = target(message.account, 'MESSAGES_UPSERT');
+    if (!found) return undefined;
+    const id = receivedMessageId();
+    const key = messageKey(message, id, lidOf(message.account, message.from));
+    const data = {
+      key,
+      // prepareMessage: the sender's profile name, else (in a group) the participant, else null.
+      pushName: message.name ?? (key.participant ? key.participant.split('@')[0] : null),
+      status: 'DELIVERY_ACK',
+      message: { conversation: message.text },
+      messageType: 'conversation',
+      messageTimestamp: unixSeconds(new Date()),
+      instanceId: found.current.id,
+      source: 'android',
     };
-    return {
-      url: registration.byEvents
-        ? `${registration.url.replace(/\/+$/, '')}/${UPSERT_EVENT_PATH}`
-        : registration.url,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(payload),
-      providerMessageId: id,
-    };
+    return { ...callback(message.account, found, 'messages.upsert', data), providerMessageId: id };
   }
 
-  return { channel: CHANNEL, router, inboundDelivery, reset: () => webhooks.clear() };
-}
+  function statusDelivery(update: StatusUpdate): WebhookDelivery | undefined {
+    const sent = issued.get(update.messageId);
+    if (!sent || sent.account !== update.account) {
+      throw new ControlError(
+        404,
+        `message ${update.messageId} was not issued by ${CHANNEL} account ${update.account}`,
+      );
+    }
+    const found = target(update.account, 'MESSAGES_UPDATE');
+    if (!found) return undefined;
+    // messages.update's own object; `messageId` is Evolution's database row, kept by default.
+    return callback(update.account, found, 'messages.update', {
+      keyId: update.messageId,
+      remoteJid: `${sent.to}@s.whatsapp.net`,
+      fromMe: true,
+      status: ACKS[update.status],
+      instanceId: found.current.id,
+      messageId: cuid(),
+    });
+  }
 
-function unauthorized() {
-  return { status: 401, error: 'Unauthorized', response: { message: 'Unauthorized' } };
-}
+  function webhooks(account?: string): WebhookRegistration[] {
+    return [...instances]
+      .filter(([name, { webhook }]) => webhook?.enabled && (account === undefined || name === account))
+      .map(([name, { webhook }]) => ({
+        channel: CHANNEL,
+        account: name,
+        url: webhook!.url,
+        headers: webhook!.headers,
+        events: webhook!.events,
+      }));
+  }
 
-function badRequest(messages: string[]) {
-  return { status: 400, error: 'Bad Request', response: { message: messages } };
-}
-
-function providerError(status: number) {
   return {
-    status,
-    error: STATUS_CODES[status] ?? 'Internal Server Error',
-    response: { message: ['sandbox fault'] },
+    channel: CHANNEL,
+    router,
+    inboundDelivery,
+    statusDelivery,
+    setAccountState: (account, state) => {
+      instance(account).state = state;
+    },
+    webhooks,
+    rateLimited,
+    reset: () => {
+      instances.clear();
+      issued.clear();
+      lids.clear();
+    },
   };
 }
 
-function jid(digits: string): string {
-  return `${digits}@s.whatsapp.net`;
+/**
+ * The Baileys key of a received message. A contact under LID addressing is named by its LID, its number
+ * in the `*Alt` jid (Baileys 7, which Evolution 2.3 runs); in a group the chat is the group and the
+ * sender is `participant`.
+ */
+function messageKey(message: InboundMessage, id: string, lid: string): MessageKey {
+  const number = `${message.from}@s.whatsapp.net`;
+  const lidJid = `${lid}@lid`;
+  const byLid = message.addressingMode === 'lid';
+  if (message.groupId !== undefined) {
+    return {
+      remoteJid: `${message.groupId}@g.us`,
+      fromMe: false,
+      id,
+      participant: byLid ? lidJid : number,
+      ...(byLid ? { participantAlt: number, addressingMode: 'lid' } : {}),
+    };
+  }
+  return byLid
+    ? { remoteJid: lidJid, fromMe: false, id, remoteJidAlt: number, addressingMode: 'lid' }
+    : { remoteJid: number, fromMe: false, id };
 }
 
-/** Same look as the ids Evolution's WhatsApp client mints (upper-case hex with a fixed prefix). */
-function messageId(): string {
-  return `BAE5${upperHexId(8)}`;
+interface MessageKey {
+  remoteJid: string;
+  fromMe: boolean;
+  id: string;
+  participant?: string;
+  remoteJidAlt?: string;
+  participantAlt?: string;
+  addressingMode?: string;
+}
+
+function faultBody(status: number) {
+  return evolutionError(status, ['sandbox fault'], STATUS_CODES[status]);
+}
+
+/** Baileys' ids of messages it sends: 3EB0 and 18 more upper-case hex characters. */
+function sentMessageId(): string {
+  return `3EB0${upperHexId(9)}`;
+}
+
+/** A phone's message id as Android clients mint them: 32 upper-case hex characters. */
+function receivedMessageId(): string {
+  return upperHexId(16);
+}
+
+/** Prisma's default ids (cuid): `c` and 24 lower-case base-36 characters. */
+function cuid(): string {
+  return `c${BigInt(`0x${upperHexId(16)}`)
+    .toString(36)
+    .padStart(24, '0')
+    .slice(0, 24)}`;
 }

@@ -1,12 +1,25 @@
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import type { ChannelEmulator, InboundDelivery, InboundMessage, SandboxStores } from './channel-emulator.js';
+import type {
+  AccountState,
+  ChannelEmulator,
+  InboundDelivery,
+  InboundMessage,
+  SandboxStores,
+  StatusUpdate,
+  WebhookDelivery,
+  WebhookRegistration,
+} from './channel-emulator.js';
 import { ControlError } from './control-error.js';
 import { answerFault } from './faults.js';
 import { jsonBody } from './json-body.js';
-import { upperHexId } from './provider-ids.js';
+import { randomDigits, upperHexId } from './provider-ids.js';
+import type { SentEntry } from './sent-log.js';
 
-/** Emulates Z-API, the provider behind the `alt-b` channel. */
+// Emulates Z-API, the provider behind the `alt-b` channel, from its documentation (developer.z-api.io;
+// github.com/Z-API/z-api-docs): security/client-token, message/send-message-text, instance/status,
+// queue/introduction, webhooks/on-message-received (ReceivedCallback and its examples) and
+// webhooks/on-whatsapp-message-status-changes (MessageStatusCallback).
 const CHANNEL = 'alt-b';
 
 /**
@@ -16,12 +29,26 @@ const CHANNEL = 'alt-b';
  */
 const INSTANCE_TOKEN_BOOK = `${CHANNEL}/instance-token`;
 
-/** Z-API answers every credential problem with the same text, whichever secret was wrong. */
-const NOT_ALLOWED = { error: 'Client-Token not allowed' };
-
 const INSTANCE_PATH = '/instances/:instanceId/token/:token';
 
 type InstanceParams = { instanceId: string; token: string };
+
+/** Each webhook Z-API lets an instance set, and the callback `type` it then receives. */
+const WEBHOOKS = {
+  'update-webhook-received': 'ReceivedCallback',
+  'update-webhook-message-status': 'MessageStatusCallback',
+} as const;
+type WebhookPath = keyof typeof WEBHOOKS;
+type CallbackType = (typeof WEBHOOKS)[WebhookPath];
+
+/** instance/status's `error` for each state that is not connected. */
+const NOT_CONNECTED: Record<Exclude<AccountState, 'connected'>, string> = {
+  disconnected: 'You need to restore the session.',
+  logged_out: 'You are not connected.',
+};
+
+/** MessageStatusCallback's statuses; a failed send is told by DeliveryCallback's `error`, not here. */
+const STATUS_NAMES = { sent: 'SENT', delivered: 'RECEIVED', read: 'READ' } as const;
 
 const sendTextBody = z.object(
   {
@@ -44,22 +71,59 @@ const updateWebhookBody = z.object(
   { error: 'body must be a JSON object' },
 );
 
+interface Instance {
+  webhooks: Map<CallbackType, string>;
+  state: AccountState;
+  /** Sends taken while not connected, sent (and logged) when the instance connects again. */
+  queue: SentEntry[];
+  /** The number connected to the instance (`connectedPhone`). */
+  phone: string;
+}
+
 export function createAltB(stores: SandboxStores): ChannelEmulator {
-  const webhooks = new Map<string, string>();
+  const instances = new Map<string, Instance>();
+  /** Messages this provider issued, so statuses are only told of its own, to the instance that sent them. */
+  const issued = new Map<string, { account: string; to: string }>();
+  /** WhatsApp's LID of each contact, stable per instance (`senderLid`). */
+  const lids = new Map<string, string>();
   const router = Router();
   router.use(jsonBody);
 
-  // Credentials come before anything else, as with the real API: a bad body from a stranger is still a 401.
+  const instance = (id: string): Instance => {
+    let found = instances.get(id);
+    if (!found) {
+      found = { webhooks: new Map(), state: 'connected', queue: [], phone: `55${randomDigits(11)}` };
+      instances.set(id, found);
+    }
+    return found;
+  };
+  const lidOf = (account: string, number: string): string => {
+    const key = `${account}:${number}`;
+    if (!lids.has(key)) lids.set(key, randomDigits(14));
+    return `${lids.get(key)}@lid`;
+  };
+
+  /**
+   * Credentials come before anything else. The account security token is off until the account turns
+   * it on, so a call without `Client-Token` passes; the sandbox takes the first one it sees as turned on,
+   * and from then on refuses its absence with the documented `null not allowed`. Z-API documents no
+   * answer for a wrong token of either kind; the sandbox answers in the shape of its documented refusals
+   * (`"<value> not allowed"`), with 401.
+   */
   function requireTokens(req: Request<InstanceParams>, res: Response, next: NextFunction): void {
     const { instanceId, token } = req.params;
-    const clientToken = req.get('client-token');
-    const allowed =
-      clientToken !== undefined &&
-      clientToken !== '' &&
-      stores.credentials.accept(CHANNEL, instanceId, clientToken) &&
-      stores.credentials.accept(INSTANCE_TOKEN_BOOK, instanceId, token);
-    if (!allowed) {
-      res.status(401).json(NOT_ALLOWED);
+    const clientToken = req.get('client-token') || undefined;
+    const refusal = !stores.credentials.accept(INSTANCE_TOKEN_BOOK, instanceId, token)
+      ? token
+      : clientToken === undefined
+        ? stores.credentials.get(CHANNEL, instanceId) === undefined
+          ? undefined
+          : 'null'
+        : stores.credentials.accept(CHANNEL, instanceId, clientToken)
+          ? undefined
+          : clientToken;
+    if (refusal !== undefined) {
+      res.status(401).json({ error: `${refusal} not allowed` });
       return;
     }
     next();
@@ -77,8 +141,8 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
       res.status(400).json({ error: parsed.error.issues.map((issue) => issue.message).join('; ') });
       return;
     }
-    const messageId = zapiId();
-    stores.sent.record({
+    const messageId = whatsappId();
+    const entry: SentEntry = {
       channel: CHANNEL,
       account: instanceId,
       to: parsed.data.phone,
@@ -87,61 +151,164 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
       body: req.body,
       provider_message_id: messageId,
       received_at: new Date().toISOString(),
-    });
-    res.json({ zaapId: zapiId(), messageId, id: messageId });
+    };
+    issued.set(messageId, { account: instanceId, to: parsed.data.phone });
+    // Z-API queues every send and answers at once; a phone that is not connected sends its queue later.
+    const current = instance(instanceId);
+    if (current.state === 'connected') stores.sent.record(entry);
+    else current.queue.push(entry);
+    res.json({ zaapId: upperHexId(16), messageId, id: messageId });
   });
 
-  router.put(
-    `${INSTANCE_PATH}/update-webhook-received`,
-    requireTokens,
-    (req: Request<InstanceParams>, res) => {
+  router.get(`${INSTANCE_PATH}/status`, requireTokens, (req: Request<InstanceParams>, res) => {
+    const { state } = instance(req.params.instanceId);
+    res.json(
+      state === 'connected'
+        ? { connected: true, error: 'You are already connected.', smartphoneConnected: true }
+        : { connected: false, error: NOT_CONNECTED[state], smartphoneConnected: false },
+    );
+  });
+
+  // Z-API only calls HTTPS webhooks (every webhook page says so, not how it refuses others); the sandbox
+  // takes http too, so that local runs receive, and the connector warns when its URL is http.
+  for (const [path, type] of Object.entries(WEBHOOKS) as Array<[WebhookPath, CallbackType]>) {
+    router.put(`${INSTANCE_PATH}/${path}`, requireTokens, (req: Request<InstanceParams>, res) => {
       const parsed = updateWebhookBody.safeParse(req.body);
       if (!parsed.success) {
         res.status(400).json({ error: parsed.error.issues.map((issue) => issue.message).join('; ') });
         return;
       }
-      webhooks.set(req.params.instanceId, parsed.data.value);
+      instance(req.params.instanceId).webhooks.set(type, parsed.data.value);
       res.json({ value: true });
-    },
-  );
+    });
+  }
+
+  function requireConnected(account: string): Instance {
+    const current = instance(account);
+    if (current.state !== 'connected') {
+      throw new ControlError(
+        409,
+        `${CHANNEL} account ${account} is ${current.state}: WhatsApp tells it nothing`,
+      );
+    }
+    return current;
+  }
+
+  /** Z-API signs nothing and sends no credential: only the JSON content type. */
+  const delivery = (url: string, payload: unknown): WebhookDelivery => ({
+    url,
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(payload),
+  });
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
     if (message.type !== 'text') {
       throw new ControlError(400, `${CHANNEL} inbound supports type "text" only`);
     }
-    const url = webhooks.get(message.account);
+    if (message.addressingMode !== undefined) {
+      throw new ControlError(400, `${CHANNEL} has no addressing_mode: Z-API names the number in phone`);
+    }
+    const current = requireConnected(message.account);
+    const url = current.webhooks.get('ReceivedCallback');
     if (!url) return undefined;
-    const messageId = zapiId();
+    const messageId = upperHexId(16);
+    const lid = lidOf(message.account, message.from);
+    const group = message.groupId;
+    // The docs' text example, field for field. With no profile name, the name fields hold the number.
     const payload = {
       isStatusReply: false,
+      senderLid: lid,
+      connectedPhone: current.phone,
+      waitingMessage: false,
+      isEdit: false,
+      isGroup: group !== undefined,
+      isNewsletter: false,
       instanceId: message.account,
       messageId,
-      phone: message.from,
+      phone: group === undefined ? message.from : `${group}-group`,
       fromMe: false,
       momment: Date.now(),
       status: 'RECEIVED',
-      chatName: message.name ?? message.from,
-      senderName: message.name ?? '',
+      chatName: group === undefined ? (message.name ?? message.from) : 'Grupo',
+      senderPhoto: null,
+      senderName: message.name ?? message.from,
+      participantPhone: group === undefined ? null : message.from,
+      participantLid: group === undefined ? null : lid,
+      photo: null,
+      broadcast: false,
       type: 'ReceivedCallback',
       text: { message: message.text },
     };
-    // Z-API signs nothing; the connector recognises its webhooks by the account's Client-Token.
-    const clientToken = stores.credentials.get(CHANNEL, message.account);
-    return {
-      url,
-      headers: {
-        'Content-Type': 'application/json',
-        ...(clientToken === undefined ? {} : { 'Client-Token': clientToken }),
-      },
-      body: JSON.stringify(payload),
-      providerMessageId: messageId,
-    };
+    return { ...delivery(url, payload), providerMessageId: messageId };
   }
 
-  return { channel: CHANNEL, router, inboundDelivery, reset: () => webhooks.clear() };
+  function statusDelivery(update: StatusUpdate): WebhookDelivery | undefined {
+    const sent = issued.get(update.messageId);
+    if (!sent || sent.account !== update.account) {
+      throw new ControlError(
+        404,
+        `message ${update.messageId} was not issued by ${CHANNEL} account ${update.account}`,
+      );
+    }
+    if (update.status === 'failed') {
+      throw new ControlError(
+        400,
+        `${CHANNEL} has no failed status: MessageStatusCallback reports SENT, RECEIVED, READ and PLAYED`,
+      );
+    }
+    const url = requireConnected(update.account).webhooks.get('MessageStatusCallback');
+    if (!url) return undefined;
+    return delivery(url, {
+      instanceId: update.account,
+      status: STATUS_NAMES[update.status],
+      ids: [update.messageId],
+      momment: Date.now(),
+      phoneDevice: 0,
+      phone: sent.to,
+      type: 'MessageStatusCallback',
+      isGroup: false,
+    });
+  }
+
+  function setAccountState(account: string, state: AccountState): void {
+    const current = instance(account);
+    current.state = state;
+    if (state !== 'connected') return;
+    for (const entry of current.queue.splice(0)) {
+      stores.sent.record({ ...entry, received_at: new Date().toISOString() });
+    }
+  }
+
+  function webhooks(account?: string): WebhookRegistration[] {
+    return [...instances]
+      .filter(([id]) => account === undefined || id === account)
+      .flatMap(([id, { webhooks }]) =>
+        [...webhooks].map(([type, url]) => ({
+          channel: CHANNEL,
+          account: id,
+          url,
+          headers: {},
+          events: [type],
+        })),
+      );
+  }
+
+  return {
+    channel: CHANNEL,
+    router,
+    inboundDelivery,
+    statusDelivery,
+    setAccountState,
+    webhooks,
+    reset: () => {
+      instances.clear();
+      issued.clear();
+      lids.clear();
+    },
+  };
 }
 
-/** Z-API's ids are 32 upper-case hex characters. */
-function zapiId(): string {
-  return upperHexId(16);
+/** A WhatsApp message id as Z-API's examples show them: 20 upper-case hex characters. */
+function whatsappId(): string {
+  return `3EB0${upperHexId(8)}`;
 }

@@ -1,4 +1,4 @@
-import type { Router } from 'express';
+import type { Response, Router } from 'express';
 import type { ConversationWindows } from './conversation-windows.js';
 import type { CredentialBook } from './credentials.js';
 import type { FaultBook } from './faults.js';
@@ -22,6 +22,23 @@ export interface InboundMessage {
   type: string;
   /** Only providers that sign their webhooks need it; the sandbox cannot know the app's secret otherwise. */
   appSecret?: string;
+  /** Written in a group rather than to the account directly (providers that have groups). */
+  groupId?: string;
+  /** WhatsApp's LID addressing, where the provider names the chat by an opaque id (alt-a). */
+  addressingMode?: 'pn' | 'lid';
+}
+
+/** How an account stands with its provider: online, dropped (the session may come back), or logged out. */
+export const ACCOUNT_STATES = ['connected', 'disconnected', 'logged_out'] as const;
+export type AccountState = (typeof ACCOUNT_STATES)[number];
+
+/** A callback URL as the provider keeps it: where it posts, with which headers, for which events. */
+export interface WebhookRegistration {
+  channel: string;
+  account: string;
+  url: string;
+  headers: Record<string, string>;
+  events: string[];
 }
 
 export const DELIVERY_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const;
@@ -64,6 +81,15 @@ export interface ChannelEmulator {
    * to deliver the update for the account.
    */
   statusDelivery?(update: StatusUpdate): WebhookDelivery | undefined;
+  /** Puts the account in a connection state, with the provider's behaviour in it. Absent: not modelled. */
+  setAccountState?(account: string, state: AccountState): void;
+  /** The callback URLs registered with the provider, the account's only when one is given. */
+  webhooks?(account?: string): WebhookRegistration[];
+  /**
+   * The provider's answer to a call over its rate limit, as it signals it (status, body, any retry hint).
+   * Absent when the provider documents none; the `rate_limit` fault is then refused for the channel.
+   */
+  rateLimited?(res: Response): void;
   /** Forgets the channel's own state (webhook registrations and the like). */
   reset(): void;
 }

@@ -1,6 +1,12 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { type ChannelEmulator, DELIVERY_STATUSES, type SandboxStores } from './channel-emulator.js';
+import {
+  ACCOUNT_STATES,
+  type ChannelEmulator,
+  DELIVERY_STATUSES,
+  type SandboxStores,
+  type WebhookDelivery,
+} from './channel-emulator.js';
 import { ControlError } from './control-error.js';
 import { DEFAULT_FAULT_STATUS, FaultMode } from './faults.js';
 import { parseControl } from './parse-control.js';
@@ -33,16 +39,40 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
     .min(1, 'app_secret must not be empty')
     .optional();
 
+  // A provider that got no answer (or a late one) delivers the same callback again: Evolution API up to
+  // 10 attempts, Meta for up to 7 days.
+  const repeat = z
+    .int({ error: 'repeat must be an integer from 1 to 10' })
+    .min(1, 'repeat must be an integer from 1 to 10')
+    .max(10, 'repeat must be an integer from 1 to 10')
+    .default(1);
+
   const sentQuery = z.object({
     to: z.string({ error: 'to must be given once' }).optional(),
     channel: z.string({ error: 'channel must be given once' }).optional(),
   });
 
+  const webhooksQuery = z.object({
+    channel: channelName.optional(),
+    account: z.string({ error: 'account must be given once' }).optional(),
+  });
+
+  const accountBody = z.object(
+    {
+      channel: channelName,
+      account,
+      state: z.enum(ACCOUNT_STATES, { error: `state must be one of ${ACCOUNT_STATES.join(', ')}` }),
+    },
+    { error: 'body must be a JSON object' },
+  );
+
   const faultBody = z.object(
     {
       channel: channelName,
       account: account.optional(),
-      mode: z.enum(Object.values(FaultMode), { error: 'mode must be one of error, timeout, off' }),
+      mode: z.enum(Object.values(FaultMode), {
+        error: `mode must be one of ${Object.values(FaultMode).join(', ')}`,
+      }),
       status: z.int({ error: 'status must be an integer' }).min(400).max(599).optional(),
     },
     { error: 'body must be a JSON object' },
@@ -57,6 +87,12 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
       text: z.string({ error: 'text must be a string' }).min(1, 'text must not be empty'),
       type: z.string({ error: 'type must be a string' }).default('text'),
       app_secret: appSecret,
+      group_id: z
+        .string({ error: 'group_id must be a string' })
+        .regex(/^[\d-]+$/, 'group_id must be digits (and dashes)')
+        .optional(),
+      addressing_mode: z.enum(['pn', 'lid'], { error: 'addressing_mode must be pn or lid' }).optional(),
+      repeat,
     },
     { error: 'body must be a JSON object' },
   );
@@ -68,6 +104,7 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
       message_id: z.string({ error: 'message_id must be a string' }).min(1, 'message_id must not be empty'),
       status: z.enum(DELIVERY_STATUSES, { error: `status must be one of ${DELIVERY_STATUSES.join(', ')}` }),
       app_secret: appSecret,
+      repeat,
     },
     { error: 'body must be a JSON object' },
   );
@@ -88,31 +125,58 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
     res.json(stores.sent.list(parseControl(sentQuery, req.query)));
   });
 
+  router.get('/webhooks', (req, res) => {
+    const { channel, account } = parseControl(webhooksQuery, req.query);
+    const emulators = channel ? [channels.get(channel)!] : [...channels.values()];
+    res.json(emulators.flatMap((emulator) => emulator.webhooks?.(account) ?? []));
+  });
+
+  router.post('/accounts', (req, res) => {
+    const { channel, account, state } = parseControl(accountBody, req.body);
+    const emulator = channels.get(channel)!;
+    if (!emulator.setAccountState) {
+      throw new ControlError(400, `account states are not supported for this channel (${channel})`);
+    }
+    emulator.setAccountState(account, state);
+    res.json({ ok: true });
+  });
+
   router.post('/faults', (req, res) => {
     const { channel, account, mode, status } = parseControl(faultBody, req.body);
+    if (mode === FaultMode.rateLimit && !channels.get(channel)!.rateLimited) {
+      throw new ControlError(400, `${channel} documents no rate-limit answer to emulate`);
+    }
     if (mode === FaultMode.off) stores.faults.off(channel, account);
-    else if (mode === FaultMode.timeout) stores.faults.set(channel, account, { mode });
-    else stores.faults.set(channel, account, { mode, status: status ?? DEFAULT_FAULT_STATUS });
+    else if (mode === FaultMode.error)
+      stores.faults.set(channel, account, { mode, status: status ?? DEFAULT_FAULT_STATUS });
+    else stores.faults.set(channel, account, { mode });
     res.json({ ok: true });
   });
 
   router.post('/inbound', async (req, res) => {
-    const { channel, app_secret, ...message } = parseControl(inboundBody, req.body);
+    const { channel, app_secret, group_id, addressing_mode, repeat, ...message } = parseControl(
+      inboundBody,
+      req.body,
+    );
     const emulator = channels.get(channel)!;
-    const delivery = emulator.inboundDelivery({ ...message, appSecret: app_secret });
+    const delivery = emulator.inboundDelivery({
+      ...message,
+      appSecret: app_secret,
+      groupId: group_id,
+      addressingMode: addressing_mode,
+    });
     if (!delivery) throw noWebhook(channel, message.account);
     // The number has written to the account whether or not the connector takes the webhook.
     stores.windows.open(channel, message.account, message.from);
-    const deliveredStatus = await deliverWebhook(fetchImpl, delivery);
     res.json({
       ok: true,
-      delivered_status: deliveredStatus,
+      ...(await deliverRepeatedly(delivery, repeat)),
       provider_message_id: delivery.providerMessageId,
     });
   });
 
   router.post('/status', async (req, res) => {
-    const { channel, account, message_id, status, app_secret } = parseControl(statusBody, req.body);
+    const { channel, account, message_id, status, app_secret, repeat } = parseControl(statusBody, req.body);
     const emulator = channels.get(channel)!;
     if (!emulator.statusDelivery) {
       throw new ControlError(400, `status updates are not supported for this channel (${channel})`);
@@ -124,8 +188,16 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
       appSecret: app_secret,
     });
     if (!delivery) throw noWebhook(channel, account);
-    res.json({ ok: true, delivered_status: await deliverWebhook(fetchImpl, delivery) });
+    res.json({ ok: true, ...(await deliverRepeatedly(delivery, repeat)) });
   });
+
+  /** The same bytes `times` times, one after another, as a provider redelivering would. */
+  async function deliverRepeatedly(delivery: WebhookDelivery, times: number) {
+    const statuses: number[] = [];
+    for (let attempt = 0; attempt < times; attempt++)
+      statuses.push(await deliverWebhook(fetchImpl, delivery));
+    return { delivered_status: statuses[0]!, ...(times > 1 ? { delivered_statuses: statuses } : {}) };
+  }
 
   router.post('/windows', (req, res) => {
     const { channel, account, number, last_inbound_at } = parseControl(windowBody, req.body);

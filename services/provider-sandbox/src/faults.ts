@@ -1,11 +1,12 @@
 import type { Response } from 'express';
 
-export const FaultMode = { error: 'error', timeout: 'timeout', off: 'off' } as const;
+export const FaultMode = { error: 'error', timeout: 'timeout', rateLimit: 'rate_limit', off: 'off' } as const;
 export type FaultMode = (typeof FaultMode)[keyof typeof FaultMode];
 
 export type ActiveFault =
   | { mode: typeof FaultMode.error; status: number }
-  | { mode: typeof FaultMode.timeout };
+  | { mode: typeof FaultMode.timeout }
+  | { mode: typeof FaultMode.rateLimit };
 
 export const DEFAULT_FAULT_STATUS = 500;
 export const DEFAULT_FAULT_HOLD_MS = 30_000;
@@ -46,18 +47,25 @@ export class FaultBook {
 }
 
 /**
- * Answers a faulted call with the provider's own error shape, or holds it like a provider that never
- * answers. The hold timer is unref'd and dropped when the client goes away, so held calls never keep the
- * process alive nor outlive their socket.
+ * Answers a faulted call with the provider's own error shape, or its own rate-limit answer, or holds it
+ * like a provider that never answers. The hold timer is unref'd and dropped when the client goes away,
+ * so held calls never keep the process alive nor outlive their socket.
  */
 export function answerFault(
   fault: ActiveFault,
   res: Response,
   errorBody: (status: number) => unknown,
   holdMs: number,
+  rateLimited?: (res: Response) => void,
 ): void {
   if (fault.mode === FaultMode.error) {
     res.status(fault.status).json(errorBody(fault.status));
+    return;
+  }
+  if (fault.mode === FaultMode.rateLimit) {
+    // The controls only set it for a channel that answers it; a bare 429 otherwise.
+    if (rateLimited) rateLimited(res);
+    else res.status(429).json(errorBody(429));
     return;
   }
   const timer = setTimeout(() => {

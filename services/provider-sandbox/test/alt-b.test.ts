@@ -7,8 +7,8 @@ const INSTANCE = '3C9A-instance';
 const INSTANCE_TOKEN = 'F1A2B3-instance-token';
 const CLIENT_TOKEN = 'client-token-1';
 const CUSTOMER = '5511988887777';
-const ZAPI_ID = /^[0-9A-F]{32}$/;
-const NOT_ALLOWED = { error: 'Client-Token not allowed' };
+const ZAAP_ID = /^[0-9A-F]{32}$/;
+const WHATSAPP_ID = /^3EB0[0-9A-F]{16}$/;
 
 describe('alt-b (Z-API) emulation', () => {
   const sandbox = createSandbox();
@@ -33,31 +33,31 @@ describe('alt-b (Z-API) emulation', () => {
 
   const instancePath = (instance = INSTANCE, token = INSTANCE_TOKEN) =>
     `${base}/alt-b/instances/${instance}/token/${token}`;
+  const tokenHeader = (clientToken: string | null): Record<string, string> =>
+    clientToken === null ? {} : { 'client-token': clientToken };
 
-  /** `null` sends no Client-Token header at all. */
+  /** `null` sends no Client-Token header at all, as an account without the security token does. */
   function sendText(
     body: unknown,
-    clientToken: string | null = CLIENT_TOKEN,
+    clientToken: string | null = null,
     instance = INSTANCE,
     token = INSTANCE_TOKEN,
   ) {
-    return postJson(
-      `${instancePath(instance, token)}/send-text`,
-      body,
-      clientToken === null ? {} : { 'client-token': clientToken },
-    );
+    return postJson(`${instancePath(instance, token)}/send-text`, body, tokenHeader(clientToken));
   }
 
-  function setWebhook(value: unknown, clientToken: string | null = CLIENT_TOKEN) {
-    return fetch(`${instancePath()}/update-webhook-received`, {
+  function setWebhook(value: unknown, which = 'update-webhook-received', clientToken: string | null = null) {
+    return fetch(`${instancePath()}/${which}`, {
       method: 'PUT',
-      headers: {
-        'content-type': 'application/json',
-        ...(clientToken === null ? {} : { 'client-token': clientToken }),
-      },
+      headers: { 'content-type': 'application/json', ...tokenHeader(clientToken) },
       body: JSON.stringify({ value }),
     });
   }
+
+  const instanceStatus = async (clientToken: string | null = null) => {
+    const res = await fetch(`${instancePath()}/status`, { headers: tokenHeader(clientToken) });
+    return { status: res.status, body: await res.json() };
+  };
 
   const control = (path: string, body: unknown) => postJson(`${base}/_sandbox${path}`, body);
 
@@ -73,12 +73,12 @@ describe('alt-b (Z-API) emulation', () => {
       const res = await sendText(body);
       expect(res.status).toBe(200);
       const answer = (await res.json()) as { zaapId: string; messageId: string; id: string };
+      // send-message-text: `zaapId` is Z-API's id, `messageId` WhatsApp's; `id` repeats it for Zapier.
       expect(answer).toEqual({
-        zaapId: expect.stringMatching(ZAPI_ID),
-        messageId: expect.stringMatching(ZAPI_ID),
+        zaapId: expect.stringMatching(ZAAP_ID),
+        messageId: expect.stringMatching(WHATSAPP_ID),
         id: answer.messageId,
       });
-      expect(answer.zaapId).not.toBe(answer.messageId);
 
       expect(await sent('?channel=alt-b')).toEqual([
         {
@@ -95,29 +95,33 @@ describe('alt-b (Z-API) emulation', () => {
       expect(await sent('?channel=alt-a')).toEqual([]);
     });
 
-    it('refuses a call without Client-Token with 401', async () => {
-      const res = await sendText({ phone: CUSTOMER, message: 'x' }, null);
-      expect(res.status).toBe(401);
-      expect(await res.json()).toEqual(NOT_ALLOWED);
-      expect(await sent()).toEqual([]);
-    });
+    it('takes calls without Client-Token until the account uses one (the security token is off by default)', async () => {
+      expect((await sendText({ phone: CUSTOMER, message: 'sem token' })).status).toBe(200);
+      expect((await sendText({ phone: CUSTOMER, message: 'com token' }, CLIENT_TOKEN)).status).toBe(200);
 
-    it('refuses a Client-Token or an instance token other than the first seen, with the same 401', async () => {
-      expect((await sendText({ phone: CUSTOMER, message: 'first' })).status).toBe(200);
+      // Now on: its absence is refused as security/client-token documents.
+      const missing = await sendText({ phone: CUSTOMER, message: 'x' });
+      expect(missing.status).toBe(401);
+      expect(await missing.json()).toEqual({ error: 'null not allowed' });
 
-      const otherClient = await sendText({ phone: CUSTOMER, message: 'x' }, 'other-client-token');
-      expect(otherClient.status).toBe(401);
-      expect(await otherClient.json()).toEqual(NOT_ALLOWED);
+      const other = await sendText({ phone: CUSTOMER, message: 'x' }, 'other-client-token');
+      expect(other.status).toBe(401);
+      expect(await other.json()).toEqual({ error: 'other-client-token not allowed' });
 
-      const otherToken = await sendText({ phone: CUSTOMER, message: 'x' }, CLIENT_TOKEN, INSTANCE, 'other');
-      expect(otherToken.status).toBe(401);
-      expect(await otherToken.json()).toEqual(NOT_ALLOWED);
+      const otherPathToken = await sendText(
+        { phone: CUSTOMER, message: 'x' },
+        CLIENT_TOKEN,
+        INSTANCE,
+        'other',
+      );
+      expect(otherPathToken.status).toBe(401);
+      expect(await otherPathToken.json()).toEqual({ error: 'other not allowed' });
 
       // Another instance has its own credentials.
-      expect(
-        (await sendText({ phone: CUSTOMER, message: 'x' }, 'other-client-token', 'inst-2', 'tok-2')).status,
-      ).toBe(200);
-      expect(await sent()).toHaveLength(2);
+      expect((await sendText({ phone: CUSTOMER, message: 'x' }, 'token-2', 'inst-2', 'tok-2')).status).toBe(
+        200,
+      );
+      expect(await sent()).toHaveLength(3);
     });
 
     it.each([
@@ -147,11 +151,71 @@ describe('alt-b (Z-API) emulation', () => {
       expect((await sendText({ phone: CUSTOMER, message: 'x' })).status).toBe(200);
       expect(await sent()).toHaveLength(1);
     });
+
+    it('refuses a rate-limit fault: Z-API documents no such answer (it queues and paces sends)', async () => {
+      const res = await control('/faults', { channel: 'alt-b', mode: 'rate_limit' });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: 'alt-b documents no rate-limit answer to emulate' });
+    });
   });
 
-  describe('webhook and inbound', () => {
-    it('registers the received webhook and delivers ReceivedCallback with the Client-Token', async () => {
-      const set = await setWebhook(`${receiver.url}/hooks/zapi`);
+  describe('a disconnected or logged-out instance', () => {
+    it('reports its state on GET /status', async () => {
+      expect(await instanceStatus()).toEqual({
+        status: 200,
+        body: { connected: true, error: 'You are already connected.', smartphoneConnected: true },
+      });
+      await control('/accounts', { channel: 'alt-b', account: INSTANCE, state: 'disconnected' });
+      expect((await instanceStatus()).body).toEqual({
+        connected: false,
+        error: 'You need to restore the session.',
+        smartphoneConnected: false,
+      });
+      await control('/accounts', { channel: 'alt-b', account: INSTANCE, state: 'logged_out' });
+      expect((await instanceStatus()).body).toMatchObject({
+        connected: false,
+        error: 'You are not connected.',
+      });
+    });
+
+    it('queues sends with ids, sends them once connected again, and receives nothing meanwhile', async () => {
+      await setWebhook(`${receiver.url}/hooks/zapi`);
+      await control('/accounts', { channel: 'alt-b', account: INSTANCE, state: 'disconnected' });
+
+      const queued = await sendText({ phone: CUSTOMER, message: 'na fila' });
+      expect(queued.status).toBe(200);
+      const { messageId } = (await queued.json()) as { messageId: string };
+      expect(await sent()).toEqual([]);
+
+      const inbound = await control('/inbound', {
+        channel: 'alt-b',
+        account: INSTANCE,
+        from: CUSTOMER,
+        text: 'oi',
+      });
+      expect(inbound.status).toBe(409);
+      expect(await inbound.json()).toEqual({
+        error: `alt-b account ${INSTANCE} is disconnected: WhatsApp tells it nothing`,
+      });
+      expect(receiver.calls).toEqual([]);
+
+      await control('/accounts', { channel: 'alt-b', account: INSTANCE, state: 'connected' });
+      expect((await sent()).map((entry) => entry.provider_message_id)).toEqual([messageId]);
+    });
+
+    it('refuses states for an unknown channel and unknown states', async () => {
+      for (const body of [
+        { channel: 'alt-b', account: INSTANCE, state: 'asleep' },
+        { channel: 'nowhere', account: INSTANCE, state: 'connected' },
+      ]) {
+        expect((await control('/accounts', body)).status).toBe(400);
+      }
+    });
+  });
+
+  describe('webhooks', () => {
+    it('delivers ReceivedCallback as the docs show it, with no credential of any kind', async () => {
+      const set = await setWebhook(`${receiver.url}/hooks/zapi?callback_token=abc`);
       expect(set.status).toBe(200);
       expect(await set.json()).toEqual({ value: true });
 
@@ -165,19 +229,21 @@ describe('alt-b (Z-API) emulation', () => {
       });
       expect(res.status).toBe(200);
       const answer = (await res.json()) as { provider_message_id: string };
-      expect(answer).toEqual({
-        ok: true,
-        delivered_status: 200,
-        provider_message_id: expect.stringMatching(ZAPI_ID),
-      });
+      expect(answer).toEqual({ ok: true, delivered_status: 200, provider_message_id: expect.any(String) });
 
       const [webhook] = receiver.posts();
-      expect(webhook?.url).toBe('/hooks/zapi');
-      expect(webhook?.headers['client-token']).toBe(CLIENT_TOKEN);
+      expect(webhook?.url).toBe('/hooks/zapi?callback_token=abc');
       expect(webhook?.headers['content-type']).toBe('application/json');
+      expect(webhook?.headers['client-token']).toBeUndefined();
       const payload = JSON.parse(webhook?.rawBody ?? '') as { momment: number };
       expect(payload).toEqual({
         isStatusReply: false,
+        senderLid: expect.stringMatching(/^\d{14}@lid$/),
+        connectedPhone: expect.stringMatching(/^55\d{11}$/),
+        waitingMessage: false,
+        isEdit: false,
+        isGroup: false,
+        isNewsletter: false,
         instanceId: INSTANCE,
         messageId: answer.provider_message_id,
         phone: CUSTOMER,
@@ -185,21 +251,126 @@ describe('alt-b (Z-API) emulation', () => {
         momment: expect.any(Number),
         status: 'RECEIVED',
         chatName: 'Bia',
+        senderPhoto: null,
         senderName: 'Bia',
+        participantPhone: null,
+        participantLid: null,
+        photo: null,
+        broadcast: false,
         type: 'ReceivedCallback',
         text: { message: 'tem estoque?' },
       });
       expect(payload.momment).toBeGreaterThanOrEqual(before);
-      expect(payload.momment).toBeLessThanOrEqual(Date.now());
     });
 
-    it('names the chat after the number when no name is given', async () => {
+    it('names the sender by number when there is no name, and writes group messages as Z-API does', async () => {
       await setWebhook(`${receiver.url}/hooks/zapi`);
       await control('/inbound', { channel: 'alt-b', account: INSTANCE, from: CUSTOMER, text: 'oi' });
-      expect(JSON.parse(receiver.posts()[0]?.rawBody ?? '')).toMatchObject({
-        chatName: CUSTOMER,
-        senderName: '',
+      await control('/inbound', {
+        channel: 'alt-b',
+        account: INSTANCE,
+        from: CUSTOMER,
+        text: 'no grupo',
+        group_id: '120363019502650977',
       });
+      const [direct, group] = receiver
+        .posts()
+        .map((call) => JSON.parse(call.rawBody) as Record<string, unknown>);
+      expect(direct).toMatchObject({ chatName: CUSTOMER, senderName: CUSTOMER, isGroup: false });
+      expect(group).toMatchObject({
+        isGroup: true,
+        phone: '120363019502650977-group',
+        participantPhone: CUSTOMER,
+        participantLid: expect.stringMatching(/@lid$/),
+      });
+    });
+
+    it('delivers the same callback again when asked to repeat it', async () => {
+      await setWebhook(`${receiver.url}/hooks/zapi`);
+      const res = await control('/inbound', {
+        channel: 'alt-b',
+        account: INSTANCE,
+        from: CUSTOMER,
+        text: 'de novo',
+        repeat: 3,
+      });
+      expect(await res.json()).toMatchObject({ delivered_status: 200, delivered_statuses: [200, 200, 200] });
+      const bodies = receiver.posts().map((call) => call.rawBody);
+      expect(bodies).toHaveLength(3);
+      expect(new Set(bodies).size).toBe(1);
+    });
+
+    it('reports statuses of its own sends as MessageStatusCallback, and has no failed status', async () => {
+      await setWebhook(`${receiver.url}/hooks/status`, 'update-webhook-message-status');
+      const { messageId } = (await (await sendText({ phone: CUSTOMER, message: 'x' })).json()) as {
+        messageId: string;
+      };
+      const before = Date.now();
+      for (const status of ['sent', 'delivered', 'read']) {
+        const res = await control('/status', {
+          channel: 'alt-b',
+          account: INSTANCE,
+          message_id: messageId,
+          status,
+        });
+        expect(res.status).toBe(200);
+      }
+      const payloads = receiver.posts().map((call) => JSON.parse(call.rawBody) as { momment: number });
+      expect(payloads.map((payload) => (payload as unknown as { status: string }).status)).toEqual([
+        'SENT',
+        'RECEIVED',
+        'READ',
+      ]);
+      expect(payloads[0]).toEqual({
+        instanceId: INSTANCE,
+        status: 'SENT',
+        ids: [messageId],
+        momment: expect.any(Number),
+        phoneDevice: 0,
+        phone: CUSTOMER,
+        type: 'MessageStatusCallback',
+        isGroup: false,
+      });
+      expect(payloads[0]!.momment).toBeGreaterThanOrEqual(before);
+
+      const failed = await control('/status', {
+        channel: 'alt-b',
+        account: INSTANCE,
+        message_id: messageId,
+        status: 'failed',
+      });
+      expect(failed.status).toBe(400);
+      const unknown = await control('/status', {
+        channel: 'alt-b',
+        account: INSTANCE,
+        message_id: 'NOPE',
+        status: 'read',
+      });
+      expect(unknown.status).toBe(404);
+      expect(receiver.posts()).toHaveLength(3);
+    });
+
+    it('lists what each instance registered', async () => {
+      await setWebhook(`${receiver.url}/received?callback_token=t`);
+      await setWebhook(`${receiver.url}/status?callback_token=t`, 'update-webhook-message-status');
+      const res = await fetch(`${base}/_sandbox/webhooks?channel=alt-b&account=${INSTANCE}`);
+      expect(await res.json()).toEqual([
+        {
+          channel: 'alt-b',
+          account: INSTANCE,
+          url: `${receiver.url}/received?callback_token=t`,
+          headers: {},
+          events: ['ReceivedCallback'],
+        },
+        {
+          channel: 'alt-b',
+          account: INSTANCE,
+          url: `${receiver.url}/status?callback_token=t`,
+          headers: {},
+          events: ['MessageStatusCallback'],
+        },
+      ]);
+      expect(await (await fetch(`${base}/_sandbox/webhooks?channel=alt-b&account=other`)).json()).toEqual([]);
     });
 
     it('answers 409 when the instance has no webhook', async () => {
@@ -214,37 +385,35 @@ describe('alt-b (Z-API) emulation', () => {
       expect(receiver.calls).toEqual([]);
     });
 
-    it('requires credentials and a URL to register the webhook', async () => {
-      const noToken = await setWebhook(`${receiver.url}/hooks/zapi`, null);
+    it('needs consistent credentials and a URL to register a webhook', async () => {
+      expect(
+        (await setWebhook(`${receiver.url}/hooks/zapi`, 'update-webhook-received', CLIENT_TOKEN)).status,
+      ).toBe(200);
+      const noToken = await setWebhook(`${receiver.url}/hooks/zapi`);
       expect(noToken.status).toBe(401);
-      expect(await noToken.json()).toEqual(NOT_ALLOWED);
+      expect(await noToken.json()).toEqual({ error: 'null not allowed' });
 
-      const notUrl = await setWebhook('somewhere');
+      const notUrl = await setWebhook('somewhere', 'update-webhook-received', CLIENT_TOKEN);
       expect(notUrl.status).toBe(400);
       expect(((await notUrl.json()) as { error: string }).error).toContain('value');
-
-      const inbound = await control('/inbound', {
-        channel: 'alt-b',
-        account: INSTANCE,
-        from: CUSTOMER,
-        text: 'oi',
-      });
-      expect(inbound.status).toBe(409);
     });
   });
 
-  it('forgets sends, faults, webhooks and tokens on reset', async () => {
-    await setWebhook(`${receiver.url}/hooks/zapi`);
-    expect((await sendText({ phone: CUSTOMER, message: 'x' })).status).toBe(200);
+  it('forgets sends, faults, webhooks, states and tokens on reset', async () => {
+    await setWebhook(`${receiver.url}/hooks/zapi`, 'update-webhook-received', CLIENT_TOKEN);
+    expect((await sendText({ phone: CUSTOMER, message: 'x' }, CLIENT_TOKEN)).status).toBe(200);
     await control('/faults', { channel: 'alt-b', mode: 'error' });
+    await control('/accounts', { channel: 'alt-b', account: INSTANCE, state: 'logged_out' });
 
     expect((await control('/reset', {})).status).toBe(200);
 
     expect(await sent()).toEqual([]);
-    expect(
-      (await sendText({ phone: CUSTOMER, message: 'again' }, 'new-client-token', INSTANCE, 'new-token'))
-        .status,
-    ).toBe(200);
+    // The old tokens are unbound: new ones are taken, and no Client-Token is required again.
+    expect((await sendText({ phone: CUSTOMER, message: 'again' }, null, INSTANCE, 'new-token')).status).toBe(
+      200,
+    );
+    const connected = await fetch(`${instancePath(INSTANCE, 'new-token')}/status`);
+    expect(await connected.json()).toMatchObject({ connected: true });
     const inbound = await control('/inbound', {
       channel: 'alt-b',
       account: INSTANCE,

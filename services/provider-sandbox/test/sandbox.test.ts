@@ -105,8 +105,8 @@ describe('provider sandbox', () => {
           enabled: true,
           url,
           events: ['MESSAGES_UPSERT'],
-          webhookByEvents: false,
-          webhookBase64: false,
+          byEvents: false,
+          base64: false,
           ...extra,
         },
       },
@@ -125,16 +125,17 @@ describe('provider sandbox', () => {
         key: { remoteJid: string; fromMe: boolean; id: string };
         messageTimestamp: number;
       };
-      expect(answer).toMatchObject({
-        key: { remoteJid: '5511999990000@s.whatsapp.net', fromMe: true },
-        pushName: '',
+      expect(answer).toEqual({
+        key: { remoteJid: '5511999990000@s.whatsapp.net', fromMe: true, id: expect.any(String) },
+        pushName: 'Você',
         status: 'PENDING',
         message: { conversation: 'hello' },
         messageType: 'conversation',
-        instanceId: INSTANCE,
-        source: 'unknown',
+        messageTimestamp: expect.any(Number),
+        instanceId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        source: 'web',
       });
-      expect(answer.key.id).toMatch(/^[0-9A-F]{20,32}$/);
+      expect(answer.key.id).toMatch(/^3EB0[0-9A-F]{18}$/);
       expect(answer.messageTimestamp).toBeGreaterThanOrEqual(before);
       expect(answer.messageTimestamp).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
 
@@ -198,20 +199,31 @@ describe('provider sandbox', () => {
       expect(await sent()).toHaveLength(2);
     });
 
+    // jsonschema's words, as Evolution passes them on (issue #2583 quotes `instance requires property "text"`).
     it.each([
-      [{ text: 'hello' }, 'number is required'],
-      [{ number: '+55 11 99999-0000', text: 'hello' }, 'number must contain digits only'],
-      [{ number: '5511999990000' }, 'text is required'],
-      [{ number: '5511999990000', text: '' }, 'text should not be empty'],
-    ])('answers 400 for an invalid body %j', async (body, problem) => {
+      [{ text: 'hello' }, ['instance requires property "number"']],
+      [{}, ['instance requires property "number"', 'instance requires property "text"']],
+      [{ number: 5511999990000, text: 'hello' }, ['Invalid format']],
+      [{ number: '5511999990000' }, ['instance requires property "text"']],
+      [{ number: '5511999990000', text: 7 }, ['text is not of a type(s) string']],
+      [{ number: '5511999990000', text: '  ' }, ['Text is required']],
+      [{ number: '5511999990000', text: 'x', delay: 1.5 }, ['Enter a value in milliseconds']],
+    ])('answers 400 for an invalid body %j', async (body, problems) => {
       const res = await sendText(INSTANCE, body);
       expect(res.status).toBe(400);
       expect(await res.json()).toEqual({
         status: 400,
         error: 'Bad Request',
-        response: { message: [problem] },
+        response: { message: problems },
       });
       expect(await sent()).toEqual([]);
+    });
+
+    it('takes a formatted number as createJid cleans it, and logs its digits', async () => {
+      const res = await sendText(INSTANCE, { number: '+55 (11) 99999-0000', text: 'hello' });
+      expect(res.status).toBe(201);
+      expect(await res.json()).toMatchObject({ key: { remoteJid: '5511999990000@s.whatsapp.net' } });
+      expect((await sent())[0]).toMatchObject({ to: '5511999990000' });
     });
   });
 
@@ -293,11 +305,18 @@ describe('provider sandbox', () => {
       // The first apikey an instance sees is the one Evolution would put in its webhooks.
       const set = await setWebhook(INSTANCE, `${receiver.url}/hooks/alt-a`);
       expect(set.status).toBe(201);
+      // The Webhook row as Evolution keeps it.
       expect(await set.json()).toEqual({
-        webhook: {
-          instanceName: INSTANCE,
-          webhook: { url: `${receiver.url}/hooks/alt-a`, events: ['MESSAGES_UPSERT'], enabled: true },
-        },
+        id: expect.stringMatching(/^c[0-9a-z]{24}$/),
+        url: `${receiver.url}/hooks/alt-a`,
+        headers: {},
+        enabled: true,
+        events: ['MESSAGES_UPSERT'],
+        webhookByEvents: false,
+        webhookBase64: false,
+        createdAt: expect.any(String),
+        updatedAt: expect.any(String),
+        instanceId: expect.stringMatching(/^[0-9a-f-]{36}$/),
       });
 
       const before = Math.floor(Date.now() / 1000);
@@ -320,21 +339,27 @@ describe('provider sandbox', () => {
         data: { key: { id: string }; messageTimestamp: number };
         date_time: string;
       };
+      // sendDataWebhook's envelope and prepareMessage's data; `apikey` is null by default.
       expect(payload).toEqual({
         event: 'messages.upsert',
         instance: INSTANCE,
         data: {
           key: { remoteJid: '5511988887777@s.whatsapp.net', fromMe: false, id: expect.any(String) },
           pushName: 'Ana',
+          status: 'DELIVERY_ACK',
           message: { conversation: 'oi' },
           messageType: 'conversation',
           messageTimestamp: expect.any(Number),
+          instanceId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+          source: 'android',
         },
+        destination: `${receiver.url}/hooks/alt-a`,
         date_time: expect.any(String),
-        sender: '5511988887777@s.whatsapp.net',
-        apikey: API_KEY,
+        sender: expect.stringMatching(/^55\d{11}@s\.whatsapp\.net$/),
+        server_url: 'http://localhost:8080',
+        apikey: null,
       });
-      expect(payload.data.key.id).toMatch(/^[0-9A-F]{20,32}$/);
+      expect(payload.data.key.id).toMatch(/^[0-9A-F]{32}$/);
       expect(answer.provider_message_id).toBe(payload.data.key.id);
       expect(payload.data.messageTimestamp).toBeGreaterThanOrEqual(before);
       expect(Number.isNaN(Date.parse(payload.date_time))).toBe(false);
@@ -441,7 +466,7 @@ describe('provider sandbox webhook transport', () => {
             enabled: true,
             url: 'http://connector.test/alt-a/',
             events: ['MESSAGES_UPSERT'],
-            webhookByEvents: true,
+            byEvents: true,
           },
         }),
       });
@@ -459,7 +484,8 @@ describe('provider sandbox webhook transport', () => {
         provider_message_id: JSON.parse(calls[0]?.body ?? '').data.key.id,
       });
       expect(calls).toHaveLength(1);
-      expect(calls[0]?.url).toBe('http://connector.test/alt-a/messages-upsert');
+      // Evolution appends `/${event}` to the URL as given, trailing slash and all.
+      expect(calls[0]?.url).toBe('http://connector.test/alt-a//messages-upsert');
       expect(JSON.parse(calls[0]?.body ?? '')).toMatchObject({
         event: 'messages.upsert',
         instance: INSTANCE,

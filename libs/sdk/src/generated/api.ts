@@ -722,6 +722,23 @@ export interface components {
     CreateAgentBody: {
       name: string;
     };
+    CreatedIntegration: {
+      /** Format: uuid */
+      id: string;
+      /** @enum {string} */
+      channel: 'chat-official' | 'alt-a' | 'alt-b' | 'bot' | 'photo' | 'social' | 'livechat' | 'market';
+      /** @enum {string} */
+      provider: 'chat-official' | 'chat' | 'bot' | 'photo' | 'social' | 'livechat' | 'market';
+      name: string | null;
+      /** @enum {string} */
+      status: 'connected' | 'disconnected';
+      /** Format: date-time */
+      connected_at: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** @description Present when something on our side will keep the integration from receiving, e.g. an http callback URL its provider does not call. */
+      warnings?: string[];
+    };
     CreatedWorkspace: {
       /** Format: uuid */
       workspace_id: string;
@@ -1320,7 +1337,7 @@ export interface operations {
         };
       };
       /**
-       * @description - the alt-b integration lacks instance_id, token or client_token
+       * @description - the alt-b integration lacks instance_id or token
        *     - an unexpected failure (quote `error_id` when you report it)
        */
       500: {
@@ -1733,7 +1750,7 @@ export interface operations {
         };
       };
       /**
-       * @description - the alt-b integration lacks instance_id, token or client_token
+       * @description - the alt-b integration lacks instance_id or token
        *     - an unexpected failure (quote `error_id` when you report it)
        */
       500: {
@@ -2280,7 +2297,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Integration'];
+          'application/json': components['schemas']['CreatedIntegration'];
         };
       };
       /**

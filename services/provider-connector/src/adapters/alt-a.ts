@@ -1,20 +1,122 @@
 import { z } from 'zod';
-import { type ChannelAdapter, InboundRejected, ProviderError } from './channel-adapter.js';
+import { messageContent } from './alt-a-content.js';
+import {
+  type ChannelAdapter,
+  type InboundBatch,
+  InboundRejected,
+  ProviderError,
+  type StatusUpdate,
+} from './channel-adapter.js';
 import { sameSecret } from './constant-time.js';
-import { callProvider, joinUrl } from './http.js';
+import { callProvider, headerValue, joinUrl, type ProviderAnswer, retryAfterNote } from './http.js';
+
+// Facts about Evolution API v2 below are from its source (github.com/EvolutionAPI/evolution-api, 2.3.x):
+// src/api/integrations/event/webhook/webhook.{controller,schema}.ts, src/api/services/channel.service.ts
+// (sendDataWebhook), src/api/integrations/channel/whatsapp/whatsapp.baileys.service.ts (messages.upsert,
+// messages.update, prepareMessage, sendMessageWithTyping), src/utils/renderStatus.ts, src/main.ts.
+
+/**
+ * The header Evolution is told to send on every callback (`webhook.headers`, which its webhook
+ * controller puts on each POST). Its body's `apikey` is null unless the operator sets
+ * AUTHENTICATION_EXPOSE_IN_FETCH_INSTANCES=true, so it proves nothing; the header holds the
+ * integration's own callback secret instead.
+ */
+export const ALT_A_CALLBACK_HEADER = 'x-inbox-callback-secret';
+
+/** New messages, and the acks of ours (SERVER_ACK, DELIVERY_ACK, READ, PLAYED). */
+const EVENTS = ['MESSAGES_UPSERT', 'MESSAGES_UPDATE'];
+
+const empty = (): InboundBatch => ({ messages: [], statuses: [] });
 
 const SendTextAnswer = z.object({ key: z.object({ id: z.string().min(1) }) });
 
-const MessagesUpsert = z.object({
-  event: z.string(),
-  apikey: z.string().optional(),
-  data: z.object({
-    key: z.object({ remoteJid: z.string(), fromMe: z.boolean(), id: z.string().min(1) }),
-    pushName: z.string().optional(),
-    message: z.object({ conversation: z.string().optional() }).passthrough().optional(),
-    messageTimestamp: z.number().optional(),
+/** Every callback: `{ event, instance, data, destination, date_time, sender, server_url, apikey }`. */
+const Callback = z.object({ event: z.string(), instance: z.string().optional(), data: z.unknown() });
+
+/** `prepareMessage`'s output: the Baileys key as it came (Baileys 7 adds the `*Alt` jids and `addressingMode`). */
+const Upsert = z.object({
+  key: z.object({
+    remoteJid: z.string(),
+    fromMe: z.boolean(),
+    id: z.string().min(1),
+    remoteJidAlt: z.string().nullish(),
   }),
+  // `message.pushName || null` when the sender has no profile name.
+  pushName: z.string().nullish(),
+  message: z.record(z.string(), z.unknown()).nullish(),
+  messageTimestamp: z.union([z.number(), z.string()]).nullish(),
 });
+
+const Update = z.object({ keyId: z.string().min(1), fromMe: z.boolean(), status: z.string() });
+
+/** renderStatus.ts: 0 ERROR, 1 PENDING, 2 SERVER_ACK, 3 DELIVERY_ACK, 4 READ, 5 PLAYED; DELETED too. */
+const ackStatuses: Record<string, StatusUpdate['status']> = {
+  SERVER_ACK: 'sent',
+  DELIVERY_ACK: 'delivered',
+  READ: 'read',
+  PLAYED: 'read',
+  ERROR: 'failed',
+};
+
+const PHONE_JID = /^(\d+)(?::\d+)?@s\.whatsapp\.net$/;
+
+/**
+ * The number of a one-to-one chat. With LID addressing (`addressingMode: "lid"`) `remoteJid` is the
+ * `…@lid` id and the number is in `remoteJidAlt`, as Evolution's own Chatwoot integration reads it
+ * (some 2.3 versions swapped the two before sending); a LID chat without it names no number.
+ */
+function customerNumber(key: z.infer<typeof Upsert>['key']): string | undefined {
+  for (const jid of [key.remoteJid, key.remoteJidAlt]) {
+    const digits = jid ? PHONE_JID.exec(jid)?.[1] : undefined;
+    if (digits) return digits;
+  }
+  return undefined;
+}
+
+function sentAt(timestamp: number | string | null | undefined): Date {
+  const seconds = Number(timestamp);
+  return timestamp !== null && timestamp !== undefined && Number.isFinite(seconds) && seconds > 0
+    ? new Date(seconds * 1000)
+    : new Date();
+}
+
+/**
+ * Evolution's errors are `{ status, error, response: { message } }`, the message a string or a list
+ * (strings, or `{ exists: false, jid, number }` for a number that is not on WhatsApp).
+ */
+function reasonOf(body: unknown): string {
+  const message = (body as { response?: { message?: unknown } } | null)?.response?.message;
+  const parts = Array.isArray(message) ? message : message === undefined ? [] : [message];
+  return parts
+    .map((part) => {
+      if (typeof part === 'string') return part;
+      const number = part as { exists?: unknown; number?: unknown };
+      if (number?.exists === false) return `${String(number.number)} is not on WhatsApp`;
+      return JSON.stringify(part);
+    })
+    .join('; ');
+}
+
+/**
+ * A refused call in words. A closed WhatsApp connection (disconnected or logged out) answers
+ * `500 "Connection Closed"` when the number is checked first, `400 ["Error: Connection Closed"]` when
+ * the send itself fails; WhatsApp's own rate limit comes as `400 ["Error: rate-overlimit"]`, with no
+ * retry hint; an instance that was removed answers 404.
+ */
+function failure(what: string, answer: ProviderAnswer): ProviderError {
+  const reason = reasonOf(answer.body);
+  const said = reason ? `: ${reason}` : '';
+  const text = /Connection Closed/i.test(reason)
+    ? `alt-a instance is not connected to WhatsApp (${what} answered ${answer.status}${said})`
+    : /rate-overlimit/i.test(reason)
+      ? `alt-a: WhatsApp is rate limiting the instance, try again later (${what} answered ${answer.status}${said})`
+      : answer.status === 404
+        ? `alt-a instance does not exist (${what} answered 404${said})`
+        : answer.status === 401
+          ? `alt-a refused the api_key (${what} answered 401)`
+          : `alt-a answered ${answer.status} to ${what}${said}${retryAfterNote(answer)}`;
+  return new ProviderError(text, answer.status);
+}
 
 /** alt-a speaks the Evolution API v2: an instance per number, an `apikey` on every call. */
 export const altAAdapter: ChannelAdapter<'alt-a'> = {
@@ -31,13 +133,15 @@ export const altAAdapter: ChannelAdapter<'alt-a'> = {
         body: { number: message.to, text: message.text },
       },
     );
-    if (!answer.ok) throw new ProviderError(`alt-a answered ${answer.status}`, answer.status);
+    if (!answer.ok) throw failure('sendText', answer);
     const parsed = SendTextAnswer.safeParse(answer.body);
     if (!parsed.success) throw new ProviderError('alt-a answered without a message id', answer.status);
     return { providerMessageId: parsed.data.key.id };
   },
 
+  // v2's field names (webhook.schema.ts): `byEvents` and `base64`; v1's `webhookByEvents` are ignored.
   async registerInbound(config, callbackUrl, call) {
+    if (!config.callback_secret) throw new Error('alt-a integration has no callback secret');
     const answer = await callProvider(
       call,
       'alt-a',
@@ -49,37 +153,75 @@ export const altAAdapter: ChannelAdapter<'alt-a'> = {
           webhook: {
             enabled: true,
             url: callbackUrl,
-            events: ['MESSAGES_UPSERT'],
-            webhookByEvents: false,
-            webhookBase64: false,
+            headers: { [ALT_A_CALLBACK_HEADER]: config.callback_secret },
+            byEvents: false,
+            base64: false,
+            events: EVENTS,
           },
         },
       },
     );
-    if (!answer.ok) throw new ProviderError(`alt-a refused the webhook (${answer.status})`, answer.status);
+    if (!answer.ok) throw failure('webhook/set', answer);
   },
 
-  // Evolution does not sign its callbacks; it repeats the instance's apikey in the body, which we check.
   readInbound(config, request) {
-    const parsed = MessagesUpsert.safeParse(JSON.parse(request.rawBody.toString('utf8')));
-    if (!parsed.success) return { messages: [], statuses: [] };
-    if (!sameSecret(parsed.data.apikey, config.api_key))
-      throw new InboundRejected('alt-a apikey does not match');
-    const { data, event } = parsed.data;
-    if (event !== 'messages.upsert' || data.key.fromMe) return { messages: [], statuses: [] };
-    const text = data.message?.conversation;
-    return {
-      messages: [
-        {
-          providerMessageId: data.key.id,
-          from: data.key.remoteJid.split('@')[0]!.replace(/\D/g, ''),
-          name: data.pushName || null,
-          text: text ?? '',
-          type: text === undefined ? 'others' : 'text',
-          sentAt: data.messageTimestamp ? new Date(data.messageTimestamp * 1000) : new Date(),
-        },
-      ],
-      statuses: [],
-    };
+    const secret = headerValue(request.headers, ALT_A_CALLBACK_HEADER);
+    if (!config.callback_secret || !sameSecret(secret, config.callback_secret)) {
+      throw new InboundRejected('alt-a callback secret header missing or wrong');
+    }
+    const parsed = Callback.safeParse(JSON.parse(request.rawBody.toString('utf8')));
+    if (!parsed.success) return empty();
+    const { event, instance, data } = parsed.data;
+    if (instance !== undefined && instance !== config.instance) {
+      throw new InboundRejected('alt-a callback names another instance');
+    }
+    if (event === 'messages.upsert') return readUpsert(data);
+    if (event === 'messages.update') return readUpdate(data);
+    return empty();
   },
 };
+
+/**
+ * Groups (`@g.us`, the sender in `key.participant`), status and broadcast lists (`@broadcast`) and
+ * channels (`@newsletter`) are not a customer's conversation, nor is our own message (`fromMe`).
+ */
+function readUpsert(data: unknown): InboundBatch {
+  const upsert = Upsert.safeParse(data);
+  if (!upsert.success || upsert.data.key.fromMe) return empty();
+  const { key, pushName, message, messageTimestamp } = upsert.data;
+  if (/@(g\.us|broadcast|newsletter)$/.test(key.remoteJid)) return empty();
+  const from = customerNumber(key);
+  if (!from) {
+    const reason = 'alt-a chat names no phone number (a LID without remoteJidAlt)';
+    return { ...empty(), unreadable: [{ providerMessageId: key.id, reason }] };
+  }
+  return {
+    messages: [
+      {
+        providerMessageId: key.id,
+        from,
+        name: pushName?.trim() || null,
+        ...messageContent(message),
+        sentAt: sentAt(messageTimestamp),
+      },
+    ],
+    statuses: [],
+  };
+}
+
+// Acks of the contact's own messages (our reading them) are not statuses of ours.
+function readUpdate(data: unknown): InboundBatch {
+  const update = Update.safeParse(data);
+  const status = update.success && update.data.fromMe ? ackStatuses[update.data.status] : undefined;
+  if (!update.success || !status) return empty();
+  return {
+    messages: [],
+    statuses: [
+      {
+        providerMessageId: update.data.keyId,
+        status,
+        error: status === 'failed' ? 'WhatsApp reported the message as ERROR' : null,
+      },
+    ],
+  };
+}

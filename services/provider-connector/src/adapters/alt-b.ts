@@ -1,97 +1,243 @@
 import { AppError, type ChannelConfig, platformTexts } from '@inbox/contracts';
 import { z } from 'zod';
-import { type ChannelAdapter, InboundRejected, ProviderError } from './channel-adapter.js';
+import {
+  type ChannelAdapter,
+  type InboundBatch,
+  type InboundMessage,
+  InboundRejected,
+  type ProviderCall,
+  ProviderError,
+  type StatusUpdate,
+} from './channel-adapter.js';
 import { sameSecret } from './constant-time.js';
-import { callProvider, headerValue, joinUrl } from './http.js';
+import { callProvider, joinUrl, type ProviderAnswer, retryAfterNote } from './http.js';
+
+// Facts about Z-API below are from its documentation (developer.z-api.io; github.com/Z-API/z-api-docs):
+// webhooks/on-message-received (ReceivedCallback and its examples), webhooks/on-whatsapp-message-status-
+// changes (MessageStatusCallback), webhooks/introduction, message/send-message-text, instance/status,
+// security/client-token, queue/introduction.
 
 type AltBConfig = ChannelConfig<'alt-b'>;
-type CompleteAltBConfig = Required<AltBConfig>;
+type Instance = { instance_id: string; token: string };
 
-function complete(config: AltBConfig): CompleteAltBConfig | undefined {
-  return config.instance_id && config.token && config.client_token
-    ? (config as CompleteAltBConfig)
+/**
+ * Z-API's callbacks carry no credential at all (no signature, no header of ours), so the callback URL
+ * registered with it carries the integration's callback secret in this query parameter; the name has
+ * "token" in it, so traces redact its value.
+ */
+export const ALT_B_CALLBACK_PARAM = 'callback_token';
+
+function instanceOf(config: AltBConfig): Instance | undefined {
+  return config.instance_id && config.token
+    ? { instance_id: config.instance_id, token: config.token }
     : undefined;
 }
 
-function instancePath(config: CompleteAltBConfig, action: string): string {
-  return `instances/${encodeURIComponent(config.instance_id)}/token/${encodeURIComponent(config.token)}/${action}`;
+function instancePath(instance: Instance, action: string): string {
+  return `instances/${encodeURIComponent(instance.instance_id)}/token/${encodeURIComponent(instance.token)}/${action}`;
 }
 
+/** The account security token is optional on Z-API's side (off until the account turns it on). */
+const clientToken = (config: AltBConfig): Record<string, string> =>
+  config.client_token ? { 'client-token': config.client_token } : {};
+
 const SendTextAnswer = z.object({ messageId: z.string().min(1) });
+/** `GET /status`: `error` says why when not connected ("You need to restore the session.", ...). */
+const InstanceStatus = z.object({ connected: z.boolean(), error: z.string().nullish() });
+
+const flag = z.boolean().nullish();
 const ReceivedCallback = z.object({
-  type: z.string(),
-  fromMe: z.boolean(),
+  // The docs' attribute table spells it "ReceivedCallBack"; every example, "ReceivedCallback".
+  type: z.string().refine((type) => type.toLowerCase() === 'receivedcallback'),
+  instanceId: z.string(),
   messageId: z.string().min(1),
+  // The number, or a group (`…-group`), a broadcast list (`…-broadcast`) or a channel (`…@newsletter`).
   phone: z.string(),
-  senderName: z.string().optional(),
-  chatName: z.string().optional(),
-  momment: z.number().optional(),
-  text: z.object({ message: z.string() }).optional(),
+  fromMe: flag,
+  isGroup: flag,
+  isNewsletter: flag,
+  broadcast: flag,
+  isStatusReply: flag,
+  waitingMessage: flag,
+  // Set on WhatsApp's system notices (a missed call, a member who left): not something anyone wrote.
+  notification: z.string().nullish(),
+  senderName: z.string().nullish(),
+  momment: z.number().nullish(),
+  text: z.object({ message: z.string() }).nullish(),
+  image: z.object({ caption: z.string().nullish() }).nullish(),
+  video: z.object({ caption: z.string().nullish() }).nullish(),
+  audio: z.object({}).nullish(),
+  document: z.object({ caption: z.string().nullish(), fileName: z.string().nullish() }).nullish(),
+  location: z.object({ name: z.string().nullish() }).nullish(),
+});
+type Received = z.infer<typeof ReceivedCallback>;
+
+const MessageStatusCallback = z.object({
+  type: z.literal('MessageStatusCallback'),
+  instanceId: z.string(),
+  status: z.string(),
+  ids: z.array(z.string().min(1)),
+  isGroup: flag,
 });
 
-/** alt-b speaks a Z-API style API: instance id and token in the path, a `Client-Token` header. */
+/** READ_BY_ME (or READ-SELF) is the instance reading the contact's message: not a status of ours. */
+const statuses: Record<string, StatusUpdate['status']> = {
+  SENT: 'sent',
+  RECEIVED: 'delivered',
+  READ: 'read',
+  PLAYED: 'read',
+};
+
+const empty = (): InboundBatch => ({ messages: [], statuses: [] });
+
+function failure(what: string, answer: ProviderAnswer): ProviderError {
+  const error = (answer.body as { error?: unknown } | null)?.error;
+  const said = typeof error === 'string' ? `: ${error}` : '';
+  return new ProviderError(
+    `alt-b answered ${answer.status} to ${what}${said}${retryAfterNote(answer)}`,
+    answer.status,
+  );
+}
+
+/**
+ * A disconnected instance still takes sends: Z-API queues them (up to 1000) and sends them whenever the
+ * phone reconnects, which its docs warn may be when they no longer make sense. A send is refused here
+ * instead, with the reason, while the instance is not connected.
+ */
+async function requireConnected(config: AltBConfig, instance: Instance, call: ProviderCall) {
+  const answer = await callProvider(
+    call,
+    'alt-b',
+    joinUrl(config.base_url, instancePath(instance, 'status')),
+    {
+      method: 'GET',
+      headers: clientToken(config),
+    },
+  );
+  if (!answer.ok) throw failure('status', answer);
+  const status = InstanceStatus.safeParse(answer.body);
+  if (status.success && !status.data.connected) {
+    throw new ProviderError(
+      `alt-b instance is not connected to WhatsApp: ${status.data.error ?? 'not connected'}`,
+      answer.status,
+    );
+  }
+}
+
+function content(received: Received): Pick<InboundMessage, 'text' | 'type'> {
+  if (received.text) return { text: received.text.message, type: 'text' };
+  if (received.image) return { text: received.image.caption ?? '', type: 'image' };
+  if (received.video) return { text: received.video.caption ?? '', type: 'video' };
+  if (received.audio) return { text: '', type: 'audio' };
+  if (received.document)
+    return { text: received.document.caption ?? received.document.fileName ?? '', type: 'document' };
+  if (received.location) return { text: received.location.name ?? '', type: 'location' };
+  return { text: '', type: 'others' };
+}
+
+/** Only a contact's own message in a one-to-one chat with a number is a customer conversation. */
+function isCustomerMessage(received: Received): boolean {
+  const notOneToOne =
+    received.isGroup || received.isNewsletter || received.broadcast || received.isStatusReply;
+  return (
+    !notOneToOne &&
+    !received.fromMe &&
+    !received.waitingMessage &&
+    !received.notification &&
+    /^\d{6,20}$/.test(received.phone)
+  );
+}
+
+/** alt-b speaks Z-API: instance id and token in the path, the optional `Client-Token` header. */
 export const altBAdapter: ChannelAdapter<'alt-b'> = {
   channel: 'alt-b',
 
   async sendText(config, message, call) {
-    const credentials = complete(config);
-    if (!credentials) throw new AppError(500, { error: platformTexts.altBCredentialsIncomplete });
+    const instance = instanceOf(config);
+    if (!instance) throw new AppError(500, { error: platformTexts.altBCredentialsIncomplete });
+    await requireConnected(config, instance, call);
     const answer = await callProvider(
       call,
       'alt-b',
-      joinUrl(config.base_url, instancePath(credentials, 'send-text')),
-      {
-        method: 'POST',
-        headers: { 'client-token': credentials.client_token },
-        body: { phone: message.to, message: message.text },
-      },
+      joinUrl(config.base_url, instancePath(instance, 'send-text')),
+      { method: 'POST', headers: clientToken(config), body: { phone: message.to, message: message.text } },
     );
-    if (!answer.ok) throw new ProviderError(`alt-b answered ${answer.status}`, answer.status);
+    if (!answer.ok) throw failure('send-text', answer);
     const parsed = SendTextAnswer.safeParse(answer.body);
     if (!parsed.success) throw new ProviderError('alt-b answered without a message id', answer.status);
     return { providerMessageId: parsed.data.messageId };
   },
 
+  // Received messages and the statuses of ours, both to the one URL: each callback names its `type`.
   async registerInbound(config, callbackUrl, call) {
-    const credentials = complete(config);
+    const instance = instanceOf(config);
     // Nothing to register with yet; sends will answer the incomplete-credentials error.
-    if (!credentials) return;
-    const answer = await callProvider(
-      call,
-      'alt-b',
-      joinUrl(config.base_url, instancePath(credentials, 'update-webhook-received')),
-      {
-        method: 'PUT',
-        headers: { 'client-token': credentials.client_token },
-        body: { value: callbackUrl },
-      },
-    );
-    if (!answer.ok) throw new ProviderError(`alt-b refused the webhook (${answer.status})`, answer.status);
+    if (!instance) return;
+    if (!config.callback_secret) throw new Error('alt-b integration has no callback secret');
+    const url = new URL(callbackUrl);
+    url.searchParams.set(ALT_B_CALLBACK_PARAM, config.callback_secret);
+    for (const webhook of ['update-webhook-received', 'update-webhook-message-status']) {
+      const answer = await callProvider(
+        call,
+        'alt-b',
+        joinUrl(config.base_url, instancePath(instance, webhook)),
+        {
+          method: 'PUT',
+          headers: clientToken(config),
+          body: { value: url.toString() },
+        },
+      );
+      if (!answer.ok) throw failure(webhook, answer);
+    }
   },
 
-  // alt-b does not sign callbacks; it sends the instance's Client-Token, which we check.
   readInbound(config, request) {
-    const credentials = complete(config);
-    if (!credentials || !sameSecret(headerValue(request.headers, 'client-token'), credentials.client_token)) {
-      throw new InboundRejected('alt-b client token does not match');
+    const token = request.query?.[ALT_B_CALLBACK_PARAM];
+    if (
+      !config.callback_secret ||
+      !sameSecret(typeof token === 'string' ? token : undefined, config.callback_secret)
+    ) {
+      throw new InboundRejected('alt-b callback token missing or wrong');
     }
-    const parsed = ReceivedCallback.safeParse(JSON.parse(request.rawBody.toString('utf8')));
-    if (!parsed.success || parsed.data.type !== 'ReceivedCallback' || parsed.data.fromMe) {
-      return { messages: [], statuses: [] };
-    }
-    const data = parsed.data;
-    return {
-      messages: [
-        {
-          providerMessageId: data.messageId,
-          from: data.phone.replace(/\D/g, ''),
-          name: data.senderName || null,
-          text: data.text?.message ?? '',
-          type: data.text ? 'text' : 'others',
-          sentAt: data.momment ? new Date(data.momment) : new Date(),
-        },
-      ],
-      statuses: [],
-    };
+    const body: unknown = JSON.parse(request.rawBody.toString('utf8'));
+    const received = ReceivedCallback.safeParse(body);
+    if (received.success) return readReceived(config, received.data);
+    const status = MessageStatusCallback.safeParse(body);
+    if (status.success) return readStatus(config, status.data);
+    // Presence, delivery, connection and other callbacks carry nothing we keep.
+    return empty();
   },
 };
+
+function requireInstance(config: AltBConfig, instanceId: string) {
+  if (instanceId !== config.instance_id) throw new InboundRejected('alt-b callback names another instance');
+}
+
+function readReceived(config: AltBConfig, received: Received): InboundBatch {
+  requireInstance(config, received.instanceId);
+  if (!isCustomerMessage(received)) return empty();
+  const name = received.senderName?.trim();
+  return {
+    messages: [
+      {
+        providerMessageId: received.messageId,
+        from: received.phone,
+        // With no profile name, Z-API repeats the number as the sender's name.
+        name: name && name !== received.phone ? name : null,
+        ...content(received),
+        sentAt: received.momment ? new Date(received.momment) : new Date(),
+      },
+    ],
+    statuses: [],
+  };
+}
+
+function readStatus(config: AltBConfig, callback: z.infer<typeof MessageStatusCallback>): InboundBatch {
+  requireInstance(config, callback.instanceId);
+  const status = statuses[callback.status];
+  if (!status || callback.isGroup) return empty();
+  return {
+    messages: [],
+    statuses: callback.ids.map((id) => ({ providerMessageId: id, status, error: null })),
+  };
+}

@@ -12,6 +12,8 @@ export interface OutboundText {
 export interface InboundBatch {
   messages: InboundMessage[];
   statuses: StatusUpdate[];
+  /** A contact's message that cannot be taken in (e.g. no number to key its contact by), and why. */
+  unreadable?: Array<{ providerMessageId: string; reason: string }>;
 }
 
 export interface InboundMessage {
@@ -32,6 +34,8 @@ export interface StatusUpdate {
 
 export interface InboundRequest {
   headers: Record<string, string | string[] | undefined>;
+  /** The callback URL's query, where providers that send no credential repeat the secret we registered. */
+  query?: Record<string, unknown>;
   /** The body exactly as received: signatures are computed over these bytes. */
   rawBody: Buffer;
 }

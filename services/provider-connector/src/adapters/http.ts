@@ -12,6 +12,13 @@ const providerDuration = meter('provider-connector').createHistogram('provider.r
   unit: 's',
 });
 
+export interface ProviderAnswer {
+  status: number;
+  ok: boolean;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
 export function joinUrl(base: string, path: string): URL {
   return new URL(path, base.endsWith('/') ? base : `${base}/`);
 }
@@ -33,20 +40,26 @@ export async function callProvider(
   channel: string,
   url: URL,
   init: { method: 'GET' | 'POST' | 'PUT'; headers: Record<string, string>; body?: unknown },
-): Promise<{ status: number; ok: boolean; body: unknown }> {
+): Promise<ProviderAnswer> {
   const started = performance.now();
   const done = (outcome: string) =>
     providerDuration.record((performance.now() - started) / 1000, { channel, outcome });
   try {
     const answer = await guardedJson(call.guard, url, { ...init, signal: call.signal });
     done(answer.ok ? 'ok' : `http_${answer.status}`);
-    return { status: answer.status, ok: answer.ok, body: answer.body };
+    return { status: answer.status, ok: answer.ok, headers: answer.headers, body: answer.body };
   } catch (error) {
     done(failureOutcome(error, call));
     throw new ProviderError(`${channel} unreachable: ${(error as Error).message}`, undefined, undefined, {
       cause: error,
     });
   }
+}
+
+/** A refusal's `Retry-After` (a 429's, a 503's) in words, for the reason a failed send keeps; empty when absent. */
+export function retryAfterNote(answer: ProviderAnswer): string {
+  const value = headerValue(answer.headers, 'retry-after');
+  return value ? ` (Retry-After: ${value})` : '';
 }
 
 export function headerValue(

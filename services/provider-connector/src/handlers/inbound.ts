@@ -100,7 +100,11 @@ export function inboundRoutes(deps: InboundDeps): Router {
       }
       let batch: InboundBatch;
       try {
-        batch = adapter.readInbound(found.config, { headers: req.headers, rawBody: req.body as Buffer });
+        batch = adapter.readInbound(found.config, {
+          headers: req.headers,
+          query: req.query as Record<string, unknown>,
+          rawBody: req.body as Buffer,
+        });
       } catch (error) {
         if (error instanceof InboundRejected || error instanceof SyntaxError) {
           deps.logger.warn(
@@ -113,6 +117,12 @@ export function inboundRoutes(deps: InboundDeps): Router {
           return;
         }
         throw error;
+      }
+      for (const { providerMessageId, reason } of batch.unreadable ?? []) {
+        deps.logger.warn(
+          { integration_id: found.integration.id, provider_message_id: providerMessageId, reason },
+          'inbound message not taken in',
+        );
       }
       await recordBatch(deps, found, batch);
       deps.relay.wake();

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   AppError,
   type CommandPayload,
@@ -53,7 +53,9 @@ export async function createIntegration(
   const config = descriptor.config.safeParse(command.config);
   if (!config.success)
     throw AppError.badRequest(config.error.issues[0]?.message ?? platformTexts.configInvalid);
-  const checked: StoredConfig = config.data;
+  const checked: StoredConfig = descriptor.callbackSecret
+    ? { ...config.data, callback_secret: randomBytes(32).toString('base64url') }
+    : config.data;
   await requireAllowedBaseUrl(deps, checked.base_url);
   // The id is chosen here because some channels' account id is the integration's own.
   const id = randomUUID();
@@ -85,7 +87,19 @@ export async function createIntegration(
   }
   // In the background: the answer does not wait for it, and a failure is retried by the refresher.
   void deps.afterCreate?.(stored);
-  return stored.integration;
+  const warnings = callbackWarnings(deps, command.channel, callbackUrl);
+  return warnings.length > 0 ? { ...stored.integration, warnings } : stored.integration;
+}
+
+/** What will keep the provider from reaching the callback URL we registered, said when it is created. */
+function callbackWarnings(
+  deps: CreateIntegrationDeps,
+  channel: CommandPayload<'cmd.connector.create-integration'>['channel'],
+  callbackUrl: string,
+): string[] {
+  if (!descriptorOf(channel).httpsCallbacksOnly || new URL(callbackUrl).protocol === 'https:') return [];
+  deps.logger.warn({ channel }, 'provider only calls https callback URLs, and PUBLIC_CONNECTOR_URL is http');
+  return [platformTexts.callbackUrlNotHttps(channel)];
 }
 
 /** The integration a send uses: the one named (existing and connected) or the channel's latest connected. */

@@ -1,0 +1,324 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { InProcessBus } from '@inbox/bus';
+import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
+import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
+import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
+import { createDatabase } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createSandbox } from '../../provider-sandbox/src/index.js';
+import { ALT_A_CALLBACK_HEADER, altAAdapter } from '../src/adapters/alt-a.js';
+import { altBAdapter } from '../src/adapters/alt-b.js';
+import type { ProviderCall } from '../src/adapters/channel-adapter.js';
+import { inboundRoutes } from '../src/handlers/inbound.js';
+import { createIntegration } from '../src/handlers/integrations.js';
+import { IntegrationStore } from '../src/store/integrations.js';
+
+// The connector's alt-a and alt-b adapters against the sandbox's Evolution API v2 and Z-API emulators,
+// which answer and call back as those providers do at their default settings: integrations created
+// through the handler, callbacks delivered by the emulators to the connector's own inbound routes, and
+// what they became read from the connector's outbox.
+
+type Json = Record<string, unknown>;
+
+const logger = createLogger('provider-connector', { level: 'silent' });
+const servers: Server[] = [];
+let pool: Pool;
+let store: IntegrationStore;
+let guard: OutboundGuard;
+let connectorUrl = '';
+let sandboxUrl = '';
+
+async function listen(app: { listen: (port: number, host: string) => Server }): Promise<string> {
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  servers.push(server);
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+beforeAll(async () => {
+  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'connector' });
+  await migrate(pool, {
+    schema: 'connector',
+    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+    outbox: true,
+  });
+  store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
+  // The events stay in the outbox, where the tests read them.
+  const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
+  const app = createHttpApp({ logger, parseJson: false });
+  app.use(inboundRoutes({ pool, store, relay, logger }));
+  finishHttpApp(app, logger);
+  connectorUrl = await listen(app);
+  sandboxUrl = await listen(createSandbox().app);
+  guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
+});
+
+afterAll(async () => {
+  for (const server of servers) {
+    server.closeAllConnections();
+    server.close();
+  }
+  await guard?.close();
+  await pool?.end();
+});
+
+const call = (): ProviderCall => ({ guard, logger, signal: AbortSignal.timeout(5_000) });
+
+async function create(channel: 'alt-a' | 'alt-b', config: Json) {
+  const workspaceId = randomUUID();
+  const created = await createIntegration(
+    { store, guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
+    { workspace_id: workspaceId, channel, config: { base_url: `${sandboxUrl}/${channel}`, ...config } },
+  );
+  const stored = (await store.get(workspaceId, created.id))!;
+  return { workspaceId, created, config: stored.config };
+}
+
+async function control(path: string, body: Json) {
+  const res = await fetch(`${sandboxUrl}/_sandbox${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Json };
+}
+
+async function registered(channel: string, account: string): Promise<Json[]> {
+  return (await (
+    await fetch(`${sandboxUrl}/_sandbox/webhooks?channel=${channel}&account=${account}`)
+  ).json()) as Json[];
+}
+
+async function outbox(workspaceId: string, type: string): Promise<Json[]> {
+  const { rows } = await pool.query<{ data: Json }>(
+    'select data from outbox where workspace_id = $1 and type = $2 order by seq',
+    [workspaceId, type],
+  );
+  return rows.map((row) => row.data);
+}
+
+describe('alt-a against the Evolution API v2 emulator', () => {
+  it('registers with v2 field names and a secret header, and takes a default callback (apikey and pushName null)', async () => {
+    const { workspaceId, created, config } = await create('alt-a', { instance: 'evo-1', api_key: 'k1' });
+    expect(created).not.toHaveProperty('warnings');
+    expect(config.callback_secret).toMatch(/^[\w-]{43}$/);
+    expect(await registered('alt-a', 'evo-1')).toEqual([
+      {
+        channel: 'alt-a',
+        account: 'evo-1',
+        url: `${connectorUrl}/inbound/alt-a/${created.id}`,
+        headers: { [ALT_A_CALLBACK_HEADER]: config.callback_secret },
+        events: ['MESSAGES_UPSERT', 'MESSAGES_UPDATE'],
+      },
+    ]);
+
+    const delivered = await control('/inbound', {
+      channel: 'alt-a',
+      account: 'evo-1',
+      from: '5511944440001',
+      text: 'oi',
+    });
+    expect(delivered.body).toMatchObject({ delivered_status: 200 });
+    expect(await outbox(workspaceId, 'inbound.message')).toEqual([
+      expect.objectContaining({
+        from: '+5511944440001',
+        name: null,
+        text: 'oi',
+        provider_message_id: delivered.body.provider_message_id,
+        integration: { id: created.id, channel: 'alt-a', provider: 'chat' },
+      }),
+    ]);
+  });
+
+  it('takes a LID-addressed message by its remoteJidAlt number, once however often Evolution retries it', async () => {
+    const { workspaceId } = await create('alt-a', { instance: 'evo-2', api_key: 'k2' });
+    const delivered = await control('/inbound', {
+      channel: 'alt-a',
+      account: 'evo-2',
+      from: '5511944440002',
+      name: 'Lia',
+      text: 'por lid',
+      addressing_mode: 'lid',
+      repeat: 3,
+    });
+    expect(delivered.body).toMatchObject({ delivered_statuses: [200, 200, 200] });
+    const received = await outbox(workspaceId, 'inbound.message');
+    expect(received).toHaveLength(1);
+    expect(received[0]).toMatchObject({ from: '+5511944440002', name: 'Lia', text: 'por lid' });
+  });
+
+  it('makes nothing of a group message', async () => {
+    const { workspaceId } = await create('alt-a', { instance: 'evo-3', api_key: 'k3' });
+    const group = await control('/inbound', {
+      channel: 'alt-a',
+      account: 'evo-3',
+      from: '5511944440003',
+      text: 'no grupo',
+      group_id: '120363025246125486',
+    });
+    expect(group.body).toMatchObject({ delivered_status: 200 });
+    await control('/inbound', { channel: 'alt-a', account: 'evo-3', from: '5511944440003', text: 'direto' });
+    expect((await outbox(workspaceId, 'inbound.message')).map((event) => event.text)).toEqual(['direto']);
+  });
+
+  it('reads the acks of its sends from messages.update', async () => {
+    const { workspaceId, config } = await create('alt-a', { instance: 'evo-4', api_key: 'k4' });
+    const { providerMessageId } = await altAAdapter.sendText(
+      { ...config, base_url: config.base_url!, instance: 'evo-4', api_key: 'k4' },
+      { to: '5511944440004', text: 'olá' },
+      call(),
+    );
+    for (const status of ['sent', 'delivered', 'read', 'failed']) {
+      await control('/status', { channel: 'alt-a', account: 'evo-4', message_id: providerMessageId, status });
+    }
+    expect(
+      (await outbox(workspaceId, 'inbound.status')).map((event) => [event.provider_message_id, event.status]),
+    ).toEqual([
+      [providerMessageId, 'sent'],
+      [providerMessageId, 'delivered'],
+      [providerMessageId, 'read'],
+      [providerMessageId, 'failed'],
+    ]);
+  });
+
+  it('refuses a callback that lacks the header, whatever its body says', async () => {
+    const { created } = await create('alt-a', { instance: 'evo-5', api_key: 'k5' });
+    const forged = await fetch(`${connectorUrl}/inbound/alt-a/${created.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        event: 'messages.upsert',
+        instance: 'evo-5',
+        apikey: 'k5',
+        data: {
+          key: { remoteJid: '5511900000000@s.whatsapp.net', fromMe: false, id: 'X1' },
+          message: { conversation: 'hi' },
+        },
+      }),
+    });
+    expect(forged.status).toBe(401);
+  });
+
+  it('fails sends with the reason while disconnected or logged out, and while WhatsApp rate limits', async () => {
+    const config = { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-6', api_key: 'k6' };
+    await altAAdapter.sendText(config, { to: '5511944440006', text: 'antes' }, call());
+    await control('/accounts', { channel: 'alt-a', account: 'evo-6', state: 'disconnected' });
+    await expect(
+      altAAdapter.sendText(config, { to: '5511944440006', text: 'x' }, call()),
+    ).rejects.toMatchObject({
+      name: 'ProviderError',
+      status: 400,
+      message:
+        'alt-a instance is not connected to WhatsApp (sendText answered 400: Error: Connection Closed)',
+    });
+    await control('/accounts', { channel: 'alt-a', account: 'evo-6', state: 'logged_out' });
+    await expect(
+      altAAdapter.sendText(config, { to: '5511944449999', text: 'x' }, call()),
+    ).rejects.toMatchObject({
+      status: 500,
+      message: 'alt-a instance is not connected to WhatsApp (sendText answered 500: Connection Closed)',
+    });
+    await control('/accounts', { channel: 'alt-a', account: 'evo-6', state: 'connected' });
+    await control('/faults', { channel: 'alt-a', account: 'evo-6', mode: 'rate_limit' });
+    await expect(
+      altAAdapter.sendText(config, { to: '5511944440006', text: 'x' }, call()),
+    ).rejects.toMatchObject({
+      message:
+        'alt-a: WhatsApp is rate limiting the instance, try again later (sendText answered 400: Error: rate-overlimit)',
+    });
+    await control('/faults', { channel: 'alt-a', account: 'evo-6', mode: 'off' });
+  });
+});
+
+describe('alt-b against the Z-API emulator', () => {
+  it('registers received and status webhooks with the secret in the URL, and warns that the URL is http', async () => {
+    const { created, config } = await create('alt-b', { instance_id: 'z-1', token: 't1' });
+    expect(created.warnings).toEqual([
+      'O provedor do canal "alt-b" só chama URLs de callback HTTPS: com PUBLIC_CONNECTOR_URL em http, as mensagens recebidas não chegarão',
+    ]);
+    const url = `${connectorUrl}/inbound/alt-b/${created.id}?callback_token=${config.callback_secret}`;
+    expect(await registered('alt-b', 'z-1')).toEqual([
+      { channel: 'alt-b', account: 'z-1', url, headers: {}, events: ['ReceivedCallback'] },
+      { channel: 'alt-b', account: 'z-1', url, headers: {}, events: ['MessageStatusCallback'] },
+    ]);
+  });
+
+  it('takes a callback Z-API sends with no credential, without the optional Client-Token', async () => {
+    const { workspaceId, created } = await create('alt-b', { instance_id: 'z-2', token: 't2' });
+    const delivered = await control('/inbound', {
+      channel: 'alt-b',
+      account: 'z-2',
+      from: '5511955550002',
+      text: 'oi',
+      repeat: 2,
+    });
+    expect(delivered.body).toMatchObject({ delivered_statuses: [200, 200] });
+    await control('/inbound', {
+      channel: 'alt-b',
+      account: 'z-2',
+      from: '5511955550002',
+      text: 'no grupo',
+      group_id: '120363019502650977',
+    });
+    const received = await outbox(workspaceId, 'inbound.message');
+    expect(received).toEqual([
+      expect.objectContaining({
+        from: '+5511955550002',
+        name: null,
+        text: 'oi',
+        integration: { id: created.id, channel: 'alt-b', provider: 'chat' },
+      }),
+    ]);
+    // Posted without the token of its URL, a callback is refused.
+    const forged = await fetch(`${connectorUrl}/inbound/alt-b/${created.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"type":"ReceivedCallback"}',
+    });
+    expect(forged.status).toBe(401);
+  });
+
+  it('reads MessageStatusCallback for its sends', async () => {
+    const { workspaceId, config } = await create('alt-b', { instance_id: 'z-3', token: 't3' });
+    const typed = { base_url: config.base_url!, instance_id: 'z-3', token: 't3' };
+    const { providerMessageId } = await altBAdapter.sendText(
+      typed,
+      { to: '5511955550003', text: 'olá' },
+      call(),
+    );
+    for (const status of ['sent', 'delivered', 'read']) {
+      await control('/status', { channel: 'alt-b', account: 'z-3', message_id: providerMessageId, status });
+    }
+    expect((await outbox(workspaceId, 'inbound.status')).map((event) => event.status)).toEqual([
+      'sent',
+      'delivered',
+      'read',
+    ]);
+  });
+
+  it('refuses to send while the instance is not connected, rather than leave it in Z-API’s queue', async () => {
+    const config = { base_url: `${sandboxUrl}/alt-b`, instance_id: 'z-4', token: 't4', client_token: 'ct4' };
+    await control('/accounts', { channel: 'alt-b', account: 'z-4', state: 'disconnected' });
+    await expect(
+      altBAdapter.sendText(config, { to: '5511955550004', text: 'x' }, call()),
+    ).rejects.toMatchObject({
+      name: 'ProviderError',
+      message: 'alt-b instance is not connected to WhatsApp: You need to restore the session.',
+    });
+    await control('/accounts', { channel: 'alt-b', account: 'z-4', state: 'connected' });
+    const sent = (await (await fetch(`${sandboxUrl}/_sandbox/sent?channel=alt-b`)).json()) as Json[];
+    expect(sent.filter((entry) => entry.account === 'z-4')).toEqual([]);
+
+    // With the account's security token on, a call without it is refused with Z-API's words.
+    await expect(
+      altBAdapter.sendText(
+        { ...config, client_token: undefined },
+        { to: '5511955550004', text: 'x' },
+        call(),
+      ),
+    ).rejects.toMatchObject({ message: 'alt-b answered 401 to status: null not allowed' });
+  });
+});

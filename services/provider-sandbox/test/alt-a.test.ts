@@ -1,0 +1,267 @@
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createSandbox } from '../src/index.js';
+import { close, listen, postJson, type Receiver, startReceiver } from './support.js';
+
+const INSTANCE = 'loja-1';
+const API_KEY = 'evo-key-1';
+const CUSTOMER = '5511977776666';
+const CALLBACK_HEADER = 'x-inbox-callback-secret';
+
+type Json = Record<string, unknown>;
+
+describe('alt-a (Evolution API v2) emulation', () => {
+  const sandbox = createSandbox();
+  let base = '';
+  let sandboxServer: Server;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    ({ server: sandboxServer, url: base } = await listen(sandbox));
+    receiver = await startReceiver();
+  });
+
+  afterAll(async () => {
+    await close(sandboxServer);
+    await close(receiver.server);
+  });
+
+  beforeEach(() => {
+    sandbox.reset();
+    receiver.calls.length = 0;
+  });
+
+  const control = (path: string, body: unknown) => postJson(`${base}/_sandbox${path}`, body);
+  const sendText = (body: unknown) =>
+    postJson(`${base}/alt-a/message/sendText/${INSTANCE}`, body, { apikey: API_KEY });
+
+  /** As the connector sets it: v2's field names, a secret header, new messages and acks. */
+  function setWebhook(webhook: Json = {}) {
+    return postJson(
+      `${base}/alt-a/webhook/set/${INSTANCE}`,
+      {
+        webhook: {
+          enabled: true,
+          url: `${receiver.url}/hooks/evo`,
+          headers: { [CALLBACK_HEADER]: 's3cret' },
+          byEvents: false,
+          base64: false,
+          events: ['MESSAGES_UPSERT', 'MESSAGES_UPDATE'],
+          ...webhook,
+        },
+      },
+      { apikey: API_KEY },
+    );
+  }
+
+  const inbound = (extra: Json = {}) =>
+    control('/inbound', { channel: 'alt-a', account: INSTANCE, from: CUSTOMER, text: 'oi', ...extra });
+  const payloads = () => receiver.posts().map((call) => JSON.parse(call.rawBody) as Json);
+
+  describe('webhook/set', () => {
+    it('sends the configured headers on every callback, and `apikey: null` in the body', async () => {
+      expect((await setWebhook()).status).toBe(201);
+      expect((await inbound({ name: 'Ana' })).status).toBe(200);
+      const [call] = receiver.posts();
+      expect(call?.headers[CALLBACK_HEADER]).toBe('s3cret');
+      expect(call?.headers['user-agent']).toMatch(/^axios\//);
+      expect(JSON.parse(call?.rawBody ?? '')).toMatchObject({ event: 'messages.upsert', apikey: null });
+    });
+
+    it('takes every event when enabled with none listed, and none when disabled', async () => {
+      const all = await setWebhook({ events: [] });
+      expect(((await all.json()) as { events: string[] }).events).toContain('CONNECTION_UPDATE');
+      const off = await setWebhook({ enabled: false });
+      expect(await off.json()).toMatchObject({ enabled: false, events: [] });
+      expect((await inbound()).status).toBe(409);
+    });
+
+    it('ignores v1 field names and refuses events it does not know, in jsonschema words', async () => {
+      const v1 = await setWebhook({ byEvents: undefined, webhookByEvents: true });
+      expect(await v1.json()).toMatchObject({ webhookByEvents: false });
+
+      const unknown = await setWebhook({ events: ['MESSAGES_UPSERT', 'NEW_MESSAGE'] });
+      expect(unknown.status).toBe(400);
+      const { response } = (await unknown.json()) as { response: { message: string[] } };
+      expect(response.message).toHaveLength(1);
+      expect(response.message[0]).toMatch(
+        /^webhook\.events\[1\] is not one of enum values: APPLICATION_STARTUP,/,
+      );
+
+      const missing = await postJson(
+        `${base}/alt-a/webhook/set/${INSTANCE}`,
+        { webhook: {} },
+        { apikey: API_KEY },
+      );
+      expect(await missing.json()).toEqual({
+        status: 400,
+        error: 'Bad Request',
+        response: { message: ['webhook requires property "enabled"', 'webhook requires property "url"'] },
+      });
+    });
+
+    it('keeps a URL its emit would never call, and then delivers nothing', async () => {
+      expect((await setWebhook({ url: 'connector.local/hooks' })).status).toBe(201);
+      expect((await inbound()).status).toBe(409);
+    });
+
+    it('lists the registration with its headers and events', async () => {
+      await setWebhook();
+      expect(await (await fetch(`${base}/_sandbox/webhooks?channel=alt-a`)).json()).toEqual([
+        {
+          channel: 'alt-a',
+          account: INSTANCE,
+          url: `${receiver.url}/hooks/evo`,
+          headers: { [CALLBACK_HEADER]: 's3cret' },
+          events: ['MESSAGES_UPSERT', 'MESSAGES_UPDATE'],
+        },
+      ]);
+    });
+  });
+
+  describe('messages.upsert', () => {
+    it('sends `pushName: null` for a sender without a profile name', async () => {
+      await setWebhook();
+      await inbound();
+      expect(payloads()[0]).toMatchObject({
+        data: { pushName: null, key: { remoteJid: `${CUSTOMER}@s.whatsapp.net` } },
+      });
+    });
+
+    it('names a LID-addressed chat by its LID, the number in remoteJidAlt', async () => {
+      await setWebhook();
+      await inbound({ addressing_mode: 'lid' });
+      await inbound({ addressing_mode: 'lid', text: 'de novo' });
+      const [first, second] = payloads().map((payload) => (payload.data as { key: Json }).key);
+      expect(first).toEqual({
+        remoteJid: expect.stringMatching(/^\d{14}@lid$/),
+        fromMe: false,
+        id: expect.any(String),
+        remoteJidAlt: `${CUSTOMER}@s.whatsapp.net`,
+        addressingMode: 'lid',
+      });
+      // One contact keeps one LID.
+      expect(second?.remoteJid).toBe(first?.remoteJid);
+    });
+
+    it('writes a group message with the group as the chat and the sender as participant', async () => {
+      await setWebhook();
+      await inbound({ group_id: '120363025246125486' });
+      expect(payloads()[0]).toMatchObject({
+        data: {
+          key: { remoteJid: '120363025246125486@g.us', participant: `${CUSTOMER}@s.whatsapp.net` },
+          // prepareMessage falls back to the participant's number.
+          pushName: CUSTOMER,
+        },
+      });
+    });
+
+    it('delivers the very same callback again on repeat, as its retries would', async () => {
+      await setWebhook();
+      const res = await inbound({ repeat: 2 });
+      expect(await res.json()).toMatchObject({ delivered_statuses: [200, 200] });
+      const [one, two] = receiver.posts();
+      expect(one?.rawBody).toBe(two?.rawBody);
+    });
+
+    it('says when the webhook is not subscribed to the event', async () => {
+      await setWebhook({ events: ['MESSAGES_UPDATE'] });
+      const res = await inbound();
+      expect(res.status).toBe(409);
+      expect(await res.json()).toEqual({
+        error: `alt-a account ${INSTANCE} webhook is not subscribed to MESSAGES_UPSERT`,
+      });
+    });
+  });
+
+  describe('messages.update', () => {
+    it('reports the acks of its own sends: SERVER_ACK, DELIVERY_ACK, READ, ERROR', async () => {
+      await setWebhook();
+      const sentKey = (
+        (await (await sendText({ number: CUSTOMER, text: 'x' })).json()) as { key: { id: string } }
+      ).key;
+      for (const status of ['sent', 'delivered', 'read', 'failed']) {
+        const res = await control('/status', {
+          channel: 'alt-a',
+          account: INSTANCE,
+          message_id: sentKey.id,
+          status,
+        });
+        expect(res.status).toBe(200);
+      }
+      expect(payloads().map((payload) => (payload.data as Json).status)).toEqual([
+        'SERVER_ACK',
+        'DELIVERY_ACK',
+        'READ',
+        'ERROR',
+      ]);
+      expect(payloads()[0]).toMatchObject({
+        event: 'messages.update',
+        instance: INSTANCE,
+        data: {
+          keyId: sentKey.id,
+          remoteJid: `${CUSTOMER}@s.whatsapp.net`,
+          fromMe: true,
+          status: 'SERVER_ACK',
+          instanceId: expect.any(String),
+          messageId: expect.stringMatching(/^c[0-9a-z]{24}$/),
+        },
+        apikey: null,
+      });
+      const unknown = await control('/status', {
+        channel: 'alt-a',
+        account: INSTANCE,
+        message_id: 'NOPE',
+        status: 'read',
+      });
+      expect(unknown.status).toBe(404);
+    });
+  });
+
+  describe('a disconnected or logged-out instance', () => {
+    it('fails a send to a number never checked with 500, and to a known one with 400', async () => {
+      expect((await sendText({ number: CUSTOMER, text: 'antes' })).status).toBe(201);
+      await control('/accounts', { channel: 'alt-a', account: INSTANCE, state: 'disconnected' });
+
+      const known = await sendText({ number: CUSTOMER, text: 'depois' });
+      expect(known.status).toBe(400);
+      expect(await known.json()).toEqual({
+        status: 400,
+        error: 'Bad Request',
+        response: { message: ['Error: Connection Closed'] },
+      });
+
+      await control('/accounts', { channel: 'alt-a', account: INSTANCE, state: 'logged_out' });
+      const unknown = await sendText({ number: '5511900000001', text: 'novo' });
+      expect(unknown.status).toBe(500);
+      expect(await unknown.json()).toEqual({
+        status: 500,
+        error: 'Internal Server Error',
+        response: { message: 'Connection Closed' },
+      });
+      // Only the send made while connected reached WhatsApp.
+      expect(await (await fetch(`${base}/_sandbox/sent`)).json()).toHaveLength(1);
+    });
+
+    it('receives nothing until connected again', async () => {
+      await setWebhook();
+      await control('/accounts', { channel: 'alt-a', account: INSTANCE, state: 'disconnected' });
+      expect((await inbound()).status).toBe(409);
+      await control('/accounts', { channel: 'alt-a', account: INSTANCE, state: 'connected' });
+      expect((await inbound()).status).toBe(200);
+      expect(receiver.posts()).toHaveLength(1);
+    });
+  });
+
+  it("answers a rate-limit fault as Baileys' rate-overlimit: 400, and no retry hint", async () => {
+    expect((await control('/faults', { channel: 'alt-a', mode: 'rate_limit' })).status).toBe(200);
+    const res = await sendText({ number: CUSTOMER, text: 'x' });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('retry-after')).toBeNull();
+    expect(await res.json()).toEqual({
+      status: 400,
+      error: 'Bad Request',
+      response: { message: ['Error: rate-overlimit'] },
+    });
+  });
+});
