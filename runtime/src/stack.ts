@@ -1,7 +1,8 @@
-// `npm run stack`: the distributed mode on this machine, one process per service, with NATS, Postgres
-// and Redis started from the binaries on PATH unless BUS_URL, DATABASE_URL and REDIS_URL are given.
+// `npm run stack`: the distributed mode on this machine, one process per service, with the bus (NATS, or
+// RabbitMQ with BUS=rabbitmq), Postgres and Redis started from the binaries on PATH unless BUS_URL,
+// DATABASE_URL and REDIS_URL are given.
 import { createLogger, stopGraceMs, stopOnSignals } from '@inbox/service-kit';
-import { type LocalServer, startNats, startPostgres, startRedis } from '@inbox/testkit';
+import { type LocalServer, startNats, startPostgres, startRabbitMQ, startRedis } from '@inbox/testkit';
 import { type RunningStack, startStack } from './distributed.js';
 import { readSettings, sandboxCidrsNote } from './settings.js';
 
@@ -26,7 +27,9 @@ const serverOrGiven = async (given: string | undefined, start: () => Promise<Loc
 
 try {
   const [busUrl, databaseUrl, redisUrl] = await Promise.all([
-    serverOrGiven(settings.BUS_URL, startNats, 'nats-server (JetStream)'),
+    settings.BUS === 'rabbitmq'
+      ? serverOrGiven(settings.BUS_URL, () => startRabbitMQ(), 'rabbitmq-server')
+      : serverOrGiven(settings.BUS_URL, startNats, 'nats-server (JetStream)'),
     serverOrGiven(settings.DATABASE_URL, startPostgres, 'Postgres'),
     serverOrGiven(settings.REDIS_URL, startRedis, 'redis-server'),
   ]);

@@ -1,0 +1,4 @@
+import { inject } from 'vitest';
+import { brokerCore } from './support/broker-core.js';
+
+brokerCore('RabbitMQ', () => inject('infra').rabbitmqUrl);
