@@ -44,13 +44,20 @@ describe('chat-official', () => {
         config,
       },
     );
-    // Created means the provider accepted the callback after the hub.challenge handshake.
+    // Created means the app was subscribed to the WABA and the provider accepted the callback after the
+    // hub.challenge handshake.
     expect(integration.status).toBe(201);
     expect(integration.body).toMatchObject({
       channel: 'chat-official',
       provider: 'chat-official',
       status: 'connected',
+      status_reason: null,
     });
+    // The test stack's connector serves plain http: the sandbox takes it, Meta would not, and the answer
+    // says so.
+    expect(integration.body.warnings).toEqual([
+      expect.stringContaining('usa http, e o provedor só aceita https; ajuste PUBLIC_CONNECTOR_URL'),
+    ]);
 
     const message = { phone: '+5511944440001', message: 'Olá', channel: 'chat-official' };
     const closed = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, message);
@@ -91,17 +98,46 @@ describe('chat-official', () => {
       body: { messaging_product: 'whatsapp', to: '5511944440001', type: 'text', text: { body: 'Olá' } },
     });
 
-    // The window closes at the provider (25 hours ago there) while ours still holds it open: the
-    // provider's 131047 comes back as the same answer.
+    // The window closes at the provider (25 hours ago there) while ours still holds it open: Meta
+    // accepts the message, then fails it by a status callback with 131047, recorded on the message.
     await sandbox(fixture.stack, '/_sandbox/windows', {
       channel: 'chat-official',
       account: config.phone_number_id,
       number: '5511944440001',
       last_inbound_at: new Date(Date.now() - 25 * 3_600_000).toISOString(),
     });
-    const refusedByProvider = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, message);
-    expect(refusedByProvider.status).toBe(400);
-    expect(refusedByProvider.body).toMatchObject({ requires_template: true, meta_error_code: 131047 });
+    const lateFailure = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, message);
+    expect(lateFailure.status).toBe(200);
+    const failed = await waitFor(
+      async () => {
+        const read = await fixture.stack.admin<Json & { messages: Json[] }>(
+          'GET',
+          `/admin/v1/workspaces/${ws.id}/conversations/${lateFailure.body.conversationId}`,
+        );
+        const sent = read.body.messages.find((m) => m.id === lateFailure.body.messageId);
+        return sent?.delivery_status === 'failed' ? sent : undefined;
+      },
+      { what: 'the late 131047 failure on the message' },
+    );
+    expect(failed).toMatchObject({
+      status: 'sent',
+      provider_message_id: lateFailure.body.waMessageId,
+      delivery_error_code: 131047,
+      delivery_failed_at: expect.any(String),
+      error: expect.stringMatching(/^131047 Re-engagement message/),
+    });
+    const listed = await fixture.stack.admin<{ messages: Json[] }>(
+      'GET',
+      `/admin/v1/workspaces/${ws.id}/messages/failed`,
+    );
+    expect(listed.body.messages).toEqual([
+      expect.objectContaining({
+        id: lateFailure.body.messageId,
+        conversation_id: lateFailure.body.conversationId,
+        integration: { id: integration.body.id, channel: 'chat-official' },
+        delivery_error_code: 131047,
+      }),
+    ]);
 
     // Status updates are stored on the message; they only move forward.
     for (const status of ['delivered', 'read', 'delivered']) {
@@ -157,6 +193,59 @@ describe('chat-official', () => {
     expect(tooLate.body).toMatchObject({ requires_template: true });
   });
 
+  it("disconnects the integration when the provider refuses its token, and keeps taking its customers' messages", async () => {
+    const ws = await workspace('official-4');
+    const config = officialConfig('pn-official-4');
+    const integration = await fixture.stack.admin<Json>(
+      'POST',
+      `/admin/v1/workspaces/${ws.id}/integrations`,
+      {
+        channel: 'chat-official',
+        config,
+      },
+    );
+    const inbound = (text: string) =>
+      sandbox(fixture.stack, '/_sandbox/inbound', {
+        channel: 'chat-official',
+        account: config.phone_number_id,
+        from: '5511944440004',
+        text,
+        app_secret: config.app_secret,
+      });
+    expect((await inbound('Oi')).body.delivered_status).toBe(200);
+    await waitFor(() => eventsOf(fixture.receiver, ws.id, 'message.received').length === 1, {
+      what: 'message.received',
+    });
+
+    // The token expires at the provider (code 190).
+    await sandbox(fixture.stack, '/_sandbox/chat-official/token', {
+      account: config.phone_number_id,
+      state: 'expired',
+    });
+    const message = { phone: '+5511944440004', message: 'Olá', channel: 'chat-official' };
+    const refused = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, message);
+    expect(refused).toEqual({
+      status: 502,
+      body: {
+        error:
+          'O provedor do canal "chat-official" recusou as credenciais da integração (token expirado ou revogado): a integração foi desconectada até que sejam renovadas',
+        meta_error_code: 190,
+      },
+    });
+    const read = await fixture.stack.admin<Json>(
+      'GET',
+      `/admin/v1/workspaces/${ws.id}/integrations/${integration.body.id}`,
+    );
+    expect(read.body).toMatchObject({ status: 'disconnected', status_reason: 'credentials_rejected' });
+    // Sends no longer try it...
+    expect((await fixture.stack.api<Json>('/api/v1/send-message', ws.key, message)).status).toBe(404);
+    // ...while the customer's messages still arrive.
+    expect((await inbound('Alguém aí?')).body.delivered_status).toBe(200);
+    await waitFor(() => eventsOf(fixture.receiver, ws.id, 'message.received').length === 2, {
+      what: 'the second message.received',
+    });
+  });
+
   it('refuses to create an integration whose webhook the provider cannot verify', async () => {
     const ws = await workspace('official-3');
     const refused = await fixture.stack.admin<Json>('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
@@ -185,7 +274,9 @@ describe('alt-b and faults', () => {
     expect(altB.status).toBe(201);
     // Z-API only calls HTTPS callback URLs, and the test stack's connector is on http.
     expect(altB.body.warnings).toEqual([
-      'O provedor do canal "alt-b" só chama URLs de callback HTTPS: com PUBLIC_CONNECTOR_URL em http, as mensagens recebidas não chegarão',
+      expect.stringMatching(
+        /canal "alt-b" o recusaria: a URL de callback http:\/\/\S+ usa http, e o provedor só aceita https/,
+      ),
     ]);
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
       channel: 'alt-a',

@@ -275,6 +275,65 @@ describe('POST /api/v1/send-template', () => {
     expect([count.status, media.status, gone.status]).toEqual([400, 400, 400]);
   });
 
+  it("records the provider's late 131053 when it cannot fetch the header's media", async () => {
+    const lateAccount = 'pn-late-media';
+    const late = await officialWorkspace('late media', lateAccount, 'app-late-media');
+    await sandbox(fixture.stack, '/_sandbox/templates', {
+      account: lateAccount,
+      name: 'banner',
+      language: 'pt_BR',
+      body: 'Oferta para {{1}}',
+      header: { format: 'IMAGE' },
+    });
+    // Meta knows the app's secret and signs its status callbacks with it; the sandbox is told.
+    await sandbox(fixture.stack, '/_sandbox/chat-official/app-secret', {
+      account: lateAccount,
+      app_secret: 'app-late-media',
+    });
+    // Nothing listens there: Meta's download of the media fails after it accepted the message.
+    const link = 'http://127.0.0.1:9/banner.png';
+    const sent = await waitFor(
+      async () => {
+        const answer = await fixture.stack.api<Json>('/api/v1/send-template', late.key, {
+          phone: '+5511966660010',
+          channel: 'chat-official',
+          templateName: 'banner',
+          variables: ['Lia'],
+          headerMedia: { type: 'image', link },
+        });
+        // The catalogue of a new integration is fetched in the background; until then the name is unknown.
+        return answer.status === 200 ? answer : undefined;
+      },
+      { what: 'the template send' },
+    );
+    expect(sent.body.waMessageId).toMatch(/^wamid\./);
+    const failed = await waitFor(
+      async () => {
+        const read = await fixture.stack.admin<Json & { messages: Json[] }>(
+          'GET',
+          `/admin/v1/workspaces/${late.id}/conversations/${sent.body.conversationId}`,
+        );
+        const message = read.body.messages.find((m) => m.id === sent.body.messageId);
+        return message?.delivery_status === 'failed' ? message : undefined;
+      },
+      { what: 'the late 131053 failure on the message' },
+    );
+    expect(failed).toMatchObject({
+      text: 'Oferta para Lia',
+      delivery_error_code: 131053,
+      error: expect.stringContaining(
+        `131053 Media upload error: Unable to upload the media used in the message. Downloading ${link} failed`,
+      ),
+    });
+    const listed = await fixture.stack.admin<{ messages: Json[] }>(
+      'GET',
+      `/admin/v1/workspaces/${late.id}/messages/failed`,
+    );
+    expect(listed.body.messages.map((m) => [m.id, m.delivery_error_code])).toEqual([
+      [sent.body.messageId, 131053],
+    ]);
+  });
+
   it('answers 404 without a connected official integration', async () => {
     const other = await fixture.stack.admin<{ api_key: string }>('POST', '/admin/v1/workspaces', {
       name: 'sem oficial',

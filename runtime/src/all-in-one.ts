@@ -91,7 +91,12 @@ try {
 
   let sandboxUrl: string | undefined;
   if (settings.sandboxEnabled) {
-    const sandbox = await listen(createSandbox().app, settings.SANDBOX_PORT, '127.0.0.1');
+    // The connector serves plain HTTP here, so the sandbox takes http callbacks that real providers refuse.
+    const sandbox = await listen(
+      createSandbox({ httpCallbacks: 'allow' }).app,
+      settings.SANDBOX_PORT,
+      '127.0.0.1',
+    );
     stops.push(sandbox.close);
     sandboxUrl = sandbox.url;
   }

@@ -108,7 +108,12 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
       name: 'provider-sandbox',
       entry: 'services/provider-sandbox/src/main.ts',
       port: config.ports.sandbox,
-      env: { SANDBOX_PORT: String(config.ports.sandbox), SANDBOX_HOST: '127.0.0.1' },
+      // The connector serves plain HTTP here: the sandbox takes http callbacks real providers refuse.
+      env: {
+        SANDBOX_PORT: String(config.ports.sandbox),
+        SANDBOX_HOST: '127.0.0.1',
+        SANDBOX_HTTP_CALLBACKS: 'allow',
+      },
     });
   }
   return specs.map((spec) => ({

@@ -112,6 +112,17 @@ export const ConversationPage = z.object({
   before: z.uuid({ error: platformTexts.mustBeUuid('before') }).optional(),
 });
 
+/** Messages a provider failed after accepting them, newest first: since a time, a page at a time. */
+export const FailedMessagesQuery = z.object({
+  since: z.iso.datetime({ error: platformTexts.mustBeIsoDate('since') }).optional(),
+  limit: z.coerce
+    .number(pageLimitText)
+    .int(pageLimitText)
+    .min(0, pageLimitText)
+    .max(200, pageLimitText)
+    .default(50),
+});
+
 export const CreateMemberBody = z.object({
   name: requiredName,
   email: z.email({ error: platformTexts.emailInvalid }).max(320, { error: platformTexts.emailInvalid }),

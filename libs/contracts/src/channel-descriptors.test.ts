@@ -98,9 +98,6 @@ describe('callback secrets the connector generates', () => {
       callback_secret: 's',
     });
     expect(parsed.callback_secret).toBe('s');
-    // Z-API only calls HTTPS URLs; Evolution calls any http(s) URL.
-    expect(descriptorOf('alt-b').httpsCallbacksOnly).toBe(true);
-    expect(descriptorOf('alt-a').httpsCallbacksOnly).toBeUndefined();
   });
 });
 

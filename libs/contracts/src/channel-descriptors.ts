@@ -34,8 +34,6 @@ export interface ChannelDescriptor<Config extends StoredConfig = StoredConfig> {
    * keep that key (`generatedCallbackSecret`).
    */
   callbackSecret?: true;
-  /** The provider only calls HTTPS callback URLs: creating one over an http PUBLIC_CONNECTOR_URL warns. */
-  httpsCallbacksOnly?: true;
 }
 
 const required = (key: string) =>
@@ -122,7 +120,6 @@ export const channelDescriptors = {
       hasTemplates: false,
       accountId: (config) => config.instance_id ?? '',
       callbackSecret: true,
-      httpsCallbacksOnly: true,
     },
   ),
   // The five below have no adapter yet; their configs are the keys ARCHITECTURE.md lists, all required.

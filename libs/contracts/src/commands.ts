@@ -8,6 +8,7 @@ import {
   CreatePipelineBody,
   CreateWebhookBody,
   DeliveryQuery,
+  FailedMessagesQuery,
   RenamePipelineBody,
   RenameStageBody,
   ReorderStagesBody,
@@ -34,19 +35,27 @@ import {
 export const WorkspaceContext = z.object({ id: z.uuid(), default_country_code: z.string() });
 export type WorkspaceContext = z.infer<typeof WorkspaceContext>;
 
+/** Why the provider, not an operator, disconnected an integration. */
+export const integrationStatusReasons = ['credentials_rejected'] as const;
+
 export const Integration = z.object({
   id: z.uuid(),
   channel: z.enum(integrationChannels),
   provider: z.enum(providers),
   name: z.string().nullable(),
   status: z.enum(['connected', 'disconnected']),
+  /**
+   * Set when the provider disconnected it: `credentials_rejected`, the provider no longer takes its
+   * credentials (an expired or revoked token). Null when connected, or disconnected by an operator.
+   */
+  status_reason: z.enum(integrationStatusReasons).nullable(),
   connected_at: z.iso.datetime().nullable(),
   created_at: z.iso.datetime(),
 });
 export type Integration = z.infer<typeof Integration>;
 /**
- * Creating an integration answers it, and, when something on our side will keep it from receiving
- * (such as an http callback URL that its provider does not call), `warnings` saying so.
+ * Creating an integration answers it, and, when the callback URL breaks a rule of the channel's real
+ * provider (http where it calls only https, too long), `warnings` saying so.
  */
 export const CreatedIntegration = Integration.extend({
   warnings: z
@@ -54,7 +63,7 @@ export const CreatedIntegration = Integration.extend({
     .min(1)
     .optional()
     .describe(
-      'Present when something on our side will keep the integration from receiving, e.g. an http callback URL its provider does not call.',
+      'Present when the callback URL breaks a rule of the channel’s real provider (http where it calls only https, longer than it takes), so inbound messages would not arrive: set PUBLIC_CONNECTOR_URL.',
     ),
 });
 export type CreatedIntegration = z.infer<typeof CreatedIntegration>;
@@ -85,8 +94,25 @@ export const MessageView = z.object({
   delivery_status: z.string().nullable(),
   provider_message_id: z.string().nullable(),
   error: z.string().nullable(),
+  /** The provider's code when it failed the message after accepting it (e.g. 131047, window closed). */
+  delivery_error_code: z.number().int().nullable(),
+  /** When the provider says it failed; null unless `delivery_status` is `failed`. */
+  delivery_failed_at: z.iso.datetime().nullable(),
   created_at: z.iso.datetime(),
   sent_at: z.iso.datetime().nullable(),
+});
+
+/** An outbound message a provider accepted and later reported failed, as the admin API lists it. */
+export const FailedMessage = z.object({
+  id: z.uuid(),
+  conversation_id: z.uuid(),
+  integration: z.object({ id: z.uuid(), channel: z.string() }),
+  text: z.string(),
+  provider_message_id: z.string().nullable(),
+  delivery_error_code: z.number().int().nullable(),
+  error: z.string().nullable(),
+  sent_at: z.iso.datetime().nullable(),
+  failed_at: z.iso.datetime(),
 });
 
 export const ConversationView = z.object({
@@ -240,6 +266,10 @@ export const commandCatalogue = {
     request: z.object({ workspace_id: z.uuid(), conversation_id: z.uuid() }),
     reply: ConversationView,
   },
+  'cmd.messaging.list-failed-messages': {
+    request: FailedMessagesQuery.extend({ workspace_id: z.uuid() }),
+    reply: z.object({ messages: z.array(FailedMessage) }),
+  },
   'cmd.messaging.get-conversation': {
     request: z.object({
       workspace_id: z.uuid(),
@@ -327,6 +357,10 @@ export const commandCatalogue = {
   'cmd.connector.list-templates': {
     request: z.object({ workspace_id: z.uuid(), integration_id: z.uuid() }),
     reply: z.object({ templates: z.array(CatalogueTemplate), refreshed_at: z.iso.datetime().nullable() }),
+  },
+  'cmd.connector.get-integration': {
+    request: z.object({ workspace_id: z.uuid(), integration_id: z.uuid() }),
+    reply: Integration,
   },
   'cmd.connector.update-integration': {
     request: UpdateIntegrationBody.extend({ workspace_id: z.uuid(), integration_id: z.uuid() }),

@@ -50,6 +50,15 @@ export const platformTexts = {
   agentNotFound: 'agentId não é um agente deste workspace',
   inboundRegistrationFailed: (channel: string) =>
     `Falha ao registrar o webhook de entrada no provedor do canal "${channel}"`,
+  /** Given what the provider requires of a callback URL that ours does not meet. */
+  inboundRegistrationRefused: (channel: string, problems: readonly string[]) =>
+    `Falha ao registrar o webhook de entrada no provedor do canal "${channel}": ${problems.join('; ')}; ajuste PUBLIC_CONNECTOR_URL`,
+  callbackUrlNotHttps: (url: string) => `a URL de callback ${url} usa http, e o provedor só aceita https`,
+  callbackUrlTooLong: (length: number, max: number) =>
+    `a URL de callback tem ${length} caracteres, e o provedor aceita no máximo ${max}`,
+  /** When a provider (a local test one) took a callback URL the real provider would refuse. */
+  callbackUrlWarning: (channel: string, problems: readonly string[]) =>
+    `O provedor aceitou o webhook de entrada, mas o provedor real do canal "${channel}" o recusaria: ${problems.join('; ')}; ajuste PUBLIC_CONNECTOR_URL`,
   templateNotFound: (name: string, language: string) =>
     `Template "${name}" (idioma ${language}) não encontrado ou não aprovado: verifique o nome e o idioma`,
   templateVariables: (name: string, expected: number, given: number) =>
@@ -72,6 +81,10 @@ export const platformTexts = {
   destinationForbidden: (host: string) => `o destino ${host} aponta para um endereço não permitido`,
   baseUrlRefused: (reason: string) => `config.base_url recusada: ${reason}`,
   providerFailed: (channel: string) => `Falha ao enviar pelo provedor do canal "${channel}"`,
+  providerCredentialsRejected: (channel: string) =>
+    `O provedor do canal "${channel}" recusou as credenciais da integração (token expirado ou revogado): a integração foi desconectada até que sejam renovadas`,
+  providerRateLimited: (channel: string) =>
+    `O provedor do canal "${channel}" limitou os envios (muitas mensagens em pouco tempo): tente novamente em alguns segundos`,
   providerTimedOut: (channel: string) =>
     `O provedor do canal "${channel}" não respondeu a tempo: o envio pode ter sido aceito e não será repetido automaticamente`,
   mustBeUuid: (field: string) => `${field} deve ser um UUID`,
@@ -132,9 +145,6 @@ export const platformTexts = {
   configBaseUrlInvalid: 'config.base_url deve ser uma URL http(s)',
   configApiVersionInvalid: 'config.api_version deve ser como v21.0',
   altBCredentialsIncomplete: 'Integração alt-b sem credenciais completas (instance_id e token)',
-  /** A warning in the answer that creates the integration, not an error. */
-  callbackUrlNotHttps: (channel: string) =>
-    `O provedor do canal "${channel}" só chama URLs de callback HTTPS: com PUBLIC_CONNECTOR_URL em http, as mensagens recebidas não chegarão`,
 
   // The admin API: webhooks and their deliveries.
   webhookNotFound: 'Webhook não encontrado neste workspace',

@@ -27,6 +27,13 @@ export const InboundStatusEvent = z.object({
   provider_message_id: z.string().min(1),
   status: z.enum(['sent', 'delivered', 'read', 'failed']),
   error: z.string().nullable(),
+  // Optional, so events written before these fields existed still read.
+  /** Our message id, when the connector sent the message and knows the provider's id for it. */
+  message_id: z.uuid().nullable().optional(),
+  /** The provider's error code of a failure (e.g. 131047), where it has codes. */
+  error_code: z.number().int().nullable().optional(),
+  /** When the provider says the status changed. */
+  at: z.iso.datetime().optional(),
 });
 export type InboundStatusEvent = z.infer<typeof InboundStatusEvent>;
 

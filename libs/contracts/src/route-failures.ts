@@ -43,6 +43,23 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       new AppError(504, { error: platformTexts.providerTimedOut(channel) }),
     ),
   ];
+  // What the connector answers to the official provider's refusals it acts on; with its code.
+  const officialRefusals = [
+    answers(
+      "the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected",
+      new AppError(502, {
+        error: platformTexts.providerCredentialsRejected('chat-official'),
+        meta_error_code: 190,
+      }),
+    ),
+    answers(
+      "the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds",
+      new AppError(502, {
+        error: platformTexts.providerRateLimited('chat-official'),
+        meta_error_code: 131056,
+      }),
+    ),
+  ];
   const agentNotFound = answers(
     'agentId is not an AI agent of this workspace',
     AppError.badRequest(platformTexts.agentNotFound),
@@ -103,7 +120,14 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
   );
 
   return {
-    sendMessage: [...integration('alt-a'), agentNotFound, windowClosed, altBIncomplete, ...provider('alt-b')],
+    sendMessage: [
+      ...integration('alt-a'),
+      agentNotFound,
+      windowClosed,
+      altBIncomplete,
+      ...provider('alt-b'),
+      ...officialRefusals,
+    ],
     sendTemplate: [
       button('buttons is not an array', platformTexts.buttonsNotArray),
       button('an entry of buttons is not an object', platformTexts.buttonEntry(0)),
@@ -156,6 +180,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
         platformTexts.templateMediaRejected,
       ),
       ...provider('chat-official'),
+      ...officialRefusals,
     ],
     externalSend: [
       conversationNotFound,
@@ -170,6 +195,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       windowClosed,
       altBIncomplete,
       ...provider('bot'),
+      ...officialRefusals,
     ],
     moveLead: [
       answers('the contact is not one of this workspace', AppError.notFound(errorTexts.contactNotFound)),
@@ -203,7 +229,16 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
         "the provider refused to register the integration's inbound URL",
         new AppError(502, { error: platformTexts.inboundRegistrationFailed('alt-a') }),
       ),
+      answers(
+        'the provider refused the callback URL that PUBLIC_CONNECTOR_URL makes (the text says why: not https, too long)',
+        new AppError(502, {
+          error: platformTexts.inboundRegistrationRefused('chat-official', [
+            platformTexts.callbackUrlNotHttps('http://connector.example/inbound/chat-official/…'),
+          ]),
+        }),
+      ),
     ],
+    getIntegration: [integrationNotFound],
     updateIntegration: [integrationNotFound],
     listTemplates: [integrationNotFound, notOfficial],
     refreshTemplates: [
@@ -213,6 +248,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
         'the provider failed to list the templates',
         new AppError(502, { error: platformTexts.providerFailed('chat-official') }),
       ),
+      officialRefusals[0]!,
     ],
 
     createMember: [
@@ -223,6 +259,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     ],
 
     getConversation: [conversationNotFound],
+    listFailedMessages: [],
     assignConversation: [
       conversationNotFound,
       answers(

@@ -10,6 +10,7 @@ import {
   CreateWebhookBody,
   CreateWorkspaceBody,
   DeliveryQuery,
+  FailedMessagesQuery,
   RenamePipelineBody,
   RenameStageBody,
   ReorderStagesBody,
@@ -285,6 +286,16 @@ export const routes: readonly RouteDefinition[] = [
     command: 'cmd.connector.create-integration',
   }),
   commandRoute({
+    operationId: 'getIntegration',
+    summary: 'Read an integration: its status, and why the provider disconnected it',
+    tag: 'Integrations',
+    method: 'get',
+    path: `${ws}/integrations/{integration_id}`,
+    access: 'admin-token',
+    params: ids('workspace_id', 'integration_id'),
+    command: 'cmd.connector.get-integration',
+  }),
+  commandRoute({
     operationId: 'updateIntegration',
     summary: 'Connect or disconnect an integration',
     tag: 'Integrations',
@@ -372,6 +383,18 @@ export const routes: readonly RouteDefinition[] = [
     access: 'admin-token',
     params: ids('workspace_id', 'conversation_id'),
     command: 'cmd.messaging.resolve',
+  }),
+  commandRoute({
+    operationId: 'listFailedMessages',
+    summary:
+      'Outbound messages the provider accepted and later reported failed (e.g. 131047, 131053), newest first',
+    tag: 'Conversations',
+    method: 'get',
+    path: `${ws}/messages/failed`,
+    access: 'admin-token',
+    params: ids('workspace_id'),
+    query: FailedMessagesQuery,
+    command: 'cmd.messaging.list-failed-messages',
   }),
   {
     operationId: 'getContact',

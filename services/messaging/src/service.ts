@@ -31,6 +31,9 @@ export function messagingService(): ServiceDefinition {
             panel.getConversation(deps, command),
           );
           await bus.handle('cmd.messaging.get-contact', (command) => panel.getContact(deps, command));
+          await bus.handle('cmd.messaging.list-failed-messages', (command) =>
+            panel.listFailedMessages(deps, command),
+          );
           // What the connector announced: a contact's message, or a provider's word on one of ours.
           await consumeEvents(
             bus,

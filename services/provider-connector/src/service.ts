@@ -3,7 +3,12 @@ import { maxProviderTimeoutMs } from '@inbox/contracts';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { outboxRelay, SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { inboundRoutes } from './handlers/inbound.js';
-import { createIntegration, resolveIntegration, updateIntegration } from './handlers/integrations.js';
+import {
+  createIntegration,
+  getIntegration,
+  resolveIntegration,
+  updateIntegration,
+} from './handlers/integrations.js';
 import { sendText } from './handlers/send-text.js';
 import { templates } from './handlers/templates.js';
 import { IntegrationStore } from './store/integrations.js';
@@ -52,9 +57,9 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         publicConnectorUrl: options.publicConnectorUrl,
         providerTimeoutMs,
         // A new official integration fetches its catalogue at once; a failure here is retried later.
-        afterCreate: (created: Awaited<ReturnType<IntegrationStore['create']>>) =>
+        afterCreate: (created: Awaited<ReturnType<IntegrationStore['create']>>, workspaceId: string) =>
           templates
-            .refresh(templateDeps, created)
+            .refresh(templateDeps, created, workspaceId)
             .catch((error: unknown) => logger.warn({ err: error }, 'first template fetch failed')),
       };
       const refreshEveryMs = options.templateRefreshMs ?? 30 * 60_000;
@@ -64,7 +69,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           const stored = await store.get(workspace_id, id);
           if (stored)
             await templates
-              .refresh(templateDeps, stored)
+              .refresh(templateDeps, stored, workspace_id)
               .catch((error: unknown) =>
                 logger.warn({ err: error, integration_id: id }, 'template refresh failed'),
               );
@@ -85,6 +90,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
             resolveIntegration(store, command),
           );
           await bus.handle('cmd.connector.send-text', (command) => sendText(sendDeps, command));
+          await bus.handle('cmd.connector.get-integration', (command) => getIntegration(store, command));
           await bus.handle('cmd.connector.update-integration', (command) =>
             updateIntegration(store, command),
           );

@@ -11,6 +11,11 @@ export interface SandboxStores {
   credentials: CredentialBook;
   windows: ConversationWindows;
   faultHoldMs: number;
+  /**
+   * Real providers call back only HTTPS URLs; a local stack whose connector serves plain HTTP has the
+   * sandbox accept http callbacks too (`SANDBOX_HTTP_CALLBACKS=allow`).
+   */
+  allowHttpCallbacks: boolean;
 }
 
 export interface InboundMessage {
@@ -49,6 +54,8 @@ export interface StatusUpdate {
   /** An id the emulated provider issued for one of its sends. */
   messageId: string;
   status: DeliveryStatus;
+  /** The provider's error code for a `failed` status, where the provider has codes. */
+  errorCode?: number;
   appSecret?: string;
 }
 
@@ -92,6 +99,8 @@ export interface ChannelEmulator {
   rateLimited?(res: Response): void;
   /** Forgets the channel's own state (webhook registrations and the like). */
   reset(): void;
+  /** Settles once nothing the channel posts of its own accord (e.g. a late failure status) is under way. */
+  idle?(): Promise<void>;
 }
 
 /** `fetchImpl` is how a channel reaches out on its own, e.g. for a webhook verification handshake. */

@@ -2,13 +2,27 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { SandboxStores } from './channel-emulator.js';
 import { CHAT_OFFICIAL, type ChatOfficialState, newWamid } from './chat-official-state.js';
-import { checkTemplateSend } from './chat-official-template-checks.js';
+import { checkTemplateSend, type MediaHeader, mediaHeaderOf } from './chat-official-template-checks.js';
+import type { StatusErrorCode } from './chat-official-webhooks.js';
 import { answerFault } from './faults.js';
-import { GraphCode, GraphError, invalidParameter, somethingWentWrong } from './graph-error.js';
+import { invalidParameter, somethingWentWrong, throttled } from './graph-error.js';
 import { toDigits } from './phone-digits.js';
 
 /** Free text is only allowed this long after the customer's last message. */
 const CUSTOMER_SERVICE_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/** Why an accepted message fails later, or undefined when it is delivered. */
+export type LateVerdict = { errorCode: StatusErrorCode; reason?: string } | undefined;
+
+/**
+ * What happens to a message after Meta answered it with a wamid: a failure Meta only finds out then comes
+ * as a `failed` status notification, not as the send's answer.
+ */
+export type AfterAccept = (
+  account: string,
+  message: { wamid: string; to: string },
+  verdict: () => Promise<LateVerdict>,
+) => void;
 
 const envelope = z.object(
   {
@@ -73,8 +87,20 @@ const templatePart = z.object({
   ),
 });
 
-/** `POST /:version/:phoneNumberId/messages`; credentials were checked before. */
-export function sendMessage(stores: SandboxStores, state: ChatOfficialState) {
+export interface SendDeps {
+  stores: SandboxStores;
+  state: ChatOfficialState;
+  afterAccept: AfterAccept;
+  /** How the sandbox downloads a header's media, as Meta does. */
+  fetchImpl: typeof fetch;
+}
+
+/**
+ * `POST /:version/:phoneNumberId/messages`; credentials were checked before. As with Meta, a message is
+ * accepted (a wamid) when its form is right; that free text reaches no one outside the customer service
+ * window, or that a header's media cannot be fetched, is only told later by a `failed` status.
+ */
+export function sendMessage({ stores, state, afterAccept, fetchImpl }: SendDeps) {
   return (req: Request<{ phoneNumberId: string }>, res: Response): void => {
     const account = req.params.phoneNumberId;
     const fault = stores.faults.find(CHAT_OFFICIAL, account);
@@ -84,12 +110,19 @@ export function sendMessage(stores: SandboxStores, state: ChatOfficialState) {
     }
     const { to, type } = parse(envelope, req.body);
     const recipient = toDigits(to);
+    const throttle = takeThrottle(state, account, recipient);
+    if (throttle) throw throttled(throttle);
     const now = new Date();
+    let verdict: () => Promise<LateVerdict>;
     if (type === 'text') {
       parse(textPart, req.body);
-      requireOpenWindow(stores, account, recipient, now);
+      const open = windowIsOpen(stores, account, recipient, now);
+      verdict = async () => (open ? undefined : { errorCode: 131047 });
     } else {
-      checkTemplateSend(state.templates, account, parse(templatePart, req.body).template);
+      const { template } = parse(templatePart, req.body);
+      checkTemplateSend(state.templates, account, template);
+      const media = mediaHeaderOf(state.templates, account, template);
+      verdict = async () => (media ? fetchMedia(fetchImpl, media) : undefined);
     }
 
     const id = newWamid();
@@ -109,18 +142,48 @@ export function sendMessage(stores: SandboxStores, state: ChatOfficialState) {
       contacts: [{ input: to, wa_id: recipient }],
       messages: [type === 'template' ? { id, message_status: 'accepted' } : { id }],
     });
+    afterAccept(account, { wamid: id, to: recipient }, verdict);
   };
 }
 
-function requireOpenWindow(stores: SandboxStores, account: string, recipient: string, now: Date): void {
+function windowIsOpen(stores: SandboxStores, account: string, recipient: string, now: Date): boolean {
   const lastInbound = stores.windows.lastInbound(CHAT_OFFICIAL, account, recipient);
-  if (lastInbound && now.getTime() - lastInbound.getTime() <= CUSTOMER_SERVICE_WINDOW_MS) return;
-  throw new GraphError(
-    400,
-    GraphCode.reEngagementMessage,
-    'Re-engagement message',
-    'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
-  );
+  return lastInbound !== undefined && now.getTime() - lastInbound.getTime() <= CUSTOMER_SERVICE_WINDOW_MS;
+}
+
+/** The first throttle that applies to this send, counted down; gone once spent. */
+function takeThrottle(state: ChatOfficialState, account: string, recipient: string) {
+  const throttles = state.throttles.get(account) ?? [];
+  const index = throttles.findIndex((throttle) => throttle.to === undefined || throttle.to === recipient);
+  const throttle = throttles[index];
+  if (!throttle) return undefined;
+  throttle.remaining -= 1;
+  if (throttle.remaining <= 0) throttles.splice(index, 1);
+  return throttle.code;
+}
+
+/** How long Meta's download of a header's media may take before the sandbox calls it failed. */
+const MEDIA_FETCH_TIMEOUT_MS = 5_000;
+
+/** Meta downloads a header's media when it sends the template; the sandbox does too. */
+async function fetchMedia(fetchImpl: typeof fetch, media: MediaHeader): Promise<LateVerdict> {
+  const failed = (reason: string): LateVerdict => ({
+    errorCode: 131053,
+    reason: `Downloading ${media.link} failed: ${reason}.`,
+  });
+  let response: globalThis.Response;
+  try {
+    response = await fetchImpl(media.link, { signal: AbortSignal.timeout(MEDIA_FETCH_TIMEOUT_MS) });
+  } catch (error) {
+    return failed(error instanceof Error ? error.message : String(error));
+  }
+  await response.body?.cancel();
+  if (!response.ok) return failed(`HTTP ${response.status}`);
+  const contentType = response.headers.get('content-type') ?? '';
+  if (media.kind !== 'document' && !contentType.startsWith(`${media.kind}/`)) {
+    return failed(`content type ${contentType || 'missing'} is not ${media.kind}`);
+  }
+  return undefined;
 }
 
 function parse<T>(schema: z.ZodType<T>, input: unknown): T {

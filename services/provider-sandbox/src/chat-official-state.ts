@@ -1,12 +1,19 @@
 import { randomBytes } from 'node:crypto';
+import type { WebhookDelivery } from './channel-emulator.js';
 import type { TemplateRegistry } from './chat-official-templates.js';
+import type { ThrottleCode, TokenEnding } from './graph-error.js';
 
 export const CHAT_OFFICIAL = 'chat-official';
 
-/** Where Meta posts an account's notifications once the handshake passed. */
+/** Where Meta posts notifications once the handshake passed. */
 export interface CallbackOverride {
   url: string;
   verifyToken: string;
+}
+
+/** The app's subscription to a WhatsApp Business Account, with the WABA's own callback override if set. */
+export interface WabaSubscription {
+  override?: CallbackOverride;
 }
 
 /** What a status update needs to know about a send the sandbox answered. */
@@ -15,13 +22,34 @@ export interface IssuedMessage {
   to: string;
 }
 
+/** Throttling errors a phone number's next sends answer (to one recipient, or to any when `to` is absent). */
+export interface Throttle {
+  code: ThrottleCode;
+  to?: string;
+  remaining: number;
+}
+
 /** The Cloud API emulation's own memory; `reset` empties all of it. */
 export interface ChatOfficialState {
+  /** Templates, and which WABA each phone number belongs to. */
   templates: TemplateRegistry;
+  /** By WABA id: the app is subscribed to its webhooks. */
+  subscriptions: Map<string, WabaSubscription>;
   /** By phone number id. */
   overrides: Map<string, CallbackOverride>;
   /** By wamid. */
   issued: Map<string, IssuedMessage>;
+  /**
+   * By phone number id: the secret of the app behind it, as a control last gave it. Meta knows it; the
+   * sandbox is told, and cannot sign a notification of its own accord until it is.
+   */
+  appSecrets: Map<string, string>;
+  /** By token: tokens that stopped working, and when. */
+  endedTokens: Map<string, { ending: TokenEnding; at: Date }>;
+  /** By phone number id. */
+  throttles: Map<string, Throttle[]>;
+  /** By phone number id: the last notification posted, byte for byte, for a redelivery. */
+  lastNotification: Map<string, WebhookDelivery>;
 }
 
 /** Real wamids are base64 of an opaque binary id; only the prefix and uniqueness matter to a client. */

@@ -16,8 +16,9 @@ export interface TemplateSend {
 }
 
 /**
- * Refuses a template send as Meta does: an unknown or unapproved template, a body parameter count that
- * does not fill the placeholders, a media header without a fetchable media link. Buttons are not checked.
+ * Refuses a template send as Meta does at once: an unknown or unapproved template, a body parameter count
+ * that does not fill the placeholders, a media header without an http(s) media link. Whether the link can
+ * be fetched is only found out after the send is accepted (a `failed` status). Buttons are not checked.
  */
 export function checkTemplateSend(registry: TemplateRegistry, account: string, send: TemplateSend): void {
   const { name } = send;
@@ -46,6 +47,26 @@ export function checkTemplateSend(registry: TemplateRegistry, account: string, s
 
   const format = template.header?.format;
   if (format !== undefined && isMediaFormat(format)) checkMediaHeader(send, format);
+}
+
+/** A media header as sent: what Meta downloads when it sends the template. */
+export interface MediaHeader {
+  kind: 'image' | 'video' | 'document';
+  link: string;
+}
+
+/** The media link of a send that passed `checkTemplateSend`, when its template has a media header. */
+export function mediaHeaderOf(
+  registry: TemplateRegistry,
+  account: string,
+  send: TemplateSend,
+): MediaHeader | undefined {
+  const format = registry.find(account, send.name, send.language.code)?.header?.format;
+  if (format === undefined || !isMediaFormat(format)) return undefined;
+  const kind = format.toLowerCase() as MediaHeader['kind'];
+  const [parameter] = parametersOf(send, 'header');
+  const link = linkOf(parameter?.[kind]);
+  return typeof link === 'string' ? { kind, link } : undefined;
 }
 
 function checkMediaHeader(send: TemplateSend, format: HeaderFormat): void {

@@ -1,78 +1,9 @@
-import { createHmac, randomInt } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
-import type { Request, Response } from 'express';
-import { z } from 'zod';
+import { createHmac } from 'node:crypto';
 import type { DeliveryStatus, WebhookDelivery } from './channel-emulator.js';
-import type { ChatOfficialState } from './chat-official-state.js';
-import { GraphCode, GraphError, invalidParameter } from './graph-error.js';
+import { metaJson } from './meta-json.js';
 import { unixSeconds } from './provider-ids.js';
-import { WEBHOOK_TIMEOUT_MS } from './webhook-transport.js';
 
-const overrideBody = z.object(
-  {
-    webhook_configuration: z.object(
-      {
-        override_callback_uri: z.url({
-          protocol: /^https?$/,
-          error: 'webhook_configuration.override_callback_uri must be an http(s) URL',
-        }),
-        verify_token: z
-          .string({ error: 'webhook_configuration.verify_token is required' })
-          .min(1, 'webhook_configuration.verify_token must not be empty'),
-      },
-      { error: 'webhook_configuration is required' },
-    ),
-  },
-  { error: 'body must be a JSON object' },
-);
-
-/**
- * `POST /:version/:phoneNumberId` with `webhook_configuration`: Meta only keeps a callback that passed
- * its verification handshake, so a connector that cannot answer `hub.challenge` is never registered.
- */
-export function overrideCallback(state: ChatOfficialState, fetchImpl: typeof fetch) {
-  return async (req: Request<{ phoneNumberId: string }>, res: Response): Promise<void> => {
-    const parsed = overrideBody.safeParse(req.body);
-    if (!parsed.success) {
-      throw invalidParameter(parsed.error.issues.map((issue) => issue.message).join('; '));
-    }
-    const { override_callback_uri: url, verify_token: verifyToken } = parsed.data.webhook_configuration;
-    const problem = await verifyCallback(fetchImpl, url, verifyToken);
-    if (problem !== undefined) {
-      const message = `Callback verification failed with the following errors: ${problem}`;
-      throw new GraphError(400, GraphCode.callbackVerificationFailed, message, problem);
-    }
-    state.overrides.set(req.params.phoneNumberId, { url, verifyToken });
-    res.json({ success: true });
-  };
-}
-
-/** Meta's handshake; undefined when the callback echoed the challenge, else what went wrong. */
-async function verifyCallback(
-  fetchImpl: typeof fetch,
-  callback: string,
-  verifyToken: string,
-): Promise<string | undefined> {
-  const challenge = String(randomInt(100_000_000, 2_000_000_000));
-  const url = new URL(callback);
-  url.searchParams.set('hub.mode', 'subscribe');
-  url.searchParams.set('hub.verify_token', verifyToken);
-  url.searchParams.set('hub.challenge', challenge);
-  let status: number;
-  let answer: string;
-  try {
-    const response = await fetchImpl(url, { signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS) });
-    status = response.status;
-    answer = await response.text();
-  } catch (error) {
-    return `Could not reach the callback: ${error instanceof Error ? error.message : String(error)}`;
-  }
-  const httpStatus = `HTTP Status Code = ${status}; HTTP Message = ${STATUS_CODES[status] ?? 'Unknown'}`;
-  if (status !== 200) return httpStatus;
-  if (answer !== challenge) return `${httpStatus}; The response body did not match the challenge`;
-  return undefined;
-}
-
+/** Where and how one phone number's notifications are posted. */
 export interface Notifier {
   account: string;
   wabaId: string;
@@ -87,9 +18,39 @@ export interface InboundText {
   wamid: string;
 }
 
-/** The Cloud API notification for a customer's text message. */
-export function inboundNotification(notifier: Notifier, message: InboundText, at: Date): WebhookDelivery {
-  return signedNotification(notifier, {
+/** The errors a `failed` status carries, as Meta words them in `statuses[].errors[]`. */
+export const STATUS_ERRORS = {
+  131026: {
+    title: 'Message undeliverable',
+    details:
+      "Unable to deliver message. Reasons can include: the recipient phone number is not a WhatsApp phone number, or the recipient has not accepted WhatsApp's new Terms of Service and Privacy Policy.",
+  },
+  131047: {
+    title: 'Re-engagement message',
+    details:
+      'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
+  },
+  131053: { title: 'Media upload error', details: 'Unable to upload the media used in the message.' },
+} as const;
+export type StatusErrorCode = keyof typeof STATUS_ERRORS;
+export const STATUS_ERROR_CODES = Object.keys(STATUS_ERRORS).map(Number) as StatusErrorCode[];
+
+export interface StatusChange {
+  wamid: string;
+  status: DeliveryStatus;
+  recipient: string;
+  /** Only for `failed`; 131026 when not given. */
+  errorCode?: StatusErrorCode;
+  /** Appended to the code's details, e.g. why a media link could not be fetched. */
+  reason?: string;
+}
+
+/** One `changes[]` item: its `value` carries one kind of news for the phone number. */
+type ChangeValue = Record<string, unknown>;
+
+/** A customer's text message, as the `messages` field reports it. */
+export function inboundChange(message: InboundText, at: Date): ChangeValue {
+  return {
     contacts: [{ profile: { name: message.name ?? '' }, wa_id: message.from }],
     messages: [
       {
@@ -100,47 +61,56 @@ export function inboundNotification(notifier: Notifier, message: InboundText, at
         text: { body: message.text },
       },
     ],
-  });
+  };
 }
 
-export interface StatusChange {
-  wamid: string;
-  status: DeliveryStatus;
-  recipient: string;
-}
-
-/** The Cloud API notification for a change of an outbound message's status. */
-export function statusNotification(notifier: Notifier, change: StatusChange, at: Date): WebhookDelivery {
-  return signedNotification(notifier, {
+/** A change of an outbound message's status; a failure names its error as Meta does. */
+export function statusChange(change: StatusChange, at: Date): ChangeValue {
+  const code = change.errorCode ?? 131026;
+  const { title, details } = STATUS_ERRORS[code];
+  return {
     statuses: [
       {
         id: change.wamid,
         status: change.status,
         timestamp: String(unixSeconds(at)),
         recipient_id: change.recipient,
-        ...(change.status === 'failed' ? { errors: [{ code: 131026, title: 'Message undeliverable' }] } : {}),
+        ...(change.status === 'failed'
+          ? {
+              errors: [
+                {
+                  code,
+                  title,
+                  message: title,
+                  error_data: { details: change.reason ? `${details} ${change.reason}` : details },
+                  href: 'https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/',
+                },
+              ],
+            }
+          : {}),
       },
     ],
-  });
+  };
 }
 
-/** Wraps a `messages` change in the notification envelope and signs the exact bytes that will be sent. */
-function signedNotification(notifier: Notifier, value: Record<string, unknown>): WebhookDelivery {
-  const body = JSON.stringify({
+/**
+ * The notification envelope around one or more changes (Meta batches: one POST may carry several), in
+ * Meta's escaped serialisation, signed over exactly the bytes that will be sent.
+ */
+export function notification(notifier: Notifier, values: ChangeValue[]): WebhookDelivery {
+  const body = metaJson({
     object: 'whatsapp_business_account',
     entry: [
       {
         id: notifier.wabaId,
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              metadata: { display_phone_number: notifier.account, phone_number_id: notifier.account },
-              ...value,
-            },
+        changes: values.map((value) => ({
+          value: {
+            messaging_product: 'whatsapp',
+            metadata: { display_phone_number: notifier.account, phone_number_id: notifier.account },
+            ...value,
           },
-        ],
+          field: 'messages',
+        })),
       },
     ],
   });

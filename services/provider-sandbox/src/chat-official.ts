@@ -1,3 +1,4 @@
+import { setTimeout as pause } from 'node:timers/promises';
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import type {
   ChannelEmulator,
@@ -7,32 +8,59 @@ import type {
   StatusUpdate,
   WebhookDelivery,
 } from './channel-emulator.js';
-import { sendMessage } from './chat-official-send.js';
-import { CHAT_OFFICIAL, type ChatOfficialState, newWamid } from './chat-official-state.js';
-import { listTemplates, TemplateRegistry, templateControls } from './chat-official-templates.js';
 import {
-  inboundNotification,
+  callbackOf,
+  listSubscribedApps,
+  overridePhoneCallback,
+  subscribeApp,
+  unsubscribeApp,
+} from './chat-official-callbacks.js';
+import { chatOfficialControls, notIssued } from './chat-official-controls.js';
+import { type AfterAccept, sendMessage } from './chat-official-send.js';
+import { CHAT_OFFICIAL, type ChatOfficialState, newWamid } from './chat-official-state.js';
+import { listTemplates, TemplateRegistry } from './chat-official-templates.js';
+import {
+  inboundChange,
   type Notifier,
-  overrideCallback,
-  statusNotification,
+  notification,
+  STATUS_ERROR_CODES,
+  type StatusErrorCode,
+  statusChange,
 } from './chat-official-webhooks.js';
 import { ControlError } from './control-error.js';
-import { answerGraphError, GraphCode, GraphError, invalidToken } from './graph-error.js';
+import { answerGraphError, endedToken, GraphCode, GraphError, invalidToken } from './graph-error.js';
 import { jsonBody } from './json-body.js';
+import { deliverWebhook } from './webhook-transport.js';
 
 /**
- * Templates are listed by business account, which has no token of its own in the sandbox; its token is
- * kept apart from the phone numbers' so that neither binds the other.
+ * Templates and subscriptions are by business account, which has no token of its own in the sandbox; its
+ * token is kept apart from the phone numbers' so that neither binds the other.
  */
 const WABA_CREDENTIALS = `${CHAT_OFFICIAL}/waba`;
+
+/**
+ * How long after answering a send the sandbox posts the `failed` status of a message Meta accepted but
+ * could not deliver. Meta's come later still; this keeps the order a client sees: the answer first.
+ */
+const LATE_FAILURE_PAUSE_MS = 250;
 
 /** Emulates Meta's WhatsApp Cloud API (Graph API), the provider behind the `chat-official` channel. */
 export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetch): ChannelEmulator {
   const state: ChatOfficialState = {
     templates: new TemplateRegistry(),
+    subscriptions: new Map(),
     overrides: new Map(),
     issued: new Map(),
+    appSecrets: new Map(),
+    endedTokens: new Map(),
+    throttles: new Map(),
+    lastNotification: new Map(),
   };
+  const rules = { allowHttp: stores.allowHttpCallbacks };
+  // Bumped by reset, so a late notification scheduled before it is never posted after it.
+  let generation = 0;
+  /** Late notifications being worked out or posted. */
+  const pending = new Set<Promise<void>>();
 
   const router = Router();
   router.use(jsonBody);
@@ -43,12 +71,27 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
   router.post(
     '/:version/:phoneNumberId/messages',
     requireToken(CHAT_OFFICIAL, 'phoneNumberId'),
-    sendMessage(stores, state),
+    sendMessage({ stores, state, afterAccept: notifyLateFailure, fetchImpl }),
+  );
+  router.post(
+    '/:version/:wabaId/subscribed_apps',
+    requireToken(WABA_CREDENTIALS, 'wabaId'),
+    subscribeApp(state, rules, fetchImpl),
+  );
+  router.get(
+    '/:version/:wabaId/subscribed_apps',
+    requireToken(WABA_CREDENTIALS, 'wabaId'),
+    listSubscribedApps(state),
+  );
+  router.delete(
+    '/:version/:wabaId/subscribed_apps',
+    requireToken(WABA_CREDENTIALS, 'wabaId'),
+    unsubscribeApp(state),
   );
   router.post(
     '/:version/:phoneNumberId',
     requireToken(CHAT_OFFICIAL, 'phoneNumberId'),
-    overrideCallback(state, fetchImpl),
+    overridePhoneCallback(state, rules, fetchImpl),
   );
   router.get(
     '/:version/:wabaId/message_templates',
@@ -60,25 +103,71 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
   });
   router.use(answerGraphError);
 
-  /** Bearer token first, as Graph does: without a valid token nothing else about the call is looked at. */
+  /**
+   * Bearer token first, as Graph does: without a valid token nothing else about the call is looked at. A
+   * token that stopped working (expired, its user logged out) answers so, whatever the account.
+   */
   function requireToken(book: string, accountParam: 'phoneNumberId' | 'wabaId') {
     return (req: Request<Record<string, string>>, _res: Response, next: NextFunction): void => {
       const token = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '')?.[1];
-      if (token === undefined)
-        throw invalidToken('An access token is required: Authorization: Bearer <token>');
-      if (!stores.credentials.accept(book, req.params[accountParam] ?? '', token)) {
-        throw invalidToken('The access token differs from the one this account was first called with');
-      }
+      // Missing, or not the token this account was first called with.
+      if (token === undefined) throw invalidToken();
+      const ended = state.endedTokens.get(token);
+      if (ended) throw endedToken(ended.ending, ended.at);
+      if (!stores.credentials.accept(book, req.params[accountParam] ?? '', token)) throw invalidToken();
       next();
     };
   }
 
-  function notifier(account: string, appSecret: string | undefined): Notifier | undefined {
+  /**
+   * Where a phone number's notifications go, signed with the secret given (a control may forge with
+   * another) or else the app's. The first secret a control gives for a number becomes the app's, which
+   * signs what the sandbox posts of its own accord.
+   */
+  function notifier(account: string, appSecret?: string): Notifier | undefined {
+    if (appSecret !== undefined && !state.appSecrets.has(account)) state.appSecrets.set(account, appSecret);
+    const secret = appSecret ?? state.appSecrets.get(account);
     // Meta signs every notification with the app secret; the sandbox has to be told it.
-    if (!appSecret) throw new ControlError(400, `app_secret is required for ${CHAT_OFFICIAL}`);
-    const override = state.overrides.get(account);
-    if (!override) return undefined;
-    return { account, wabaId: state.templates.wabaIdOf(account), url: override.url, appSecret };
+    if (!secret) throw new ControlError(400, `app_secret is required for ${CHAT_OFFICIAL}`);
+    const url = callbackOf(state, account);
+    if (!url) return undefined;
+    return { account, wabaId: state.templates.wabaIdOf(account), url, appSecret: secret };
+  }
+
+  function remember(account: string, delivery: WebhookDelivery): WebhookDelivery {
+    state.lastNotification.set(account, delivery);
+    return delivery;
+  }
+
+  async function post(account: string, delivery: WebhookDelivery): Promise<number> {
+    return deliverWebhook(fetchImpl, remember(account, delivery));
+  }
+
+  /** Meta tells of a failure it finds after accepting a message by a `failed` status, never by the answer. */
+  function notifyLateFailure(...[account, message, verdict]: Parameters<AfterAccept>): void {
+    // Nowhere to post it, or no secret to sign it with: the sandbox does not even look.
+    if (!state.appSecrets.has(account) || !callbackOf(state, account)) return;
+    const scheduledIn = generation;
+    const work = (async () => {
+      const failure = await verdict();
+      if (!failure) return;
+      await pause(LATE_FAILURE_PAUSE_MS, undefined, { ref: false });
+      if (scheduledIn !== generation) return;
+      const to = notifier(account);
+      if (!to) return;
+      const change = statusChange(
+        { wamid: message.wamid, status: 'failed', recipient: message.to, ...failure },
+        new Date(),
+      );
+      // Meta keeps retrying an undelivered notification; here it stays available to `redeliver`.
+      await post(account, notification(to, [change]));
+    })().catch(() => undefined);
+    pending.add(work);
+    void work.finally(() => pending.delete(work));
+  }
+
+  async function idle(): Promise<void> {
+    while (pending.size > 0) await Promise.all(pending);
   }
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
@@ -88,42 +177,61 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     const to = notifier(message.account, message.appSecret);
     if (!to) return undefined;
     const wamid = newWamid();
-    const delivery = inboundNotification(to, { ...message, wamid }, new Date());
+    const delivery = remember(
+      message.account,
+      notification(to, [inboundChange({ ...message, wamid }, new Date())]),
+    );
     return { ...delivery, providerMessageId: wamid };
   }
 
   function statusDelivery(update: StatusUpdate): WebhookDelivery | undefined {
     const issued = state.issued.get(update.messageId);
     // Meta only reports on its own messages, and only to the phone number that sent them.
-    if (!issued || issued.account !== update.account) {
-      throw new ControlError(
-        404,
-        `message ${update.messageId} was not issued by ${CHAT_OFFICIAL} account ${update.account}`,
-      );
-    }
+    if (!issued || issued.account !== update.account) throw notIssued(update.messageId, update.account);
+    const errorCode = statusErrorCode(update.errorCode);
     const to = notifier(update.account, update.appSecret);
     if (!to) return undefined;
-    return statusNotification(
-      to,
-      { wamid: update.messageId, status: update.status, recipient: issued.to },
+    const change = statusChange(
+      {
+        wamid: update.messageId,
+        status: update.status,
+        recipient: issued.to,
+        ...(errorCode ? { errorCode } : {}),
+      },
       new Date(),
     );
+    return remember(update.account, notification(to, [change]));
   }
 
   function reset(): void {
+    generation++;
     state.templates.clear();
+    state.subscriptions.clear();
     state.overrides.clear();
     state.issued.clear();
+    state.appSecrets.clear();
+    state.endedTokens.clear();
+    state.throttles.clear();
+    state.lastNotification.clear();
   }
 
   return {
     channel: CHAT_OFFICIAL,
     router,
-    controlRouter: templateControls(state.templates),
+    controlRouter: chatOfficialControls({ stores, state, notifier, post }),
     inboundDelivery,
     statusDelivery,
     reset,
+    idle,
   };
+}
+
+function statusErrorCode(code: number | undefined): StatusErrorCode | undefined {
+  if (code === undefined) return undefined;
+  if (!(STATUS_ERROR_CODES as number[]).includes(code)) {
+    throw new ControlError(400, `error_code must be one of ${STATUS_ERROR_CODES.join(', ')}`);
+  }
+  return code as StatusErrorCode;
 }
 
 function unknownPath(req: Request): GraphError {
@@ -131,7 +239,7 @@ function unknownPath(req: Request): GraphError {
     400,
     GraphCode.unknownPath,
     `Unknown path components: ${req.path}`,
-    'The sandbox emulates /{version}/{phone-number-id}/messages, /{version}/{phone-number-id} and ' +
-      '/{version}/{waba-id}/message_templates, with a version such as v21.0',
+    'The sandbox emulates /{version}/{phone-number-id}/messages, /{version}/{phone-number-id}, ' +
+      '/{version}/{waba-id}/subscribed_apps and /{version}/{waba-id}/message_templates, with a version such as v21.0',
   );
 }

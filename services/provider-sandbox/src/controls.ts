@@ -103,6 +103,7 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
       account,
       message_id: z.string({ error: 'message_id must be a string' }).min(1, 'message_id must not be empty'),
       status: z.enum(DELIVERY_STATUSES, { error: `status must be one of ${DELIVERY_STATUSES.join(', ')}` }),
+      error_code: z.int({ error: 'error_code must be an integer' }).optional(),
       app_secret: appSecret,
       repeat,
     },
@@ -176,7 +177,10 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
   });
 
   router.post('/status', async (req, res) => {
-    const { channel, account, message_id, status, app_secret, repeat } = parseControl(statusBody, req.body);
+    const { channel, account, message_id, status, error_code, app_secret, repeat } = parseControl(
+      statusBody,
+      req.body,
+    );
     const emulator = channels.get(channel)!;
     if (!emulator.statusDelivery) {
       throw new ControlError(400, `status updates are not supported for this channel (${channel})`);
@@ -185,6 +189,7 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
       account,
       messageId: message_id,
       status,
+      ...(error_code === undefined ? {} : { errorCode: error_code }),
       appSecret: app_secret,
     });
     if (!delivery) throw noWebhook(channel, account);

@@ -8,7 +8,9 @@ export const GraphCode = {
   accessTokenInvalid: 190,
   callbackVerificationFailed: 2200,
   unknownPath: 2500,
+  rateLimitHit: 130429,
   somethingWentWrong: 131000,
+  pairRateLimitHit: 131056,
   reEngagementMessage: 131047,
   mediaUploadError: 131053,
   templateParamCountMismatch: 132000,
@@ -16,19 +18,36 @@ export const GraphCode = {
 } as const;
 
 /**
- * A refusal in Graph's error shape. Thrown by the Cloud API handlers and answered by `answerGraphError`,
- * so every check reads as one line that either passes or throws.
+ * Graph's own errors (tokens, paths) carry a plain message; the WhatsApp codes carry `(#code) title`, as in
+ * Meta's samples: `"message": "(#130429) Rate limit hit"`.
+ */
+const plainMessageCodes = new Set<number>([
+  GraphCode.accessTokenInvalid,
+  GraphCode.callbackVerificationFailed,
+  GraphCode.unknownPath,
+]);
+
+/**
+ * A refusal in Graph's error shape, `error.{message,type,code,error_subcode,error_data,fbtrace_id}`.
+ * Thrown by the Cloud API handlers and answered by `answerGraphError`, so every check reads as one line
+ * that either passes or throws. Token errors carry no `error_data` (they are Graph's, not WhatsApp's);
+ * an `error_subcode` only where Meta sends one.
  */
 export class GraphError extends Error {
   override readonly name = 'GraphError';
+  readonly details: string | undefined;
+  readonly subcode: number | undefined;
 
   constructor(
     readonly status: number,
     readonly code: number,
-    message: string,
-    readonly details: string,
+    readonly title: string,
+    details?: string,
+    options: { subcode?: number } = {},
   ) {
-    super(message);
+    super(plainMessageCodes.has(code) ? title : `(#${code}) ${title}`);
+    this.details = details;
+    this.subcode = options.subcode;
   }
 
   toBody() {
@@ -37,19 +56,46 @@ export class GraphError extends Error {
         message: this.message,
         type: 'OAuthException',
         code: this.code,
-        error_data: { messaging_product: 'whatsapp', details: this.details },
+        ...(this.subcode === undefined ? {} : { error_subcode: this.subcode }),
+        ...(this.details === undefined
+          ? {}
+          : { error_data: { messaging_product: 'whatsapp', details: this.details } }),
         fbtrace_id: fbtraceId(),
       },
     };
   }
 }
 
-export function invalidToken(details: string): GraphError {
+/** A missing, malformed or unknown bearer token: Graph's own error, without `error_data`. */
+export function invalidToken(): GraphError {
   return new GraphError(
     401,
     GraphCode.accessTokenInvalid,
     'Invalid OAuth access token - Cannot parse access token',
-    details,
+  );
+}
+
+/** How a token stops working: it expires, or its user logs out (Graph's subcodes 463 and 467). */
+export const TOKEN_ENDINGS = ['expired', 'logged_out'] as const;
+export type TokenEnding = (typeof TOKEN_ENDINGS)[number];
+
+/** Graph's answer to a token that was valid once: code 190, HTTP 401, no `error_data`. */
+export function endedToken(ending: TokenEnding, endedAt: Date): GraphError {
+  if (ending === 'logged_out') {
+    return new GraphError(
+      401,
+      GraphCode.accessTokenInvalid,
+      'Error validating access token: The session is invalid because the user logged out.',
+      undefined,
+      { subcode: 467 },
+    );
+  }
+  return new GraphError(
+    401,
+    GraphCode.accessTokenInvalid,
+    `Error validating access token: Session has expired on ${graphDate(endedAt)}. The current time is ${graphDate(new Date())}.`,
+    undefined,
+    { subcode: 463 },
   );
 }
 
@@ -60,6 +106,24 @@ export function invalidParameter(details: string): GraphError {
 /** What a faulted or held call answers: Meta's catch-all for its own trouble. */
 export function somethingWentWrong(status: number): GraphError {
   return new GraphError(status, GraphCode.somethingWentWrong, 'Something went wrong', 'sandbox fault');
+}
+
+/** The throttling errors, with the HTTP status Meta's error-code table gives them (400 Bad Request). */
+export const THROTTLE_CODES = [GraphCode.rateLimitHit, GraphCode.pairRateLimitHit] as const;
+export type ThrottleCode = (typeof THROTTLE_CODES)[number];
+
+export function throttled(code: ThrottleCode): GraphError {
+  if (code === GraphCode.rateLimitHit) {
+    return new GraphError(400, code, 'Rate limit hit', 'Cloud API message throughput has been reached.', {
+      subcode: 2494055,
+    });
+  }
+  return new GraphError(
+    400,
+    code,
+    '(Business, Consumer) pair rate limit hit',
+    'Message failed to send because there were too many messages sent from this phone number to the same phone number in a short period of time.',
+  );
 }
 
 /**
@@ -77,8 +141,7 @@ export const answerGraphError: ErrorRequestHandler = (error: unknown, _req, res,
   }
   const status = clientErrorStatus(error);
   if (status !== undefined && error instanceof Error) {
-    const refusal = new GraphError(status, GraphCode.invalidParameter, 'Invalid parameter', error.message);
-    res.status(status).json(refusal.toBody());
+    res.status(status).json(invalidParameter(error.message).toBody());
     return;
   }
   next(error);
@@ -87,4 +150,12 @@ export const answerGraphError: ErrorRequestHandler = (error: unknown, _req, res,
 /** Meta's trace ids are short opaque tokens; only their presence matters to a client. */
 function fbtraceId(): string {
   return randomBytes(12).toString('base64url');
+}
+
+/** Graph writes dates in its token errors as `Tuesday, 17-Oct-23 03:00:00 PDT`; the sandbox uses UTC. */
+function graphDate(at: Date): string {
+  const weekday = at.toLocaleDateString('en-US', { weekday: 'long', timeZone: 'UTC' });
+  const [, day, month, year] = /^\w+, (\d+) (\w+) \d\d(\d\d)/.exec(at.toUTCString()) ?? [];
+  const time = at.toISOString().slice(11, 19);
+  return `${weekday}, ${day}-${month}-${year} ${time} UTC`;
 }

@@ -17,11 +17,18 @@ export interface SandboxOptions {
   fetchImpl?: typeof fetch;
   /** How long a `timeout` fault holds a call before answering 504; 30 s unless a test needs it shorter. */
   faultHoldMs?: number;
+  /**
+   * `refuse` (the default) refuses http callback URLs as the real providers do; `allow` accepts them, for
+   * local stacks whose connector serves plain HTTP.
+   */
+  httpCallbacks?: 'allow' | 'refuse';
 }
 
 export interface Sandbox {
   app: Express;
   reset(): void;
+  /** Settles once no notification the emulated providers post of their own accord is under way. */
+  idle(): Promise<void>;
 }
 
 /** Every emulated provider; a new channel is one more factory here. */
@@ -35,6 +42,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     credentials: new CredentialBook(),
     windows: new ConversationWindows(),
     faultHoldMs: options.faultHoldMs ?? DEFAULT_FAULT_HOLD_MS,
+    allowHttpCallbacks: options.httpCallbacks === 'allow',
   };
   const channels = new Map<string, ChannelEmulator>();
   for (const factory of CHANNEL_FACTORIES) {
@@ -66,7 +74,11 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   });
   app.use(answerError);
 
-  return { app, reset };
+  async function idle(): Promise<void> {
+    await Promise.all([...channels.values()].map((emulator) => emulator.idle?.()));
+  }
+
+  return { app, reset, idle };
 }
 
 const answerError: ErrorRequestHandler = (error: unknown, _req, res, next) => {

@@ -1,5 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSandbox } from '../src/index.js';
 import { close, listen, postJson, type ReceivedCall, type Receiver, startReceiver } from './support.js';
@@ -16,6 +18,7 @@ interface GraphErrorBody {
     message: string;
     type: string;
     code: number;
+    error_subcode?: number;
     error_data: { messaging_product: string; details: string };
     fbtrace_id: string;
   };
@@ -53,7 +56,8 @@ const textMessage = (to = CUSTOMER, body = 'hello') => ({
 });
 
 describe('chat-official (Cloud API) emulation', () => {
-  const sandbox = createSandbox();
+  // The receiver standing in for the connector serves plain HTTP, as the local stacks' connector does.
+  const sandbox = createSandbox({ httpCallbacks: 'allow' });
   let base = '';
   let sandboxServer: Server;
   let receiver: Receiver;
@@ -85,9 +89,27 @@ describe('chat-official (Cloud API) emulation', () => {
     );
   }
 
-  function registerOverride(url: string, verifyToken = 'verify-me', token = TOKEN) {
+  /** `POST /{waba-id}/subscribed_apps`, with the WABA's own alternate callback when `body` has one. */
+  function subscribe(wabaId = `waba-${PHONE_ID}`, body?: unknown, token = TOKEN) {
+    return fetch(`${base}/chat-official/v21.0/${wabaId}/subscribed_apps`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  }
+
+  /** The phone number's alternate callback, after subscribing the app to its WABA as Meta requires. */
+  async function registerOverride(url: string, verifyToken = 'verify-me', token = TOKEN) {
+    expect((await subscribe(`waba-${PHONE_ID}`, undefined, token)).status).toBe(200);
+    return overridePhone(url, verifyToken, token);
+  }
+
+  function overridePhone(url: string, verifyToken = 'verify-me', token = TOKEN, phoneId = PHONE_ID) {
     return postJson(
-      `${base}/chat-official/v21.0/${PHONE_ID}`,
+      `${base}/chat-official/v21.0/${phoneId}`,
       { webhook_configuration: { override_callback_uri: url, verify_token: verifyToken } },
       { authorization: `Bearer ${token}` },
     );
@@ -118,7 +140,14 @@ describe('chat-official (Cloud API) emulation', () => {
     return (await res.json()) as Array<Record<string, unknown>>;
   }
 
-  async function expectGraphError(res: Response, status: number, code: number, message: string | RegExp) {
+  /** Graph's own token errors carry no `error_data`; WhatsApp's errors always do. */
+  async function expectGraphError(
+    res: Response,
+    status: number,
+    code: number,
+    message: string | RegExp,
+    subcode?: number,
+  ) {
     expect(res.status).toBe(status);
     const body = (await res.json()) as GraphErrorBody;
     expect(body).toEqual({
@@ -126,7 +155,10 @@ describe('chat-official (Cloud API) emulation', () => {
         message: typeof message === 'string' ? message : expect.stringMatching(message),
         type: 'OAuthException',
         code,
-        error_data: { messaging_product: 'whatsapp', details: expect.any(String) },
+        ...(subcode === undefined ? {} : { error_subcode: subcode }),
+        ...(code === 190
+          ? {}
+          : { error_data: { messaging_product: 'whatsapp', details: expect.any(String) } }),
         fbtrace_id: expect.any(String),
       },
     });
@@ -201,26 +233,75 @@ describe('chat-official (Cloud API) emulation', () => {
       expect(ids.size).toBe(3);
     });
 
-    it('refuses free text to a number that never wrote with 131047', async () => {
-      const error = await expectGraphError(await send(textMessage()), 400, 131047, 'Re-engagement message');
-      expect(error.error_data.details).toBe(
-        'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
-      );
-      expect(await sent()).toEqual([]);
+    it('accepts free text to a number that never wrote, and fails it later with a 131047 status', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      await control('/chat-official/app-secret', { account: PHONE_ID, app_secret: APP_SECRET });
+
+      const res = await send(textMessage());
+      // Meta answers the send as usual: the window is only found closed after it was accepted.
+      expect(res.status).toBe(200);
+      const wamid = ((await res.json()) as SendAnswer).messages[0]?.id;
+      expect(wamid).toMatch(WAMID);
+      expect(await sent()).toHaveLength(1);
+
+      const failure = await waitFor(() => receiver.posts()[0], { what: 'the failed status notification' });
+      expect(signatureIsValid(failure, APP_SECRET)).toBe(true);
+      const notification = JSON.parse(failure.rawBody) as Notification;
+      expect(notification.entry[0]?.changes[0]?.value.statuses).toEqual([
+        {
+          id: wamid,
+          status: 'failed',
+          timestamp: expect.stringMatching(/^\d+$/),
+          recipient_id: CUSTOMER,
+          errors: [
+            {
+              code: 131047,
+              title: 'Re-engagement message',
+              message: 'Re-engagement message',
+              error_data: {
+                details:
+                  'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
+              },
+              href: 'https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/',
+            },
+          ],
+        },
+      ]);
     });
 
-    it('refuses free text once the last inbound is 25 hours old, and allows it at 23 hours', async () => {
-      expect((await setWindow(CUSTOMER, new Date(Date.now() - 25 * HOUR_MS))).status).toBe(200);
-      await expectGraphError(await send(textMessage()), 400, 131047, 'Re-engagement message');
-
+    it('fails free text once the last inbound is 25 hours old, and delivers it at 23 hours', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      await control('/chat-official/app-secret', { account: PHONE_ID, app_secret: APP_SECRET });
       expect((await setWindow(CUSTOMER, new Date(Date.now() - 23 * HOUR_MS))).status).toBe(200);
-      expect((await send(textMessage())).status).toBe(200);
+      const inside = ((await (await send(textMessage())).json()) as SendAnswer).messages[0]?.id;
+      expect((await setWindow(CUSTOMER, new Date(Date.now() - 25 * HOUR_MS))).status).toBe(200);
+      const outside = ((await (await send(textMessage())).json()) as SendAnswer).messages[0]?.id;
+
+      const failure = await waitFor(() => receiver.posts()[0], { what: 'the failed status notification' });
+      const statuses = (JSON.parse(failure.rawBody) as Notification).entry[0]?.changes[0]?.value
+        .statuses as Array<{ id: string }>;
+      expect(statuses.map((status) => status.id)).toEqual([outside]);
+      expect(outside).not.toBe(inside);
+      // Only the message outside the window failed: one notification came, for it.
+      await sandbox.idle();
+      expect(receiver.posts()).toHaveLength(1);
     });
 
     it('keeps windows per phone number id', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      await control('/chat-official/app-secret', { account: PHONE_ID, app_secret: APP_SECRET });
       await setWindow(CUSTOMER, new Date(), 'other-phone-id');
-      await expectGraphError(await send(textMessage()), 400, 131047, 'Re-engagement message');
+      const closed = ((await (await send(textMessage())).json()) as SendAnswer).messages[0]?.id;
+      const failure = await waitFor(() => receiver.posts()[0], { what: 'the failed status notification' });
+      expect(failure.rawBody).toContain(closed);
       expect((await send(textMessage(), TOKEN, 'other-phone-id')).status).toBe(200);
+    });
+
+    it('posts nothing of its own accord without an app secret to sign with', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      expect((await send(textMessage())).status).toBe(200);
+      await sandbox.idle();
+      expect(receiver.posts()).toEqual([]);
     });
 
     it('refuses a call without a bearer token with 190', async () => {
@@ -260,13 +341,13 @@ describe('chat-official (Cloud API) emulation', () => {
       ['no messaging_product', { to: CUSTOMER, type: 'text', text: { body: 'hi' } }, 'messaging_product'],
     ])('refuses a body with %s with 100', async (_case, body, details) => {
       await setWindow(CUSTOMER, new Date());
-      const error = await expectGraphError(await send(body), 400, 100, 'Invalid parameter');
+      const error = await expectGraphError(await send(body), 400, 100, '(#100) Invalid parameter');
       expect(error.error_data.details).toContain(details);
       expect(await sent()).toEqual([]);
     });
 
     it('answers malformed JSON in the Graph shape too', async () => {
-      await expectGraphError(await send('{"to": '), 400, 100, 'Invalid parameter');
+      await expectGraphError(await send('{"to": '), 400, 100, '(#100) Invalid parameter');
     });
 
     it('answers a path with a malformed version with a Graph error', async () => {
@@ -335,7 +416,7 @@ describe('chat-official (Cloud API) emulation', () => {
         await send(promoSend([bodyParams('a', 'b')], CUSTOMER, 'nope')),
         404,
         132001,
-        'Template name does not exist in the translation',
+        '(#132001) Template name does not exist in the translation',
       );
       expect(unknown.error_data.details).toBe('template name (nope) does not exist in pt_BR');
 
@@ -343,7 +424,7 @@ describe('chat-official (Cloud API) emulation', () => {
         await send(promoSend([imageHeader(), bodyParams('a', 'b')], CUSTOMER, 'promo', 'en_US')),
         404,
         132001,
-        'Template name does not exist in the translation',
+        '(#132001) Template name does not exist in the translation',
       );
       expect(english.error_data.details).toBe('template name (promo) does not exist in en_US');
 
@@ -352,7 +433,7 @@ describe('chat-official (Cloud API) emulation', () => {
           await send(promoSend([], CUSTOMER, name)),
           404,
           132001,
-          'Template name does not exist in the translation',
+          '(#132001) Template name does not exist in the translation',
         );
       }
       expect(await sent()).toEqual([]);
@@ -364,7 +445,7 @@ describe('chat-official (Cloud API) emulation', () => {
         await send(promoSend([], CUSTOMER, 'hello')),
         404,
         132001,
-        'Template name does not exist in the translation',
+        '(#132001) Template name does not exist in the translation',
       );
       expect((await send(promoSend([], CUSTOMER, 'hello'), TOKEN, 'other-phone')).status).toBe(200);
     });
@@ -377,7 +458,7 @@ describe('chat-official (Cloud API) emulation', () => {
           await send(promoSend([imageHeader(), bodyParams(...params)])),
           400,
           132000,
-          'Number of parameters does not match the expected number of params',
+          '(#132000) Number of parameters does not match the expected number of params',
         );
         expect(error.error_data.details).toContain(`(${params.length})`);
       }
@@ -385,7 +466,7 @@ describe('chat-official (Cloud API) emulation', () => {
         await send(promoSend([imageHeader()])),
         400,
         132000,
-        'Number of parameters does not match the expected number of params',
+        '(#132000) Number of parameters does not match the expected number of params',
       );
       expect(await sent()).toEqual([]);
     });
@@ -431,7 +512,7 @@ describe('chat-official (Cloud API) emulation', () => {
         await send(promoSend(components)),
         400,
         131053,
-        'Media upload error',
+        '(#131053) Media upload error',
       );
       expect(error.error_data.details).toContain(details);
       expect(await sent()).toEqual([]);
@@ -442,7 +523,7 @@ describe('chat-official (Cloud API) emulation', () => {
         await send({ messaging_product: 'whatsapp', to: CUSTOMER, type: 'template', template: {} }),
         400,
         100,
-        'Invalid parameter',
+        '(#100) Invalid parameter',
       );
       expect(error.error_data.details).toContain('template.name');
     });
@@ -457,7 +538,7 @@ describe('chat-official (Cloud API) emulation', () => {
         await send(promoSend([], CUSTOMER, 'hello')),
         503,
         131000,
-        'Something went wrong',
+        '(#131000) Something went wrong',
       );
       expect(error.error_data.messaging_product).toBe('whatsapp');
 
@@ -467,14 +548,9 @@ describe('chat-official (Cloud API) emulation', () => {
 
     it('defaults to 500 and scopes an account fault to that phone number id', async () => {
       await control('/faults', { channel: 'chat-official', account: PHONE_ID, mode: 'error' });
-      await expectGraphError(await send(textMessage()), 500, 131000, 'Something went wrong');
-      // Another phone number is not faulted, so it reaches the window check.
-      await expectGraphError(
-        await send(textMessage(), TOKEN, 'healthy-phone'),
-        400,
-        131047,
-        'Re-engagement message',
-      );
+      await expectGraphError(await send(textMessage()), 500, 131000, '(#131000) Something went wrong');
+      // Another phone number is not faulted.
+      expect((await send(textMessage(), TOKEN, 'healthy-phone')).status).toBe(200);
     });
 
     it('still checks the token before the fault', async () => {
@@ -611,7 +687,7 @@ describe('chat-official (Cloud API) emulation', () => {
         await send(promoSend([bodyParams('Ana')], CUSTOMER, 'hello')),
         400,
         132000,
-        'Number of parameters does not match the expected number of params',
+        '(#132000) Number of parameters does not match the expected number of params',
       );
       expect((await send(promoSend([bodyParams('Ana', 'B')], CUSTOMER, 'hello'))).status).toBe(200);
     });
@@ -629,8 +705,13 @@ describe('chat-official (Cloud API) emulation', () => {
     });
 
     it('refuses a bad limit or cursor with 100', async () => {
-      await expectGraphError(await listTemplates('waba-1', '?limit=0'), 400, 100, 'Invalid parameter');
-      await expectGraphError(await listTemplates('waba-1', '?after=bogus'), 400, 100, 'Invalid parameter');
+      await expectGraphError(await listTemplates('waba-1', '?limit=0'), 400, 100, '(#100) Invalid parameter');
+      await expectGraphError(
+        await listTemplates('waba-1', '?after=bogus'),
+        400,
+        100,
+        '(#100) Invalid parameter',
+      );
     });
 
     it('refuses an invalid registration with 400', async () => {
@@ -709,6 +790,7 @@ describe('chat-official (Cloud API) emulation', () => {
     });
 
     it('requires the bearer token and a valid body', async () => {
+      expect((await subscribe()).status).toBe(200);
       const noToken = await postJson(`${base}/chat-official/v21.0/${PHONE_ID}`, {
         webhook_configuration: { override_callback_uri: `${receiver.url}/h`, verify_token: 'v' },
       });
@@ -721,7 +803,7 @@ describe('chat-official (Cloud API) emulation', () => {
         ),
         400,
         100,
-        'Invalid parameter',
+        '(#100) Invalid parameter',
       );
       expect(receiver.calls).toEqual([]);
     });
@@ -800,7 +882,8 @@ describe('chat-official (Cloud API) emulation', () => {
 
     it('uses the registered waba id as the entry id and an empty profile name when none is given', async () => {
       await registerTemplate({ waba_id: '4455', name: 'hello', body: 'Oi' });
-      await registerOverride(`${receiver.url}/hooks/meta`);
+      expect((await subscribe('4455')).status).toBe(200);
+      expect((await overridePhone(`${receiver.url}/hooks/meta`)).status).toBe(200);
       await control('/inbound', {
         channel: 'chat-official',
         account: PHONE_ID,
@@ -815,17 +898,17 @@ describe('chat-official (Cloud API) emulation', () => {
       ]);
     });
 
-    it('answers 409 without a registered callback and 400 without app_secret', async () => {
+    it('answers 409 without a registered callback and 400 while it was never given an app_secret', async () => {
       const noHook = await control('/inbound', {
         channel: 'chat-official',
-        account: PHONE_ID,
+        account: 'phone-without-callback',
         from: CUSTOMER,
         text: 'oi',
         app_secret: APP_SECRET,
       });
       expect(noHook.status).toBe(409);
       expect(await noHook.json()).toEqual({
-        error: `no webhook registered for chat-official account ${PHONE_ID}`,
+        error: 'no webhook registered for chat-official account phone-without-callback',
       });
 
       await registerOverride(`${receiver.url}/hooks/meta`);
@@ -838,8 +921,52 @@ describe('chat-official (Cloud API) emulation', () => {
       expect(noSecret.status).toBe(400);
       expect(((await noSecret.json()) as { error: string }).error).toContain('app_secret');
       expect(receiver.posts()).toEqual([]);
-      // Neither refused inbound opened the window.
-      await expectGraphError(await send(textMessage()), 400, 131047, 'Re-engagement message');
+    });
+
+    it('signs with the first app_secret given for the number, unless a control signs with another', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      const inbound = (body: Record<string, unknown>) =>
+        control('/inbound', {
+          channel: 'chat-official',
+          account: PHONE_ID,
+          from: CUSTOMER,
+          text: 'oi',
+          ...body,
+        });
+      expect((await inbound({ app_secret: APP_SECRET })).status).toBe(200);
+      expect((await inbound({})).status).toBe(200);
+      expect((await inbound({ app_secret: 'forged' })).status).toBe(200);
+      const [first, second, forged] = receiver.posts();
+      expect(first && signatureIsValid(first, APP_SECRET)).toBe(true);
+      expect(second && signatureIsValid(second, APP_SECRET)).toBe(true);
+      expect(forged && signatureIsValid(forged, 'forged')).toBe(true);
+    });
+
+    it('escapes non-ASCII characters and slashes as Meta does, and signs those exact bytes', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      const res = await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        from: CUSTOMER,
+        name: 'João Ação',
+        text: 'Olá! Preço 1/2 😀',
+        app_secret: APP_SECRET,
+      });
+      expect(res.status).toBe(200);
+      const [webhook] = receiver.posts();
+      if (!webhook) throw new Error('no webhook');
+      // Only ASCII on the wire: lowercase \\uXXXX escapes (an emoji is two), and \\/ for a slash.
+      expect(/^[\x20-\x7e]*$/.test(webhook.rawBody)).toBe(true);
+      expect(webhook.rawBody).toContain('"name":"Jo\\u00e3o A\\u00e7\\u00e3o"');
+      expect(webhook.rawBody).toContain('"body":"Ol\\u00e1! Pre\\u00e7o 1\\/2 \\ud83d\\ude00"');
+      expect(signatureIsValid(webhook, APP_SECRET)).toBe(true);
+      // A receiver that verified the parsed and re-serialised body would refuse Meta's notification.
+      const reserialised = JSON.stringify(JSON.parse(webhook.rawBody));
+      expect(reserialised).not.toBe(webhook.rawBody);
+      expect(signatureIsValid({ ...webhook, rawBody: reserialised }, APP_SECRET)).toBe(false);
+      const message = (JSON.parse(webhook.rawBody) as Notification).entry[0]?.changes[0]?.value
+        .messages as Array<{ text: { body: string } }>;
+      expect(message[0]?.text.body).toBe('Olá! Preço 1/2 😀');
     });
   });
 
@@ -913,9 +1040,37 @@ describe('chat-official (Cloud API) emulation', () => {
           status: 'failed',
           timestamp: expect.stringMatching(/^\d+$/),
           recipient_id: CUSTOMER,
-          errors: [{ code: 131026, title: 'Message undeliverable' }],
+          errors: [
+            {
+              code: 131026,
+              title: 'Message undeliverable',
+              message: 'Message undeliverable',
+              error_data: { details: expect.stringContaining('Unable to deliver message') },
+              href: 'https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/',
+            },
+          ],
         },
       ]);
+    });
+
+    it('names the error_code a failed status is given, and refuses one it does not know', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      const wamid = await sendTemplate();
+      const status = (code: number) =>
+        control('/status', {
+          channel: 'chat-official',
+          account: PHONE_ID,
+          message_id: wamid,
+          status: 'failed',
+          error_code: code,
+          app_secret: APP_SECRET,
+        });
+      expect((await status(131053)).status).toBe(200);
+      const notification = JSON.parse(receiver.posts()[0]?.rawBody ?? '') as Notification;
+      expect(notification.entry[0]?.changes[0]?.value.statuses).toMatchObject([
+        { errors: [{ code: 131053, title: 'Media upload error' }] },
+      ]);
+      expect((await status(999)).status).toBe(400);
     });
 
     it('answers 404 for a message id the sandbox never issued, or issued for another phone', async () => {
@@ -953,6 +1108,315 @@ describe('chat-official (Cloud API) emulation', () => {
       for (const channel of ['alt-a', 'alt-b']) {
         expect((await status({ channel, status: 'delivered' })).status).toBe(404);
       }
+    });
+  });
+
+  describe('subscription and callback override', () => {
+    it("refuses a phone number's override until the app is subscribed to the number's WABA", async () => {
+      const error = await expectGraphError(
+        await overridePhone(`${receiver.url}/hooks/meta`),
+        400,
+        100,
+        '(#100) Before override the current callback uri, your app must be subscribed to receive messages for WhatsApp Business Account',
+      );
+      expect(error.error_data.details).toContain(`waba-${PHONE_ID}`);
+      // Refused before any handshake.
+      expect(receiver.calls).toEqual([]);
+
+      // Subscribing another WABA does not help; the number's own does.
+      expect((await subscribe('waba-someone-else')).status).toBe(200);
+      expect((await overridePhone(`${receiver.url}/hooks/meta`)).status).toBe(400);
+      expect(await (await subscribe()).json()).toEqual({ success: true });
+      expect((await overridePhone(`${receiver.url}/hooks/meta`)).status).toBe(200);
+    });
+
+    it('lists the subscribed app, with a WABA-wide callback verified by handshake, until unsubscribed', async () => {
+      const listed = async () =>
+        (await fetch(`${base}/chat-official/v21.0/waba-${PHONE_ID}/subscribed_apps`, {
+          headers: { authorization: `Bearer ${TOKEN}` },
+        }).then((res) => res.json())) as { data: Array<Record<string, unknown>> };
+      expect(await listed()).toEqual({ data: [] });
+
+      const withOverride = await subscribe(`waba-${PHONE_ID}`, {
+        override_callback_uri: `${receiver.url}/waba-hooks`,
+        verify_token: 'waba-token',
+      });
+      expect(withOverride.status).toBe(200);
+      expect(receiver.calls[0]?.url).toContain('hub.verify_token=waba-token');
+      expect(await listed()).toEqual({
+        data: [
+          {
+            whatsapp_business_api_data: {
+              id: expect.any(String),
+              link: expect.any(String),
+              name: expect.any(String),
+            },
+            override_callback_uri: `${receiver.url}/waba-hooks`,
+          },
+        ],
+      });
+      // Without a phone number override, the WABA's callback gets the number's notifications.
+      const inbound = () =>
+        control('/inbound', {
+          channel: 'chat-official',
+          account: PHONE_ID,
+          from: CUSTOMER,
+          text: 'oi',
+          app_secret: APP_SECRET,
+        });
+      expect((await inbound()).status).toBe(200);
+      expect(receiver.posts()[0]?.url).toBe('/waba-hooks');
+
+      const unsubscribed = await fetch(`${base}/chat-official/v21.0/waba-${PHONE_ID}/subscribed_apps`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(unsubscribed.status).toBe(200);
+      expect(await listed()).toEqual({ data: [] });
+      // Not subscribed: Meta sends the WABA's webhooks nowhere.
+      expect((await inbound()).status).toBe(409);
+    });
+
+    it("deletes the phone number's override with an empty URI, falling back to the WABA's", async () => {
+      await subscribe(`waba-${PHONE_ID}`, {
+        override_callback_uri: `${receiver.url}/waba-hooks`,
+        verify_token: 'w',
+      });
+      expect((await overridePhone(`${receiver.url}/phone-hooks`)).status).toBe(200);
+      const removed = await postJson(
+        `${base}/chat-official/v21.0/${PHONE_ID}`,
+        { webhook_configuration: { override_callback_uri: '' } },
+        { authorization: `Bearer ${TOKEN}` },
+      );
+      expect(await removed.json()).toEqual({ success: true });
+      await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        from: CUSTOMER,
+        text: 'oi',
+        app_secret: APP_SECRET,
+      });
+      expect(receiver.posts()[0]?.url).toBe('/waba-hooks');
+    });
+
+    it('refuses a callback URL over 200 characters with 100, before any handshake', async () => {
+      await subscribe();
+      const long = `${receiver.url}/${'a'.repeat(200)}`;
+      const error = await expectGraphError(await overridePhone(long), 400, 100, '(#100) Invalid parameter');
+      expect(error.error_data.details).toContain('at most 200 characters');
+      const fits = `${receiver.url}/${'a'.repeat(200 - receiver.url.length - 1)}`;
+      expect(fits).toHaveLength(200);
+      expect((await overridePhone(fits)).status).toBe(200);
+      expect(receiver.calls.filter((call) => call.method === 'GET')).toHaveLength(1);
+    });
+  });
+
+  describe('batches and redelivery', () => {
+    it('posts several changes in one signed notification and opens the window of each sender', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      await registerTemplate({ name: 'hello', body: 'Oi' });
+      const wamid = ((await (await send(promoSend([], CUSTOMER, 'hello'))).json()) as SendAnswer).messages[0]
+        ?.id;
+      const res = await control('/chat-official/notifications', {
+        account: PHONE_ID,
+        app_secret: APP_SECRET,
+        messages: [
+          { from: '5511999990001', name: 'Ana', text: 'primeira' },
+          { from: '5511999990002', text: 'segunda' },
+        ],
+        statuses: [{ message_id: wamid, status: 'failed', error_code: 131047 }],
+      });
+      expect(res.status).toBe(200);
+      const answer = (await res.json()) as { delivered_status: number; provider_message_ids: string[] };
+      expect(answer.delivered_status).toBe(200);
+      expect(answer.provider_message_ids).toEqual([
+        expect.stringMatching(WAMID),
+        expect.stringMatching(WAMID),
+      ]);
+
+      expect(receiver.posts()).toHaveLength(1);
+      const [webhook] = receiver.posts();
+      if (!webhook) throw new Error('no webhook');
+      expect(signatureIsValid(webhook, APP_SECRET)).toBe(true);
+      const changes = (JSON.parse(webhook.rawBody) as Notification).entry[0]?.changes ?? [];
+      expect(changes.map((change) => change.field)).toEqual(['messages', 'messages', 'messages']);
+      expect(changes.map((change) => Object.keys(change.value).sort())).toEqual([
+        ['contacts', 'messages', 'messaging_product', 'metadata'],
+        ['contacts', 'messages', 'messaging_product', 'metadata'],
+        ['messaging_product', 'metadata', 'statuses'],
+      ]);
+      expect(changes[2]?.value.statuses).toMatchObject([{ id: wamid, errors: [{ code: 131047 }] }]);
+      // Both senders wrote: free text to them is delivered, not failed later.
+      expect((await send(textMessage('5511999990001'))).status).toBe(200);
+      expect((await send(textMessage('5511999990002'))).status).toBe(200);
+      await sandbox.idle();
+      expect(receiver.posts()).toHaveLength(1);
+    });
+
+    it('posts the last notification again, byte for byte, as Meta redelivers', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        from: CUSTOMER,
+        text: 'oi',
+        app_secret: APP_SECRET,
+      });
+      const again = await control('/chat-official/redeliver', { account: PHONE_ID });
+      expect(await again.json()).toEqual({ ok: true, delivered_status: 200 });
+      const [first, second] = receiver.posts();
+      expect(second?.rawBody).toBe(first?.rawBody);
+      expect(second?.headers['x-hub-signature-256']).toBe(first?.headers['x-hub-signature-256']);
+    });
+
+    it('refuses what it cannot post: no callback, a foreign message id, nothing to post or redeliver', async () => {
+      const nowhere = await control('/chat-official/notifications', {
+        account: PHONE_ID,
+        app_secret: APP_SECRET,
+        messages: [{ from: CUSTOMER, text: 'oi' }],
+      });
+      expect(nowhere.status).toBe(409);
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      const foreign = await control('/chat-official/notifications', {
+        account: PHONE_ID,
+        app_secret: APP_SECRET,
+        statuses: [{ message_id: 'wamid.never', status: 'read' }],
+      });
+      expect(foreign.status).toBe(404);
+      expect(
+        (await control('/chat-official/notifications', { account: PHONE_ID, app_secret: APP_SECRET })).status,
+      ).toBe(400);
+      expect((await control('/chat-official/redeliver', { account: PHONE_ID })).status).toBe(409);
+      expect(receiver.posts()).toEqual([]);
+    });
+  });
+
+  describe('tokens and throttling', () => {
+    it('answers an expired token with 190 (subcode 463) on every call, until it is valid again', async () => {
+      await setWindow(CUSTOMER, new Date());
+      expect((await send(textMessage())).status).toBe(200);
+      expect((await control('/chat-official/token', { account: PHONE_ID, state: 'expired' })).status).toBe(
+        200,
+      );
+
+      const expired =
+        /^Error validating access token: Session has expired on \w+, \d+-\w+-\d\d [\d:]+ UTC\. The current time is /;
+      await expectGraphError(await send(textMessage()), 401, 190, expired, 463);
+      await expectGraphError(await listTemplates(`waba-${PHONE_ID}`), 401, 190, expired, 463);
+      await expectGraphError(await subscribe(), 401, 190, expired, 463);
+      expect(await sent()).toHaveLength(1);
+
+      await control('/chat-official/token', { account: PHONE_ID, state: 'logged_out' });
+      await expectGraphError(
+        await send(textMessage()),
+        401,
+        190,
+        'Error validating access token: The session is invalid because the user logged out.',
+        467,
+      );
+      await control('/chat-official/token', { account: PHONE_ID, state: 'valid' });
+      expect((await send(textMessage())).status).toBe(200);
+    });
+
+    it('answers 409 for a token control on a number no token was used for yet', async () => {
+      const res = await control('/chat-official/token', { account: 'never-called', state: 'expired' });
+      expect(res.status).toBe(409);
+    });
+
+    it('answers the next sends with the throughput limit 130429, as many times as told', async () => {
+      await setWindow(CUSTOMER, new Date());
+      await control('/chat-official/throttle', { account: PHONE_ID, code: 130429, times: 2 });
+      for (let i = 0; i < 2; i++) {
+        const error = await expectGraphError(
+          await send(textMessage()),
+          400,
+          130429,
+          '(#130429) Rate limit hit',
+          2494055,
+        );
+        expect(error.error_data.details).toBe('Cloud API message throughput has been reached.');
+      }
+      expect((await send(textMessage())).status).toBe(200);
+      expect(await sent()).toHaveLength(1);
+    });
+
+    it('answers the pair rate limit 131056 for one recipient only', async () => {
+      await setWindow(CUSTOMER, new Date());
+      await setWindow('5511999990009', new Date());
+      await control('/chat-official/throttle', { account: PHONE_ID, code: 131056, to: '+55 11 99999-0000' });
+      expect((await send(textMessage('5511999990009'))).status).toBe(200);
+      await expectGraphError(
+        await send(textMessage()),
+        400,
+        131056,
+        '(#131056) (Business, Consumer) pair rate limit hit',
+      );
+      expect((await send(textMessage())).status).toBe(200);
+    });
+
+    it('refuses a throttle it does not know', async () => {
+      expect((await control('/chat-official/throttle', { account: PHONE_ID, code: 4 })).status).toBe(400);
+      expect(
+        (await control('/chat-official/throttle', { account: PHONE_ID, code: 130429, times: 0 })).status,
+      ).toBe(400);
+    });
+  });
+
+  describe('late media failure', () => {
+    let media: Server;
+    let mediaUrl = '';
+    beforeAll(async () => {
+      media = createServer((req, res) => {
+        if (req.url === '/banner.png') res.writeHead(200, { 'content-type': 'image/png' }).end('png');
+        else if (req.url === '/page.png') res.writeHead(200, { 'content-type': 'text/html' }).end('<html>');
+        else res.writeHead(404).end();
+      });
+      await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
+      mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
+    });
+    afterAll(() => close(media));
+
+    it.each([
+      ['answers 404', '/missing.png', 'HTTP 404'],
+      ['is not an image', '/page.png', 'content type text/html is not image'],
+    ])(
+      'accepts a template whose header link %s, then fails it with a 131053 status',
+      async (_case, path, reason) => {
+        await registerOverride(`${receiver.url}/hooks/meta`);
+        await control('/chat-official/app-secret', { account: PHONE_ID, app_secret: APP_SECRET });
+        await registerTemplate(PROMO);
+        const res = await send(
+          promoSend([imageHeader(`${mediaUrl}${path}`), bodyParams('Ana', 'A-1'), urlButton]),
+        );
+        expect(res.status).toBe(200);
+        const wamid = ((await res.json()) as SendAnswer).messages[0]?.id;
+        const failure = await waitFor(() => receiver.posts()[0], { what: 'the failed status notification' });
+        expect(
+          (JSON.parse(failure.rawBody) as Notification).entry[0]?.changes[0]?.value.statuses,
+        ).toMatchObject([
+          {
+            id: wamid,
+            status: 'failed',
+            errors: [
+              {
+                code: 131053,
+                title: 'Media upload error',
+                error_data: { details: expect.stringContaining(reason) },
+              },
+            ],
+          },
+        ]);
+      },
+    );
+
+    it('delivers a template whose header link serves the media', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      await control('/chat-official/app-secret', { account: PHONE_ID, app_secret: APP_SECRET });
+      await registerTemplate(PROMO);
+      const res = await send(promoSend([imageHeader(`${mediaUrl}/banner.png`), bodyParams('Ana', 'A-1')]));
+      expect(res.status).toBe(200);
+      await sandbox.idle();
+      expect(receiver.posts()).toEqual([]);
     });
   });
 
@@ -1001,14 +1465,9 @@ describe('chat-official (Cloud API) emulation', () => {
       await send(promoSend([], CUSTOMER, 'hello'), 'brand-new-token'),
       404,
       132001,
-      'Template name does not exist in the translation',
+      '(#132001) Template name does not exist in the translation',
     );
-    await expectGraphError(
-      await send(textMessage(), 'brand-new-token'),
-      400,
-      131047,
-      'Re-engagement message',
-    );
+    expect((await send(textMessage(), 'brand-new-token')).status).toBe(200);
     const inbound = await control('/inbound', {
       channel: 'chat-official',
       account: PHONE_ID,
@@ -1041,7 +1500,9 @@ describe('chat-official timeout fault release', () => {
         authorization: `Bearer ${TOKEN}`,
       });
       expect(res.status).toBe(504);
-      expect(await res.json()).toMatchObject({ error: { code: 131000, message: 'Something went wrong' } });
+      expect(await res.json()).toMatchObject({
+        error: { code: 131000, message: '(#131000) Something went wrong' },
+      });
     } finally {
       await close(server);
     }
@@ -1058,6 +1519,11 @@ describe('chat-official handshake transport', () => {
     };
     const { server, url } = await listen(createSandbox({ fetchImpl }));
     try {
+      const subscribed = await fetch(`${url}/chat-official/v21.0/waba-${PHONE_ID}/subscribed_apps`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(subscribed.status).toBe(200);
       const res = await postJson(
         `${url}/chat-official/v21.0/${PHONE_ID}`,
         {
@@ -1070,6 +1536,46 @@ describe('chat-official handshake transport', () => {
       expect(asked[0]).toMatch(
         /^https:\/\/connector\.test\/meta\?hub\.mode=subscribe&hub\.verify_token=t&hub\.challenge=\d+$/,
       );
+    } finally {
+      await close(server);
+    }
+  });
+});
+
+describe('chat-official callback URLs, as Meta takes them', () => {
+  it('refuses an http callback, takes https, and refuses one over 200 characters', async () => {
+    const asked: string[] = [];
+    const fetchImpl: typeof fetch = async (input) => {
+      const url = new URL(String(input));
+      asked.push(url.toString());
+      return new Response(url.searchParams.get('hub.challenge'), { status: 200 });
+    };
+    const { server, url } = await listen(createSandbox({ fetchImpl }));
+    const override = (callback: string) =>
+      postJson(
+        `${url}/chat-official/v21.0/${PHONE_ID}`,
+        { webhook_configuration: { override_callback_uri: callback, verify_token: 't' } },
+        { authorization: `Bearer ${TOKEN}` },
+      );
+    try {
+      await fetch(`${url}/chat-official/v21.0/waba-${PHONE_ID}/subscribed_apps`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      const http = await override('http://connector.test/inbound/chat-official/1');
+      expect(http.status).toBe(400);
+      expect(await http.json()).toMatchObject({
+        error: {
+          code: 100,
+          message: '(#100) Invalid parameter',
+          error_data: { details: 'override_callback_uri must be an https URL of at most 200 characters' },
+        },
+      });
+      const tooLong = await override(`https://connector.test/${'x'.repeat(180)}`);
+      expect(tooLong.status).toBe(400);
+      expect(asked).toEqual([]);
+      expect((await override('https://connector.test/inbound/chat-official/1')).status).toBe(200);
+      expect(asked).toHaveLength(1);
     } finally {
       await close(server);
     }

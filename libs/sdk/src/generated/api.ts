@@ -172,7 +172,8 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** Read an integration: its status, and why the provider disconnected it */
+    get: operations['getIntegration'];
     put?: never;
     post?: never;
     delete?: never;
@@ -295,6 +296,23 @@ export interface paths {
     put?: never;
     /** Resolve a conversation */
     post: operations['resolveConversation'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/admin/v1/workspaces/{workspace_id}/messages/failed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Outbound messages the provider accepted and later reported failed (e.g. 131047, 131053), newest first */
+    get: operations['listFailedMessages'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -732,11 +750,13 @@ export interface components {
       name: string | null;
       /** @enum {string} */
       status: 'connected' | 'disconnected';
+      /** @enum {string|null} */
+      status_reason: 'credentials_rejected' | null;
       /** Format: date-time */
       connected_at: string | null;
       /** Format: date-time */
       created_at: string;
-      /** @description Present when something on our side will keep the integration from receiving, e.g. an http callback URL its provider does not call. */
+      /** @description Present when the callback URL breaks a rule of the channel’s real provider (http where it calls only https, longer than it takes), so inbound messages would not arrive: set PUBLIC_CONNECTOR_URL. */
       warnings?: string[];
     };
     CreatedWorkspace: {
@@ -840,6 +860,25 @@ export interface components {
       /** Format: date-time */
       sent_at: string;
     };
+    FailedMessage: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      conversation_id: string;
+      integration: {
+        /** Format: uuid */
+        id: string;
+        channel: string;
+      };
+      text: string;
+      provider_message_id: string | null;
+      delivery_error_code: number | null;
+      error: string | null;
+      /** Format: date-time */
+      sent_at: string | null;
+      /** Format: date-time */
+      failed_at: string;
+    };
     Integration: {
       /** Format: uuid */
       id: string;
@@ -850,6 +889,8 @@ export interface components {
       name: string | null;
       /** @enum {string} */
       status: 'connected' | 'disconnected';
+      /** @enum {string|null} */
+      status_reason: 'credentials_rejected' | null;
       /** Format: date-time */
       connected_at: string | null;
       /** Format: date-time */
@@ -939,6 +980,9 @@ export interface components {
       delivery_status: string | null;
       provider_message_id: string | null;
       error: string | null;
+      delivery_error_code: number | null;
+      /** Format: date-time */
+      delivery_failed_at: string | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -1352,7 +1396,11 @@ export interface operations {
           'application/json': components['schemas']['InternalErrorResponse'];
         };
       };
-      /** @description The channel's provider refused or failed the send (the text names the channel) */
+      /**
+       * @description - the channel's provider refused or failed the send (the text names the channel)
+       *     - the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
+       */
       502: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -1582,7 +1630,11 @@ export interface operations {
           'application/json': components['schemas']['InternalErrorResponse'];
         };
       };
-      /** @description The channel's provider refused or failed the send (the text names the channel) */
+      /**
+       * @description - the channel's provider refused or failed the send (the text names the channel)
+       *     - the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
+       */
       502: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -1762,7 +1814,11 @@ export interface operations {
           'application/json': components['schemas']['InternalErrorResponse'];
         };
       };
-      /** @description The channel's provider refused or failed the send (the text names the channel) */
+      /**
+       * @description - the channel's provider refused or failed the send (the text names the channel)
+       *     - the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
+       */
       502: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -2370,7 +2426,10 @@ export interface operations {
           'application/json': components['schemas']['InternalErrorResponse'];
         };
       };
-      /** @description The provider refused to register the integration's inbound URL */
+      /**
+       * @description - the provider refused to register the integration's inbound URL
+       *     - the provider refused the callback URL that PUBLIC_CONNECTOR_URL makes (the text says why: not https, too long)
+       */
       502: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -2378,6 +2437,107 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request is not reachable */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request did not answer in time */
+      504: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  getIntegration: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        workspace_id: string;
+        integration_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Integration'];
+        };
+      };
+      /**
+       * @description - path parameter `workspace_id` is not valid
+       *     - path parameter `integration_id` is not valid
+       */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /**
+       * @description - no workspace has this id
+       *     - the integration is not one of this workspace
+       */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description An unexpected failure (quote `error_id` when you report it) */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
         };
       };
       /** @description The service that owns the request is not reachable */
@@ -2707,7 +2867,10 @@ export interface operations {
           'application/json': components['schemas']['InternalErrorResponse'];
         };
       };
-      /** @description The provider failed to list the templates */
+      /**
+       * @description - the provider failed to list the templates
+       *     - the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected
+       */
       502: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -3281,6 +3444,109 @@ export interface operations {
        * @description - no workspace has this id
        *     - the conversation is not one of this workspace
        */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description An unexpected failure (quote `error_id` when you report it) */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request is not reachable */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request did not answer in time */
+      504: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  listFailedMessages: {
+    parameters: {
+      query?: {
+        since?: string;
+        limit?: number | null;
+      };
+      header?: never;
+      path: {
+        workspace_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            messages: components['schemas']['FailedMessage'][];
+          };
+        };
+      };
+      /**
+       * @description - path parameter `workspace_id` is not valid
+       *     - query parameter `since` is not valid
+       *     - query parameter `limit` is not valid
+       */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description No workspace has this id */
       404: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];

@@ -1,5 +1,6 @@
 import { eventTypes, type InboundMessageEvent, type InboundStatusEvent } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
+import { meter } from '@inbox/telemetry';
 import { type DeliveryStatus, nextDeliveryStatus } from '../domain/delivery-status.js';
 import { eventPayloads } from '../domain/events.js';
 import { ConversationStore } from '../store/conversations.js';
@@ -49,23 +50,54 @@ export async function receiveMessage(deps: InboundDeps, inbound: InboundMessageE
   if (stored) deps.relay.wake();
 }
 
-/** A provider's word on one of ours: the message's delivery status moves forward, never back. */
+const deliveryFailures = meter('messaging').createCounter('messaging.delivery.failures', {
+  description:
+    'Outbound messages a provider accepted and later reported failed, by channel and provider error code',
+});
+
+/**
+ * A provider's word on one of ours: the message's delivery status moves forward, never back. A failure
+ * is recorded with the provider's code and time, once (a repeated callback changes nothing), and counted.
+ * The message is found by our id when the connector knew it, else by the provider's id.
+ */
 export async function applyStatus(deps: InboundDeps, update: InboundStatusEvent): Promise<void> {
-  await withTransaction(deps.pool, async (client) => {
-    const { rows } = await client.query<{ id: string; delivery_status: DeliveryStatus | null }>(
-      `select m.id, m.delivery_status from messages m
+  const failedOn = await withTransaction(deps.pool, async (client) => {
+    const channels: string[] = [];
+    const { rows } = await client.query<{
+      id: string;
+      channel: string;
+      delivery_status: DeliveryStatus | null;
+    }>(
+      `select m.id, c.channel, m.delivery_status from messages m
          join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
-        where m.workspace_id = $1 and c.integration_id = $2 and m.provider_message_id = $3 and m.direction = 'outbound'
+        where m.workspace_id = $1 and c.integration_id = $2 and m.direction = 'outbound'
+          and (m.id = $4 or ($4::uuid is null and m.provider_message_id = $3))
         for update of m`,
-      [update.workspace_id, update.integration_id, update.provider_message_id],
+      [update.workspace_id, update.integration_id, update.provider_message_id, update.message_id ?? null],
     );
     for (const row of rows) {
       const next = nextDeliveryStatus(row.delivery_status, update.status);
       if (next === row.delivery_status) continue;
+      const failed = next === 'failed';
       await client.query(
-        'update messages set delivery_status = $3, delivery_error = coalesce($4, delivery_error) where workspace_id = $1 and id = $2',
-        [update.workspace_id, row.id, next, next === 'failed' ? update.error : null],
+        `update messages set delivery_status = $3, delivery_error = coalesce($4, delivery_error),
+                delivery_error_code = coalesce($5, delivery_error_code),
+                delivery_failed_at = case when $3 = 'failed' then coalesce($6::timestamptz, now()) else delivery_failed_at end
+          where workspace_id = $1 and id = $2`,
+        [
+          update.workspace_id,
+          row.id,
+          next,
+          failed ? update.error : null,
+          failed ? (update.error_code ?? null) : null,
+          update.at ?? null,
+        ],
       );
+      if (failed) channels.push(row.channel);
     }
+    return channels;
   });
+  for (const channel of failedOn) {
+    deliveryFailures.add(1, { channel, error_code: String(update.error_code ?? 'none') });
+  }
 }

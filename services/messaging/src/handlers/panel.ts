@@ -96,6 +96,14 @@ export const panel = {
     return { ...view, messages, older_before: olderBefore };
   },
 
+  async listFailedMessages(
+    deps: PanelDeps,
+    command: CommandPayload<'cmd.messaging.list-failed-messages'>,
+  ): Promise<CommandResult<'cmd.messaging.list-failed-messages'>> {
+    const views = new ConversationViews(deps.pool, command.workspace_id);
+    return { messages: await views.failedMessages(command) };
+  },
+
   async getContact(
     deps: PanelDeps,
     command: CommandPayload<'cmd.messaging.get-contact'>,

@@ -61,7 +61,7 @@ export class ConversationViews {
     if (page.limit === 0) return { messages: [], olderBefore: null };
     const { rows } = await this.db.query(
       `select id, direction, sender_type, sender_name, text, type, status, delivery_status, provider_message_id,
-              coalesce(error, delivery_error) as error, created_at, sent_at
+              coalesce(error, delivery_error) as error, delivery_error_code, delivery_failed_at, created_at, sent_at
          from messages m
         where workspace_id = $1 and conversation_id = $2
           and ($4::uuid is null or (created_at, id) < (
@@ -83,8 +83,58 @@ export class ConversationViews {
     const messages = newestFirst
       .slice(0, kept)
       .reverse()
-      .map((row) => ({ ...row, created_at: iso(row.created_at)!, sent_at: iso(row.sent_at) }));
+      .map((row) => ({
+        ...row,
+        created_at: iso(row.created_at)!,
+        sent_at: iso(row.sent_at),
+        delivery_failed_at: iso(row.delivery_failed_at),
+      }));
     return { messages, olderBefore: more ? (messages[0]?.id as string) : null };
+  }
+
+  /**
+   * Outbound messages a provider accepted and later reported failed, newest failure first, since a time;
+   * each message's text counts against the same byte bound as a conversation page.
+   */
+  async failedMessages(page: { since?: string; limit: number }) {
+    if (page.limit === 0) return [];
+    const { rows } = await this.db.query<{
+      id: string;
+      conversation_id: string;
+      integration_id: string;
+      channel: string;
+      text: string;
+      provider_message_id: string | null;
+      delivery_error_code: number | null;
+      error: string | null;
+      sent_at: Date | null;
+      delivery_failed_at: Date;
+    }>(
+      `select m.id, m.conversation_id, c.integration_id, c.channel, m.text, m.provider_message_id,
+              m.delivery_error_code, coalesce(m.delivery_error, m.error) as error, m.sent_at, m.delivery_failed_at
+         from messages m join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
+        where m.workspace_id = $1 and m.delivery_status = 'failed' and m.delivery_failed_at is not null
+          and ($3::timestamptz is null or m.delivery_failed_at >= $3)
+        order by m.delivery_failed_at desc, m.id desc
+        limit $2`,
+      [this.workspaceId, page.limit, page.since ?? null],
+    );
+    let bytes = 0;
+    const kept = rows.filter((row, index) => {
+      bytes += Buffer.byteLength(row.text) + Buffer.byteLength(row.error ?? '');
+      return index === 0 || bytes <= pageBytes;
+    });
+    return kept.map((row) => ({
+      id: row.id,
+      conversation_id: row.conversation_id,
+      integration: { id: row.integration_id, channel: row.channel },
+      text: row.text,
+      provider_message_id: row.provider_message_id,
+      delivery_error_code: row.delivery_error_code,
+      error: row.error,
+      sent_at: iso(row.sent_at),
+      failed_at: iso(row.delivery_failed_at)!,
+    }));
   }
 
   async contact(contactId: string) {

@@ -191,6 +191,9 @@ export const altBAdapter: ChannelAdapter<'alt-b'> = {
     }
   },
 
+  // Z-API calls only HTTPS webhook URLs (developer.z-api.io, webhooks introduction).
+  callbackUrlRules: { httpsOnly: true },
+
   readInbound(config, request) {
     const token = request.query?.[ALT_B_CALLBACK_PARAM];
     if (

@@ -30,6 +30,10 @@ export interface StatusUpdate {
   providerMessageId: string;
   status: 'sent' | 'delivered' | 'read' | 'failed';
   error: string | null;
+  /** The provider's error code of a failure, where it has codes. */
+  errorCode?: number | null;
+  /** When the provider says the status changed. */
+  at?: Date;
 }
 
 export interface InboundRequest {
@@ -65,6 +69,13 @@ export interface ProviderOperations<C> {
   templates?: TemplateCapability<C>;
   /** Answers the provider's subscription handshake (GET on the callback URL), when it has one. */
   answerHandshake?(config: C, query: Record<string, unknown>): string | undefined;
+  /** What the provider requires of a callback URL, so a URL it would refuse is named before it does. */
+  callbackUrlRules?: CallbackUrlRules;
+}
+
+export interface CallbackUrlRules {
+  httpsOnly: boolean;
+  maxLength?: number;
 }
 
 /**
@@ -93,15 +104,24 @@ export interface TemplateCapability<C> {
   ): Promise<{ providerMessageId: string }>;
 }
 
+/**
+ * Refusals the connector acts on, whatever the provider: credentials it no longer takes (the integration
+ * is disconnected until someone fixes them), its rate limits (worth telling the caller to wait), and a
+ * callback URL it will not register (worth naming what the URL lacks).
+ */
+export type ProviderRefusal = 'credentials_rejected' | 'rate_limited' | 'callback_refused';
+
 /** A provider answered with an error or could not be reached; the connector maps it to the API's 502. */
 export class ProviderError extends Error {
   override name = 'ProviderError';
+  readonly refusal: ProviderRefusal | undefined;
   constructor(
     message: string,
     readonly status?: number,
     readonly providerCode?: number,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; refusal?: ProviderRefusal },
   ) {
     super(message, options);
+    this.refusal = options?.refusal;
   }
 }

@@ -1,13 +1,16 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { setTimeout as pause } from 'node:timers/promises';
 import { AppError, type ChannelConfig, platformTexts, type TemplateSend } from '@inbox/contracts';
 import { z } from 'zod';
 import { templateComponents } from '../domain/template-rules.js';
 import {
   type ChannelAdapter,
+  type InboundBatch,
   type InboundMessage,
   InboundRejected,
   type ProviderCall,
   ProviderError,
+  type ProviderRefusal,
   type StatusUpdate,
 } from './channel-adapter.js';
 import { sameSecret } from './constant-time.js';
@@ -23,21 +26,62 @@ const GraphError = z.object({
   }),
 });
 
-/** The Cloud API's error object, mapped: 131047 is the closed window; the rest is a provider failure. */
+/** The Graph codes the connector acts on, named as Meta's error-code reference names them. */
+export const graphCodes = {
+  invalidParameter: 100,
+  accessTokenInvalid: 190,
+  apiTooManyCalls: 4,
+  rateLimitIssues: 80007,
+  rateLimitHit: 130429,
+  pairRateLimitHit: 131056,
+  reEngagementMessage: 131047,
+  mediaUploadError: 131053,
+  templateParamCountMismatch: 132000,
+  templateDoesNotExist: 132001,
+} as const;
+
+/** Codes that refuse a call as too many, too fast: nothing was accepted, so it may be made again later. */
+const rateLimitCodes = new Set<number>([
+  graphCodes.apiTooManyCalls,
+  graphCodes.rateLimitIssues,
+  graphCodes.rateLimitHit,
+  graphCodes.pairRateLimitHit,
+]);
+
+/**
+ * The Cloud API's error object, mapped: 131047 is the closed window; the template codes pass through;
+ * 190 means the access token no longer works; the rate limits say so; the rest is a provider failure.
+ */
 export function graphFailure(status: number, body: unknown): Error {
   const parsed = GraphError.safeParse(body);
   if (!parsed.success) return new ProviderError(`chat-official answered ${status}`, status);
   const { code, message, error_data } = parsed.data.error;
-  if (code === 131047) return AppError.windowClosed();
+  if (code === graphCodes.reEngagementMessage) return AppError.windowClosed();
   // The provider's own words stay in our records (the error's detail), never in the caller's answer:
   // they are someone else's text, unbounded, and may name things of another account.
   const detail = new Error(`chat-official error ${code}: ${error_data?.details ?? message ?? ''}`);
   // The template codes pass through with our texts, when our copy of the catalogue was stale.
-  if (code === 132001) return AppError.template(132001, platformTexts.templateRefusedByProvider, detail);
-  if (code === 132000) return AppError.template(132000, platformTexts.templateVariablesRefused, detail);
-  if (code === 131053) return AppError.template(131053, platformTexts.templateMediaRejected, detail);
-  return new ProviderError(detail.message, status, code);
+  if (code === graphCodes.templateDoesNotExist)
+    return AppError.template(132001, platformTexts.templateRefusedByProvider, detail);
+  if (code === graphCodes.templateParamCountMismatch)
+    return AppError.template(132000, platformTexts.templateVariablesRefused, detail);
+  if (code === graphCodes.mediaUploadError)
+    return AppError.template(131053, platformTexts.templateMediaRejected, detail);
+  const refusal: ProviderRefusal | undefined =
+    code === graphCodes.accessTokenInvalid
+      ? 'credentials_rejected'
+      : rateLimitCodes.has(code)
+        ? 'rate_limited'
+        : undefined;
+  return new ProviderError(detail.message, status, code, refusal ? { refusal } : undefined);
 }
+
+/**
+ * Throughput (130429) is counted per second, so a short wait usually clears it: a send refused with it
+ * is tried again after 1 s and 2 s, within the call's deadline. The pair limit (131056) needs seconds to
+ * minutes between messages to one number, so it is told to the caller instead.
+ */
+const throughputRetryPausesMs = [1_000, 2_000];
 
 const SendAnswer = z.object({ messages: z.array(z.object({ id: z.string().min(1) })).min(1) });
 
@@ -62,43 +106,50 @@ const TemplatePage = z.object({
   paging: z.object({ next: z.string().optional() }).optional(),
 });
 
-const Notification = z.object({
-  object: z.string(),
-  entry: z.array(
-    z.object({
-      changes: z.array(
-        z.object({
-          field: z.string(),
-          value: z.object({
-            contacts: z
-              .array(z.object({ wa_id: z.string(), profile: z.object({ name: z.string() }).optional() }))
-              .optional(),
-            messages: z
-              .array(
-                z.object({
-                  from: z.string(),
-                  id: z.string(),
-                  timestamp: z.string(),
-                  type: z.string(),
-                  text: z.object({ body: z.string() }).optional(),
-                }),
-              )
-              .optional(),
-            statuses: z
-              .array(
-                z.object({
-                  id: z.string(),
-                  status: z.string(),
-                  errors: z.array(z.object({ code: z.number(), title: z.string().optional() })).optional(),
-                }),
-              )
-              .optional(),
-          }),
-        }),
-      ),
-    }),
-  ),
+/** Meta batches: one POST may carry several entries, each several changes. Each change is read alone. */
+const Envelope = z.object({
+  entry: z.array(z.object({ changes: z.array(z.unknown()) })),
 });
+
+const Change = z.object({
+  field: z.string(),
+  value: z.object({
+    contacts: z
+      .array(z.object({ wa_id: z.string(), profile: z.object({ name: z.string() }).optional() }))
+      .optional(),
+    messages: z
+      .array(
+        z.object({
+          from: z.string(),
+          id: z.string(),
+          timestamp: z.string(),
+          type: z.string(),
+          text: z.object({ body: z.string() }).optional(),
+        }),
+      )
+      .optional(),
+    statuses: z
+      .array(
+        z.object({
+          id: z.string(),
+          status: z.string(),
+          timestamp: z.string().optional(),
+          errors: z
+            .array(
+              z.object({
+                code: z.number(),
+                title: z.string().optional(),
+                message: z.string().optional(),
+                error_data: z.object({ details: z.string().optional() }).optional(),
+              }),
+            )
+            .optional(),
+        }),
+      )
+      .optional(),
+  }),
+});
+type Change = z.infer<typeof Change>;
 
 const knownTypes = new Set(['text', 'image', 'audio', 'video', 'document', 'location']);
 const knownStatuses = new Set(['sent', 'delivered', 'read', 'failed']);
@@ -109,21 +160,80 @@ function verifySignature(appSecret: string, rawBody: Buffer, header: string | un
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+const bearer = (config: ChatOfficialConfig) => ({ authorization: `Bearer ${config.access_token}` });
+
+const graphUrl = (config: ChatOfficialConfig, node: string, edge?: string) =>
+  joinUrl(
+    config.base_url,
+    `${config.api_version}/${encodeURIComponent(node)}${edge === undefined ? '' : `/${edge}`}`,
+  );
+
 /** POST /{version}/{phone_number_id}/messages: the one call both text and template sends make. */
 async function postMessage(config: ChatOfficialConfig, message: Record<string, unknown>, call: ProviderCall) {
-  const url = joinUrl(
-    config.base_url,
-    `${config.api_version}/${encodeURIComponent(config.phone_number_id)}/messages`,
-  );
-  const answer = await callProvider(call, 'chat-official', url, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${config.access_token}` },
-    body: { messaging_product: 'whatsapp', recipient_type: 'individual', ...message },
-  });
-  if (!answer.ok) throw graphFailure(answer.status, answer.body);
-  const parsed = SendAnswer.safeParse(answer.body);
-  if (!parsed.success) throw new ProviderError('chat-official answered without a message id', answer.status);
-  return { providerMessageId: parsed.data.messages[0]!.id };
+  const url = graphUrl(config, config.phone_number_id, 'messages');
+  for (let attempt = 0; ; attempt++) {
+    const answer = await callProvider(call, 'chat-official', url, {
+      method: 'POST',
+      headers: bearer(config),
+      body: { messaging_product: 'whatsapp', recipient_type: 'individual', ...message },
+    });
+    if (answer.ok) {
+      const parsed = SendAnswer.safeParse(answer.body);
+      if (!parsed.success)
+        throw new ProviderError('chat-official answered without a message id', answer.status);
+      return { providerMessageId: parsed.data.messages[0]!.id };
+    }
+    const failure = graphFailure(answer.status, answer.body);
+    const wait = throughputRetryPausesMs[attempt];
+    const throughput = failure instanceof ProviderError && failure.providerCode === graphCodes.rateLimitHit;
+    if (!throughput || wait === undefined || !(await paused(wait, call.signal))) throw failure;
+    call.logger.info(
+      { phone_number_id: config.phone_number_id, attempt: attempt + 1 },
+      'chat-official throughput limit (130429): sending again',
+    );
+  }
+}
+
+/** False when the call's deadline came first. */
+async function paused(ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await pause(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The statuses of one change, each with its error, if any, as `code title: details`. */
+function statusesOf(change: Change): StatusUpdate[] {
+  const statuses: StatusUpdate[] = [];
+  for (const s of change.value.statuses ?? []) {
+    if (!knownStatuses.has(s.status)) continue;
+    const error = s.errors?.[0];
+    const details = error?.error_data?.details;
+    statuses.push({
+      providerMessageId: s.id,
+      status: s.status as StatusUpdate['status'],
+      error: error
+        ? `${error.code} ${error.title ?? error.message ?? ''}`.trim() + (details ? `: ${details}` : '')
+        : null,
+      errorCode: error?.code ?? null,
+      ...(s.timestamp && /^\d+$/.test(s.timestamp) ? { at: new Date(Number(s.timestamp) * 1000) } : {}),
+    });
+  }
+  return statuses;
+}
+
+function messagesOf(change: Change): InboundMessage[] {
+  const names = new Map((change.value.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
+  return (change.value.messages ?? []).map((m) => ({
+    providerMessageId: m.id,
+    from: m.from.replace(/\D/g, ''),
+    name: names.get(m.from) || null,
+    text: m.text?.body ?? '',
+    type: (knownTypes.has(m.type) ? m.type : 'others') as InboundMessage['type'],
+    sentAt: new Date(Number(m.timestamp) * 1000),
+  }));
 }
 
 /** The next template page, when the provider named one on the base_url's origin; elsewhere paging stops. */
@@ -149,21 +259,43 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
       call,
     ),
 
-  // The phone number's own webhook override; the provider checks it with the hub.challenge handshake.
+  /**
+   * Meta delivers a WABA's webhooks only to apps subscribed to it, and refuses a phone number's callback
+   * override until the app is: subscribe first (without a body, which keeps no WABA-wide override), then
+   * set the number's own callback, which Meta checks with the hub.challenge handshake.
+   */
   async registerInbound(config, callbackUrl, call) {
-    const url = joinUrl(
-      config.base_url,
-      `${config.api_version}/${encodeURIComponent(config.phone_number_id)}`,
+    const subscribed = await callProvider(
+      call,
+      'chat-official',
+      graphUrl(config, config.waba_id, 'subscribed_apps'),
+      {
+        method: 'POST',
+        headers: bearer(config),
+      },
     );
-    const answer = await callProvider(call, 'chat-official', url, {
+    if (!subscribed.ok) throw graphFailure(subscribed.status, subscribed.body);
+    const overridden = await callProvider(call, 'chat-official', graphUrl(config, config.phone_number_id), {
       method: 'POST',
-      headers: { authorization: `Bearer ${config.access_token}` },
+      headers: bearer(config),
       body: {
         webhook_configuration: { override_callback_uri: callbackUrl, verify_token: config.verify_token },
       },
     });
-    if (!answer.ok) throw graphFailure(answer.status, answer.body);
+    if (!overridden.ok) {
+      const failure = graphFailure(overridden.status, overridden.body);
+      // An invalid parameter here is the callback URL (or its token) that Meta will not take.
+      if (failure instanceof ProviderError && failure.providerCode === graphCodes.invalidParameter) {
+        throw new ProviderError(failure.message, failure.status, failure.providerCode, {
+          refusal: 'callback_refused',
+        });
+      }
+      throw failure;
+    }
   },
+
+  // "Maximum 200 characters", and Meta calls only HTTPS endpoints with a valid certificate.
+  callbackUrlRules: { httpsOnly: true, maxLength: 200 },
 
   templates: {
     /**
@@ -172,15 +304,12 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
      */
     async list(config, call) {
       const templates = [];
-      let url: URL | undefined = joinUrl(
-        config.base_url,
-        `${config.api_version}/${encodeURIComponent(config.waba_id)}/message_templates`,
-      );
+      let url: URL | undefined = graphUrl(config, config.waba_id, 'message_templates');
       url.searchParams.set('limit', '100');
       for (let page = 0; url && page < 100; page++) {
         const answer = await callProvider(call, 'chat-official', url, {
           method: 'GET',
-          headers: { authorization: `Bearer ${config.access_token}` },
+          headers: bearer(config),
         });
         if (!answer.ok) throw graphFailure(answer.status, answer.body);
         const parsed = TemplatePage.parse(answer.body);
@@ -225,7 +354,12 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
       : undefined;
   },
 
-  readInbound(config, request) {
+  /**
+   * Verified over the raw bytes: Meta signs the body as it sends it, with non-ASCII characters escaped
+   * (`\u00e1`), so a re-serialised body would not match. Every change of every entry is read, each on its
+   * own, so one change of an unknown shape does not cost the others.
+   */
+  readInbound(config, request): InboundBatch {
     if (
       !verifySignature(
         config.app_secret,
@@ -235,33 +369,15 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
     ) {
       throw new InboundRejected('X-Hub-Signature-256 does not match');
     }
-    const parsed = Notification.safeParse(JSON.parse(request.rawBody.toString('utf8')));
-    const messages: InboundMessage[] = [];
-    const statuses: StatusUpdate[] = [];
-    if (!parsed.success) return { messages, statuses };
-    for (const change of parsed.data.entry.flatMap((entry) => entry.changes)) {
-      if (change.field !== 'messages') continue;
-      const names = new Map((change.value.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
-      for (const m of change.value.messages ?? []) {
-        messages.push({
-          providerMessageId: m.id,
-          from: m.from.replace(/\D/g, ''),
-          name: names.get(m.from) || null,
-          text: m.text?.body ?? '',
-          type: (knownTypes.has(m.type) ? m.type : 'others') as InboundMessage['type'],
-          sentAt: new Date(Number(m.timestamp) * 1000),
-        });
-      }
-      for (const s of change.value.statuses ?? []) {
-        if (!knownStatuses.has(s.status)) continue;
-        const error = s.errors?.[0];
-        statuses.push({
-          providerMessageId: s.id,
-          status: s.status as StatusUpdate['status'],
-          error: error ? `${error.code} ${error.title ?? ''}`.trim() : null,
-        });
-      }
+    const batch: InboundBatch = { messages: [], statuses: [] };
+    const envelope = Envelope.safeParse(JSON.parse(request.rawBody.toString('utf8')));
+    if (!envelope.success) return batch;
+    for (const raw of envelope.data.entry.flatMap((entry) => entry.changes)) {
+      const change = Change.safeParse(raw);
+      if (!change.success || change.data.field !== 'messages') continue;
+      batch.messages.push(...messagesOf(change.data));
+      batch.statuses.push(...statusesOf(change.data));
     }
-    return { messages, statuses };
+    return batch;
   },
 };

@@ -17,6 +17,7 @@ export {
   type OutboundText,
   type ProviderCall,
   ProviderError,
+  type ProviderRefusal,
 } from './channel-adapter.js';
 
 /** A channel whose adapter is not written yet: the connector answers that it is not supported. */
@@ -43,7 +44,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
   if (adapter === undefined || adapter === notSupportedYet) return undefined;
   // The stored config passed this schema when the integration was created; reading it again types it.
   const read = (config: StoredConfig): ChannelConfig<K> => descriptorOf(channel).config.parse(config);
-  const { templates, answerHandshake } = adapter;
+  const { templates, answerHandshake, callbackUrlRules } = adapter;
   return {
     sendText: (config, message, call) => adapter.sendText(read(config), message, call),
     registerInbound: (config, callbackUrl, call) => adapter.registerInbound(read(config), callbackUrl, call),
@@ -53,6 +54,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
       send: (config, message, call) => templates.send(read(config), message, call),
     },
     answerHandshake: answerHandshake && ((config, query) => answerHandshake(read(config), query)),
+    ...(callbackUrlRules ? { callbackUrlRules } : {}),
   };
 }
 

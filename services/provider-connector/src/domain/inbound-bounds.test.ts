@@ -38,6 +38,23 @@ describe('inbound bounds', () => {
     ).toHaveLength(inboundBounds.statusErrorChars);
   });
 
+  it("keep a status's error code only when a column holds it, and its time only when it has passed", () => {
+    const at = new Date(Date.now() - 60_000);
+    expect(
+      boundStatus({ providerMessageId: 'x', status: 'failed', error: 'e', errorCode: 131047, at }),
+    ).toMatchObject({ errorCode: 131047, at });
+    const odd = boundStatus({
+      providerMessageId: 'x',
+      status: 'failed',
+      error: 'e',
+      errorCode: 2 ** 40,
+      at: new Date(Date.now() + 86_400_000),
+    });
+    expect(odd.errorCode).toBeNull();
+    expect(odd.at!.getTime()).toBeLessThanOrEqual(Date.now());
+    expect(boundStatus({ providerMessageId: 'x', status: 'read', error: null }).errorCode).toBeNull();
+  });
+
   it('give long provider ids a stable digest, so two of them never collide', () => {
     const a = boundMessage({
       providerMessageId: `${'i'.repeat(300)}a`,

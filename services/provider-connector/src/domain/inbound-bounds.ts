@@ -51,9 +51,14 @@ export function boundMessage(message: InboundMessage): { message: InboundMessage
 }
 
 export function boundStatus(status: StatusUpdate): StatusUpdate {
+  const { errorCode, at } = status;
   return {
     providerMessageId: storableProviderId(status.providerMessageId),
     status: status.status,
     error: status.error === null ? null : storableText(status.error, inboundBounds.statusErrorChars),
+    // An integer column holds it; anything else a provider calls a code is kept in the error text only.
+    errorCode: Number.isSafeInteger(errorCode) && Math.abs(errorCode!) <= 2 ** 31 - 1 ? errorCode! : null,
+    // Out of Date's range, or ahead of our clock: when it reached us is the better guess.
+    at: at === undefined || Number.isNaN(at.getTime()) || at.getTime() > Date.now() ? new Date() : at,
   };
 }

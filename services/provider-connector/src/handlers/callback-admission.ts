@@ -85,7 +85,7 @@ export class CallbackAdmission {
     // Only lookups that reached the database count against the address: ids already known to name
     // nothing cost nothing, and a provider still calling a removed integration is not a sprayer.
     if (!stored) return this.unknown(address, queried);
-    if (stored.integration.channel !== channel || stored.integration.status !== 'connected') {
+    if (stored.integration.channel !== channel || !takesCallbacks(stored.integration)) {
       refusals.add(1, { reason: 'not_connected' });
       return { admitted: false, status: 404 };
     }
@@ -133,3 +133,12 @@ export class CallbackAdmission {
 }
 
 const retryAfterSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+/**
+ * Connected integrations take callbacks; so does one the provider disconnected by refusing its
+ * credentials: its customers keep writing (the provider still delivers, signed as before), and their
+ * messages are not to be lost while someone renews the token. An operator's disconnect stops them.
+ */
+function takesCallbacks(integration: CallbackIntegration['integration']): boolean {
+  return integration.status === 'connected' || integration.status_reason === 'credentials_rejected';
+}

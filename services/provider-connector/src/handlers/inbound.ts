@@ -13,6 +13,7 @@ import { adapterFor, InboundRejected } from '../adapters/index.js';
 import { boundMessage, boundStatus } from '../domain/inbound-bounds.js';
 import { firstSighting } from '../store/inbound-seen.js';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
+import { sentMessageId } from '../store/sends.js';
 import { type Admission, CallbackAdmission, type CallbackLimits } from './callback-admission.js';
 
 export interface InboundDeps {
@@ -173,6 +174,11 @@ async function recordBatch(deps: InboundDeps, found: CallbackIntegration, batch:
         provider_message_id: status.providerMessageId,
         status: status.status,
         error: status.error,
+        // Named by our id when we sent it: a status the provider posts right after accepting a message
+        // (a late failure) may reach messaging before the send's answer recorded the provider's id.
+        message_id: await sentMessageId(client, integration.id, status.providerMessageId),
+        error_code: status.errorCode ?? null,
+        ...(status.at ? { at: status.at.toISOString() } : {}),
       };
       await writeEvent(client, eventTypes.inboundStatus, data);
     }

@@ -10,7 +10,8 @@ import {
 } from '@inbox/contracts';
 import { checkUrl, type OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
-import { adapterFor } from '../adapters/index.js';
+import type { CallbackUrlRules } from '../adapters/channel-adapter.js';
+import { adapterFor, ProviderError } from '../adapters/index.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 import { inboundPath } from './inbound.js';
 
@@ -20,7 +21,7 @@ export interface CreateIntegrationDeps {
   logger: Logger;
   publicConnectorUrl: string;
   providerTimeoutMs: number;
-  afterCreate?: (created: StoredIntegration) => Promise<unknown>;
+  afterCreate?: (created: StoredIntegration, workspaceId: string) => Promise<unknown>;
 }
 
 /**
@@ -70,6 +71,7 @@ export async function createIntegration(
     inboundPath(command.channel, stored.integration.id),
     publicConnectorUrl,
   ).toString();
+  const problems = callbackUrlProblems(callbackUrl, adapter.callbackUrlRules);
   try {
     await adapter.registerInbound(stored.config, callbackUrl, {
       guard,
@@ -79,27 +81,42 @@ export async function createIntegration(
   } catch (error) {
     await store.remove(command.workspace_id, stored.integration.id);
     if (error instanceof AppError) throw error;
+    // The provider would not take the callback URL: say which of its rules the URL breaks.
+    const refused = error instanceof ProviderError && error.refusal === 'callback_refused';
     throw new AppError(
       502,
-      { error: platformTexts.inboundRegistrationFailed(command.channel) },
+      {
+        error:
+          refused && problems.length > 0
+            ? platformTexts.inboundRegistrationRefused(command.channel, problems)
+            : platformTexts.inboundRegistrationFailed(command.channel),
+      },
       { cause: error },
     );
   }
+  if (problems.length > 0) {
+    logger.warn(
+      { integration_id: stored.integration.id, channel: command.channel, callback_url: callbackUrl },
+      'callback URL accepted by the provider, but the real provider of the channel would refuse it',
+    );
+  }
   // In the background: the answer does not wait for it, and a failure is retried by the refresher.
-  void deps.afterCreate?.(stored);
-  const warnings = callbackWarnings(deps, command.channel, callbackUrl);
-  return warnings.length > 0 ? { ...stored.integration, warnings } : stored.integration;
+  void deps.afterCreate?.(stored, command.workspace_id);
+  return problems.length > 0
+    ? { ...stored.integration, warnings: [platformTexts.callbackUrlWarning(command.channel, problems)] }
+    : stored.integration;
 }
 
-/** What will keep the provider from reaching the callback URL we registered, said when it is created. */
-function callbackWarnings(
-  deps: CreateIntegrationDeps,
-  channel: CommandPayload<'cmd.connector.create-integration'>['channel'],
-  callbackUrl: string,
-): string[] {
-  if (!descriptorOf(channel).httpsCallbacksOnly || new URL(callbackUrl).protocol === 'https:') return [];
-  deps.logger.warn({ channel }, 'provider only calls https callback URLs, and PUBLIC_CONNECTOR_URL is http');
-  return [platformTexts.callbackUrlNotHttps(channel)];
+/** What in a callback URL the channel's provider would refuse; empty when it takes it. */
+function callbackUrlProblems(url: string, rules: CallbackUrlRules | undefined): string[] {
+  if (!rules) return [];
+  const problems: string[] = [];
+  if (rules.httpsOnly && new URL(url).protocol !== 'https:')
+    problems.push(platformTexts.callbackUrlNotHttps(url));
+  if (rules.maxLength !== undefined && url.length > rules.maxLength) {
+    problems.push(platformTexts.callbackUrlTooLong(url.length, rules.maxLength));
+  }
+  return problems;
 }
 
 /** The integration a send uses: the one named (existing and connected) or the channel's latest connected. */
@@ -119,6 +136,15 @@ export async function resolveIntegration(
   const latest = await store.latestConnected(command.workspace_id, command.channel);
   if (!latest) throw AppError.notFound(platformTexts.noConnectedIntegration(command.channel));
   return latest.integration;
+}
+
+export async function getIntegration(
+  store: IntegrationStore,
+  command: CommandPayload<'cmd.connector.get-integration'>,
+): Promise<CommandResult<'cmd.connector.get-integration'>> {
+  const stored = await store.get(command.workspace_id, command.integration_id);
+  if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
+  return stored.integration;
 }
 
 export async function updateIntegration(

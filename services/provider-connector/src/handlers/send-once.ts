@@ -38,6 +38,10 @@ export async function sendOnce(
   } catch (error) {
     if (!(error instanceof ProviderError)) throw error;
     const { channel, id } = stored.integration;
+    // Refused outright, so nothing was sent, even when the deadline passed meanwhile.
+    if (error.refusal === 'credentials_rejected' || error.refusal === 'rate_limited') {
+      throw await providerRefused(store, logger, stored, error, ids.workspaceId);
+    }
     if (signal.aborted) {
       // The request may have reached the provider and been accepted: the outcome is unknown, so the
       // message is not called failed (the caller keeps it pending) and the answer says so.
@@ -47,4 +51,35 @@ export async function sendOnce(
     logger.warn({ err: error, channel, integration_id: id }, 'provider send failed');
     throw new AppError(502, { error: platformTexts.providerFailed(channel) }, { cause: error });
   }
+}
+
+/**
+ * The answer to a provider's refusal the connector acts on: credentials it no longer takes disconnect the
+ * integration (with the reason, for the admin API), and a rate limit tells the caller to wait. Both are
+ * the API's 502 naming the channel, with the provider's code.
+ */
+export async function providerRefused(
+  store: IntegrationStore,
+  logger: Logger,
+  stored: StoredIntegration,
+  error: ProviderError,
+  workspaceId: string,
+): Promise<AppError> {
+  const { channel, id } = stored.integration;
+  const code = error.providerCode === undefined ? {} : { meta_error_code: error.providerCode };
+  if (error.refusal === 'credentials_rejected') {
+    if (await store.markCredentialsRejected(workspaceId, id)) {
+      logger.warn(
+        { err: error, channel, integration_id: id, workspace_id: workspaceId },
+        'provider refused the integration credentials: integration disconnected',
+      );
+    }
+    return new AppError(
+      502,
+      { error: platformTexts.providerCredentialsRejected(channel), ...code },
+      { cause: error },
+    );
+  }
+  logger.warn({ err: error, channel, integration_id: id }, 'provider rate limit: send refused');
+  return new AppError(502, { error: platformTexts.providerRateLimited(channel), ...code }, { cause: error });
 }

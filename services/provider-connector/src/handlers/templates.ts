@@ -9,11 +9,11 @@ import {
 import type { OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { adapterFor } from '../adapters/index.js';
+import { adapterFor, ProviderError } from '../adapters/index.js';
 import { checkAgainstCatalogue, renderBody } from '../domain/template-rules.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 import type { TemplateStore } from '../store/templates.js';
-import { sendOnce } from './send-once.js';
+import { providerRefused, sendOnce } from './send-once.js';
 
 export interface TemplateDeps {
   integrations: IntegrationStore;
@@ -32,7 +32,7 @@ async function officialIntegration(deps: TemplateDeps, workspaceId: string, inte
 }
 
 /** Fetches the integration's whole template list from the provider and replaces our copy. */
-async function refresh(deps: TemplateDeps, stored: StoredIntegration) {
+async function refresh(deps: TemplateDeps, stored: StoredIntegration, workspaceId: string) {
   const capability = adapterFor(stored.integration.channel)?.templates;
   if (!capability) return;
   try {
@@ -44,6 +44,9 @@ async function refresh(deps: TemplateDeps, stored: StoredIntegration) {
     await deps.templates.replace(stored.integration.id, listed);
   } catch (error) {
     if (error instanceof AppError) throw error;
+    if (error instanceof ProviderError && error.refusal === 'credentials_rejected') {
+      throw await providerRefused(deps.integrations, deps.logger, stored, error, workspaceId);
+    }
     throw new AppError(
       502,
       { error: platformTexts.providerFailed(stored.integration.channel) },
@@ -80,7 +83,7 @@ export const templates = {
 
   async refreshCommand(deps: TemplateDeps, command: CommandPayload<'cmd.connector.refresh-templates'>) {
     const { stored } = await officialIntegration(deps, command.workspace_id, command.integration_id);
-    await refresh(deps, stored);
+    await refresh(deps, stored, command.workspace_id);
     return { templates: (await deps.templates.list(stored.integration.id)).templates };
   },
 
@@ -108,7 +111,7 @@ export const templates = {
     const { name, language } = command.template;
     let entry = await deps.templates.find(stored.integration.id, name, language);
     if (!entry && (await missRefreshes.allow(stored.integration.id))) {
-      await missRefreshes.once(stored.integration.id, () => refresh(deps, stored));
+      await missRefreshes.once(stored.integration.id, () => refresh(deps, stored, command.workspace_id));
       entry = await deps.templates.find(stored.integration.id, name, language);
     }
     const approved = checkAgainstCatalogue(entry, command.template);

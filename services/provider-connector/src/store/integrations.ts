@@ -12,6 +12,7 @@ interface IntegrationRow {
   provider: Integration['provider'];
   name: string | null;
   status: Integration['status'];
+  status_reason: Integration['status_reason'];
   config_sealed: string;
   connected_at: Date | null;
   created_at: Date;
@@ -22,7 +23,8 @@ export interface StoredIntegration {
   config: Record<string, string>;
 }
 
-const columns = 'id, workspace_id, channel, provider, name, status, config_sealed, connected_at, created_at';
+const columns =
+  'id, workspace_id, channel, provider, name, status, status_reason, config_sealed, connected_at, created_at';
 // Credentials are sealed to their row: a sealed value copied elsewhere does not open.
 const sealContext = (workspaceId: string, id: string) => `integrations:${workspaceId}:${id}`;
 
@@ -56,6 +58,7 @@ export class IntegrationStore {
         provider: row.provider,
         name: row.name,
         status: row.status,
+        status_reason: row.status_reason,
         connected_at: row.connected_at?.toISOString() ?? null,
         created_at: row.created_at.toISOString(),
       },
@@ -163,7 +166,7 @@ export class IntegrationStore {
     status: 'connected' | 'disconnected',
   ): Promise<StoredIntegration | undefined> {
     const { rows } = await this.pool.query<IntegrationRow>(
-      `update integrations set status = $3,
+      `update integrations set status = $3, status_reason = null,
               connected_at = case when $3 = 'connected' and status <> 'connected' then now() else connected_at end
         where workspace_id = $1 and id = $2 returning ${columns}`,
       [workspaceId, id, status],
@@ -171,6 +174,20 @@ export class IntegrationStore {
     // This replica's callbacks see the change at once; the others within the cache's few seconds.
     this.callbacks.delete(id);
     return rows[0] ? this.toStored(rows[0]) : undefined;
+  }
+
+  /**
+   * The provider no longer takes the integration's credentials: it is disconnected, with the reason, so
+   * sends stop trying it until an operator reconnects it. False when it was not connected any more.
+   */
+  async markCredentialsRejected(workspaceId: string, id: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `update integrations set status = 'disconnected', status_reason = 'credentials_rejected'
+        where workspace_id = $1 and id = $2 and status = 'connected'`,
+      [workspaceId, id],
+    );
+    this.callbacks.delete(id);
+    return rowCount === 1;
   }
 
   async findSend(workspaceId: string, messageId: string) {

@@ -1,0 +1,297 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { InProcessBus } from '@inbox/bus';
+import type { AppError } from '@inbox/contracts';
+import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
+import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
+import { createSandbox, type Sandbox } from '@inbox/provider-sandbox';
+import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
+import { createDatabase, waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { inboundRoutes } from '../src/handlers/inbound.js';
+import { createIntegration } from '../src/handlers/integrations.js';
+import { sendText } from '../src/handlers/send-text.js';
+import { IntegrationStore } from '../src/store/integrations.js';
+
+const logger = createLogger('provider-connector', { level: 'silent' });
+const closers: Array<() => Promise<void>> = [];
+let pool: Pool;
+
+beforeAll(async () => {
+  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'connector' });
+  await migrate(pool, {
+    schema: 'connector',
+    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+    outbox: true,
+  });
+});
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+  await pool?.end();
+});
+
+async function serve(app: { listen: Sandbox['app']['listen'] }): Promise<string> {
+  const server: Server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  closers.push(async () => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** The sandbox (Meta's Cloud API) and the connector's inbound routes, each on its own loopback port. */
+async function startWorld(options: { httpCallbacks?: 'allow' | 'refuse'; publicConnectorUrl?: string } = {}) {
+  const sandbox = createSandbox({ httpCallbacks: options.httpCallbacks ?? 'allow' });
+  const sandboxUrl = await serve(sandbox.app);
+  const store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
+  // Not started: the events stay in the outbox, where the test reads them.
+  const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
+  const app = createHttpApp({ logger, parseJson: false });
+  app.use(inboundRoutes({ pool, store, relay, logger }));
+  finishHttpApp(app, logger);
+  const connectorUrl = await serve(app);
+  const guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
+  closers.push(() => guard.close());
+  const deps = {
+    store,
+    guard,
+    logger,
+    publicConnectorUrl: options.publicConnectorUrl ?? connectorUrl,
+    providerTimeoutMs: 8_000,
+  };
+  const control = async (path: string, body: unknown) => {
+    const res = await fetch(`${sandboxUrl}/_sandbox${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const sent = async () =>
+    (await (await fetch(`${sandboxUrl}/_sandbox/sent?channel=chat-official`)).json()) as unknown[];
+
+  const create = async (account = `pn-${randomUUID().slice(0, 8)}`) => {
+    const workspaceId = randomUUID();
+    const config = {
+      base_url: `${sandboxUrl}/chat-official`,
+      phone_number_id: account,
+      // The number's WABA as the sandbox places it unless told otherwise.
+      waba_id: `waba-${account}`,
+      access_token: `token-${account}`,
+      app_secret: `secret-${account}`,
+      verify_token: `verify-${account}`,
+    };
+    const integration = await createIntegration(deps, {
+      workspace_id: workspaceId,
+      channel: 'chat-official',
+      config,
+    });
+    return { workspaceId, config, integration };
+  };
+  const send = (target: Awaited<ReturnType<typeof create>>, to = '+5511944440001', text = 'Olá') =>
+    sendText(deps, {
+      workspace_id: target.workspaceId,
+      integration_id: target.integration.id,
+      message_id: randomUUID(),
+      to,
+      text,
+    });
+  const events = async (workspaceId: string, type: 'inbound.message' | 'inbound.status') => {
+    const { rows } = await pool.query<{ data: Record<string, unknown> }>(
+      'select data from outbox where workspace_id = $1 and type = $2 order by seq',
+      [workspaceId, type],
+    );
+    return rows.map((row) => row.data);
+  };
+  return { sandbox, sandboxUrl, store, deps, control, sent, create, send, events };
+}
+
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: unknown) => error as AppError,
+  );
+
+describe('chat-official registration', () => {
+  it('subscribes the app to the WABA before overriding the callback, and says what Meta would refuse', async () => {
+    const world = await startWorld();
+    const { integration, config } = await world.create();
+    // The sandbox refuses an override before the subscription, so connected means both happened.
+    expect(integration).toMatchObject({ status: 'connected', status_reason: null });
+    const apps = (await (
+      await fetch(`${world.sandboxUrl}/chat-official/v21.0/${config.waba_id}/subscribed_apps`, {
+        headers: { authorization: `Bearer ${config.access_token}` },
+      })
+    ).json()) as { data: unknown[] };
+    expect(apps.data).toHaveLength(1);
+    // A local connector on http: this sandbox takes it, Meta would not, and the answer says so.
+    expect(integration.warnings).toEqual([
+      expect.stringMatching(
+        /^O provedor aceitou o webhook de entrada, mas o provedor real do canal "chat-official" o recusaria: a URL de callback http:\/\/127\.0\.0\.1:\d+\/inbound\/chat-official\/[0-9a-f-]{36} usa http, e o provedor só aceita https; ajuste PUBLIC_CONNECTOR_URL$/,
+      ),
+    ]);
+  });
+
+  it('names the http callback a provider that keeps to Meta refused, and keeps nothing', async () => {
+    const world = await startWorld({ httpCallbacks: 'refuse' });
+    const count = async () =>
+      (await pool.query<{ n: number }>('select count(*)::int as n from integrations')).rows[0]!.n;
+    const before = await count();
+    const refused = await failure(world.create());
+    expect(refused.status).toBe(502);
+    expect(refused.body.error).toMatch(
+      /^Falha ao registrar o webhook de entrada no provedor do canal "chat-official": a URL de callback http:\/\/\S+ usa http, e o provedor só aceita https; ajuste PUBLIC_CONNECTOR_URL$/,
+    );
+    expect(await count()).toBe(before);
+  });
+
+  it('names a callback URL over 200 characters', async () => {
+    // Refused for its length before Meta would even try to reach it.
+    const host = ['a', 'b', 'c'].map((label) => label.repeat(60)).join('.');
+    const world = await startWorld({ publicConnectorUrl: `https://${host}.test` });
+    const refused = await failure(world.create());
+    expect(refused).toMatchObject({ status: 502 });
+    expect(refused.body.error).toMatch(
+      /^Falha ao registrar o webhook de entrada no provedor do canal "chat-official": a URL de callback tem 2\d\d caracteres, e o provedor aceita no máximo 200; ajuste PUBLIC_CONNECTOR_URL$/,
+    );
+  });
+});
+
+describe('chat-official sends', () => {
+  it('sends again after the throughput limit (130429), and tells the caller of the pair limit (131056)', async () => {
+    const world = await startWorld();
+    const target = await world.create();
+    await world.control('/windows', {
+      channel: 'chat-official',
+      account: target.config.phone_number_id,
+      number: '5511944440001',
+      last_inbound_at: new Date().toISOString(),
+    });
+    await world.control('/chat-official/throttle', { account: target.config.phone_number_id, code: 130429 });
+    const sent = await world.send(target);
+    expect(sent.provider_message_id).toMatch(/^wamid\./);
+    expect(await world.sent()).toHaveLength(1);
+
+    await world.control('/chat-official/throttle', { account: target.config.phone_number_id, code: 131056 });
+    const limited = await failure(world.send(target));
+    expect(limited).toMatchObject({
+      status: 502,
+      body: {
+        error:
+          'O provedor do canal "chat-official" limitou os envios (muitas mensagens em pouco tempo): tente novamente em alguns segundos',
+        meta_error_code: 131056,
+      },
+    });
+    expect(await world.sent()).toHaveLength(1);
+  });
+
+  it('disconnects the integration when Meta refuses its token (190), and still takes its callbacks', async () => {
+    const world = await startWorld();
+    const target = await world.create();
+    await world.control('/chat-official/token', { account: target.config.phone_number_id, state: 'expired' });
+    const refused = await failure(world.send(target));
+    expect(refused).toMatchObject({
+      status: 502,
+      body: {
+        error:
+          'O provedor do canal "chat-official" recusou as credenciais da integração (token expirado ou revogado): a integração foi desconectada até que sejam renovadas',
+        meta_error_code: 190,
+      },
+    });
+    const stored = await world.store.get(target.workspaceId, target.integration.id);
+    expect(stored?.integration).toMatchObject({
+      status: 'disconnected',
+      status_reason: 'credentials_rejected',
+    });
+    // The next send does not reach the provider at all.
+    expect(await failure(world.send(target))).toMatchObject({
+      status: 400,
+      body: { error: 'Integração não está conectada' },
+    });
+
+    // Customers keep writing, and Meta keeps delivering: their messages are not lost meanwhile.
+    const inbound = await world.control('/inbound', {
+      channel: 'chat-official',
+      account: target.config.phone_number_id,
+      from: '5511944440002',
+      text: 'ainda aí?',
+      app_secret: target.config.app_secret,
+    });
+    expect(inbound.body.delivered_status).toBe(200);
+    expect(await world.events(target.workspaceId, 'inbound.message')).toHaveLength(1);
+
+    // An operator's disconnect, on the other hand, stops them.
+    await world.store.setStatus(target.workspaceId, target.integration.id, 'disconnected');
+    const afterOperator = await world.control('/chat-official/redeliver', {
+      account: target.config.phone_number_id,
+    });
+    expect(afterOperator.body.delivered_status).toBe(404);
+  });
+});
+
+describe('chat-official callbacks into the connector', () => {
+  it('takes a batched notification in once however often Meta redelivers it', async () => {
+    const world = await startWorld();
+    const target = await world.create();
+    const batch = await world.control('/chat-official/notifications', {
+      account: target.config.phone_number_id,
+      app_secret: target.config.app_secret,
+      messages: [
+        { from: '5511944440011', name: 'Ana', text: 'Olá, tudo bem?' },
+        { from: '5511944440012', name: 'João', text: 'Preço 1/2?' },
+      ],
+    });
+    expect(batch.body.delivered_status).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const again = await world.control('/chat-official/redeliver', {
+        account: target.config.phone_number_id,
+      });
+      expect(again.body.delivered_status).toBe(200);
+    }
+    const events = await world.events(target.workspaceId, 'inbound.message');
+    expect(events.map((event) => [event.from, event.name, event.text])).toEqual([
+      ['+5511944440011', 'Ana', 'Olá, tudo bem?'],
+      ['+5511944440012', 'João', 'Preço 1/2?'],
+    ]);
+  });
+
+  it("announces Meta's late 131047 failure of a send it accepted, naming our message", async () => {
+    const world = await startWorld();
+    const target = await world.create();
+    // Meta knows the app's secret; the sandbox is told.
+    await world.control('/chat-official/app-secret', {
+      account: target.config.phone_number_id,
+      app_secret: target.config.app_secret,
+    });
+    const messageId = randomUUID();
+    const sent = await sendText(world.deps, {
+      workspace_id: target.workspaceId,
+      integration_id: target.integration.id,
+      message_id: messageId,
+      to: '+5511944440021',
+      text: 'fora da janela',
+    });
+    expect(sent.provider_message_id).toMatch(/^wamid\./);
+    const [status] = await waitFor(
+      async () => {
+        const statuses = await world.events(target.workspaceId, 'inbound.status');
+        return statuses.length > 0 ? statuses : undefined;
+      },
+      { what: 'the inbound.status event' },
+    );
+    expect(status).toMatchObject({
+      integration_id: target.integration.id,
+      provider_message_id: sent.provider_message_id,
+      message_id: messageId,
+      status: 'failed',
+      error_code: 131047,
+      error: expect.stringMatching(/^131047 Re-engagement message: /),
+      at: expect.any(String),
+    });
+  });
+});
