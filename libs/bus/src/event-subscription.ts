@@ -1,4 +1,11 @@
-import { type EventEnvelope, type EventType, parseEventData, type WireEvent } from '@inbox/contracts';
+import {
+  type ConsumerName,
+  type EventEnvelope,
+  type EventType,
+  type eventConsumers,
+  parseEventData,
+  type WireEvent,
+} from '@inbox/contracts';
 import type { Bus, ConsumeOptions, Delivery } from './bus.js';
 
 /** A durable consumer's settings; its filter follows from the event types it takes. */
@@ -8,6 +15,9 @@ export type SubscriptionOptions = Omit<ConsumeOptions, 'filter'>;
 export type EventHandlers<T extends EventType> = {
   [K in T]: (event: EventEnvelope<K>, delivery: Delivery) => Promise<void>;
 };
+
+/** The handlers a consumer of the catalogue (eventConsumers) must give: one for each type it takes. */
+export type HandlersOf<N extends ConsumerName> = EventHandlers<(typeof eventConsumers)[N][number]>;
 
 /** An event of one of the types taken, its data left exactly as it came (never parsed, never re-ordered). */
 export type ForwardedEvent<T extends EventType> = {

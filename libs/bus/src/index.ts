@@ -15,6 +15,7 @@ export {
   type ForwardedEvent,
   filterFor,
   forwardEvents,
+  type HandlersOf,
   type SubscriptionOptions,
 } from './event-subscription.js';
 export { InProcessBus } from './in-process-transport.js';

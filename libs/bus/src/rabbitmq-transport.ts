@@ -7,6 +7,7 @@ import {
   commandCatalogue,
   commandTimeoutMs,
   errorMessage,
+  eventConsumers,
   eventSubject,
   type NoticePayload,
   type NoticeSubject,
@@ -34,6 +35,7 @@ import {
   type RequestOptions,
 } from './bus.js';
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
+import { filterFor } from './event-subscription.js';
 import { InFlight } from './in-flight.js';
 import { notePending, redeliveries, timeCommand } from './metrics.js';
 import {
@@ -214,6 +216,10 @@ export class RabbitBus implements Bus {
       if (this.session === session) this.session = undefined;
     });
     await declareExchanges(publisher, this.names);
+    // Every consumer's queue, whether or not it has started yet: RabbitMQ keeps an event only for the
+    // queues bound when it is published.
+    for (const [consumer, types] of Object.entries(eventConsumers))
+      await declareDurable(publisher, this.names, consumer, filterFor(types), []);
     publisher.on('return', (message: Message) => {
       const id = message.properties.correlationId;
       if (typeof id === 'string') session.returned.add(id);

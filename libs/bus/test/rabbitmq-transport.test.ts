@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { WireEvent } from '@inbox/contracts';
+import { eventConsumers, type WireEvent } from '@inbox/contracts';
 import { type LocalServer, startRabbitMQ, uniquePrefix, waitFor } from '@inbox/testkit';
 import { connect } from 'amqplib';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { type Bus, connectBus } from '../src/index.js';
+import { type Bus, connectBus, filterFor } from '../src/index.js';
 import { bindingKey, RabbitNames } from '../src/rabbitmq-names.js';
 import { deliveryLimit } from '../src/rabbitmq-topology.js';
 import { RabbitBus } from '../src/rabbitmq-transport.js';
@@ -51,6 +51,23 @@ describe('rabbitmq transport', () => {
     expect(bindingKey('message.*')).toBe('message.*');
     expect(bindingKey('inbound.>')).toBe('inbound.*.#');
     expect(bindingKey('>')).toBe('*.#');
+  });
+
+  it('keeps an event published before its consumer ever started, for every consumer of the catalogue', async () => {
+    const prefix = uniquePrefix();
+    // Only the connector is up, on a broker where no consumer has run yet.
+    const connector = await connectTo(inject('infra').rabbitmqUrl, prefix);
+    const early = { ...event(), type: 'inbound.message' };
+    await connector.publish(early);
+    const messaging = await connectTo(inject('infra').rabbitmqUrl, prefix);
+    const seen: string[] = [];
+    await messaging.consume(
+      { durable: 'messaging', filter: filterFor(eventConsumers.messaging) },
+      async (e) => {
+        seen.push(e.id);
+      },
+    );
+    await waitFor(() => seen.includes(early.id), { what: 'the event published before messaging started' });
   });
 
   it('is what connectBus opens for an amqp:// URL', async () => {

@@ -4,6 +4,7 @@ export * from './channels.js';
 export * from './commands.js';
 export * from './error-response.js';
 export * from './error-texts.js';
+export * from './event-consumers.js';
 export * from './event-types.js';
 export * from './events.js';
 export * from './internal-events.js';

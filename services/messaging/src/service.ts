@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { consumeEvents } from '@inbox/bus';
+import { consumeEvents, type HandlersOf } from '@inbox/bus';
 import { eventTypes } from '@inbox/contracts';
 import { outboxRelay, type ServiceDefinition } from '@inbox/service-kit';
 import { externalSend } from './handlers/external-send.js';
@@ -35,19 +35,13 @@ export function messagingService(): ServiceDefinition {
             panel.listFailedMessages(deps, command),
           );
           // What the connector announced: a contact's message, or a provider's word on one of ours.
-          await consumeEvents(
-            bus,
-            { durable: 'messaging', concurrency: 4 },
-            {
-              [eventTypes.inboundMessage]: (event) => receiveMessage(deps, event.data),
-              [eventTypes.inboundStatus]: (event) => applyStatus(deps, event.data),
-            },
-          );
-          await consumeEvents(
-            bus,
-            { durable: 'messaging-leads' },
-            { [eventTypes.leadMoved]: (event) => recordLeadMoved(pool, event.id, event.data) },
-          );
+          await consumeEvents(bus, { durable: 'messaging', concurrency: 4 }, {
+            [eventTypes.inboundMessage]: (event) => receiveMessage(deps, event.data),
+            [eventTypes.inboundStatus]: (event) => applyStatus(deps, event.data),
+          } satisfies HandlersOf<'messaging'>);
+          await consumeEvents(bus, { durable: 'messaging-leads' }, {
+            [eventTypes.leadMoved]: (event) => recordLeadMoved(pool, event.id, event.data),
+          } satisfies HandlersOf<'messaging-leads'>);
           relay.start();
         },
         stop: () => relay.stop(),

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { forwardEvents } from '@inbox/bus';
-import { publicEventTypes } from '@inbox/contracts';
+import { type ConsumerName, eventConsumers } from '@inbox/contracts';
 import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
 import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
@@ -32,7 +32,7 @@ export interface DispatcherOptions {
   orderingGapWaitMs?: number;
 }
 
-const durable = 'webhook-dispatcher';
+const durable = 'webhook-dispatcher' satisfies ConsumerName;
 
 export function dispatcherService(options: DispatcherOptions): ServiceDefinition {
   return {
@@ -107,7 +107,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
           await forwardEvents(
             bus,
             { durable, concurrency: 32, ackWaitMs: 10_000 },
-            publicEventTypes,
+            eventConsumers[durable],
             async (event) => {
               if ((await scheduleEvent(deliveries, event)) > 0) worker.wake();
             },
