@@ -6,8 +6,10 @@
 #   image-steps.sh manifests <from> <to>     copy the lockfile and every workspace's package.json, so that
 #                                            `npm ci` stays cached until one of them changes
 #   image-steps.sh install                   npm ci: every workspace, dev tools included (for the build)
-#   image-steps.sh build <service> <out>     turbo build of @inbox/<service> and the libs it depends on;
-#                                            copies each dist/ and the service's migrations/ under <out>
+#   image-steps.sh build <service> <out>     turbo build of @inbox/<service> and the workspace packages it
+#                                            depends on (for the gateway, the panel too, which its build
+#                                            copies into its dist/panel); copies the service's dist/, each
+#                                            lib's dist/ and the service's migrations/ under <out>
 #   image-steps.sh prod-install <service>    production dependencies of that one workspace (and the
 #                                            workspace libs it links to), nothing else
 #   image-steps.sh prune                     drops the workspace libs the service does not link to
@@ -37,7 +39,7 @@ case "$step" in
     mkdir -p "$to"
     cd "$from"
     cp --parents package.json package-lock.json runtime/package.json "$to/"
-    find libs services -mindepth 2 -maxdepth 2 -name package.json -exec cp --parents {} "$to/" \;
+    find apps libs services -mindepth 2 -maxdepth 2 -name package.json -exec cp --parents {} "$to/" \;
     ;;
 
   install)
@@ -49,7 +51,8 @@ case "$step" in
     out="${2:?image-steps: build <service> <out>}"
     check_service "$service"
     [ -f "services/$service/package.json" ] || die "no such service: services/$service"
-    # `@inbox/<service>...` = the service and every workspace package it depends on.
+    # `@inbox/<service>...` = the service and every workspace package it depends on; for the gateway,
+    # turbo.json adds the panel's build (apps/panel), which the gateway's build copies into its dist/panel.
     TURBO_TELEMETRY_DISABLED=1 npx turbo run build --filter="@inbox/${service}..."
     # Only the build output leaves the build stage, and the service's migrations, which it reads at run
     # time from ../migrations (relative to dist/).

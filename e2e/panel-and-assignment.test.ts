@@ -235,4 +235,236 @@ describe('assignment, resolution and the panel reads', () => {
       body: { error: 'Nenhuma integração conectada do canal "alt-b" neste workspace' },
     });
   });
+
+  it("lists what the panel shows: workspaces, integrations, team, the inbox by status and activity, a board's cards", async () => {
+    const ws = await workspace('panel-4');
+    const other = await workspace('panel-4-other');
+    const base = `/admin/v1/workspaces/${ws.id}`;
+
+    const workspaces = await fixture.stack.admin<{ workspaces: Json[] }>('GET', '/admin/v1/workspaces');
+    const names = workspaces.body.workspaces.map((w) => w.name);
+    // The newest first.
+    expect(names.indexOf('panel-4-other')).toBeLessThan(names.indexOf('panel-4'));
+    expect(workspaces.body.workspaces.find((w) => w.id === ws.id)).toMatchObject({
+      workspace_id: ws.id,
+      status: 'active',
+    });
+    expect((await fetch(`${fixture.stack.gatewayUrl}/admin/v1/workspaces`)).status).toBe(401);
+
+    const integrations = await fixture.stack.admin<{ integrations: Json[] }>('GET', `${base}/integrations`);
+    expect(integrations.body.integrations).toEqual([
+      expect.objectContaining({
+        id: ws.integrationId,
+        channel: 'alt-a',
+        provider: 'chat',
+        status: 'connected',
+      }),
+    ]);
+    expect(JSON.stringify(integrations.body)).not.toContain('key-panel-4');
+
+    await fixture.stack.admin('POST', `${base}/members`, { name: 'Zé', email: 'ze@example.com' });
+    const ana = await fixture.stack.admin<{ id: string }>('POST', `${base}/members`, {
+      name: 'Ana',
+      email: 'ana@example.com',
+    });
+    const bia = await fixture.stack.admin<{ id: string }>('POST', `${base}/agents`, { name: 'Bia' });
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${other.id}/agents`, { name: 'Outra' });
+    const members = await fixture.stack.admin<{ members: Json[] }>('GET', `${base}/members`);
+    expect(members.body.members.map((m) => [m.name, m.email])).toEqual([
+      ['Ana', 'ana@example.com'],
+      ['Zé', 'ze@example.com'],
+    ]);
+    const agents = await fixture.stack.admin<{ agents: Json[] }>('GET', `${base}/agents`);
+    expect(agents.body.agents).toEqual([expect.objectContaining({ id: bia.body.id, name: 'Bia' })]);
+
+    // Three conversations; the newest activity first, each with its newest message.
+    const ids: string[] = [];
+    for (const [i, phone] of ['+5511922240001', '+5511922240002', '+5511922240003'].entries()) {
+      const sent = await send(ws.key, { phone, message: `mensagem ${i + 1}`, channel: 'alt-a' });
+      ids.push(sent.body.conversationId as string);
+    }
+    const list = (query = '') =>
+      fixture.stack.admin<{ conversations: Json[]; older_before: string | null }>(
+        'GET',
+        `${base}/conversations${query}`,
+      );
+    const all = await list();
+    expect(all.body.conversations.map((c) => c.id)).toEqual([ids[2], ids[1], ids[0]]);
+    expect(all.body.conversations[0]).toMatchObject({
+      contact: { phone: '+5511922240003' },
+      integration: { id: ws.integrationId, channel: 'alt-a' },
+      status: 'open',
+      last_message: { text: 'mensagem 3', direction: 'outbound' },
+    });
+    expect(all.body.older_before).toBeNull();
+
+    // A reply written in the panel is a person's, goes out on the channel, and moves the conversation up.
+    const reply = await fixture.stack.admin<Json>('POST', `${base}/conversations/${ids[0]}/messages`, {
+      text: 'Resposta do painel',
+      sender_name: 'Ana',
+    });
+    expect(reply).toMatchObject({ status: 201, body: { success: true, conversation_id: ids[0] } });
+    const thread = await fixture.stack.admin<{ messages: Json[] }>('GET', `${base}/conversations/${ids[0]}`);
+    expect(thread.body.messages.at(-1)).toMatchObject({
+      text: 'Resposta do painel',
+      direction: 'outbound',
+      sender_type: 'human',
+      sender_name: 'Ana',
+      status: 'sent',
+    });
+    await waitFor(
+      () =>
+        eventsOf(fixture.receiver, ws.id, 'message.sent').some(
+          (e) =>
+            (e.message as Json).text === 'Resposta do painel' && (e.status as Json).sender_type === 'human',
+        ),
+      { what: 'the reply as message.sent by a human' },
+    );
+    expect((await list()).body.conversations.map((c) => c.id)).toEqual([ids[0], ids[2], ids[1]]);
+
+    // Pages: two, then the rest from where the first ended.
+    const first = await list('?limit=2');
+    expect(first.body.conversations.map((c) => c.id)).toEqual([ids[0], ids[2]]);
+    expect(first.body.older_before).toBe(ids[2]);
+    const second = await list(`?limit=2&before=${first.body.older_before}`);
+    expect(second.body.conversations.map((c) => c.id)).toEqual([ids[1]]);
+    expect(second.body.older_before).toBeNull();
+
+    // By status.
+    await fixture.stack.admin('POST', `${base}/conversations/${ids[1]}/assign`, {
+      type: 'human',
+      id: ana.body.id,
+    });
+    await fixture.stack.admin('POST', `${base}/conversations/${ids[2]}/resolve`);
+    expect((await list('?status=assigned')).body.conversations.map((c) => c.id)).toEqual([ids[1]]);
+    expect((await list('?status=resolved')).body.conversations.map((c) => c.id)).toEqual([ids[2]]);
+    expect((await list('?status=open')).body.conversations.map((c) => c.id)).toEqual([ids[0]]);
+    expect(await list('?status=closed')).toEqual({
+      status: 400,
+      body: { error: 'status deve ser "open", "assigned" ou "resolved"' },
+    });
+    expect(await list('?limit=201')).toEqual({
+      status: 400,
+      body: { error: 'limit deve ser inteiro de 0 a 200' },
+    });
+    // Another workspace sees none of them, and cannot reply into them.
+    const foreign = await fixture.stack.admin<{ conversations: Json[] }>(
+      'GET',
+      `/admin/v1/workspaces/${other.id}/conversations`,
+    );
+    expect(foreign.body.conversations).toEqual([]);
+    expect(
+      await fixture.stack.admin('POST', `/admin/v1/workspaces/${other.id}/conversations/${ids[0]}/messages`, {
+        text: 'x',
+      }),
+    ).toEqual({ status: 404, body: { error: 'Conversa não encontrada ou não pertence a este workspace' } });
+
+    // A board: the cards of a pipeline, moved by the panel as the public lead move does.
+    const pipeline = await fixture.stack.admin<{ id: string }>('POST', `${base}/pipelines`, {
+      name: 'Vendas',
+      stages: [
+        { key: 'novo', name: 'Novo' },
+        { key: 'ganho', name: 'Ganho' },
+      ],
+    });
+    const contactOf = async (conversationId: string) =>
+      (
+        await fixture.stack.admin<{ contact: { id: string } }>(
+          'GET',
+          `${base}/conversations/${conversationId}`,
+        )
+      ).body.contact.id;
+    const [maria, joao] = [await contactOf(ids[0]!), await contactOf(ids[1]!)];
+    const cards = `${base}/pipelines/${pipeline.body.id}/contacts`;
+    expect((await fixture.stack.admin<{ contacts: Json[] }>('GET', cards)).body.contacts).toEqual([]);
+    expect(await fixture.stack.admin('PUT', `${cards}/${maria}`, { stage: 'novo' })).toEqual({
+      status: 200,
+      body: { success: true, contact_id: maria, pipeline_id: pipeline.body.id, stage: 'novo' },
+    });
+    await fixture.stack.admin('PUT', `${cards}/${joao}`, { stage: 'novo', conversation_id: ids[1] });
+    await fixture.stack.admin('PUT', `${cards}/${maria}`, { stage: 'ganho' });
+    const board = await fixture.stack.admin<{ contacts: Json[] }>('GET', cards);
+    expect(board.body.contacts.map((c) => [c.phone, c.stage])).toEqual([
+      ['+5511922240001', 'ganho'],
+      ['+5511922240002', 'novo'],
+    ]);
+    expect(
+      (await fixture.stack.admin<{ contacts: Json[] }>('GET', `${cards}?limit=1`)).body.contacts,
+    ).toHaveLength(1);
+    const history = await fixture.stack.admin<{ moves: Json[] }>(
+      'GET',
+      `${base}/pipelines/${pipeline.body.id}/contacts/${maria}/history`,
+    );
+    expect(history.body.moves.map((m) => m.moved_by)).toEqual(['admin: painel', 'admin: painel']);
+    await waitFor(
+      async () =>
+        (
+          await fixture.stack.admin<{ messages: Json[] }>('GET', `${base}/conversations/${ids[1]}`)
+        ).body.messages.some((m) => m.direction === 'internal'),
+      { what: 'the lead move as a system event of the conversation' },
+    );
+    expect(await fixture.stack.admin('PUT', `${cards}/${maria}`, { stage: 'perdido' })).toEqual({
+      status: 400,
+      body: { error: 'stage "perdido" não existe no pipeline "Vendas"' },
+    });
+    expect(
+      (
+        await fixture.stack.admin(
+          'GET',
+          `/admin/v1/workspaces/${other.id}/pipelines/${pipeline.body.id}/contacts`,
+        )
+      ).status,
+    ).toBe(404);
+  });
+
+  it('sends a test event to one endpoint, whatever it subscribed to, and refuses a disabled one', async () => {
+    const ws = await workspace('panel-5');
+    const base = `/admin/v1/workspaces/${ws.id}`;
+    const hook = await fixture.stack.admin<{ id: string }>('POST', `${base}/webhooks`, {
+      url: `${fixture.receiver.url}/panel-5-test`,
+      events: ['message.received'],
+      secret: 'segredo-de-teste',
+    });
+    const scheduled = await fixture.stack.admin<Json>('POST', `${base}/webhooks/${hook.body.id}/test`);
+    expect(scheduled).toMatchObject({ status: 201, body: { event_type: 'webhook.test', status: 'pending' } });
+    const received = await waitFor(
+      () =>
+        fixture.receiver.received.find(
+          (r) => r.headers['x-webhook-event'] === 'webhook.test' && r.rawBody.includes(ws.id),
+        ),
+      { what: 'the test event' },
+    );
+    expect(JSON.parse(received.rawBody)).toEqual({
+      event: 'webhook.test',
+      workspace_id: ws.id,
+      webhook_id: hook.body.id,
+      sent_at: expect.any(String),
+    });
+    expect(received.headers['x-webhook-id']).toBe(scheduled.body.event_id);
+    await waitFor(
+      async () =>
+        (
+          await fixture.stack.admin<Json>(
+            'GET',
+            `${base}/webhooks/${hook.body.id}/deliveries/${scheduled.body.id}`,
+          )
+        ).body.status === 'delivered',
+      { what: 'the test delivery logged as delivered' },
+    );
+    // Only the endpoint asked got it: not the workspace's other one, subscribed to every event.
+    const tests = fixture.receiver.received.filter(
+      (r) => r.headers['x-webhook-event'] === 'webhook.test' && r.rawBody.includes(ws.id),
+    );
+    expect(tests).toHaveLength(1);
+
+    await fixture.stack.admin('PATCH', `${base}/webhooks/${hook.body.id}`, { enabled: false });
+    expect(await fixture.stack.admin('POST', `${base}/webhooks/${hook.body.id}/test`)).toEqual({
+      status: 409,
+      body: { error: 'Webhook desativado: ative-o para enviar um evento de teste' },
+    });
+    const other = await workspace('panel-5-other');
+    expect(
+      await fixture.stack.admin('POST', `/admin/v1/workspaces/${other.id}/webhooks/${hook.body.id}/test`),
+    ).toEqual({ status: 404, body: { error: 'Webhook não encontrado neste workspace' } });
+  });
 });

@@ -29,7 +29,7 @@ const reallyMissing = missing.filter(([bin]) => !process.env[given[bin]]);
 if (reallyMissing.length > 0) {
   const commands = [...new Set(reallyMissing.map(([, cmd]) => cmd))];
   console.error(
-    `The tests start real NATS, Postgres, Redis and RabbitMQ servers, and check the docs page in a headless Chromium. Missing: ${reallyMissing.map(([b]) => b).join(', ')}.`,
+    `The tests start real NATS, Postgres, Redis and RabbitMQ servers, and check the docs page and the panel in a headless Chromium. Missing: ${reallyMissing.map(([b]) => b).join(', ')}.`,
   );
   console.error(`Install with (as root): apt-get update && ${commands.join(' && ')}`);
   console.error(

@@ -184,6 +184,22 @@ describe(`image build steps for ${SERVICE}, without a container engine`, () => {
     expect(existsSync(join(app, 'node_modules', '@scalar', 'api-reference'))).toBe(false);
   });
 
+  it("ships the panel's build in the build output, not the panel's package or its dependencies", () => {
+    const panel = join(app, 'services', SERVICE, 'dist', 'panel');
+    expect(existsSync(join(panel, 'index.html'))).toBe(true);
+    const assets = readdirSync(join(panel, 'assets'));
+    expect(assets.some((name) => name.endsWith('.js'))).toBe(true);
+    expect(assets.some((name) => name.endsWith('.css'))).toBe(true);
+    // The page names only its own assets, which are all there.
+    const page = readFileSync(join(panel, 'index.html'), 'utf8');
+    const referenced = [...page.matchAll(/(?:src|href)="\/panel\/([^"]+)"/g)].map((match) => match[1]!);
+    expect(referenced.length).toBeGreaterThan(1);
+    for (const file of referenced) expect(existsSync(join(panel, file)), file).toBe(true);
+    expect(page).not.toMatch(/https?:\/\//);
+    for (const absent of ['@inbox/panel', 'react', 'react-dom', 'vite'])
+      expect(existsSync(join(app, 'node_modules', absent)), absent).toBe(false);
+  });
+
   it('ships production dependencies only, the libs the service links to and its migrations', () => {
     const modules = readdirSync(join(app, 'node_modules'));
     for (const devTool of [

@@ -356,7 +356,7 @@ describe('scaling and disruption', () => {
 });
 
 describe('Ingress', () => {
-  it('routes only /api/ and /admin/ to the gateway and /inbound/ to the connector', () => {
+  it('routes only /api/, /admin/ and /panel to the gateway and /inbound/ to the connector', () => {
     const overlays = renderAllOverlays();
     for (const overlay of overlays) {
       const routes = ofKind(overlay, 'Ingress').flatMap((ingress) =>
@@ -371,6 +371,7 @@ describe('Ingress', () => {
       expect(routes.sort(), overlay.name).toEqual([
         'gateway:http Prefix /admin/',
         'gateway:http Prefix /api/',
+        'gateway:http Prefix /panel',
         'provider-connector:http Prefix /inbound/',
       ]);
       for (const ingress of ofKind(overlay, 'Ingress')) {

@@ -15,6 +15,7 @@ import {
   stopOnSignals,
 } from '@inbox/service-kit';
 import { startEmbeddedDatabase } from './embedded-database.js';
+import { ensurePanelBuilt } from './panel-build.js';
 import { serviceDefinitions } from './service-definitions.js';
 import { readSettings, sandboxCidrsNote } from './settings.js';
 
@@ -41,6 +42,8 @@ stopOnSignals(
 
 try {
   console.log('Starting the inbox platform in all-in-one mode…');
+  // The gateway serves the panel from its build; a missing or outdated one is built first (about a second).
+  await ensurePanelBuilt((line) => console.log(line));
   const database = settings.DATABASE_URL
     ? { url: settings.DATABASE_URL, stop: async () => undefined }
     : await startEmbeddedDatabase((line) => logger.warn(line));
@@ -127,6 +130,7 @@ try {
 Inbox platform is running (all-in-one mode, ready in ${seconds}s). Ctrl-C stops everything.
 
   Gateway (public and admin API)   ${gateway.url}
+  Panel (sign in with the token)   ${gateway.url}/panel
   API docs (read and try calls)    ${gateway.url}/docs
   OpenAPI document                 ${gateway.url}/openapi.json
   Provider connector               ${connector.url}

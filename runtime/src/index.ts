@@ -6,4 +6,5 @@ export {
   startServiceProcess,
   startStack,
 } from './distributed.js';
+export { ensurePanelBuilt, panelDist, panelSourceDigest } from './panel-build.js';
 export { RuntimeSettings, readSettings, type Settings } from './settings.js';

@@ -4,6 +4,7 @@
 import { createLogger, stopGraceMs, stopOnSignals } from '@inbox/service-kit';
 import { type LocalServer, startNats, startPostgres, startRabbitMQ, startRedis } from '@inbox/testkit';
 import { type RunningStack, startStack } from './distributed.js';
+import { ensurePanelBuilt } from './panel-build.js';
 import { readSettings, sandboxCidrsNote } from './settings.js';
 
 const settings = readSettings();
@@ -26,6 +27,8 @@ const serverOrGiven = async (given: string | undefined, start: () => Promise<Loc
 };
 
 try {
+  // The gateway process serves the panel from apps/panel/dist: build it first when missing or outdated.
+  await ensurePanelBuilt((line) => console.log(line));
   const [busUrl, databaseUrl, redisUrl] = await Promise.all([
     settings.BUS === 'rabbitmq'
       ? serverOrGiven(settings.BUS_URL, () => startRabbitMQ(), 'rabbitmq-server')
@@ -59,6 +62,7 @@ try {
 Inbox platform is running (distributed mode: one process per service). Ctrl-C stops everything.
 
   Gateway (public and admin API)   ${stack.gatewayUrl}
+  Panel (sign in with the token)   ${stack.gatewayUrl}/panel
   API docs (read and try calls)    ${stack.gatewayUrl}/docs
   OpenAPI document                 ${stack.gatewayUrl}/openapi.json
   Provider connector               http://127.0.0.1:${settings.CONNECTOR_PORT}

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { integrationChannels } from './channels.js';
 import { platformTexts } from './error-texts.js';
 import { publicEventTypes } from './events.js';
+import { ExternalSendBody, MoveLeadBody } from './public-api.js';
 import { isStorableString, storableString } from './validate.js';
 
 export const workspaceStatuses = ['active', 'inactive', 'suspended'] as const;
@@ -122,6 +123,29 @@ export const FailedMessagesQuery = z.object({
     .max(200, pageLimitText)
     .default(50),
 });
+
+/** The panel's inbox: conversations with the newest activity first, a page at a time, maybe of one status. */
+export const ConversationListQuery = z.object({
+  status: z
+    .enum(['open', 'assigned', 'resolved'], { error: platformTexts.conversationStatusInvalid })
+    .optional(),
+  limit: ConversationPage.shape.limit,
+  before: z.uuid({ error: platformTexts.mustBeUuid('before') }).optional(),
+});
+
+/** A reply written in the panel: an external send by a person, so `sender_type` is `human`. */
+export const ReplyBody = z.object({
+  text: ExternalSendBody.shape.text,
+  sender_name: ExternalSendBody.shape.sender_name,
+});
+
+/** The cards of a funnel's board: the contacts most recently moved, up to `limit`. */
+export const PipelineContactsQuery = z.object({
+  limit: z.coerce.number({ error: platformTexts.deliveryLimitInvalid }).int().min(1).max(500).default(200),
+});
+
+/** Moving a card on the board: the lead move, without the pipeline (the path names it). */
+export const MoveContactBody = MoveLeadBody.pick({ stage: true, conversation_id: true });
 
 export const CreateMemberBody = z.object({
   name: requiredName,

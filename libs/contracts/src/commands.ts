@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   AddStageBody,
+  ConversationListQuery,
   ConversationPage,
   CreateAgentBody,
   CreateIntegrationBody,
@@ -9,6 +10,7 @@ import {
   CreateWebhookBody,
   DeliveryQuery,
   FailedMessagesQuery,
+  PipelineContactsQuery,
   RenamePipelineBody,
   RenameStageBody,
   ReorderStagesBody,
@@ -30,6 +32,7 @@ import {
   SendTemplateBody,
   SendTemplateResponse,
 } from './public-api.js';
+import { senderTypes } from './public-events.js';
 
 /** What the gateway knows of the caller's workspace, passed along so owners need not ask for it. */
 export const WorkspaceContext = z.object({ id: z.uuid(), default_country_code: z.string() });
@@ -127,6 +130,17 @@ export const ConversationView = z.object({
   updated_at: z.iso.datetime(),
 });
 
+/** A conversation as the inbox lists it: the view, and its newest message cut to a preview. */
+export const ConversationSummary = ConversationView.extend({
+  last_message: z
+    .object({
+      text: z.string(),
+      direction: MessageView.shape.direction,
+      created_at: z.iso.datetime(),
+    })
+    .nullable(),
+});
+
 export const Pipeline = z.object({
   id: z.uuid(),
   name: z.string(),
@@ -190,6 +204,9 @@ export const Delivery = z.object({
 
 const webhookRef = z.object({ workspace_id: z.uuid(), webhook_id: z.uuid() });
 
+/** Where a contact stands in a pipeline: a card of its board. */
+export const LeadPosition = z.object({ contact_id: z.uuid(), stage: z.string(), moved_at: z.iso.datetime() });
+
 /** A template send as the connector takes it: validated by the gateway, language already defaulted. */
 export const TemplateSend = z.object({
   name: z.string(),
@@ -238,7 +255,8 @@ export const commandCatalogue = {
     reply: SendTemplateResponse,
   },
   'cmd.messaging.external-send': {
-    request: ExternalSendBody.extend({ workspace_id: z.uuid() }),
+    // The public body names an agent or the system; a reply written in the panel is a person's.
+    request: ExternalSendBody.extend({ workspace_id: z.uuid(), sender_type: z.enum(senderTypes).nullish() }),
     reply: ExternalSendResponse,
   },
   'cmd.pipeline.move-lead': {
@@ -252,6 +270,26 @@ export const commandCatalogue = {
   'cmd.messaging.create-agent': {
     request: CreateAgentBody.extend({ workspace_id: z.uuid() }),
     reply: Agent,
+  },
+  'cmd.messaging.list-members': {
+    request: z.object({ workspace_id: z.uuid() }),
+    reply: z.object({ members: z.array(Member) }),
+  },
+  'cmd.messaging.list-agents': {
+    request: z.object({ workspace_id: z.uuid() }),
+    reply: z.object({ agents: z.array(Agent) }),
+  },
+  'cmd.messaging.list-conversations': {
+    request: ConversationListQuery.extend({ workspace_id: z.uuid() }),
+    reply: z.object({
+      conversations: z.array(ConversationSummary),
+      /** Pass as `before` for the next page; null when this page holds the last one. */
+      older_before: z.uuid().nullable(),
+    }),
+  },
+  'cmd.messaging.list-contacts': {
+    request: z.object({ workspace_id: z.uuid(), contact_ids: z.array(z.uuid()).max(500) }),
+    reply: z.object({ contacts: z.array(Contact) }),
   },
   'cmd.messaging.assign': {
     request: z.object({
@@ -324,6 +362,10 @@ export const commandCatalogue = {
     }),
     reply: Pipeline,
   },
+  'cmd.pipeline.list-positions': {
+    request: PipelineContactsQuery.extend({ workspace_id: z.uuid(), pipeline_id: z.uuid() }),
+    reply: z.object({ positions: z.array(LeadPosition) }),
+  },
   'cmd.pipeline.contact-stages': {
     request: z.object({ workspace_id: z.uuid(), contact_id: z.uuid() }),
     reply: z.object({ stages: z.array(ContactStage) }),
@@ -365,6 +407,10 @@ export const commandCatalogue = {
   'cmd.connector.update-integration': {
     request: UpdateIntegrationBody.extend({ workspace_id: z.uuid(), integration_id: z.uuid() }),
     reply: Integration,
+  },
+  'cmd.connector.list-integrations': {
+    request: z.object({ workspace_id: z.uuid() }),
+    reply: z.object({ integrations: z.array(Integration) }),
   },
   'cmd.connector.create-integration': {
     request: CreateIntegrationBody.extend({ workspace_id: z.uuid() }),
@@ -419,6 +465,7 @@ export const commandCatalogue = {
     request: ReplayBody.extend(webhookRef.shape),
     reply: z.object({ scheduled: z.number().int() }),
   },
+  'cmd.dispatcher.send-test': { request: webhookRef, reply: Delivery },
 } as const;
 
 export type CommandSubject = keyof typeof commandCatalogue;

@@ -133,6 +133,7 @@ export const platformTexts = {
   assigneeNotMember: 'id não é um membro deste workspace',
   assigneeNotAgent: 'id não é um agente deste workspace',
   pageLimitInvalid: 'limit deve ser inteiro de 0 a 200',
+  conversationStatusInvalid: 'status deve ser "open", "assigned" ou "resolved"',
 
   // The admin API: integrations and their provider config.
   /** Given every channel an integration may have. */
@@ -160,6 +161,7 @@ export const platformTexts = {
   deliveryLimitInvalid: 'limit deve ser inteiro de 1 a 500',
   deliveryNotFound: 'Entrega não encontrada para este webhook',
   deliveryNotResendable: 'Entrega não encontrada para este webhook, ou em tentativa agora',
+  webhookDisabledForTest: 'Webhook desativado: ative-o para enviar um evento de teste',
 
   // The admin API: pipelines and their stages.
   pipelineNotInWorkspace: 'Pipeline não encontrado neste workspace',
@@ -179,6 +181,8 @@ export const platformTexts = {
     `O estágio "${key}" tem ${held} contato(s): informe move_to com o estágio para onde eles vão`,
   // Shown as `moved_by` in the lead history of the contacts a stage removal moved.
   movedByStageRemoval: (key: string) => `admin: estágio "${key}" removido`,
+  // Shown as `moved_by` in the lead history of a card moved on the panel's board.
+  movedByPanel: 'admin: painel',
   // How a lead move reads in the conversation's history.
   leadMoved: (fromStage: string | null, toStage: string, pipeline: string) =>
     `Lead movido${fromStage ? ` de "${fromStage}"` : ''} para "${toStage}" no pipeline "${pipeline}"`,

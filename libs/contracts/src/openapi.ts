@@ -18,6 +18,7 @@ import {
   ref,
   responseHeaders,
 } from './openapi-headers.js';
+import { testEventType, WebhookTest } from './public-events.js';
 import { isBodyRule, isCommandRoute, type RouteDefinition, routes } from './routes.js';
 
 /**
@@ -49,6 +50,21 @@ const eventSummaries: Record<PublicEventType, string> = {
   [eventTypes.conversationAssigned]: 'A conversation was assigned, reassigned or unassigned',
   [eventTypes.conversationResolved]: 'A conversation was marked resolved',
 };
+
+/** What each webhook delivers: the public events, then the test event an operator sends to one endpoint. */
+const documentedWebhooks = [
+  ...publicEventTypes.map((event) => ({
+    event,
+    summary: eventSummaries[event],
+    schema: eventCatalogue[event] as z.ZodType,
+  })),
+  {
+    event: testEventType,
+    summary:
+      'A test sent on request to this one endpoint ("send test event"), whatever events it subscribed to; it reports nothing that happened',
+    schema: WebhookTest,
+  },
+];
 
 const securitySchemes = {
   workspaceKey: {
@@ -148,18 +164,18 @@ export function openApiDocument(table: readonly RouteDefinition[] = routes): Ope
     });
   }
 
-  for (const event of publicEventTypes) {
+  for (const { event, summary, schema } of documentedWebhooks) {
     registry.registerWebhook({
       method: 'post',
       path: event,
       operationId: `${camelCase(event)}Event`,
-      summary: eventSummaries[event],
+      summary,
       tags: ['Events'],
       // Deliveries carry no credential: receivers check their signature (see the headers).
       security: [],
       parameters: deliveryHeaderParameters(event),
       request: {
-        body: { required: true, content: { 'application/json': { schema: eventCatalogue[event] } } },
+        body: { required: true, content: { 'application/json': { schema } } },
       },
       responses: {
         '2XX': { description: 'Receipt acknowledged: the delivery is done.' },

@@ -55,3 +55,16 @@ export const ConversationResolved = z.object({
   status: z.object({ value: z.literal('resolved') }),
 });
 export type ConversationResolved = z.infer<typeof ConversationResolved>;
+
+/**
+ * What "send test event" delivers to one endpoint, whatever events it subscribed to: never an event of
+ * the platform, so a receiver that acts on those ignores it, and not on the bus (nothing happened).
+ */
+export const testEventType = 'webhook.test';
+export const WebhookTest = z.object({
+  event: z.literal(testEventType),
+  workspace_id: z.uuid(),
+  webhook_id: z.uuid(),
+  sent_at: z.iso.datetime(),
+});
+export type WebhookTest = z.infer<typeof WebhookTest>;

@@ -119,6 +119,42 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     AppError.badRequest(platformTexts.webhookUrlRefused(platformTexts.destinationForbidden('localhost'))),
   );
 
+  const externalSend = [
+    conversationNotFound,
+    answers(
+      "the conversation's integration is not connected",
+      AppError.badRequest(errorTexts.integrationNotConnected),
+    ),
+    answers(
+      "the conversation's channel cannot send yet (the text names it)",
+      AppError.badRequest(platformTexts.channelNotSupported('photo')),
+    ),
+    windowClosed,
+    altBIncomplete,
+    ...provider('bot'),
+    ...officialRefusals,
+  ];
+  const moveLead = [
+    answers('the contact is not one of this workspace', AppError.notFound(errorTexts.contactNotFound)),
+    answers('the pipeline is not one of this workspace', AppError.badRequest(errorTexts.pipelineNotFound)),
+    answers(
+      'the pipeline has no stage with this key (the text names both)',
+      AppError.badRequest(errorTexts.stageNotFound('negociacao', 'Vendas')),
+    ),
+    answers(
+      'conversation_id is not a conversation of this contact',
+      AppError.badRequest(errorTexts.conversationNotOfContact),
+    ),
+  ];
+  // Answered by the gateway from two owners; either may be out of reach.
+  const twoOwners = (owner: string) => [
+    answers(`${owner} is not reachable`, AppError.unavailable()),
+    answers(
+      `${owner} did not answer in time (the text names it)`,
+      new AppError(504, { error: platformTexts.serviceTimeout('messaging') }),
+    ),
+  ];
+
   return {
     sendMessage: [
       ...integration('alt-a'),
@@ -182,33 +218,8 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       ...provider('chat-official'),
       ...officialRefusals,
     ],
-    externalSend: [
-      conversationNotFound,
-      answers(
-        "the conversation's integration is not connected",
-        AppError.badRequest(errorTexts.integrationNotConnected),
-      ),
-      answers(
-        "the conversation's channel cannot send yet (the text names it)",
-        AppError.badRequest(platformTexts.channelNotSupported('photo')),
-      ),
-      windowClosed,
-      altBIncomplete,
-      ...provider('bot'),
-      ...officialRefusals,
-    ],
-    moveLead: [
-      answers('the contact is not one of this workspace', AppError.notFound(errorTexts.contactNotFound)),
-      answers('the pipeline is not one of this workspace', AppError.badRequest(errorTexts.pipelineNotFound)),
-      answers(
-        'the pipeline has no stage with this key (the text names both)',
-        AppError.badRequest(errorTexts.stageNotFound('negociacao', 'Vendas')),
-      ),
-      answers(
-        'conversation_id is not a conversation of this contact',
-        AppError.badRequest(errorTexts.conversationNotOfContact),
-      ),
-    ],
+    externalSend,
+    moveLead,
 
     createIntegration: [
       answers(
@@ -275,12 +286,9 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     // Answered by the gateway from two owners: messaging has the contact, pipeline its stages.
     getContact: [
       answers('the contact is not one of this workspace', AppError.notFound(errorTexts.contactNotFound)),
-      answers('messaging or pipeline is not reachable', AppError.unavailable()),
-      answers(
-        'messaging or pipeline did not answer in time (the text names it)',
-        new AppError(504, { error: platformTexts.serviceTimeout('messaging') }),
-      ),
+      ...twoOwners('messaging or pipeline'),
     ],
+    replyToConversation: externalSend,
 
     createPipeline: [repeatedKey],
     getPipeline: [pipelineNotFound],
@@ -308,6 +316,8 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       ),
     ],
     leadHistory: [pipelineNotFound],
+    listPipelineContacts: [pipelineNotFound, ...twoOwners('pipeline or messaging')],
+    moveContact: moveLead,
 
     createWebhook: [urlRefused],
     getWebhook: [webhookNotFound],
@@ -327,5 +337,12 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       ),
     ],
     replayFailed: [webhookNotFound],
+    sendTestEvent: [
+      webhookNotFound,
+      answers(
+        'the endpoint is disabled: enable it first',
+        new AppError(409, { error: platformTexts.webhookDisabledForTest }),
+      ),
+    ],
   };
 })();

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import {
   AddStageBody,
   AssignBody,
+  ConversationListQuery,
   ConversationPage,
   CreateAgentBody,
   CreateIntegrationBody,
@@ -11,10 +12,13 @@ import {
   CreateWorkspaceBody,
   DeliveryQuery,
   FailedMessagesQuery,
+  MoveContactBody,
+  PipelineContactsQuery,
   RenamePipelineBody,
   RenameStageBody,
   ReorderStagesBody,
   ReplayBody,
+  ReplyBody,
   RotateSecretBody,
   UpdateIntegrationBody,
   UpdateWebhookBody,
@@ -73,11 +77,13 @@ export interface CallerFacts {
 
 /** Answers the gateway gives itself: the workspace is the gateway's own data. */
 export const localOperations = [
+  'list-workspaces',
   'create-workspace',
   'get-workspace',
   'update-workspace',
   'rotate-api-key',
   'get-contact',
+  'list-pipeline-contacts',
   'openapi-document',
 ] as const;
 export type LocalOperation = (typeof localOperations)[number];
@@ -164,8 +170,15 @@ export const Workspace = z.object({
 });
 /** The key is shown once, here; only its hash is kept. */
 export const CreatedWorkspace = Workspace.extend({ api_key: z.string() });
+export const WorkspaceList = z.object({ workspaces: z.array(Workspace) });
 export const RotatedApiKey = z.object({ api_key: z.string() });
 export const ContactWithStages = Contact.extend({ stages: z.array(ContactStage) });
+/** A card of a funnel's board: the contact and where it stands. */
+export const PipelineContact = Contact.pick({ id: true, phone: true, name: true }).extend({
+  stage: z.string(),
+  moved_at: z.iso.datetime(),
+});
+export const PipelineContacts = z.object({ contacts: z.array(PipelineContact) });
 
 export const routes: readonly RouteDefinition[] = [
   commandRoute({
@@ -226,6 +239,16 @@ export const routes: readonly RouteDefinition[] = [
   }),
 
   {
+    operationId: 'listWorkspaces',
+    summary: 'Every workspace, the newest first',
+    tag: 'Workspaces',
+    method: 'get',
+    path: `${adminPrefix}/workspaces`,
+    access: 'admin-token',
+    local: 'list-workspaces',
+    reply: WorkspaceList,
+  },
+  {
     operationId: 'createWorkspace',
     summary: 'Create a workspace and its first API key',
     tag: 'Workspaces',
@@ -273,6 +296,16 @@ export const routes: readonly RouteDefinition[] = [
     reply: RotatedApiKey,
   },
 
+  commandRoute({
+    operationId: 'listIntegrations',
+    summary: "The workspace's integrations and their status",
+    tag: 'Integrations',
+    method: 'get',
+    path: `${ws}/integrations`,
+    access: 'admin-token',
+    params: ids('workspace_id'),
+    command: 'cmd.connector.list-integrations',
+  }),
   commandRoute({
     operationId: 'createIntegration',
     summary: 'Connect a channel',
@@ -328,6 +361,16 @@ export const routes: readonly RouteDefinition[] = [
   }),
 
   commandRoute({
+    operationId: 'listMembers',
+    summary: "The workspace's human team members",
+    tag: 'Team',
+    method: 'get',
+    path: `${ws}/members`,
+    access: 'admin-token',
+    params: ids('workspace_id'),
+    command: 'cmd.messaging.list-members',
+  }),
+  commandRoute({
     operationId: 'createMember',
     summary: 'Add a human team member',
     tag: 'Team',
@@ -338,6 +381,16 @@ export const routes: readonly RouteDefinition[] = [
     body: CreateMemberBody,
     status: 201,
     command: 'cmd.messaging.create-member',
+  }),
+  commandRoute({
+    operationId: 'listAgents',
+    summary: "The workspace's AI agents",
+    tag: 'Team',
+    method: 'get',
+    path: `${ws}/agents`,
+    access: 'admin-token',
+    params: ids('workspace_id'),
+    command: 'cmd.messaging.list-agents',
   }),
   commandRoute({
     operationId: 'createAgent',
@@ -352,6 +405,17 @@ export const routes: readonly RouteDefinition[] = [
     command: 'cmd.messaging.create-agent',
   }),
 
+  commandRoute({
+    operationId: 'listConversations',
+    summary: 'Conversations with the newest activity first, a page at a time',
+    tag: 'Conversations',
+    method: 'get',
+    path: `${ws}/conversations`,
+    access: 'admin-token',
+    params: ids('workspace_id'),
+    query: ConversationListQuery,
+    command: 'cmd.messaging.list-conversations',
+  }),
   commandRoute({
     operationId: 'getConversation',
     summary: 'A conversation with a page of its messages, newest first',
@@ -373,6 +437,26 @@ export const routes: readonly RouteDefinition[] = [
     params: ids('workspace_id', 'conversation_id'),
     body: AssignBody,
     command: 'cmd.messaging.assign',
+  }),
+  commandRoute({
+    operationId: 'replyToConversation',
+    summary:
+      "Reply in a conversation as a person of the team (an external send on the conversation's channel)",
+    tag: 'Conversations',
+    method: 'post',
+    path: `${ws}/conversations/{conversation_id}/messages`,
+    access: 'admin-token',
+    params: ids('workspace_id', 'conversation_id'),
+    body: ReplyBody,
+    status: 201,
+    command: 'cmd.messaging.external-send',
+    request: ({ params, body, caller }) => ({
+      workspace_id: caller.workspace_id,
+      conversation_id: params.conversation_id as string,
+      text: body.text as string,
+      sender_type: 'human',
+      sender_name: (body.sender_name as string | null | undefined) ?? null,
+    }),
   }),
   commandRoute({
     operationId: 'resolveConversation',
@@ -511,6 +595,38 @@ export const routes: readonly RouteDefinition[] = [
       move_to: (query.move_to as string | undefined) ?? null,
     }),
   }),
+  {
+    operationId: 'listPipelineContacts',
+    summary: "The contacts in a pipeline and each one's stage, the most recently moved first",
+    tag: 'Pipelines',
+    method: 'get',
+    path: `${ws}/pipelines/{pipeline_id}/contacts`,
+    access: 'admin-token',
+    params: ids('workspace_id', 'pipeline_id'),
+    query: PipelineContactsQuery,
+    local: 'list-pipeline-contacts',
+    reply: PipelineContacts,
+  },
+  commandRoute({
+    operationId: 'moveContact',
+    summary:
+      "Move a contact to a pipeline's stage, as the public lead move does (recorded as moved by the panel)",
+    tag: 'Pipelines',
+    method: 'put',
+    path: `${ws}/pipelines/{pipeline_id}/contacts/{contact_id}`,
+    access: 'admin-token',
+    params: ids('workspace_id', 'pipeline_id', 'contact_id'),
+    body: MoveContactBody,
+    command: 'cmd.pipeline.move-lead',
+    request: ({ params, body, caller }) => ({
+      workspace_id: caller.workspace_id,
+      pipeline_id: params.pipeline_id as string,
+      contact_id: params.contact_id as string,
+      stage: body.stage as string,
+      conversation_id: (body.conversation_id as string | null | undefined) ?? null,
+      moved_by: platformTexts.movedByPanel,
+    }),
+  }),
   commandRoute({
     operationId: 'leadHistory',
     summary: "A contact's moves in a pipeline",
@@ -628,6 +744,18 @@ export const routes: readonly RouteDefinition[] = [
     params: ids('workspace_id', 'webhook_id'),
     body: ReplayBody,
     command: 'cmd.dispatcher.replay-failed',
+  }),
+
+  commandRoute({
+    operationId: 'sendTestEvent',
+    summary: 'Deliver a `webhook.test` event to this endpoint now, whatever events it subscribed to',
+    tag: 'Webhooks',
+    method: 'post',
+    path: `${ws}/webhooks/{webhook_id}/test`,
+    access: 'admin-token',
+    params: ids('workspace_id', 'webhook_id'),
+    status: 201,
+    command: 'cmd.dispatcher.send-test',
   }),
 
   {

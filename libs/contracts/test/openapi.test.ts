@@ -11,6 +11,7 @@ import {
   publicEventTypes,
   routeFailures,
   routes,
+  testEventType,
 } from '../src/index.js';
 
 type Json = Record<string, unknown>;
@@ -42,7 +43,7 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('lists the four public endpoints, every route of the table and the four webhooks', () => {
+  it('lists the four public endpoints, every route of the table, the four webhooks and the test event', () => {
     const operationIds = Object.values(document.paths).flatMap((item) =>
       Object.values(item).map((op) => (op as { operationId: string }).operationId),
     );
@@ -53,7 +54,7 @@ describe('the OpenAPI document', () => {
       );
     }
     expect(operationIds).toHaveLength(documented.length);
-    expect(Object.keys(document.webhooks)).toEqual(publicEventTypes);
+    expect(Object.keys(document.webhooks)).toEqual([...publicEventTypes, testEventType]);
     expect(publicEventTypes).toHaveLength(4);
   });
 

@@ -1,6 +1,10 @@
 import createClient, { type Client, type ClientOptions } from 'openapi-fetch';
 import type { paths } from './generated/api.js';
 
+// The schemas' types come with the client, so a browser can import this module alone (the package's
+// entry also brings the webhook signatures, which need Node's crypto).
+export type { components, operations, paths } from './generated/api.js';
+
 type PathsUnder<Prefix extends string> = {
   [Path in keyof paths as Path extends `${Prefix}${string}` ? Path : never]: paths[Path];
 };

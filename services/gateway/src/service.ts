@@ -4,6 +4,7 @@ import { KeyCache } from './domain/key-cache.js';
 import { KeyResolver } from './handlers/authenticate.js';
 import { docsPage } from './handlers/docs-page.js';
 import type { IdempotencyOptions } from './handlers/idempotency.js';
+import { panelPage } from './handlers/panel-page.js';
 import { routeTable } from './handlers/route-table.js';
 import {
   AuthFailureLimiter,
@@ -92,6 +93,7 @@ export function gatewayService(options: GatewayOptions): ServiceDefinition {
             }),
           );
           app.use(docsPage(logger));
+          app.use(panelPage(logger));
         },
       };
     },

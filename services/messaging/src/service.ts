@@ -25,6 +25,12 @@ export function messagingService(): ServiceDefinition {
           await bus.handle('cmd.messaging.external-send', (command) => externalSend(deps, command));
           await bus.handle('cmd.messaging.create-member', (command) => panel.createMember(deps, command));
           await bus.handle('cmd.messaging.create-agent', (command) => panel.createAgent(deps, command));
+          await bus.handle('cmd.messaging.list-members', (command) => panel.listMembers(deps, command));
+          await bus.handle('cmd.messaging.list-agents', (command) => panel.listAgents(deps, command));
+          await bus.handle('cmd.messaging.list-conversations', (command) =>
+            panel.listConversations(deps, command),
+          );
+          await bus.handle('cmd.messaging.list-contacts', (command) => panel.listContacts(deps, command));
           await bus.handle('cmd.messaging.assign', (command) => panel.assign(deps, command));
           await bus.handle('cmd.messaging.resolve', (command) => panel.resolve(deps, command));
           await bus.handle('cmd.messaging.get-conversation', (command) =>

@@ -26,6 +26,9 @@ export function pipelineService(): ServiceDefinition {
             pipelines.reorderStages(pool, command),
           );
           await bus.handle('cmd.pipeline.remove-stage', (command) => pipelines.removeStage(pool, command));
+          await bus.handle('cmd.pipeline.list-positions', (command) =>
+            pipelines.listPositions(pool, command),
+          );
           await bus.handle('cmd.pipeline.contact-stages', (command) =>
             pipelines.contactStages(pool, command),
           );

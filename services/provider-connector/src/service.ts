@@ -6,6 +6,7 @@ import { inboundRoutes } from './handlers/inbound.js';
 import {
   createIntegration,
   getIntegration,
+  listIntegrations,
   resolveIntegration,
   updateIntegration,
 } from './handlers/integrations.js';
@@ -91,6 +92,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           );
           await bus.handle('cmd.connector.send-text', (command) => sendText(sendDeps, command));
           await bus.handle('cmd.connector.get-integration', (command) => getIntegration(store, command));
+          await bus.handle('cmd.connector.list-integrations', (command) => listIntegrations(store, command));
           await bus.handle('cmd.connector.update-integration', (command) =>
             updateIntegration(store, command),
           );

@@ -100,6 +100,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
           );
           await bus.handle('cmd.dispatcher.get-delivery', (command) => webhooks.getDelivery(deps, command));
           await bus.handle('cmd.dispatcher.resend-delivery', (command) => webhooks.resend(deps, command));
+          await bus.handle('cmd.dispatcher.send-test', (command) => webhooks.sendTest(deps, command));
           await bus.handle('cmd.dispatcher.replay-failed', (command) => webhooks.replayFailed(deps, command));
           // Scheduling is quick (one insert); the attempts run in the worker, so no receiver can hold
           // the stream back. It takes milliseconds, so a short ack wait lets another replica take over

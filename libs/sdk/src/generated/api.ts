@@ -103,7 +103,8 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** Every workspace, the newest first */
+    get: operations['listWorkspaces'];
     put?: never;
     /** Create a workspace and its first API key */
     post: operations['createWorkspace'];
@@ -155,7 +156,8 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** The workspace's integrations and their status */
+    get: operations['listIntegrations'];
     put?: never;
     /** Connect a channel */
     post: operations['createIntegration'];
@@ -224,7 +226,8 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** The workspace's human team members */
+    get: operations['listMembers'];
     put?: never;
     /** Add a human team member */
     post: operations['createMember'];
@@ -241,10 +244,28 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** The workspace's AI agents */
+    get: operations['listAgents'];
     put?: never;
     /** Add an AI agent */
     post: operations['createAgent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/admin/v1/workspaces/{workspace_id}/conversations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Conversations with the newest activity first, a page at a time */
+    get: operations['listConversations'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -279,6 +300,23 @@ export interface paths {
     put?: never;
     /** Assign a conversation to a member or an agent, or unassign it */
     post: operations['assignConversation'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/admin/v1/workspaces/{workspace_id}/conversations/{conversation_id}/messages': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Reply in a conversation as a person of the team (an external send on the conversation's channel) */
+    post: operations['replyToConversation'];
     delete?: never;
     options?: never;
     head?: never;
@@ -424,6 +462,40 @@ export interface paths {
     patch: operations['renameStage'];
     trace?: never;
   };
+  '/admin/v1/workspaces/{workspace_id}/pipelines/{pipeline_id}/contacts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The contacts in a pipeline and each one's stage, the most recently moved first */
+    get: operations['listPipelineContacts'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/admin/v1/workspaces/{workspace_id}/pipelines/{pipeline_id}/contacts/{contact_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** Move a contact to a pipeline's stage, as the public lead move does (recorded as moved by the panel) */
+    put: operations['moveContact'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/admin/v1/workspaces/{workspace_id}/pipelines/{pipeline_id}/contacts/{contact_id}/history': {
     parameters: {
       query?: never;
@@ -563,6 +635,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/admin/v1/workspaces/{workspace_id}/webhooks/{webhook_id}/test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Deliver a `webhook.test` event to this endpoint now, whatever events it subscribed to */
+    post: operations['sendTestEvent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface webhooks {
   'message.received': {
@@ -627,6 +716,23 @@ export interface webhooks {
     put?: never;
     /** A conversation was marked resolved */
     post: operations['conversationResolvedEvent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'webhook.test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A test sent on request to this one endpoint ("send test event"), whatever events it subscribed to; it reports nothing that happened */
+    post: operations['webhookTestEvent'];
     delete?: never;
     options?: never;
     head?: never;
@@ -707,6 +813,42 @@ export interface components {
         /** @enum {string} */
         value: 'resolved';
       };
+    };
+    ConversationSummary: {
+      /** Format: uuid */
+      id: string;
+      contact: {
+        /** Format: uuid */
+        id: string;
+        phone: string;
+        name: string | null;
+      };
+      integration: {
+        /** Format: uuid */
+        id: string;
+        channel: string;
+        /** @enum {string} */
+        provider: 'chat-official' | 'chat' | 'bot' | 'photo' | 'social' | 'livechat' | 'market';
+      };
+      /** @enum {string} */
+      status: 'open' | 'assigned' | 'resolved';
+      /** @enum {string|null} */
+      assigned_to_type: 'human' | 'agent' | null;
+      /** Format: uuid */
+      assigned_to_id: string | null;
+      /** Format: date-time */
+      last_inbound_at: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      last_message: {
+        text: string;
+        /** @enum {string} */
+        direction: 'inbound' | 'outbound' | 'internal';
+        /** Format: date-time */
+        created_at: string;
+      } | null;
     };
     ConversationView: {
       /** Format: uuid */
@@ -988,6 +1130,11 @@ export interface components {
       /** Format: date-time */
       sent_at: string | null;
     };
+    MoveContactBody: {
+      stage: string;
+      /** Format: uuid */
+      conversation_id?: string | null;
+    };
     MoveLeadBody: {
       /** Format: uuid */
       pipeline_id: string;
@@ -1018,6 +1165,18 @@ export interface components {
       /** Format: date-time */
       updated_at: string;
     };
+    PipelineContact: {
+      /** Format: uuid */
+      id: string;
+      phone: string;
+      name: string | null;
+      stage: string;
+      /** Format: date-time */
+      moved_at: string;
+    };
+    PipelineContacts: {
+      contacts: components['schemas']['PipelineContact'][];
+    };
     RenamePipelineBody: {
       name: string;
     };
@@ -1030,6 +1189,10 @@ export interface components {
     ReplayBody: {
       /** Format: date-time */
       since: string;
+    };
+    ReplyBody: {
+      text: string;
+      sender_name?: string | null;
     };
     RotatedApiKey: {
       api_key: string;
@@ -1191,6 +1354,16 @@ export interface components {
       /** @enum {string} */
       provider: 'chat-official' | 'chat' | 'bot' | 'photo' | 'social' | 'livechat' | 'market';
     };
+    WebhookTest: {
+      /** @enum {string} */
+      event: 'webhook.test';
+      /** Format: uuid */
+      workspace_id: string;
+      /** Format: uuid */
+      webhook_id: string;
+      /** Format: date-time */
+      sent_at: string;
+    };
     Workspace: {
       /** Format: uuid */
       workspace_id: string;
@@ -1202,6 +1375,9 @@ export interface components {
       default_country_code: string;
       /** Format: date-time */
       created_at: string;
+    };
+    WorkspaceList: {
+      workspaces: components['schemas']['Workspace'][];
     };
   };
   responses: never;
@@ -2011,6 +2187,58 @@ export interface operations {
       };
     };
   };
+  listWorkspaces: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkspaceList'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description An unexpected failure (quote `error_id` when you report it) */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+    };
+  };
   createWorkspace: {
     parameters: {
       query?: never;
@@ -2327,6 +2555,102 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+    };
+  };
+  listIntegrations: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        workspace_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            integrations: components['schemas']['Integration'][];
+          };
+        };
+      };
+      /** @description Path parameter `workspace_id` is not valid */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description No workspace has this id */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description An unexpected failure (quote `error_id` when you report it) */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request is not reachable */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request did not answer in time */
+      504: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
         };
       };
     };
@@ -2902,6 +3226,102 @@ export interface operations {
       };
     };
   };
+  listMembers: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        workspace_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            members: components['schemas']['Member'][];
+          };
+        };
+      };
+      /** @description Path parameter `workspace_id` is not valid */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description No workspace has this id */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description An unexpected failure (quote `error_id` when you report it) */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request is not reachable */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request did not answer in time */
+      504: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
   createMember: {
     parameters: {
       query?: never;
@@ -3025,6 +3445,102 @@ export interface operations {
       };
     };
   };
+  listAgents: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        workspace_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            agents: components['schemas']['Agent'][];
+          };
+        };
+      };
+      /** @description Path parameter `workspace_id` is not valid */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description No workspace has this id */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description An unexpected failure (quote `error_id` when you report it) */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request is not reachable */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request did not answer in time */
+      504: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
   createAgent: {
     parameters: {
       query?: never;
@@ -3086,6 +3602,113 @@ export interface operations {
       };
       /** @description The body is too large */
       413: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description An unexpected failure (quote `error_id` when you report it) */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request is not reachable */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request did not answer in time */
+      504: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  listConversations: {
+    parameters: {
+      query?: {
+        status?: 'open' | 'assigned' | 'resolved';
+        limit?: number | null;
+        before?: string;
+      };
+      header?: never;
+      path: {
+        workspace_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            conversations: components['schemas']['ConversationSummary'][];
+            /** Format: uuid */
+            older_before: string | null;
+          };
+        };
+      };
+      /**
+       * @description - path parameter `workspace_id` is not valid
+       *     - query parameter `status` is not valid
+       *     - query parameter `limit` is not valid
+       *     - query parameter `before` is not valid
+       */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description No workspace has this id */
+      404: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
           [name: string]: unknown;
@@ -3384,6 +4007,147 @@ export interface operations {
         };
       };
       /** @description The service that owns the request did not answer in time */
+      504: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  replyToConversation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        workspace_id: string;
+        conversation_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ReplyBody'];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ExternalSendResponse'];
+        };
+      };
+      /**
+       * @description - path parameter `workspace_id` is not valid
+       *     - path parameter `conversation_id` is not valid
+       *     - the body is not JSON
+       *     - body field `text` is not valid
+       *     - body field `sender_name` is not valid
+       *     - the conversation's integration is not connected
+       *     - the conversation's channel cannot send yet (the text names it)
+       *     - official channel: the number has not written in the last 24 hours (use send-template)
+       */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /**
+       * @description - no workspace has this id
+       *     - the conversation is not one of this workspace
+       */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The body is too large */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /**
+       * @description - the alt-b integration lacks instance_id or token
+       *     - an unexpected failure (quote `error_id` when you report it)
+       */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+      /**
+       * @description - the channel's provider refused or failed the send (the text names the channel)
+       *     - the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
+       */
+      502: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request is not reachable */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /**
+       * @description - the provider did not answer in time: it may have accepted the message, which is not sent again
+       *     - the service that owns the request did not answer in time
+       */
       504: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -4543,6 +5307,233 @@ export interface operations {
        * @description - no workspace has this id
        *     - the pipeline is not one of this workspace
        *     - the pipeline has no stage with this key (the text names it)
+       */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The body is too large */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description An unexpected failure (quote `error_id` when you report it) */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request is not reachable */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request did not answer in time */
+      504: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  listPipelineContacts: {
+    parameters: {
+      query?: {
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        workspace_id: string;
+        pipeline_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PipelineContacts'];
+        };
+      };
+      /**
+       * @description - path parameter `workspace_id` is not valid
+       *     - path parameter `pipeline_id` is not valid
+       *     - query parameter `limit` is not valid
+       */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /**
+       * @description - no workspace has this id
+       *     - the pipeline is not one of this workspace
+       */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description An unexpected failure (quote `error_id` when you report it) */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+      /** @description Pipeline or messaging is not reachable */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Pipeline or messaging did not answer in time (the text names it) */
+      504: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  moveContact: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        workspace_id: string;
+        pipeline_id: string;
+        contact_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MoveContactBody'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['MoveLeadResponse'];
+        };
+      };
+      /**
+       * @description - path parameter `workspace_id` is not valid
+       *     - path parameter `pipeline_id` is not valid
+       *     - path parameter `contact_id` is not valid
+       *     - the body is not JSON
+       *     - body field `stage` is not valid
+       *     - body field `conversation_id` is not valid
+       *     - the pipeline is not one of this workspace
+       *     - the pipeline has no stage with this key (the text names both)
+       *     - conversation_id is not a conversation of this contact
+       */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /**
+       * @description - no workspace has this id
+       *     - the contact is not one of this workspace
        */
       404: {
         headers: {
@@ -5834,6 +6825,117 @@ export interface operations {
       };
     };
   };
+  sendTestEvent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        workspace_id: string;
+        webhook_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Delivery'];
+        };
+      };
+      /**
+       * @description - path parameter `workspace_id` is not valid
+       *     - path parameter `webhook_id` is not valid
+       */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The admin token is wrong or missing */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /**
+       * @description - no workspace has this id
+       *     - the webhook is not one of this workspace
+       */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The endpoint is disabled: enable it first */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Too many failed authentications from this address */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description An unexpected failure (quote `error_id` when you report it) */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request is not reachable */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description The service that owns the request did not answer in time */
+      504: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
   messageReceivedEvent: {
     parameters: {
       query?: never;
@@ -6059,6 +7161,67 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': components['schemas']['ConversationResolved'];
+      };
+    };
+    responses: {
+      /** @description Receipt acknowledged: the delivery is done. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Not acknowledged: the delivery is retried with backoff, then given up. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  webhookTestEvent: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description Always `Webhooks/1.0`. */
+        'User-Agent': 'Webhooks/1.0';
+        /** @description The event name. */
+        'X-Webhook-Event': 'webhook.test';
+        /** @description When the delivery was sent: Unix time in seconds. */
+        'X-Webhook-Timestamp': string;
+        /** @description The event's id, the same on every retry of its delivery: keep the ids you have processed to ignore repeats. */
+        'X-Webhook-Id': string;
+        /** @description Only when the endpoint has a secret. `sha256=` and the hex HMAC-SHA256 of the raw body, keyed with the secret (during a rotation's grace period, the new secret). Compute it over the body exactly as received, before parsing it, and compare in constant time. */
+        'X-Webhook-Signature'?: string;
+        /**
+         * @deprecated
+         * @description The legacy name of `X-Webhook-Event`, with the same value, for existing integrations.
+         */
+        'X-Legacy-Event': 'webhook.test';
+        /**
+         * @deprecated
+         * @description The legacy name of `X-Webhook-Timestamp`, with the same value, for existing integrations.
+         */
+        'X-Legacy-Timestamp': string;
+        /**
+         * @deprecated
+         * @description Only when the endpoint has a secret. The legacy name of `X-Webhook-Signature`, with the same value, for existing integrations.
+         */
+        'X-Legacy-Signature'?: string;
+        /** @description Only when the endpoint has a secret. Standard Webhooks: the event's id, as `X-Webhook-Id`. */
+        'webhook-id'?: string;
+        /** @description Only when the endpoint has a secret. Standard Webhooks: as `X-Webhook-Timestamp`. */
+        'webhook-timestamp'?: string;
+        /** @description Only when the endpoint has a secret. Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`; during a rotation's grace period one such value per secret, separated by spaces. Refuse timestamps far from now to refuse replays. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['WebhookTest'];
       };
     };
     responses: {

@@ -29,6 +29,9 @@ export function localOperations({
   // Generated once, when first asked for: it depends on nothing but the code.
   let document: OpenApiDocument | undefined;
   return {
+    'list-workspaces': async () => ({
+      workspaces: (await store.list()).map((workspace) => ({ workspace_id: workspace.id, ...workspace })),
+    }),
     'create-workspace': async ({ body }) => {
       const { workspace, apiKey } = await store.create(
         body as { name: string; default_country_code: string },
@@ -56,6 +59,28 @@ export function localOperations({
       const contact = await bus.request('cmd.messaging.get-contact', ids);
       const { stages } = await bus.request('cmd.pipeline.contact-stages', ids);
       return { ...contact, stages };
+    },
+    // The board's cards: where each contact stands is the pipeline service's, who the contact is messaging's.
+    'list-pipeline-contacts': async (input) => {
+      const workspace_id = workspaceId(input);
+      const { positions } = await bus.request('cmd.pipeline.list-positions', {
+        workspace_id,
+        pipeline_id: input.params.pipeline_id as string,
+        limit: input.query.limit as number,
+      });
+      const { contacts } = await bus.request('cmd.messaging.list-contacts', {
+        workspace_id,
+        contact_ids: positions.map((position) => position.contact_id),
+      });
+      const byId = new Map(contacts.map((contact) => [contact.id, contact]));
+      return {
+        contacts: positions.flatMap(({ contact_id, stage, moved_at }) => {
+          const contact = byId.get(contact_id);
+          return contact
+            ? [{ id: contact.id, phone: contact.phone, name: contact.name, stage, moved_at }]
+            : [];
+        }),
+      };
     },
     'openapi-document': async () => (document ??= openApiDocument()),
   };

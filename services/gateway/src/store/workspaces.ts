@@ -43,6 +43,12 @@ export class WorkspaceStore {
     return { workspace, apiKey };
   }
 
+  /** Every workspace, the newest first: the operator's list, which grows only by the operator's hand. */
+  async list(): Promise<Workspace[]> {
+    const { rows } = await this.pool.query(`select ${columns} from workspaces order by created_at desc, id`);
+    return rows.map(toWorkspace);
+  }
+
   async get(workspaceId: string): Promise<Workspace | undefined> {
     const { rows } = await this.pool.query(`select ${columns} from workspaces where id = $1`, [workspaceId]);
     return rows[0] ? toWorkspace(rows[0]) : undefined;

@@ -31,6 +31,29 @@ export const panel = {
   createAgent: (deps: PanelDeps, command: CommandPayload<'cmd.messaging.create-agent'>) =>
     new TeamStore(deps.pool, command.workspace_id).createAgent(command.name),
 
+  listMembers: async (deps: PanelDeps, command: CommandPayload<'cmd.messaging.list-members'>) => ({
+    members: await new TeamStore(deps.pool, command.workspace_id).members(),
+  }),
+
+  listAgents: async (deps: PanelDeps, command: CommandPayload<'cmd.messaging.list-agents'>) => ({
+    agents: await new TeamStore(deps.pool, command.workspace_id).agents(),
+  }),
+
+  async listConversations(
+    deps: PanelDeps,
+    command: CommandPayload<'cmd.messaging.list-conversations'>,
+  ): Promise<CommandResult<'cmd.messaging.list-conversations'>> {
+    const { conversations, olderBefore } = await new ConversationViews(
+      deps.pool,
+      command.workspace_id,
+    ).conversationPage(command);
+    return { conversations, older_before: olderBefore };
+  },
+
+  listContacts: async (deps: PanelDeps, command: CommandPayload<'cmd.messaging.list-contacts'>) => ({
+    contacts: await new ConversationViews(deps.pool, command.workspace_id).contacts(command.contact_ids),
+  }),
+
   /** Assigns to a member or an AI agent, or removes the assignment; a change emits conversation.assigned. */
   async assign(
     deps: PanelDeps,

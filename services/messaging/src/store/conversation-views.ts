@@ -22,7 +22,27 @@ interface ConversationViewRow {
   updated_at: Date;
 }
 
-/** Read models of the panel: a conversation with its contact and messages, a contact. */
+const viewColumns = `c.id, c.contact_id, k.phone, k.name, c.integration_id, c.channel, c.provider, c.status,
+       c.assigned_to_type, c.assigned_to_id, c.last_inbound_at, c.created_at, c.updated_at`;
+
+function toView(row: ConversationViewRow) {
+  return {
+    id: row.id,
+    contact: { id: row.contact_id, phone: row.phone, name: row.name },
+    integration: { id: row.integration_id, channel: row.channel, provider: row.provider },
+    status: row.status,
+    assigned_to_type: row.assigned_to_type,
+    assigned_to_id: row.assigned_to_id,
+    last_inbound_at: iso(row.last_inbound_at),
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+  };
+}
+
+/** How much of the newest message the inbox shows beside each conversation. */
+export const previewLength = 200;
+
+/** Read models of the panel: the inbox, a conversation with its contact and messages, contacts. */
 export class ConversationViews {
   constructor(
     private readonly db: Queryable,
@@ -31,25 +51,51 @@ export class ConversationViews {
 
   async conversation(conversationId: string) {
     const { rows } = await this.db.query<ConversationViewRow>(
-      `select c.id, c.contact_id, k.phone, k.name, c.integration_id, c.channel, c.provider, c.status,
-              c.assigned_to_type, c.assigned_to_id, c.last_inbound_at, c.created_at, c.updated_at
+      `select ${viewColumns}
          from conversations c join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
         where c.workspace_id = $1 and c.id = $2`,
       [this.workspaceId, conversationId],
     );
-    const row = rows[0];
-    if (!row) return undefined;
-    return {
-      id: row.id,
-      contact: { id: row.contact_id, phone: row.phone, name: row.name },
-      integration: { id: row.integration_id, channel: row.channel, provider: row.provider },
-      status: row.status,
-      assigned_to_type: row.assigned_to_type,
-      assigned_to_id: row.assigned_to_id,
-      last_inbound_at: iso(row.last_inbound_at),
-      created_at: iso(row.created_at)!,
-      updated_at: iso(row.updated_at)!,
-    };
+    return rows[0] ? toView(rows[0]) : undefined;
+  }
+
+  /**
+   * A page of the inbox: the conversations with the latest activity first (optionally of one status),
+   * or those after the conversation `before` in that order, each with a preview of its newest message.
+   * Activity moves a conversation up, so a page read later may repeat or skip one that moved meanwhile.
+   */
+  async conversationPage(page: { status?: string; limit: number; before?: string }) {
+    if (page.limit === 0) return { conversations: [], olderBefore: null };
+    const { rows } = await this.db.query<
+      ConversationViewRow & { last_text: string | null; last_direction: string | null; last_at: Date | null }
+    >(
+      `select ${viewColumns}, m.text as last_text, m.direction as last_direction, m.created_at as last_at
+         from conversations c
+         join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
+         left join lateral (
+           select left(text, ${previewLength}) as text, direction, created_at from messages
+            where workspace_id = c.workspace_id and conversation_id = c.id
+            order by created_at desc, id desc limit 1) m on true
+        where c.workspace_id = $1 and ($2::text is null or c.status = $2)
+          and ($4::uuid is null or (c.updated_at, c.id) < (
+                select updated_at, id from conversations where workspace_id = $1 and id = $4))
+        order by c.updated_at desc, c.id desc
+        limit $3`,
+      [this.workspaceId, page.status ?? null, page.limit + 1, page.before ?? null],
+    );
+    const more = rows.length > page.limit;
+    const conversations = rows.slice(0, page.limit).map((row) => ({
+      ...toView(row),
+      last_message:
+        row.last_at === null
+          ? null
+          : {
+              text: row.last_text!,
+              direction: row.last_direction as 'inbound' | 'outbound' | 'internal',
+              created_at: iso(row.last_at)!,
+            },
+    }));
+    return { conversations, olderBefore: more ? conversations.at(-1)!.id : null };
   }
 
   /**
@@ -135,6 +181,20 @@ export class ConversationViews {
       sent_at: iso(row.sent_at),
       failed_at: iso(row.delivery_failed_at)!,
     }));
+  }
+
+  /** The contacts of this workspace among `ids`; ids of other workspaces or of no contact are left out. */
+  async contacts(ids: string[]) {
+    const { rows } = await this.db.query<{
+      id: string;
+      phone: string;
+      name: string | null;
+      created_at: Date;
+    }>('select id, phone, name, created_at from contacts where workspace_id = $1 and id = any($2::uuid[])', [
+      this.workspaceId,
+      ids,
+    ]);
+    return rows.map((row) => ({ ...row, created_at: iso(row.created_at)! }));
   }
 
   async contact(contactId: string) {

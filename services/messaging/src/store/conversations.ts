@@ -121,6 +121,11 @@ export class ConversationStore {
        values ($1, $2, $3, 'outbound', $4, $5, $6, 'text', 'pending')`,
       [id, this.workspaceId, input.conversationId, input.senderType, input.senderName ?? null, input.text],
     );
+    // A reply is activity too: the inbox lists conversations by their latest.
+    await this.client.query(
+      'update conversations set updated_at = now() where workspace_id = $1 and id = $2',
+      [this.workspaceId, input.conversationId],
+    );
     return id;
   }
 

@@ -29,6 +29,22 @@ export class TeamStore {
     return { ...rows[0]!, created_at: iso(rows[0]!.created_at) };
   }
 
+  async members() {
+    const { rows } = await this.db.query<{ id: string; name: string; email: string; created_at: Date }>(
+      'select id, name, email, created_at from members where workspace_id = $1 order by name, id',
+      [this.workspaceId],
+    );
+    return rows.map((row) => ({ ...row, created_at: iso(row.created_at) }));
+  }
+
+  async agents() {
+    const { rows } = await this.db.query<{ id: string; name: string; created_at: Date }>(
+      'select id, name, created_at from agents where workspace_id = $1 order by name, id',
+      [this.workspaceId],
+    );
+    return rows.map((row) => ({ ...row, created_at: iso(row.created_at) }));
+  }
+
   /** True when the assignee exists in this workspace: a member for `human`, an AI agent for `agent`. */
   async exists(type: 'human' | 'agent', id: string): Promise<boolean> {
     const table = type === 'human' ? 'members' : 'agents';

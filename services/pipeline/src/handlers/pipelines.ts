@@ -106,6 +106,13 @@ export const pipelines = {
       return remaining;
     }),
 
+  async listPositions(pool: Pool, command: CommandPayload<'cmd.pipeline.list-positions'>) {
+    const store = new PipelineStore(pool, command.workspace_id);
+    if (!(await store.get(command.pipeline_id))) throw pipelineNotFound();
+    const positions = await store.positions(command.pipeline_id, command.limit);
+    return { positions: positions.map((row) => ({ ...row, moved_at: row.moved_at.toISOString() })) };
+  },
+
   async contactStages(pool: Pool, command: CommandPayload<'cmd.pipeline.contact-stages'>) {
     const rows = await new PipelineStore(pool, command.workspace_id).stagesOfContact(command.contact_id);
     return {

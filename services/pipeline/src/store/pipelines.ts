@@ -67,6 +67,16 @@ export class PipelineStore {
     return new Map(rows.map((row) => [`${row.pipeline_id}:${row.stage}`, row.n]));
   }
 
+  /** Who stands where in the pipeline, the most recently moved first, up to `limit`. */
+  async positions(pipelineId: string, limit: number) {
+    const { rows } = await this.db.query<{ contact_id: string; stage: string; moved_at: Date }>(
+      `select contact_id, stage, moved_at from lead_positions
+        where workspace_id = $1 and pipeline_id = $2 order by moved_at desc, contact_id limit $3`,
+      [this.workspaceId, pipelineId, limit],
+    );
+    return rows;
+  }
+
   async positionOf(pipelineId: string, contactId: string): Promise<string | undefined> {
     const { rows } = await this.db.query<{ stage: string }>(
       'select stage from lead_positions where workspace_id = $1 and pipeline_id = $2 and contact_id = $3 for update',

@@ -147,6 +147,13 @@ export async function getIntegration(
   return stored.integration;
 }
 
+export async function listIntegrations(
+  store: IntegrationStore,
+  command: CommandPayload<'cmd.connector.list-integrations'>,
+): Promise<CommandResult<'cmd.connector.list-integrations'>> {
+  return { integrations: await store.list(command.workspace_id) };
+}
+
 export async function updateIntegration(
   store: IntegrationStore,
   command: CommandPayload<'cmd.connector.update-integration'>,

@@ -50,18 +50,22 @@ export class IntegrationStore {
     private readonly secrets: SecretBox,
   ) {}
 
+  private static toIntegration(row: Omit<IntegrationRow, 'config_sealed'>): Integration {
+    return {
+      id: row.id,
+      channel: row.channel,
+      provider: row.provider,
+      name: row.name,
+      status: row.status,
+      status_reason: row.status_reason,
+      connected_at: row.connected_at?.toISOString() ?? null,
+      created_at: row.created_at.toISOString(),
+    };
+  }
+
   private toStored(row: IntegrationRow): StoredIntegration {
     return {
-      integration: {
-        id: row.id,
-        channel: row.channel,
-        provider: row.provider,
-        name: row.name,
-        status: row.status,
-        status_reason: row.status_reason,
-        connected_at: row.connected_at?.toISOString() ?? null,
-        created_at: row.created_at.toISOString(),
-      },
+      integration: IntegrationStore.toIntegration(row),
       config: JSON.parse(
         this.secrets.open(row.config_sealed, sealContext(row.workspace_id, row.id)),
       ) as Record<string, string>,
@@ -136,6 +140,16 @@ export class IntegrationStore {
   async remove(workspaceId: string, id: string): Promise<void> {
     await this.pool.query('delete from integrations where workspace_id = $1 and id = $2', [workspaceId, id]);
     this.callbacks.delete(id);
+  }
+
+  /** The workspace's integrations, the newest first; their credentials stay sealed. */
+  async list(workspaceId: string): Promise<Integration[]> {
+    const { rows } = await this.pool.query<Omit<IntegrationRow, 'config_sealed'>>(
+      `select id, workspace_id, channel, provider, name, status, status_reason, connected_at, created_at from integrations
+        where workspace_id = $1 order by created_at desc, id`,
+      [workspaceId],
+    );
+    return rows.map(IntegrationStore.toIntegration);
   }
 
   async get(workspaceId: string, id: string): Promise<StoredIntegration | undefined> {

@@ -1,6 +1,15 @@
-import { AppError, type CommandPayload, type CommandResult, platformTexts } from '@inbox/contracts';
+import { randomUUID } from 'node:crypto';
+import {
+  AppError,
+  type CommandPayload,
+  type CommandResult,
+  platformTexts,
+  testEventType,
+  type WebhookTest,
+} from '@inbox/contracts';
 import { type AddressPolicy, checkUrl } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
+import { captureContext } from '@inbox/telemetry';
 import type { DeliveryStore } from '../store/deliveries.js';
 import type { EndpointStore } from '../store/endpoints.js';
 
@@ -103,6 +112,32 @@ export const webhooks = {
     }
     deps.wake();
     return { scheduled: true };
+  },
+
+  /** A `webhook.test` delivery to this endpoint, signed and retried as any other, due now. */
+  async sendTest(
+    deps: EndpointDeps,
+    command: CommandPayload<'cmd.dispatcher.send-test'>,
+  ): Promise<CommandResult<'cmd.dispatcher.send-test'>> {
+    const endpoint = await requireWebhook(deps, command.workspace_id, command.webhook_id);
+    // The worker never attempts a disabled endpoint's deliveries: the test would wait unseen.
+    if (!endpoint.enabled) throw new AppError(409, { error: platformTexts.webhookDisabledForTest });
+    const payload: WebhookTest = {
+      event: testEventType,
+      workspace_id: command.workspace_id,
+      webhook_id: endpoint.id,
+      sent_at: new Date().toISOString(),
+    };
+    const delivery = await deps.deliveries.scheduleOne({
+      workspaceId: command.workspace_id,
+      endpointId: endpoint.id,
+      eventId: randomUUID(),
+      eventType: testEventType,
+      body: JSON.stringify(payload),
+      traceContext: captureContext(),
+    });
+    deps.wake();
+    return delivery;
   },
 
   async replayFailed(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.replay-failed'>) {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { DeliveryAttempt } from '@inbox/contracts';
 import { type Pool, type Queryable, withTransaction } from '@inbox/db';
 import type { z } from 'zod';
@@ -77,6 +78,36 @@ export class DeliveryStore {
       return insert(client);
     });
     return rowCount ?? 0;
+  }
+
+  /**
+   * One delivery to one endpoint, due now, of an event that is on no stream (a test): it is ordered after
+   * nothing, whatever the endpoint's ordering. Returns the delivery as the log shows it.
+   */
+  async scheduleOne(delivery: {
+    workspaceId: string;
+    endpointId: string;
+    eventId: string;
+    eventType: string;
+    body: string;
+    traceContext: Record<string, string>;
+  }) {
+    const id = randomUUID();
+    await this.pool.query(
+      `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, status, next_attempt_at)
+       values ($1, $2, $3, $4, $5, $6, 0, null, $7, 'pending', now())`,
+      [
+        id,
+        delivery.workspaceId,
+        delivery.endpointId,
+        delivery.eventId,
+        delivery.eventType,
+        delivery.body,
+        delivery.traceContext,
+      ],
+    );
+    const [scheduled] = await this.select('and d.id = $3', [delivery.workspaceId, delivery.endpointId, id]);
+    return scheduled!;
   }
 
   /**
