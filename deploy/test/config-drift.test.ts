@@ -51,6 +51,14 @@ const SECRET_SAMPLES: Record<string, string> = {
   ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
   REDIS_URL: 'redis://redis:6379',
 };
+/** What a rabbitmq-<service> Secret holds instead (k8s/components/rabbitmq). */
+const RABBITMQ_BUS_URL = 'amqp://service:p0secret@rabbitmq:5672';
+
+/** A stand-in for the value of `key` in the Secret `secret`. */
+function secretSample(secret: string, key: string): string | undefined {
+  if (secret.startsWith('rabbitmq-') && key === 'BUS_URL') return RABBITMQ_BUS_URL;
+  return SECRET_SAMPLES[key];
+}
 
 const keysOf = (schema: ConfigSchema) => Object.keys(schema.shape);
 const requiredOf = (schema: ConfigSchema) =>
@@ -178,6 +186,63 @@ describe('config drift: docker-compose.yml', () => {
   });
 });
 
+describe('config drift: docker-compose.yml with --profile rabbitmq', () => {
+  const text = read('docker-compose.yml');
+  // The command the file's header gives for this mode.
+  const documented = /^#\s+BUS_URL=(amqp:\/\/\S+) docker compose --profile rabbitmq up --build$/m.exec(text);
+  const busUrl = documented?.[1] ?? '';
+  const compose = dict(parse(text, { merge: true }));
+  const interpolated = dict(
+    parse(
+      interpolate(text, {
+        ADMIN_TOKEN: SECRET_SAMPLES.ADMIN_TOKEN,
+        ENCRYPTION_KEY: SECRET_SAMPLES.ENCRYPTION_KEY,
+        BUS_URL: busUrl,
+      }),
+      { merge: true },
+    ),
+  );
+
+  it('documents the command, with the credentials and address of the rabbitmq service', () => {
+    expect(documented, 'BUS_URL=amqp://… docker compose --profile rabbitmq up --build').not.toBeNull();
+    const url = new URL(busUrl);
+    const rabbitmq = dict(dict(compose.services).rabbitmq);
+    const env = composeEnv(rabbitmq);
+    expect(url.username).toBe(env.RABBITMQ_DEFAULT_USER);
+    // The password the service gets when RABBITMQ_PASSWORD is not set.
+    expect(`\${RABBITMQ_PASSWORD:-${url.password}}`).toBe(env.RABBITMQ_DEFAULT_PASS);
+    expect(url.hostname).toBe('rabbitmq');
+    expect(url.port).toBe('5672');
+    expect(rabbitmq.profiles).toEqual(['rabbitmq']);
+  });
+
+  it.each(Object.keys(SCHEMAS).filter((s) => s !== 'provider-sandbox'))(
+    '%s: is pointed at RabbitMQ, and its environment passes the config schema',
+    (service) => {
+      const env = composeEnv(dict(dict(interpolated.services)[service]));
+      expect(env.BUS_URL).toBe(busUrl);
+      expect(schemaProblems(service, env)).toEqual([]);
+    },
+  );
+
+  it('leaves every service on its own NATS user when BUS_URL is not set', () => {
+    const plain = dict(
+      parse(
+        interpolate(text, {
+          ADMIN_TOKEN: SECRET_SAMPLES.ADMIN_TOKEN,
+          ENCRYPTION_KEY: SECRET_SAMPLES.ENCRYPTION_KEY,
+        }),
+        { merge: true },
+      ),
+    );
+    for (const service of Object.keys(SCHEMAS).filter((s) => s !== 'provider-sandbox')) {
+      expect(composeEnv(dict(dict(plain.services)[service])).BUS_URL, service).toMatch(
+        new RegExp(`^nats://${service}:local[a-z]+@nats:4222$`),
+      );
+    }
+  });
+});
+
 describe('config drift: Kubernetes overlays', () => {
   /** A container's environment as the kubelet builds it; Secret values are stand-ins. */
   function containerEnv(overlay: Rendered, container: Dict): Record<string, string> {
@@ -198,8 +263,9 @@ describe('config drift: Kubernetes overlays', () => {
       const from = dict(entry.valueFrom);
       if (from.secretKeyRef) {
         const key = String(dict(from.secretKeyRef).key);
-        expect(SECRET_SAMPLES, `${overlay.name}: Secret key ${key}`).toHaveProperty([key]);
-        env[name] = SECRET_SAMPLES[key]!;
+        const value = secretSample(String(dict(from.secretKeyRef).name), key);
+        expect(value, `${overlay.name}: Secret key ${key}`).toBeDefined();
+        env[name] = value!;
       } else if (from.configMapKeyRef) {
         const ref = dict(from.configMapKeyRef);
         env[name] = String(dict(configMaps.get(String(ref.name))?.data)[String(ref.key)]);
@@ -223,13 +289,18 @@ describe('config drift: Kubernetes overlays', () => {
           missing: [],
         });
         expect(schemaProblems(service, env), `${overlay.name} ${service}`).toEqual([]);
+        if (overlay.bus === 'rabbitmq' && service !== 'provider-sandbox') {
+          expect(env.BUS_URL, `${overlay.name} ${service}`).toBe(RABBITMQ_BUS_URL);
+        }
         // The base states the code's defaults; overlays may change them.
         if (overlay.name === 'k8s/base') expect(staleDefaults(service, env), service).toEqual([]);
         checked++;
       }
     }
-    // Five services in four renderings, and the sandbox in dev.
-    expect(checked).toBe(5 * overlays.length + 1);
+    // Five services in every rendering, and the sandbox in those of dev.
+    const devs = overlays.filter((overlay) => overlay.name.startsWith('k8s/overlays/dev')).length;
+    expect(devs).toBe(2);
+    expect(checked).toBe(5 * overlays.length + devs);
   });
 
   it('production: neither the connector nor the dispatcher may reach a private range', () => {

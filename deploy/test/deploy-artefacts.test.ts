@@ -88,12 +88,25 @@ interface Manifest {
 
 const k8sRoot = join(root, 'k8s');
 const k8sFiles = existsSync(k8sRoot) ? walkYaml(k8sRoot) : [];
-const manifests: Manifest[] = k8sFiles.flatMap((file) =>
-  parseAllDocuments(readFileSync(file, 'utf8'))
-    .map((document) => document.toJS() as unknown)
-    .filter(isDict)
-    .map((doc) => ({ file: relative(root, file), doc })),
+/** Files a kustomization applies as patches (e.g. components/rabbitmq/bus-url.yaml): fragments, not objects. */
+const patchFiles = new Set(
+  k8sFiles
+    .filter((file) => file.endsWith('kustomization.yaml'))
+    .flatMap((file) =>
+      list(dict(parse(readFileSync(file, 'utf8'))).patches)
+        .map((patch) => dict(patch).path)
+        .filter((path): path is string => typeof path === 'string')
+        .map((path) => join(dirname(file), path)),
+    ),
 );
+const manifests: Manifest[] = k8sFiles
+  .filter((file) => !patchFiles.has(file))
+  .flatMap((file) =>
+    parseAllDocuments(readFileSync(file, 'utf8'))
+      .map((document) => document.toJS() as unknown)
+      .filter(isDict)
+      .map((doc) => ({ file: relative(root, file), doc })),
+  );
 const kindOf = (kind: string, under = 'k8s/') =>
   manifests.filter((m) => m.doc.kind === kind && m.file.startsWith(under));
 const nameOf = (doc: Dict): string => String(dict(doc.metadata).name);
@@ -249,10 +262,11 @@ describe('docker-compose.yml', () => {
       expect(env[contract.portVar], name).toBe(String(contract.port));
       expect(dict(dict(service(name).build).args).PORT, name).toBe(String(contract.port));
       for (const variable of contract.needs) expect(env[variable], `${name} ${variable}`).toBeTruthy();
-      // Its own NATS user, with the password the nats service reads for that user.
+      // Its own NATS user, with the password the nats service reads for that user, unless BUS_URL
+      // names another broker for all of them (the profile rabbitmq).
       const password = `NATS_${name.toUpperCase().replaceAll('-', '_')}_PASSWORD`;
       expect(env.BUS_URL, name).toMatch(
-        new RegExp(`^nats://${name}:\\$\\{${password}:-[a-z0-9]+\\}@nats:4222$`),
+        new RegExp(`^\\$\\{BUS_URL:-nats://${name}:\\$\\{${password}:-[a-z0-9]+\\}@nats:4222\\}$`),
       );
       expect(composeEnv(service('nats'))[password], name).toBe(/:(\$\{[^}]+\})@/.exec(env.BUS_URL!)?.[1]);
       expect(env.DATABASE_URL).toMatch(/^postgres(ql)?:\/\/[^@]+@postgres:5432\/inbox$/);
@@ -283,14 +297,35 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('waits for healthy infrastructure before starting a service', () => {
+  it('waits for healthy infrastructure before starting a service, and for RabbitMQ when its profile is on', () => {
     for (const [name, contract] of Object.entries(SERVICES)) {
       const dependsOn = dict(service(name).depends_on);
       const wanted = ['nats', 'postgres', ...(contract.needs.includes('REDIS_URL') ? ['redis'] : [])];
       for (const infra of wanted) {
         expect(dict(dependsOn[infra]).condition, `${name} -> ${infra}`).toBe('service_healthy');
+        expect(dict(dependsOn[infra]).required ?? true, `${name} -> ${infra}`).toBe(true);
       }
+      // Without the profile the rabbitmq service does not exist; an optional dependency is then dropped.
+      expect(dict(dependsOn.rabbitmq), name).toEqual({ condition: 'service_healthy', required: false });
     }
+  });
+
+  it('runs RabbitMQ only with the profile rabbitmq, on a volume under a fixed node name, healthchecked', () => {
+    const rabbitmq = service('rabbitmq');
+    expect(rabbitmq.profiles).toEqual(['rabbitmq']);
+    expect(String(rabbitmq.image)).toMatch(/^rabbitmq:\d+\.\d+-management-alpine$/);
+    // The node is rabbit@<hostname> and names its data directory after it.
+    expect(rabbitmq.hostname).toBe('rabbitmq');
+    const data = list(rabbitmq.volumes)
+      .map(String)
+      .find((volume) => volume.endsWith(':/var/lib/rabbitmq'));
+    expect(data).toBeDefined();
+    expect(dict(compose.volumes)).toHaveProperty([String(data).split(':')[0]!]);
+    expect(JSON.stringify(dict(rabbitmq.healthcheck).test)).toMatch(/rabbitmq-diagnostics/);
+    // Its password from the environment, with a local-only default, as the NATS passwords.
+    expect(composeEnv(rabbitmq).RABBITMQ_DEFAULT_PASS).toMatch(/^\$\{RABBITMQ_PASSWORD:-[a-z0-9]+\}$/);
+    // AMQP stays on the compose network; the management UI is published on the loopback interface only.
+    expect(list(rabbitmq.ports).map(String)).toEqual(['127.0.0.1:15672:15672']);
   });
 
   it('runs the services read-only with a tmpfs /tmp', () => {
@@ -310,6 +345,7 @@ describe('docker-compose.yml', () => {
 
   it('starts the provider sandbox only with the dev profile', () => {
     expect(service(SANDBOX.name).profiles).toEqual(['dev']);
+    expect(service('rabbitmq').profiles).toEqual(['rabbitmq']);
     for (const name of ['nats', 'postgres', 'redis', ...SERVICE_NAMES]) {
       expect(service(name).profiles, name).toBeUndefined();
     }
@@ -338,7 +374,12 @@ describe('k8s/', () => {
     for (const file of kustomizations) {
       const kustomization = dict(parse(readFileSync(file, 'utf8')));
       const resources = list(kustomization.resources).map(String);
-      expect(resources.length, relative(root, file)).toBeGreaterThan(0);
+      // A component may consist of another component and its patches (components/keda-rabbitmq).
+      const components = list(kustomization.components).map(String);
+      expect(resources.length + components.length, relative(root, file)).toBeGreaterThan(0);
+      for (const component of components) {
+        expect(existsSync(join(dirname(file), component, 'kustomization.yaml')), component).toBe(true);
+      }
       for (const resource of resources) {
         const path = join(dirname(file), resource);
         expect(existsSync(path), `${relative(root, file)}: ${resource}`).toBe(true);

@@ -1,8 +1,9 @@
-// Builds every Kustomize overlay (and production with the optional KEDA component) the way a user
-// would, validates each rendered object against the Kubernetes API schemas offline (kubernetes-models,
-// which bundles them; the KEDA ScaledObject, a CRD it does not know, against a zod schema of the fields
-// used), then checks what the rendered whole must guarantee: probes, hardening, drain time, autoscaling,
-// disruption budgets, Ingress routes and the NetworkPolicy rules.
+// Builds every Kustomize overlay (and the overlays with the optional components: KEDA, RabbitMQ) the way
+// a user would, validates each rendered object against the Kubernetes API schemas offline
+// (kubernetes-models, which bundles them; the KEDA ScaledObject, a CRD it does not know, against a zod
+// schema of the fields used), then checks what the rendered whole must guarantee: probes, hardening,
+// drain time, autoscaling, disruption budgets, Ingress routes, the NetworkPolicy rules and, on RabbitMQ,
+// that nothing of NATS is left.
 
 import { stopGraceMs } from '@inbox/service-kit';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +18,7 @@ import {
   podSpec,
   type Rendered,
   renderAllOverlays,
+  rendered,
 } from './support.js';
 
 const SERVICES: Record<string, number> = {
@@ -33,6 +35,18 @@ const TALKS_TO_OUTSIDE = ['provider-connector', 'webhook-dispatcher'];
 // What a service may take to stop after SIGTERM (the longest send it may be waiting on).
 const DRAIN_SECONDS = Math.ceil(stopGraceMs / 1000);
 const PRIVATE_RANGES = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '127.0.0.0/8'];
+/** The client port of each broker. */
+const BUS_PORTS = { nats: 4222, rabbitmq: 5672 } as const;
+
+const DEV = 'k8s/overlays/dev';
+const PRODUCTION = 'k8s/overlays/production';
+const KEDA = 'k8s/overlays/production + k8s/components/keda';
+const PRODUCTION_RABBITMQ = 'k8s/overlays/production + k8s/components/rabbitmq';
+const DEV_RABBITMQ = 'k8s/overlays/dev + k8s/components/rabbitmq + k8s/components/rabbitmq-server';
+const KEDA_RABBITMQ = 'k8s/overlays/production + k8s/components/rabbitmq + k8s/components/keda-rabbitmq';
+const isDev = (overlay: Rendered) => overlay.name.startsWith(DEV);
+const isProduction = (overlay: Rendered) => overlay.name.startsWith(PRODUCTION);
+const hasKeda = (overlay: Rendered) => overlay.name.includes('components/keda');
 
 const ofKind = (overlay: Rendered, kind: string): Dict[] => overlay.docs.filter((doc) => doc.kind === kind);
 const named = (overlay: Rendered, kind: string, name: string): Dict | undefined =>
@@ -70,7 +84,7 @@ const ScaledObject = z.strictObject({
     triggers: z
       .array(
         z.strictObject({
-          type: z.enum(['nats-jetstream', 'cpu', 'memory']),
+          type: z.enum(['nats-jetstream', 'rabbitmq', 'cpu', 'memory']),
           metricType: z.enum(['Utilization', 'AverageValue']).optional(),
           // KEDA reads trigger metadata as strings only.
           metadata: z.record(z.string(), z.string()),
@@ -109,13 +123,25 @@ async function validatorFor(apiVersion: string, kind: string): Promise<Validate>
 }
 
 describe('k8s/ rendered with kustomize', () => {
-  it('builds every overlay: base, dev, production, production + KEDA component', () => {
+  it('builds every overlay: base, dev, production, and with the KEDA and RabbitMQ components', () => {
     const overlays = renderAllOverlays();
     expect(overlays.map((o) => o.name)).toEqual([
       'k8s/base',
-      'k8s/overlays/dev',
-      'k8s/overlays/production',
-      'k8s/overlays/production + k8s/components/keda',
+      DEV,
+      PRODUCTION,
+      KEDA,
+      PRODUCTION_RABBITMQ,
+      DEV_RABBITMQ,
+      KEDA_RABBITMQ,
+    ]);
+    expect(overlays.map((o) => o.bus)).toEqual([
+      'nats',
+      'nats',
+      'nats',
+      'nats',
+      'rabbitmq',
+      'rabbitmq',
+      'rabbitmq',
     ]);
     for (const overlay of overlays) {
       for (const name of SERVICE_NAMES) {
@@ -187,11 +213,12 @@ describe('k8s/ rendered with kustomize', () => {
             const from = dict(entry.valueFrom);
             if (from.configMapKeyRef) expect(configMaps).toContain(dict(from.configMapKeyRef).name);
             if (!from.secretKeyRef) continue;
-            // The shared Secret, or a NATS user's own: the service's, or each service's for the NATS server.
+            // The shared Secret, or a broker user's own: the service's (nats-<service> or, on RabbitMQ,
+            // rabbitmq-<service>), or each service's for the NATS server.
             const allowed =
               nameOf(deployment) === 'nats'
                 ? SERVICE_NAMES.map((name) => `nats-${name}`)
-                : ['inbox-secrets', `nats-${nameOf(deployment)}`];
+                : ['inbox-secrets', `${overlay.bus}-${nameOf(deployment)}`];
             expect(allowed, `${overlay.name} ${nameOf(deployment)}`).toContain(dict(from.secretKeyRef).name);
           }
         }
@@ -281,8 +308,9 @@ describe('every rendered service Deployment', () => {
 
 describe('scaling and disruption', () => {
   it('autoscales provider-connector and webhook-dispatcher on CPU, without a fixed replica count', () => {
-    const overlays = renderAllOverlays();
-    for (const overlay of overlays.slice(0, 3)) {
+    const overlays = renderAllOverlays().filter((overlay) => !hasKeda(overlay));
+    expect(overlays.length).toBe(5);
+    for (const overlay of overlays) {
       const hpas = ofKind(overlay, 'HorizontalPodAutoscaler');
       expect(hpas.map(nameOf).sort(), overlay.name).toEqual([...TALKS_TO_OUTSIDE].sort());
       for (const hpa of hpas) {
@@ -298,35 +326,78 @@ describe('scaling and disruption', () => {
     }
   });
 
-  it('KEDA component: ScaledObjects on the durable consumers replace the autoscaler they would fight', () => {
-    const overlays = renderAllOverlays();
-    const keda = overlays[3]!;
-    const scaled = ofKind(keda, 'ScaledObject');
-    const consumers = (name: string) =>
-      list(dict(scaled.find((s) => nameOf(s) === name)?.spec).triggers)
+  /** Each ScaledObject's broker triggers, as `<type> <what it reads>`. */
+  const triggersOf = (overlay: Rendered, name: string) =>
+    list(dict(named(overlay, 'ScaledObject', name)?.spec).triggers)
+      .map(dict)
+      .filter((t) => t.type !== 'cpu')
+      .map((t) => {
+        const m = dict(t.metadata);
+        return t.type === 'nats-jetstream'
+          ? `nats-jetstream ${String(m.stream)}/${String(m.consumer)}`
+          : `${String(t.type)} ${String(m.mode)} ${String(m.queueName)} from ${String(m.hostFromEnv)}`;
+      })
+      .sort();
+
+  it('KEDA components: ScaledObjects on the durable consumers replace the autoscaler they would fight', () => {
+    const overlays = renderAllOverlays().filter(hasKeda);
+    expect(overlays.map((o) => o.name)).toEqual([KEDA, KEDA_RABBITMQ]);
+    for (const keda of overlays) {
+      const scaled = ofKind(keda, 'ScaledObject');
+      expect(scaled.map(nameOf).sort(), keda.name).toEqual(['messaging', 'webhook-dispatcher']);
+      const hpaTargets = ofKind(keda, 'HorizontalPodAutoscaler').map((h) =>
+        String(dict(dict(h.spec).scaleTargetRef).name),
+      );
+      for (const object of scaled) {
+        const target = String(dict(dict(object.spec).scaleTargetRef).name);
+        const deployment = named(keda, 'Deployment', target);
+        expect(deployment, target).toBeDefined();
+        expect(dict(deployment?.spec).replicas, target).toBeUndefined();
+        expect(hpaTargets, target).not.toContain(target);
+        expect(dict(object.metadata).namespace).toBe('inbox');
+        expect(Number(dict(object.spec).minReplicaCount)).toBeGreaterThanOrEqual(2);
+        // CPU stays a second signal.
+        expect(
+          list(dict(object.spec).triggers).some((t) => dict(t).type === 'cpu'),
+          target,
+        ).toBe(true);
+      }
+    }
+  });
+
+  it("KEDA on NATS reads the JetStream consumers; on RabbitMQ the durables' queues, with BUS_URL", () => {
+    const nats = rendered(KEDA);
+    expect(triggersOf(nats, 'webhook-dispatcher')).toEqual(['nats-jetstream EVENTS/webhook-dispatcher']);
+    expect(triggersOf(nats, 'messaging')).toEqual([
+      'nats-jetstream EVENTS/messaging',
+      'nats-jetstream EVENTS/messaging-leads',
+    ]);
+    const rabbit = rendered(KEDA_RABBITMQ);
+    expect(triggersOf(rabbit, 'webhook-dispatcher')).toEqual([
+      'rabbitmq QueueLength events.webhook-dispatcher from BUS_URL',
+    ]);
+    expect(triggersOf(rabbit, 'messaging')).toEqual([
+      'rabbitmq QueueLength events.messaging from BUS_URL',
+      'rabbitmq QueueLength events.messaging-leads from BUS_URL',
+    ]);
+    // hostFromEnv names a variable of the target's container that holds the amqp:// URL: its BUS_URL,
+    // from its own rabbitmq-<service> Secret.
+    for (const object of ofKind(rabbit, 'ScaledObject')) {
+      const container = containersOf(named(rabbit, 'Deployment', nameOf(object)) ?? {})[0] ?? {};
+      const busUrl = list(container.env)
         .map(dict)
-        .filter((t) => t.type === 'nats-jetstream')
-        .map((t) => dict(t.metadata))
-        .map((m) => `${m.stream}/${m.consumer}`);
-    expect(consumers('webhook-dispatcher')).toEqual(['EVENTS/webhook-dispatcher']);
-    expect(consumers('messaging').sort()).toEqual(['EVENTS/messaging', 'EVENTS/messaging-leads']);
-    const hpaTargets = ofKind(keda, 'HorizontalPodAutoscaler').map((h) =>
-      String(dict(dict(h.spec).scaleTargetRef).name),
-    );
-    for (const object of scaled) {
-      const target = String(dict(dict(object.spec).scaleTargetRef).name);
-      const deployment = named(keda, 'Deployment', target);
-      expect(deployment, target).toBeDefined();
-      expect(dict(deployment?.spec).replicas, target).toBeUndefined();
-      expect(hpaTargets, target).not.toContain(target);
-      expect(dict(object.metadata).namespace).toBe('inbox');
-      expect(Number(dict(object.spec).minReplicaCount)).toBeGreaterThanOrEqual(2);
+        .find((e) => e.name === 'BUS_URL');
+      expect(dict(dict(busUrl?.valueFrom).secretKeyRef).name).toBe(`rabbitmq-${nameOf(object)}`);
+      for (const trigger of list(dict(object.spec).triggers).map(dict)) {
+        if (trigger.type === 'rabbitmq') expect(dict(trigger.metadata).protocol).toBe('amqp');
+      }
     }
   });
 
   it('production: a PodDisruptionBudget per service selecting its pods, and at least two replicas', () => {
-    const overlays = renderAllOverlays();
-    for (const overlay of overlays.slice(2)) {
+    const overlays = renderAllOverlays().filter(isProduction);
+    expect(overlays.length).toBe(4);
+    for (const overlay of overlays) {
       for (const name of SERVICE_NAMES) {
         const pdb = named(overlay, 'PodDisruptionBudget', name);
         expect(pdb, `${overlay.name} ${name}`).toBeDefined();
@@ -342,16 +413,18 @@ describe('scaling and disruption', () => {
     }
   });
 
-  it('production: NATS, Postgres and Redis are external (ExternalName Services), not workloads', () => {
-    const overlays = renderAllOverlays();
-    const production = overlays[2]!;
-    for (const name of ['nats', 'postgres', 'redis']) {
-      const service = named(production, 'Service', name);
-      expect(dict(service?.spec).type, name).toBe('ExternalName');
-      expect(String(dict(service?.spec).externalName), name).toMatch(/\./);
+  it('production: NATS (or RabbitMQ), Postgres and Redis are external, not workloads', () => {
+    for (const production of renderAllOverlays().filter(isProduction)) {
+      // NATS by an ExternalName Service; RabbitMQ by the address in each service's BUS_URL Secret.
+      const external = production.bus === 'nats' ? ['nats', 'postgres', 'redis'] : ['postgres', 'redis'];
+      for (const name of external) {
+        const service = named(production, 'Service', name);
+        expect(dict(service?.spec).type, `${production.name} ${name}`).toBe('ExternalName');
+        expect(String(dict(service?.spec).externalName), name).toMatch(/\./);
+      }
+      const workloads = production.docs.filter((d) => ['Deployment', 'StatefulSet'].includes(String(d.kind)));
+      expect(workloads.map(nameOf).sort(), production.name).toEqual([...SERVICE_NAMES].sort());
     }
-    const workloads = production.docs.filter((d) => ['Deployment', 'StatefulSet'].includes(String(d.kind)));
-    expect(workloads.map(nameOf).sort()).toEqual([...SERVICE_NAMES].sort());
   });
 });
 
@@ -378,9 +451,10 @@ describe('Ingress', () => {
         for (const rule of list(dict(ingress.spec).rules)) expect(dict(rule).host).toBeTruthy();
       }
     }
-    const production = overlays[2]!;
-    for (const ingress of ofKind(production, 'Ingress')) {
-      expect(list(dict(ingress.spec).tls).length, nameOf(ingress)).toBe(1);
+    for (const production of overlays.filter(isProduction)) {
+      for (const ingress of ofKind(production, 'Ingress')) {
+        expect(list(dict(ingress.spec).tls).length, `${production.name} ${nameOf(ingress)}`).toBe(1);
+      }
     }
   });
 });
@@ -514,10 +588,11 @@ describe('NetworkPolicies', () => {
     }
   });
 
-  it('let every service resolve names and reach NATS and Postgres; the gateway also Redis', () => {
+  it('let every service resolve names and reach its broker and Postgres (never the other broker); the gateway also Redis', () => {
     const overlays = renderAllOverlays();
     // The base alone names no infrastructure: each overlay adds the way to it.
     for (const overlay of overlays.slice(1)) {
+      const other = overlay.bus === 'nats' ? 'rabbitmq' : 'nats';
       for (const name of SERVICE_NAMES) {
         const rules = rulesOf(policiesFor(overlay, podLabels(overlay, name), 'Egress'), 'egress');
         // The internet rule does not count: it excludes the private ranges the cluster lives in.
@@ -525,7 +600,8 @@ describe('NetworkPolicies', () => {
           rules.some((rule) => allowsPort(rule.ports, port) && rule.peers.some((peer) => !isWide(peer)));
         const where = `${overlay.name} ${name}`;
         expect(reaches(53), `${where} DNS`).toBe(true);
-        expect(reaches(4222), `${where} NATS`).toBe(true);
+        expect(reaches(BUS_PORTS[overlay.bus]), `${where} ${overlay.bus}`).toBe(true);
+        expect(reaches(BUS_PORTS[other]), `${where} ${other}`).toBe(false);
         expect(reaches(5432), `${where} Postgres`).toBe(true);
         expect(reaches(6379), `${where} Redis`).toBe(name === 'gateway');
       }
@@ -533,21 +609,140 @@ describe('NetworkPolicies', () => {
   });
 
   it('dev: the in-namespace infrastructure accepts the services, and the sandbox pairs with the connector', () => {
-    const overlays = renderAllOverlays();
-    const dev = overlays[1]!;
-    const ingressTo = (name: string) => rulesOf(policiesFor(dev, podLabels(dev, name), 'Ingress'), 'ingress');
-    const admits = (target: string, source: string, port: number) =>
-      ingressTo(target).some(
-        (rule) =>
-          allowsPort(rule.ports, port) &&
-          rule.peers.some((peer) => !isOutside(peer) && selects(peer.podSelector, podLabels(dev, source))),
-      );
-    for (const name of SERVICE_NAMES) {
-      expect(admits('nats', name, 4222), name).toBe(true);
-      expect(admits('postgres', name, 5432), name).toBe(true);
-      expect(admits('redis', name, 6379), name).toBe(name === 'gateway');
+    const devs = renderAllOverlays().filter(isDev);
+    expect(devs.map((dev) => dev.bus)).toEqual(['nats', 'rabbitmq']);
+    for (const dev of devs) {
+      const ingressTo = (name: string) =>
+        rulesOf(policiesFor(dev, podLabels(dev, name), 'Ingress'), 'ingress');
+      const admits = (target: string, source: string, port: number) =>
+        ingressTo(target).some(
+          (rule) =>
+            allowsPort(rule.ports, port) &&
+            rule.peers.some((peer) => !isOutside(peer) && selects(peer.podSelector, podLabels(dev, source))),
+        );
+      // The way out of the service's pod to the broker's pod, not just to some pod on that port.
+      const egressTo = (source: string, target: string, port: number) =>
+        rulesOf(policiesFor(dev, podLabels(dev, source), 'Egress'), 'egress').some(
+          (rule) =>
+            allowsPort(rule.ports, port) &&
+            rule.peers.some((peer) => !isOutside(peer) && selects(peer.podSelector, podLabels(dev, target))),
+        );
+      const broker = dev.bus;
+      for (const name of SERVICE_NAMES) {
+        const where = `${dev.name} ${name}`;
+        expect(admits(broker, name, BUS_PORTS[broker]), where).toBe(true);
+        expect(egressTo(name, broker, BUS_PORTS[broker]), where).toBe(true);
+        expect(admits('postgres', name, 5432), where).toBe(true);
+        expect(egressTo(name, 'postgres', 5432), where).toBe(true);
+        expect(admits('redis', name, 6379), where).toBe(name === 'gateway');
+      }
+      expect(admits('provider-sandbox', 'provider-connector', 8090)).toBe(true);
+      expect(admits('provider-connector', 'provider-sandbox', 8081)).toBe(true);
     }
-    expect(admits('provider-sandbox', 'provider-connector', 8090)).toBe(true);
-    expect(admits('provider-connector', 'provider-sandbox', 8081)).toBe(true);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// The RabbitMQ component (k8s/components/rabbitmq, and rabbitmq-server for dev).
+
+describe('RabbitMQ component', () => {
+  const rabbitOverlays = () => renderAllOverlays().filter((overlay) => overlay.bus === 'rabbitmq');
+
+  it('is rendered on production, on dev with the in-namespace broker, and with KEDA', () => {
+    expect(rabbitOverlays().map((o) => o.name)).toEqual([PRODUCTION_RABBITMQ, DEV_RABBITMQ, KEDA_RABBITMQ]);
+  });
+
+  it('gives every service BUS_URL from its own rabbitmq-<service> Secret, and nothing names a NATS Secret', () => {
+    for (const overlay of rabbitOverlays()) {
+      for (const name of SERVICE_NAMES) {
+        const env = list(containersOf(named(overlay, 'Deployment', name) ?? {})[0]?.env).map(dict);
+        const busUrl = env.filter((entry) => entry.name === 'BUS_URL');
+        expect(busUrl.length, `${overlay.name} ${name}`).toBe(1);
+        expect(dict(dict(busUrl[0]?.valueFrom).secretKeyRef), `${overlay.name} ${name}`).toEqual({
+          name: `rabbitmq-${name}`,
+          key: 'BUS_URL',
+        });
+      }
+      const secretNames = JSON.stringify(overlay.docs).match(/"name":"nats-[a-z-]+"/g) ?? [];
+      expect(secretNames, overlay.name).toEqual([]);
+    }
+  });
+
+  it('leaves nothing of NATS: no workload, Service, volume, ConfigMap or policy, and no port 4222 anywhere', () => {
+    for (const overlay of rabbitOverlays()) {
+      const natsObjects = overlay.docs.filter(
+        (doc) =>
+          nameOf(doc).startsWith('nats') ||
+          dict(dict(doc.metadata).labels)['app.kubernetes.io/name'] === 'nats',
+      );
+      expect(
+        natsObjects.map((doc) => `${String(doc.kind)} ${nameOf(doc)}`),
+        overlay.name,
+      ).toEqual([]);
+      for (const policy of ofKind(overlay, 'NetworkPolicy')) {
+        expect(JSON.stringify(policy.spec), `${overlay.name} ${nameOf(policy)}`).not.toMatch(/\b4222\b/);
+      }
+    }
+    // The component removed NATS's rule from services-to-infra and kept the others.
+    for (const overlay of rabbitOverlays()) {
+      const ports = list(dict(named(overlay, 'NetworkPolicy', 'services-to-infra')?.spec).egress).flatMap(
+        (rule) => list(dict(rule).ports).map((p) => dict(p).port),
+      );
+      expect(ports, overlay.name).toContain(5432);
+    }
+  });
+
+  it("puts its own objects in the overlay's namespace", () => {
+    for (const overlay of rabbitOverlays()) {
+      const namespace = isDev(overlay) ? 'inbox-dev' : 'inbox';
+      for (const doc of overlay.docs.filter((d) => d.kind !== 'Namespace')) {
+        expect(dict(doc.metadata).namespace, `${overlay.name} ${String(doc.kind)} ${nameOf(doc)}`).toBe(
+          namespace,
+        );
+      }
+    }
+  });
+
+  it('dev: runs one RabbitMQ node on a volume, under a fixed hostname, with its password from inbox-secrets', () => {
+    const dev = rendered(DEV_RABBITMQ);
+    const deployment = named(dev, 'Deployment', 'rabbitmq') ?? {};
+    const spec = podSpec(deployment);
+    const container = containersOf(deployment)[0] ?? {};
+    expect(String(container.image)).toMatch(/^rabbitmq:\d+\.\d+-management-alpine$/);
+    expect(dict(deployment.spec).replicas).toBe(1);
+    expect(dict(dict(deployment.spec).strategy).type).toBe('Recreate');
+    // The node is rabbit@<hostname>, and its data directory is named after it.
+    expect(spec.hostname).toBe('rabbitmq');
+    const data = list(container.volumeMounts)
+      .map(dict)
+      .find((mount) => mount.mountPath === '/var/lib/rabbitmq');
+    const volume = list(spec.volumes)
+      .map(dict)
+      .find((v) => v.name === data?.name);
+    const claim = String(dict(volume?.persistentVolumeClaim).claimName);
+    expect(named(dev, 'PersistentVolumeClaim', claim), claim).toBeDefined();
+    // The Erlang cookie in that volume must keep its owner-only mode across remounts.
+    expect(dict(spec.securityContext).fsGroupChangePolicy).toBe('OnRootMismatch');
+    const env = list(container.env).map(dict);
+    expect(env.find((e) => e.name === 'RABBITMQ_DEFAULT_USER')?.value).toBe('inbox');
+    expect(dict(dict(env.find((e) => e.name === 'RABBITMQ_DEFAULT_PASS')?.valueFrom).secretKeyRef)).toEqual({
+      name: 'inbox-secrets',
+      key: 'RABBITMQ_PASSWORD',
+    });
+    // The services' URL names the Service rabbitmq on 5672.
+    const service = named(dev, 'Service', 'rabbitmq');
+    expect(list(dict(service?.spec).ports).map((p) => dict(p).port)).toContain(5672);
+    expect(labelsOf(deployment)).toMatchObject(dict(dict(service?.spec).selector));
+    // Not one of the services: no part-of label, so no service policy selects it.
+    expect(labelsOf(deployment)['app.kubernetes.io/part-of']).toBeUndefined();
+  });
+
+  it('production: runs no broker of its own', () => {
+    for (const name of [PRODUCTION_RABBITMQ, KEDA_RABBITMQ]) {
+      const overlay = rendered(name);
+      expect(named(overlay, 'Deployment', 'rabbitmq'), name).toBeUndefined();
+      expect(named(overlay, 'Service', 'rabbitmq'), name).toBeUndefined();
+      expect(ofKind(overlay, 'PersistentVolumeClaim'), name).toEqual([]);
+    }
   });
 });

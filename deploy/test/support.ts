@@ -82,11 +82,17 @@ function findKustomize(): Kustomize {
   return kustomize;
 }
 
+export type Bus = 'nats' | 'rabbitmq';
+
 export interface Rendered {
   /** What was built, e.g. "k8s/overlays/production". */
   name: string;
+  /** The broker the services use in it: RabbitMQ when the component k8s/components/rabbitmq is in. */
+  bus: Bus;
   docs: Dict[];
 }
+
+export const RABBITMQ_COMPONENT = 'k8s/components/rabbitmq';
 
 /** Builds a kustomization directory (relative to the repository root) into its manifests. */
 export function kustomizeBuild(directory: string): Rendered {
@@ -95,7 +101,7 @@ export function kustomizeBuild(directory: string): Rendered {
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
-  return { name: directory, docs: parseYamlStream(output) };
+  return { name: directory, bus: 'nats', docs: parseYamlStream(output) };
 }
 
 /**
@@ -127,7 +133,8 @@ export function kustomizeBuildComposed(
       encoding: 'utf8',
       maxBuffer: 64 * 1024 * 1024,
     });
-    return { name, docs: parseYamlStream(output) };
+    const bus = spec.components?.includes(RABBITMQ_COMPONENT) ? 'rabbitmq' : 'nats';
+    return { name, bus, docs: parseYamlStream(output) };
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
@@ -143,22 +150,38 @@ export function parseYamlStream(text: string): Dict[] {
 
 let allOverlays: Rendered[] | undefined;
 
+/** An overlay with components, named as `<overlay> + <component> + …`, in its overlay's namespace. */
+function composed(overlay: string, namespace: string, components: string[]): Rendered {
+  return kustomizeBuildComposed([overlay, ...components].join(' + '), {
+    namespace,
+    resources: [overlay],
+    components,
+  });
+}
+
 /**
- * Every overlay a user can apply, built the way they would build it; built once per test file. Called
- * from each test rather than a hook, so that a missing kustomize fails every test with its message.
+ * Every overlay a user can apply, built the way they would build it (the components as their READMEs
+ * show them); built once per test file. Called from each test rather than a hook, so that a missing
+ * kustomize fails every test with its message.
  */
 export function renderAllOverlays(): Rendered[] {
   allOverlays ??= [
     kustomizeBuild('k8s/base'),
     kustomizeBuild('k8s/overlays/dev'),
     kustomizeBuild('k8s/overlays/production'),
-    kustomizeBuildComposed('k8s/overlays/production + k8s/components/keda', {
-      namespace: 'inbox',
-      resources: ['k8s/overlays/production'],
-      components: ['k8s/components/keda'],
-    }),
+    composed('k8s/overlays/production', 'inbox', ['k8s/components/keda']),
+    composed('k8s/overlays/production', 'inbox', [RABBITMQ_COMPONENT]),
+    composed('k8s/overlays/dev', 'inbox-dev', [RABBITMQ_COMPONENT, 'k8s/components/rabbitmq-server']),
+    composed('k8s/overlays/production', 'inbox', [RABBITMQ_COMPONENT, 'k8s/components/keda-rabbitmq']),
   ];
   return allOverlays;
+}
+
+/** One rendering of renderAllOverlays() by its name. */
+export function rendered(name: string): Rendered {
+  const found = renderAllOverlays().find((overlay) => overlay.name === name);
+  if (!found) throw new Error(`no rendering named ${name}`);
+  return found;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -194,19 +217,57 @@ export async function importDevDependency(name: DevDependency, subpath = ''): Pr
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Compose variable interpolation (${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?error}, ${VAR?error}),
-// as `docker compose` does it before it validates and runs the file.
+// Compose variable interpolation (${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?error}, ${VAR?error},
+// ${VAR:+alternative}, ${VAR+alternative}, nested as in ${A:-${B:-default}}, and $$ for a literal $), as
+// `docker compose` does it before it validates and runs the file. A default is read only when it is used,
+// so a required variable inside an unused default does not fail.
 
 export function interpolate(text: string, env: Record<string, string | undefined>): string {
-  return text.replace(
-    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?])([^}]*))?\}/g,
-    (_match, name: string, colon: string, op: string | undefined, arg: string) => {
-      const value = env[name];
-      const unset = value === undefined || (colon === ':' && value === '');
-      if (!op) return value ?? '';
-      if (!unset) return value ?? '';
-      if (op === '-') return arg;
-      throw new Error(`compose: required variable ${name} is missing: ${arg}`);
-    },
-  );
+  let out = '';
+  let at = 0;
+  while (at < text.length) {
+    const dollar = text.indexOf('$', at);
+    if (dollar === -1 || dollar === text.length - 1) return out + text.slice(at);
+    out += text.slice(at, dollar);
+    const next = text[dollar + 1];
+    if (next === '$') {
+      out += '$';
+      at = dollar + 2;
+    } else if (next === '{') {
+      const close = closingBrace(text, dollar + 2);
+      out += substitute(text.slice(dollar + 2, close), env);
+      at = close + 1;
+    } else {
+      out += '$';
+      at = dollar + 1;
+    }
+  }
+  return out;
+}
+
+/** Index of the `}` that closes the `${` whose body starts at `from`, nested `${…}` skipped. */
+function closingBrace(text: string, from: number): number {
+  let depth = 1;
+  for (let i = from; i < text.length; i++) {
+    if (text[i] === '$' && text[i + 1] === '{') {
+      depth++;
+      i++;
+    } else if (text[i] === '}' && --depth === 0) {
+      return i;
+    }
+  }
+  throw new Error(`compose: unterminated \${ at ${text.slice(from - 2, from + 40)}`);
+}
+
+function substitute(body: string, env: Record<string, string | undefined>): string {
+  const match = /^([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?+])([\s\S]*))?$/.exec(body);
+  if (!match) throw new Error(`compose: invalid interpolation \${${body}}`);
+  const [, name = '', colon, op, arg = ''] = match;
+  const value = env[name];
+  const unset = value === undefined || (colon === ':' && value === '');
+  if (!op) return value ?? '';
+  if (op === '+') return unset ? '' : interpolate(arg, env);
+  if (!unset) return value ?? '';
+  if (op === '-') return interpolate(arg, env);
+  throw new Error(`compose: required variable ${name} is missing: ${interpolate(arg, env)}`);
 }
