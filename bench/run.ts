@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark, one after the other (BENCH=send-message or BENCH=webhooks for one).
 import { cpus, totalmem } from 'node:os';
+import { benchBrokers } from './broker.js';
 import { benchSendMessage } from './send-message.js';
 import { benchWebhooks } from './webhooks.js';
 
@@ -7,9 +8,15 @@ const which = process.env.BENCH ?? 'all';
 console.log(
   `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
 );
-if (which === 'all' || which === 'send-message') await benchSendMessage();
+const brokers = benchBrokers();
+if (which === 'all' || which === 'send-message') for (const broker of brokers) await benchSendMessage(broker);
 if (which === 'all' || which === 'webhooks') {
-  const figures = await benchWebhooks();
+  const figures = new Map<string, Record<string, string>>();
+  for (const broker of brokers) figures.set(broker, await benchWebhooks(broker));
   console.log('\nsigned webhook deliveries, one dispatcher process, loopback receiver');
-  for (const [label, value] of Object.entries(figures)) console.log(`${label.padEnd(30)} ${value}`);
+  console.log(`${''.padEnd(30)} ${brokers.map((b) => b.padEnd(28)).join(' ')}`);
+  for (const label of Object.keys(figures.get(brokers[0]!)!))
+    console.log(
+      `${label.padEnd(30)} ${brokers.map((b) => (figures.get(b)![label] ?? '').padEnd(28)).join(' ')}`,
+    );
 }

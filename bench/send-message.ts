@@ -6,8 +6,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { type RunningStack, startStack } from '@inbox/runtime';
-import { freePort, type LocalServer, startNats, startPostgres, startRedis } from '@inbox/testkit';
+import { freePort, type LocalServer, startPostgres, startRedis } from '@inbox/testkit';
 import autocannon from 'autocannon';
+import { type BenchBroker, startBroker } from './broker.js';
 
 const durationSeconds = Number(process.env.BENCH_SECONDS ?? 15);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -27,9 +28,9 @@ async function otlpSink(): Promise<string> {
   return `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
 }
 
-export async function benchSendMessage(): Promise<void> {
+export async function benchSendMessage(broker: BenchBroker): Promise<void> {
   try {
-    servers.push(...(await Promise.all([startNats(), startPostgres(), startRedis()])));
+    servers.push(...(await Promise.all([startBroker(broker), startPostgres(), startRedis()])));
     const [nats, postgres, redis] = servers as [LocalServer, LocalServer, LocalServer];
     const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
     const adminToken = `adm_${randomBytes(16).toString('hex')}`;
@@ -90,7 +91,7 @@ export async function benchSendMessage(): Promise<void> {
     });
 
     const line = (label: string, value: string) => console.log(`${label.padEnd(28)} ${value}`);
-    console.log('\nsend-message through the distributed stack');
+    console.log(`\nsend-message through the distributed stack, on ${broker}`);
     line(
       'machine',
       `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,

@@ -3,16 +3,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { NatsBus } from '@inbox/bus';
+import { type Bus, connectBus } from '@inbox/bus';
 import { type ServiceProcessSpec, serviceProcessSpecs, startServiceProcess } from '@inbox/runtime';
-import {
-  freePort,
-  type LocalServer,
-  type ManagedProcess,
-  startNats,
-  startPostgres,
-  waitFor,
-} from '@inbox/testkit';
+import { freePort, type LocalServer, type ManagedProcess, startPostgres, waitFor } from '@inbox/testkit';
+import { type BenchBroker, startBroker } from './broker.js';
 
 const eventCount = Number(process.env.BENCH_EVENTS ?? 20_000);
 
@@ -20,10 +14,10 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
-export async function benchWebhooks(): Promise<Record<string, string>> {
+export async function benchWebhooks(broker: BenchBroker): Promise<Record<string, string>> {
   const servers: LocalServer[] = [];
   let dispatcher: ManagedProcess | undefined;
-  let bus: NatsBus | undefined;
+  let bus: Bus | undefined;
   const latencies: number[] = [];
   let firstArrival = 0;
   let lastArrival = 0;
@@ -41,12 +35,12 @@ export async function benchWebhooks(): Promise<Record<string, string>> {
     });
   });
   try {
-    servers.push(...(await Promise.all([startNats(), startPostgres()])));
-    const [nats, postgres] = servers as [LocalServer, LocalServer];
+    servers.push(...(await Promise.all([startBroker(broker), startPostgres()])));
+    const [brokerServer, postgres] = servers as [LocalServer, LocalServer];
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     const spec = serviceProcessSpecs({
-      busUrl: nats.url,
+      busUrl: brokerServer.url,
       databaseUrl: postgres.url,
       adminToken: 'unused',
       encryptionKey: randomBytes(32).toString('base64'),
@@ -66,7 +60,7 @@ export async function benchWebhooks(): Promise<Record<string, string>> {
       },
     }).find((s) => s.name === 'webhook-dispatcher') as ServiceProcessSpec;
     dispatcher = await startServiceProcess(spec);
-    bus = await NatsBus.connect({ url: nats.url });
+    bus = await connectBus({ url: brokerServer.url });
     const workspace = randomUUID();
     await bus.request('cmd.dispatcher.create-webhook', {
       workspace_id: workspace,
