@@ -1,26 +1,27 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { NatsBus } from '@inbox/bus';
+import { type Bus, connectBus } from '@inbox/bus';
 import type { WireEvent } from '@inbox/contracts';
 import { type ServiceProcessSpec, serviceProcessSpecs, startServiceProcess } from '@inbox/runtime';
 import { createDatabase, freePort, type ManagedProcess, uniquePrefix, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startReceiver } from './support/test-stack.js';
+import { e2eBusUrl, startReceiver } from './support/test-stack.js';
 
 // Webhook dispatchers as separate processes on one NATS stream and one Postgres, fed events directly.
-let bus: NatsBus;
+let bus: Bus;
 let makeSpec: () => Promise<ServiceProcessSpec>;
 const running: ManagedProcess[] = [];
 const receivers: Array<Awaited<ReturnType<typeof startReceiver>>> = [];
 
 beforeAll(async () => {
-  const { natsUrl, postgresAdminUrl } = inject('infra');
+  const { postgresAdminUrl } = inject('infra');
+  const busUrl = e2eBusUrl();
   const databaseUrl = await createDatabase(postgresAdminUrl, 'dispatch');
   const busPrefix = uniquePrefix();
   const encryptionKey = randomBytes(32).toString('base64');
   makeSpec = async () => {
     const port = await freePort();
     const spec = serviceProcessSpecs({
-      busUrl: natsUrl,
+      busUrl,
       databaseUrl,
       busPrefix,
       adminToken: 'unused-admin-token',
@@ -33,7 +34,7 @@ beforeAll(async () => {
     }).find((s) => s.name === 'webhook-dispatcher')!;
     return spec;
   };
-  bus = await NatsBus.connect({ url: natsUrl, prefix: busPrefix });
+  bus = await connectBus({ url: busUrl, prefix: busPrefix });
 });
 afterAll(async () => {
   await Promise.all(running.map((p) => p.stop('SIGKILL')));

@@ -4,6 +4,7 @@ import { createDatabase, freePort, type ManagedProcess, uniquePrefix, waitFor } 
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 // Answers from the replicas are checked against the OpenAPI document too.
 import './support/openapi-contract.js';
+import { e2eBusUrl } from './support/test-stack.js';
 
 // Two gateway processes on one Postgres, one NATS and one Redis: what two replicas behind a load
 // balancer share.
@@ -12,13 +13,13 @@ const gateways: ManagedProcess[] = [];
 const urls: string[] = [];
 
 beforeAll(async () => {
-  const { natsUrl, postgresAdminUrl, redisUrl } = inject('infra');
+  const { postgresAdminUrl, redisUrl } = inject('infra');
   const databaseUrl = await createDatabase(postgresAdminUrl, 'replicas');
   const busPrefix = uniquePrefix();
   for (let i = 0; i < 2; i++) {
     const port = await freePort();
     const [spec] = serviceProcessSpecs({
-      busUrl: natsUrl,
+      busUrl: e2eBusUrl(),
       databaseUrl,
       redisUrl,
       busPrefix,

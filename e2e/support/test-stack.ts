@@ -21,16 +21,25 @@ export interface TestStack extends RunningStack {
   ): Promise<{ status: number; body: T }>;
 }
 
-/** The distributed stack as separate processes on free ports, against the run's NATS and a fresh database. */
+/**
+ * The broker the e2e suite runs on: the run's NATS, or its RabbitMQ with E2E_BUS=rabbitmq (to run every
+ * e2e test on RabbitMQ; `npm test` runs the broker core on both either way).
+ */
+export function e2eBusUrl(): string {
+  const { natsUrl, rabbitmqUrl } = inject('infra');
+  return process.env.E2E_BUS === 'rabbitmq' ? rabbitmqUrl : natsUrl;
+}
+
+/** The distributed stack as separate processes on free ports, against the run's broker and a fresh database. */
 export async function startTestStack(overrides: Partial<StackConfig> = {}): Promise<TestStack> {
-  const { natsUrl, postgresAdminUrl, redisUrl } = inject('infra');
+  const { postgresAdminUrl, redisUrl } = inject('infra');
   const [gateway, connector, messaging, pipeline, dispatcher, sandbox] = await Promise.all(
     Array.from({ length: 6 }, () => freePort()),
   );
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
   const databaseUrl = await createDatabase(postgresAdminUrl, 'e2e');
   const stack = await startStack({
-    busUrl: natsUrl,
+    busUrl: e2eBusUrl(),
     redisUrl,
     databaseUrl,
     busPrefix: uniquePrefix(),
