@@ -27,6 +27,10 @@ export interface StackConfig {
   outboundAllowedCidrs?: string;
   webhookTimeoutMs?: number;
   webhookRetrySchedule?: string;
+  webhookRetentionDays?: number;
+  /** OUTBOX_RETENTION_HOURS of every service with an outbox. */
+  outboxRetentionHours?: number;
+  pendingReconcileAfterMinutes?: number;
   logLevel?: string;
   /** Added to every process's environment (e.g. OTEL_EXPORTER_OTLP_ENDPOINT). */
   extraEnv?: Record<string, string>;
@@ -69,7 +73,12 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
       name: 'messaging',
       entry: 'services/messaging/src/main.ts',
       port: config.ports.messaging,
-      env: { ...common, MESSAGING_PORT: String(config.ports.messaging) },
+      env: {
+        ...common,
+        MESSAGING_PORT: String(config.ports.messaging),
+        ...optional('OUTBOX_RETENTION_HOURS', config.outboxRetentionHours),
+        ...optional('PENDING_RECONCILE_AFTER_MINUTES', config.pendingReconcileAfterMinutes),
+      },
     },
     {
       name: 'provider-connector',
@@ -81,13 +90,18 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
         ENCRYPTION_KEY: config.encryptionKey,
         PUBLIC_CONNECTOR_URL: config.publicConnectorUrl ?? `http://127.0.0.1:${config.ports.connector}`,
         OUTBOUND_ALLOWED_CIDRS: localConnectorCidrs(config.outboundAllowedCidrs, config.ports.sandbox !== 0),
+        ...optional('OUTBOX_RETENTION_HOURS', config.outboxRetentionHours),
       },
     },
     {
       name: 'pipeline',
       entry: 'services/pipeline/src/main.ts',
       port: config.ports.pipeline,
-      env: { ...common, PIPELINE_PORT: String(config.ports.pipeline) },
+      env: {
+        ...common,
+        PIPELINE_PORT: String(config.ports.pipeline),
+        ...optional('OUTBOX_RETENTION_HOURS', config.outboxRetentionHours),
+      },
     },
     {
       name: 'webhook-dispatcher',
@@ -100,6 +114,7 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
         ...optional('OUTBOUND_ALLOWED_CIDRS', config.outboundAllowedCidrs),
         ...optional('WEBHOOK_TIMEOUT_MS', config.webhookTimeoutMs),
         ...optional('WEBHOOK_RETRY_SCHEDULE', config.webhookRetrySchedule),
+        ...optional('WEBHOOK_RETENTION_DAYS', config.webhookRetentionDays),
       },
     },
   ];

@@ -10,13 +10,17 @@ import type { Settings } from './settings.js';
 export function serviceDefinitions(settings: Settings): ServiceDefinition[] {
   return [
     gatewayService({ adminToken: settings.ADMIN_TOKEN, rateLimitPerMinute: settings.RATE_LIMIT_PER_MINUTE }),
-    messagingService(),
+    messagingService({
+      outboxRetentionHours: settings.OUTBOX_RETENTION_HOURS,
+      reconcileAfterMinutes: settings.PENDING_RECONCILE_AFTER_MINUTES,
+    }),
     connectorService({
       encryptionKey: settings.ENCRYPTION_KEY,
       publicConnectorUrl: settings.PUBLIC_CONNECTOR_URL,
       allowedCidrs: settings.connectorAllowedCidrs,
+      outboxRetentionHours: settings.OUTBOX_RETENTION_HOURS,
     }),
-    pipelineService(),
+    pipelineService({ outboxRetentionHours: settings.OUTBOX_RETENTION_HOURS }),
     dispatcherService({
       encryptionKey: settings.ENCRYPTION_KEY,
       allowedCidrs: settings.dispatcherAllowedCidrs,
@@ -25,6 +29,7 @@ export function serviceDefinitions(settings: Settings): ServiceDefinition[] {
       disableAfterHours: settings.WEBHOOK_DISABLE_AFTER_HOURS,
       concurrency: settings.WEBHOOK_CONCURRENCY,
       perEndpointConcurrency: settings.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
+      retentionDays: settings.WEBHOOK_RETENTION_DAYS,
     }),
   ];
 }

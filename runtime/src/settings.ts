@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { GatewayConfig } from '@inbox/gateway';
+import { MessagingConfig } from '@inbox/messaging';
 import { env, loadConfig, SecretBox } from '@inbox/service-kit';
 import { allowedCidrs, DispatcherConfig } from '@inbox/webhook-dispatcher';
 import { z } from 'zod';
@@ -25,6 +26,10 @@ export const RuntimeSettings = z.object({
   WEBHOOK_DISABLE_AFTER_HOURS: DispatcherConfig.shape.WEBHOOK_DISABLE_AFTER_HOURS,
   WEBHOOK_CONCURRENCY: DispatcherConfig.shape.WEBHOOK_CONCURRENCY,
   WEBHOOK_PER_ENDPOINT_CONCURRENCY: DispatcherConfig.shape.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
+  WEBHOOK_RETENTION_DAYS: DispatcherConfig.shape.WEBHOOK_RETENTION_DAYS,
+  /** Every outbox's (messaging, connector, pipeline): one setting, the same in each service's schema. */
+  OUTBOX_RETENTION_HOURS: MessagingConfig.shape.OUTBOX_RETENTION_HOURS,
+  PENDING_RECONCILE_AFTER_MINUTES: MessagingConfig.shape.PENDING_RECONCILE_AFTER_MINUTES,
   /** Which broker `npm run stack` starts when BUS_URL is not given. */
   BUS: z.enum(['nats', 'rabbitmq']).default('nats'),
   BUS_URL: z.string().optional(),

@@ -55,6 +55,9 @@ try {
     outboundAllowedCidrs: settings.OUTBOUND_ALLOWED_CIDRS,
     webhookTimeoutMs: settings.WEBHOOK_TIMEOUT_MS,
     webhookRetrySchedule: settings.WEBHOOK_RETRY_SCHEDULE,
+    webhookRetentionDays: settings.WEBHOOK_RETENTION_DAYS,
+    outboxRetentionHours: settings.OUTBOX_RETENTION_HOURS,
+    pendingReconcileAfterMinutes: settings.PENDING_RECONCILE_AFTER_MINUTES,
     logLevel: settings.LOG_LEVEL,
     onOutput: (_service, chunk) => process.stdout.write(chunk),
   });

@@ -434,6 +434,18 @@ export const commandCatalogue = {
     }),
     reply: z.object({ provider_message_id: z.string(), sent_at: z.iso.datetime() }),
   },
+  /**
+   * What the connector recorded of a message's send, read from its `sends`; never calls the provider.
+   * `unrecorded`: never attempted, or attempted with no recorded outcome (the process died, the provider
+   * did not answer in time).
+   */
+  'cmd.connector.send-outcome': {
+    request: z.object({ workspace_id: z.uuid(), message_id: z.uuid() }),
+    reply: z.discriminatedUnion('outcome', [
+      z.object({ outcome: z.literal('sent'), provider_message_id: z.string(), sent_at: z.iso.datetime() }),
+      z.object({ outcome: z.literal('unrecorded') }),
+    ]),
+  },
   'cmd.dispatcher.create-webhook': {
     request: CreateWebhookBody.extend({ workspace_id: z.uuid() }),
     reply: Webhook,

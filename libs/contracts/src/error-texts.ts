@@ -87,6 +87,9 @@ export const platformTexts = {
     `O provedor do canal "${channel}" limitou os envios (muitas mensagens em pouco tempo): tente novamente em alguns segundos`,
   providerTimedOut: (channel: string) =>
     `O provedor do canal "${channel}" não respondeu a tempo: o envio pode ter sido aceito e não será repetido automaticamente`,
+  /** Why reconciliation failed a message left pending: the connector never recorded the provider's acceptance. */
+  pendingUnresolved: (minutes: number) =>
+    `Envio sem confirmação do provedor após ${minutes} minuto(s): a mensagem foi marcada como falha e não será reenviada automaticamente, para não duplicar o envio`,
   mustBeUuid: (field: string) => `${field} deve ser um UUID`,
   mustBeString: (field: string, max: number) => `${field} deve ser string de até ${max} caracteres`,
   textLength: 'text deve ser string de 1–4096 caracteres',

@@ -15,6 +15,11 @@ export const env = {
     .string()
     .regex(/^[A-Za-z0-9_-]*$/)
     .default(''),
+  /**
+   * OUTBOX_RETENTION_HOURS, of every service with an outbox: how long a published event stays in it (for
+   * an operator reading what left) before the relay's pruner deletes it.
+   */
+  outboxRetentionHours: z.coerce.number().positive().default(24),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   encryptionKey: z
     .string({ error: 'required: 32 random bytes in base64 (openssl rand -base64 32)' })

@@ -15,13 +15,21 @@ export interface ServiceDeps {
   logger: Logger;
 }
 
-/** The relay of a service's outbox (in its own schema), logging failed passes; start and stop it with the engine. */
-export function outboxRelay({ pool, bus, logger }: ServiceDeps, schema: string): OutboxRelay {
+/**
+ * The relay of a service's outbox (in its own schema), logging failed passes; start and stop it with the
+ * engine. `retentionHours` is the service's OUTBOX_RETENTION_HOURS (the relay's 24-hour default without it).
+ */
+export function outboxRelay(
+  { pool, bus, logger }: ServiceDeps,
+  schema: string,
+  retentionHours?: number,
+): OutboxRelay {
   return new OutboxRelay({
     pool,
     bus,
     schema,
     logger,
+    ...(retentionHours === undefined ? {} : { retainPublishedMs: retentionHours * 3_600_000 }),
     onError: (error) => logger.error({ err: error }, 'outbox relay pass failed'),
   });
 }

@@ -1,3 +1,4 @@
 export { MessagingConfig } from './config.js';
 export { normalisePhone } from './domain/phone.js';
-export { messagingService } from './service.js';
+export { PendingReconciler } from './reconcile-pending.js';
+export { type MessagingOptions, messagingService } from './service.js';

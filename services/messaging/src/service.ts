@@ -7,16 +7,34 @@ import { applyStatus, receiveMessage } from './handlers/inbound.js';
 import { recordLeadMoved } from './handlers/lead-moved.js';
 import { panel } from './handlers/panel.js';
 import { sendMessage, sendTemplate } from './handlers/send-message.js';
+import { PendingReconciler } from './reconcile-pending.js';
 
-export function messagingService(): ServiceDefinition {
+export interface MessagingOptions {
+  /** OUTBOX_RETENTION_HOURS: how long published events stay in the outbox. */
+  outboxRetentionHours?: number;
+  /** PENDING_RECONCILE_AFTER_MINUTES: when a message left pending is settled from the connector's record. */
+  reconcileAfterMinutes?: number;
+  /** How often the reconciliation job looks for messages left pending. */
+  reconcileIntervalMs?: number;
+}
+
+export function messagingService(options: MessagingOptions = {}): ServiceDefinition {
   return {
     name: 'messaging',
     schema: 'messaging',
     migrationsDir: fileURLToPath(new URL('../migrations', import.meta.url)),
     outbox: true,
     create: (service) => {
-      const { pool, bus } = service;
-      const relay = outboxRelay(service, 'messaging');
+      const { pool, bus, logger } = service;
+      const relay = outboxRelay(service, 'messaging', options.outboxRetentionHours);
+      const reconciler = new PendingReconciler({
+        pool,
+        bus,
+        relay,
+        logger,
+        afterMinutes: options.reconcileAfterMinutes ?? 5,
+        intervalMs: options.reconcileIntervalMs,
+      });
       return {
         start: async () => {
           const deps = { pool, bus, relay };
@@ -49,8 +67,12 @@ export function messagingService(): ServiceDefinition {
             [eventTypes.leadMoved]: (event) => recordLeadMoved(pool, event.id, event.data),
           } satisfies HandlersOf<'messaging-leads'>);
           relay.start();
+          reconciler.start();
         },
-        stop: () => relay.stop(),
+        stop: async () => {
+          await reconciler.stop();
+          await relay.stop();
+        },
       };
     },
   };

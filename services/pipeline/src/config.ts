@@ -6,5 +6,6 @@ export const PipelineConfig = z.object({
   DATABASE_URL: env.url('postgres://user:pass@host:5432/inbox'),
   BUS_URL: env.busUrl,
   BUS_PREFIX: env.busPrefix,
+  OUTBOX_RETENTION_HOURS: env.outboxRetentionHours,
   LOG_LEVEL: env.logLevel,
 });

@@ -1,2 +1,2 @@
 export { PipelineConfig } from './config.js';
-export { pipelineService } from './service.js';
+export { type PipelineOptions, pipelineService } from './service.js';

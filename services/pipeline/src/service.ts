@@ -3,8 +3,13 @@ import { outboxRelay, type ServiceDefinition } from '@inbox/service-kit';
 import { moveLead } from './handlers/move-lead.js';
 import { pipelines } from './handlers/pipelines.js';
 
+export interface PipelineOptions {
+  /** OUTBOX_RETENTION_HOURS: how long published events stay in the outbox. */
+  outboxRetentionHours?: number;
+}
+
 /** Owns funnels (pipelines and their stages), each contact's stage per pipeline, and the move history. */
-export function pipelineService(): ServiceDefinition {
+export function pipelineService(options: PipelineOptions = {}): ServiceDefinition {
   return {
     name: 'pipeline',
     schema: 'pipeline',
@@ -12,7 +17,7 @@ export function pipelineService(): ServiceDefinition {
     outbox: true,
     create: (service) => {
       const { pool, bus } = service;
-      const relay = outboxRelay(service, 'pipeline');
+      const relay = outboxRelay(service, 'pipeline', options.outboxRetentionHours);
       return {
         start: async () => {
           await bus.handle('cmd.pipeline.move-lead', (command) => moveLead({ pool, bus, relay }, command));

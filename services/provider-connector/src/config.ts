@@ -20,5 +20,6 @@ export const ConnectorConfig = z.object({
     .positive()
     .max(maxProviderTimeoutMs, { error: `must be at most ${maxProviderTimeoutMs}` })
     .default(maxProviderTimeoutMs),
+  OUTBOX_RETENTION_HOURS: env.outboxRetentionHours,
   LOG_LEVEL: env.logLevel,
 });

@@ -9,6 +9,7 @@ await runService(
     publicConnectorUrl: config.PUBLIC_CONNECTOR_URL,
     allowedCidrs: config.OUTBOUND_ALLOWED_CIDRS,
     providerTimeoutMs: config.PROVIDER_TIMEOUT_MS,
+    outboxRetentionHours: config.OUTBOX_RETENTION_HOURS,
   }),
   {
     databaseUrl: config.DATABASE_URL,

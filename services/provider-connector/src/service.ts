@@ -10,6 +10,7 @@ import {
   resolveIntegration,
   updateIntegration,
 } from './handlers/integrations.js';
+import { sendOutcome } from './handlers/send-outcome.js';
 import { sendText } from './handlers/send-text.js';
 import { templates } from './handlers/templates.js';
 import { IntegrationStore } from './store/integrations.js';
@@ -24,6 +25,8 @@ export interface ConnectorOptions {
   providerTimeoutMs?: number;
   /** How old a template catalogue may get before it is fetched again. */
   templateRefreshMs?: number;
+  /** OUTBOX_RETENTION_HOURS: how long published events stay in the outbox. */
+  outboxRetentionHours?: number;
 }
 
 export function connectorService(options: ConnectorOptions): ServiceDefinition {
@@ -76,7 +79,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
               );
         }
       };
-      const relay = outboxRelay(service, 'connector');
+      const relay = outboxRelay(service, 'connector', options.outboxRetentionHours);
       return {
         // Inbound routes read the raw body themselves: signatures are over the exact bytes.
         parseJson: false,
@@ -91,6 +94,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
             resolveIntegration(store, command),
           );
           await bus.handle('cmd.connector.send-text', (command) => sendText(sendDeps, command));
+          await bus.handle('cmd.connector.send-outcome', (command) => sendOutcome(store, command));
           await bus.handle('cmd.connector.get-integration', (command) => getIntegration(store, command));
           await bus.handle('cmd.connector.list-integrations', (command) => listIntegrations(store, command));
           await bus.handle('cmd.connector.update-integration', (command) =>

@@ -23,6 +23,8 @@ export const DispatcherConfig = z.object({
   WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().positive().default(120),
   /** How long a secret replaced by a rotation keeps signing alongside the new one (0: not at all). */
   WEBHOOK_SECRET_GRACE_HOURS: z.coerce.number().min(0).default(24),
+  /** How long a finished (delivered or failed) delivery and its attempts are kept before they are deleted. */
+  WEBHOOK_RETENTION_DAYS: z.coerce.number().positive().default(30),
   /** Attempts in flight at once in this process, over all endpoints. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(128),
   /** Attempts in flight at once to one endpoint, so a slow receiver cannot take every slot. */

@@ -13,6 +13,7 @@ await runService(
     secretGraceHours: config.WEBHOOK_SECRET_GRACE_HOURS,
     concurrency: config.WEBHOOK_CONCURRENCY,
     perEndpointConcurrency: config.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
+    retentionDays: config.WEBHOOK_RETENTION_DAYS,
   }),
   {
     databaseUrl: config.DATABASE_URL,

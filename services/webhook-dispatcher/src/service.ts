@@ -5,6 +5,7 @@ import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
 import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { defaultRetrySchedule } from './config.js';
+import { DeliveryPruner } from './delivery-pruner.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import { parseSchedule } from './domain/retry-policy.js';
 import { webhooks } from './handlers/endpoints.js';
@@ -24,6 +25,10 @@ export interface DispatcherOptions {
   secretGraceHours?: number;
   concurrency?: number;
   perEndpointConcurrency?: number;
+  /** WEBHOOK_RETENTION_DAYS: how long finished deliveries and their attempts are kept. */
+  retentionDays?: number;
+  /** How often finished deliveries past their retention are deleted. */
+  pruneIntervalMs?: number;
   /** How often idle workers look for due deliveries. */
   pollMs?: number;
   /** How long the delivery loop may go without completing an iteration before the service is not ready. */
@@ -64,6 +69,12 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
         stalledAfterMs: options.stalledAfterMs,
         orderingGapWaitMs: options.orderingGapWaitMs,
         consumerLag: () => bus.pending(durable),
+      });
+      const pruner = new DeliveryPruner({
+        deliveries,
+        logger,
+        retentionDays: options.retentionDays ?? 30,
+        intervalMs: options.pruneIntervalMs,
       });
       const deps = {
         endpoints,
@@ -114,9 +125,11 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
             },
           );
           worker.start();
+          pruner.start();
         },
         stop: async () => {
           clearInterval(refreshGauge);
+          await pruner.stop();
           await worker.stop();
           await agent.close();
         },

@@ -1,6 +1,6 @@
 import type { Bus } from '@inbox/bus';
 import { AppError, errorMessage, eventTypes, type MessageSent, type Provider } from '@inbox/contracts';
-import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
+import { type OutboxRelay, type Pool, type PoolClient, withTransaction, writeEvent } from '@inbox/db';
 import { ConversationStore } from '../store/conversations.js';
 
 export interface OutboundDeps {
@@ -52,22 +52,29 @@ export async function deliverOutbound(
     }
     throw error;
   }
-  await withTransaction(deps.pool, async (client) => {
-    await new ConversationStore(client, message.workspaceId).markSent(
-      message.messageId,
-      sent.provider_message_id,
-      sent.sent_at,
-    );
-    const data: MessageSent = {
-      event: eventTypes.messageSent,
-      workspace_id: message.workspaceId,
-      conversation_id: message.conversationId,
-      message: { id: message.messageId, text: message.text, type: 'text' },
-      status: { sender_type: message.senderType },
-      integration: message.integration,
-    };
-    await writeEvent(client, eventTypes.messageSent, data);
-  });
+  await withTransaction(deps.pool, (client) => recordSent(client, message, sent));
   deps.relay.wake();
   return sent;
+}
+
+/** Marks a stored message sent and writes its `message.sent`, in the caller's transaction. */
+export async function recordSent(
+  client: PoolClient,
+  message: Omit<OutboundMessage, 'to'>,
+  sent: { provider_message_id: string; sent_at: string },
+): Promise<void> {
+  await new ConversationStore(client, message.workspaceId).markSent(
+    message.messageId,
+    sent.provider_message_id,
+    sent.sent_at,
+  );
+  const data: MessageSent = {
+    event: eventTypes.messageSent,
+    workspace_id: message.workspaceId,
+    conversation_id: message.conversationId,
+    message: { id: message.messageId, text: message.text, type: 'text' },
+    status: { sender_type: message.senderType },
+    integration: message.integration,
+  };
+  await writeEvent(client, eventTypes.messageSent, data);
 }

@@ -207,7 +207,8 @@ export class DeliveryStore {
     );
     await db.query(
       `update deliveries d set status = u.status, next_attempt_at = u.next_at, lease_until = null, last_error = u.error,
-              delivered_at = case when u.status = 'delivered' then u.at else d.delivered_at end
+              delivered_at = case when u.status = 'delivered' then u.at else d.delivered_at end,
+              finished_at = case when u.status in ('delivered', 'failed') then u.at end
          from unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[], $6::timestamptz[])
            as u(id, workspace_id, status, next_at, error, at)
         where d.id = u.id and d.workspace_id = u.workspace_id and d.status = 'sending'`,
@@ -282,7 +283,7 @@ export class DeliveryStore {
   /** Due again now, whatever its state, unless it is being attempted this moment. */
   async resend(workspaceId: string, endpointId: string, deliveryId: string): Promise<boolean> {
     const { rowCount } = await this.pool.query(
-      `update deliveries set status = 'pending', next_attempt_at = now()
+      `update deliveries set status = 'pending', next_attempt_at = now(), finished_at = null
         where workspace_id = $1 and endpoint_id = $2 and id = $3 and status <> 'sending'`,
       [workspaceId, endpointId, deliveryId],
     );
@@ -292,9 +293,25 @@ export class DeliveryStore {
   /** Every failed delivery of the endpoint created since `since`, due again now. */
   async replayFailed(workspaceId: string, endpointId: string, since: string): Promise<number> {
     const { rowCount } = await this.pool.query(
-      `update deliveries set status = 'pending', next_attempt_at = now()
+      `update deliveries set status = 'pending', next_attempt_at = now(), finished_at = null
         where workspace_id = $1 and endpoint_id = $2 and status = 'failed' and created_at >= $3`,
       [workspaceId, endpointId, since],
+    );
+    return rowCount ?? 0;
+  }
+
+  /**
+   * Deletes deliveries finished (delivered or failed) more than `retentionDays` ago, their attempts with
+   * them (on delete cascade), at most `batchSize` per statement so none holds many locks or runs long.
+   * A delivery being resent is locked or pending again, and skipped. Says how many it deleted.
+   */
+  async pruneFinished(retentionDays: number, batchSize: number): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `delete from deliveries where id in (
+         select id from deliveries
+          where status in ('delivered', 'failed') and finished_at < now() - $1 * interval '1 day'
+          limit $2 for update skip locked)`,
+      [retentionDays, batchSize],
     );
     return rowCount ?? 0;
   }

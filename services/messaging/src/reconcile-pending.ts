@@ -1,0 +1,121 @@
+import type { Bus } from '@inbox/bus';
+import { platformTexts } from '@inbox/contracts';
+import { type OutboxRelay, type Pool, withTransaction } from '@inbox/db';
+import type { Logger } from '@inbox/service-kit';
+import { meter } from '@inbox/telemetry';
+import { recordSent } from './handlers/outbound-delivery.js';
+import { ConversationStore } from './store/conversations.js';
+import { lockIfPending, type PendingMessage, stalePendingMessages } from './store/pending-messages.js';
+
+const reconciled = meter('messaging').createCounter('messaging.pending.reconciled', {
+  description:
+    'Outbound messages left pending that the reconciliation job settled: sent (the connector had recorded the send) or failed (it had not)',
+});
+
+export interface PendingReconcilerOptions {
+  pool: Pool;
+  bus: Bus;
+  relay: OutboxRelay;
+  logger: Logger;
+  /** PENDING_RECONCILE_AFTER_MINUTES: how long a message may stay pending before it is settled. */
+  afterMinutes: number;
+  /** How often stale pending messages are looked for; a minute by default. */
+  intervalMs?: number;
+  batchSize?: number;
+}
+
+type Outcome = 'sent' | 'failed' | 'settled-meanwhile';
+
+/**
+ * Settles outbound messages left pending (the process died between storing one and the connector's
+ * answer, the answer was lost, or the provider did not answer in time): it asks the connector what it
+ * recorded of the send, never the provider, and marks the message sent (with `message.sent` through the
+ * outbox) or failed with a reason that says it will not be sent again. A message stays pending at least
+ * `afterMinutes`, longer than any send command may take, so a send in progress is never overtaken.
+ */
+export class PendingReconciler {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+
+  constructor(private readonly options: PendingReconcilerOptions) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.running ??= this.reconcile()
+        .catch((error: unknown) => this.options.logger.warn({ err: error }, 'pending reconciliation failed'))
+        .finally(() => {
+          this.running = undefined;
+        });
+    }, this.options.intervalMs ?? 60_000);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One pass over every stale pending message; says how many it settled each way. */
+  async reconcile(): Promise<Record<Outcome, number>> {
+    const { pool, afterMinutes, batchSize = 100 } = this.options;
+    const counts: Record<Outcome, number> = { sent: 0, failed: 0, 'settled-meanwhile': 0 };
+    const seen = new Set<string>();
+    for (;;) {
+      const batch = (await stalePendingMessages(pool, afterMinutes, batchSize)).filter(
+        (m) => !seen.has(m.id),
+      );
+      for (const message of batch) {
+        seen.add(message.id);
+        // A connector that cannot answer ends the pass (the next one asks again) rather than failing
+        // messages whose send may well be recorded.
+        counts[await this.settle(message)]++;
+      }
+      if (batch.length < batchSize) break;
+    }
+    if (counts.sent > 0) this.options.relay.wake();
+    return counts;
+  }
+
+  private async settle(message: PendingMessage): Promise<Outcome> {
+    const { pool, bus, logger, afterMinutes } = this.options;
+    const outcome = await bus.request('cmd.connector.send-outcome', {
+      workspace_id: message.workspace_id,
+      message_id: message.id,
+    });
+    const settled = await withTransaction(pool, async (client): Promise<Outcome> => {
+      if (!(await lockIfPending(client, message.workspace_id, message.id))) return 'settled-meanwhile';
+      if (outcome.outcome === 'sent') {
+        await recordSent(
+          client,
+          {
+            workspaceId: message.workspace_id,
+            conversationId: message.conversation_id,
+            integration: { id: message.integration_id, provider: message.provider },
+            messageId: message.id,
+            text: message.text,
+            senderType: message.sender_type,
+          },
+          outcome,
+        );
+        return 'sent';
+      }
+      await new ConversationStore(client, message.workspace_id).markFailed(
+        message.id,
+        platformTexts.pendingUnresolved(afterMinutes),
+      );
+      return 'failed';
+    });
+    if (settled === 'settled-meanwhile') return settled;
+    reconciled.add(1, { outcome: settled });
+    const fields = {
+      message_id: message.id,
+      workspace_id: message.workspace_id,
+      conversation_id: message.conversation_id,
+      outcome: settled,
+    };
+    if (settled === 'sent')
+      logger.info(fields, 'pending message reconciled: the connector had recorded its send');
+    else logger.warn(fields, 'pending message failed by reconciliation: no send recorded, not sent again');
+    return settled;
+  }
+}

@@ -1,0 +1,44 @@
+import type { Provider } from '@inbox/contracts';
+import type { PoolClient, Queryable } from '@inbox/db';
+
+export interface PendingMessage {
+  id: string;
+  workspace_id: string;
+  conversation_id: string;
+  text: string;
+  sender_type: 'human' | 'agent' | 'system';
+  integration_id: string;
+  provider: Provider;
+}
+
+/**
+ * Outbound messages of every workspace still pending `olderThanMinutes` after they were stored, oldest
+ * first: the reconciliation job's work (a system job, the one query here that spans workspaces).
+ */
+export async function stalePendingMessages(
+  db: Queryable,
+  olderThanMinutes: number,
+  limit: number,
+): Promise<PendingMessage[]> {
+  const { rows } = await db.query<PendingMessage>(
+    `select m.id, m.workspace_id, m.conversation_id, m.text, m.sender_type, c.integration_id, c.provider
+       from messages m join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
+      where m.status = 'pending' and m.direction = 'outbound'
+        and m.created_at < now() - $1 * interval '1 minute'
+      order by m.created_at limit $2`,
+    [olderThanMinutes, limit],
+  );
+  return rows;
+}
+
+/**
+ * Locks the message for this transaction if it is still pending; false when it was settled meanwhile
+ * (by its own send, or another replica's reconciliation, which holds the lock and is skipped).
+ */
+export async function lockIfPending(client: PoolClient, workspaceId: string, messageId: string) {
+  const { rowCount } = await client.query(
+    `select 1 from messages where workspace_id = $1 and id = $2 and status = 'pending' for update skip locked`,
+    [workspaceId, messageId],
+  );
+  return rowCount === 1;
+}

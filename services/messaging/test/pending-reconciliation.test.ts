@@ -1,0 +1,219 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { NatsBus } from '@inbox/bus';
+import { platformTexts } from '@inbox/contracts';
+import { createPool, migrate, OutboxRelay, type Pool, withTransaction } from '@inbox/db';
+import { connectorService } from '@inbox/provider-connector';
+import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
+import { serveMetrics } from '@inbox/telemetry';
+import { createDatabase, uniquePrefix } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { MessagingConfig } from '../src/config.js';
+import { PendingReconciler } from '../src/reconcile-pending.js';
+import { ConversationStore } from '../src/store/conversations.js';
+
+const logger = createLogger('messaging', { level: 'silent' });
+const encryptionKey = SecretBox.generateKey();
+let messagingPool: Pool;
+let connectorPool: Pool;
+let connector: HostedService;
+let bus: NatsBus;
+let relay: OutboxRelay;
+// A stand-in for the provider's API that only counts: reconciliation must never reach it.
+let provider: Server;
+let providerCalls = 0;
+let providerUrl: string;
+
+beforeAll(async () => {
+  const { natsUrl, postgresAdminUrl } = inject('infra');
+  const databaseUrl = await createDatabase(postgresAdminUrl);
+  const prefix = uniquePrefix();
+  provider = createServer((_req, res) => {
+    providerCalls++;
+    res.writeHead(500).end();
+  });
+  await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+  providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
+  // The real connector, answering on the bus from its own schema.
+  connector = await hostService(
+    connectorService({
+      encryptionKey,
+      publicConnectorUrl: 'http://127.0.0.1:1',
+      allowedCidrs: '127.0.0.0/8',
+    }),
+    { databaseUrl, busUrl: natsUrl, busPrefix: prefix, port: 0, host: '127.0.0.1', logLevel: 'silent' },
+  );
+  connectorPool = createPool({ url: databaseUrl, schema: 'connector' });
+  messagingPool = createPool({ url: databaseUrl, schema: 'messaging' });
+  await migrate(messagingPool, {
+    schema: 'messaging',
+    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+    outbox: true,
+  });
+  bus = await NatsBus.connect({ url: natsUrl, prefix });
+  // Not started: the events stay in the outbox, where the test reads them.
+  relay = new OutboxRelay({ pool: messagingPool, bus, schema: 'messaging' });
+});
+afterAll(async () => {
+  await bus?.drain();
+  await connector?.stop();
+  await Promise.all([messagingPool?.end(), connectorPool?.end()]);
+  provider?.closeAllConnections();
+  provider?.close();
+});
+
+/** A workspace with a connected integration whose provider is the counting stand-in. */
+async function workspaceWithIntegration() {
+  const workspaceId = randomUUID();
+  const integrationId = randomUUID();
+  await connectorPool.query(
+    `insert into integrations (id, workspace_id, channel, provider, status, config_sealed, account_id, connected_at)
+     values ($1, $2, 'chat-official', 'chat-official', 'connected', $3, 'pn-1', now())`,
+    [
+      integrationId,
+      workspaceId,
+      new SecretBox(encryptionKey).seal(
+        JSON.stringify({ base_url: providerUrl, phone_number_id: 'pn-1', access_token: 't' }),
+        `integrations:${workspaceId}:${integrationId}`,
+      ),
+    ],
+  );
+  /** An outbound message as send-message stores it, `minutesAgo`, and still pending. */
+  const pendingMessage = (text: string, minutesAgo: number) =>
+    withTransaction(messagingPool, async (client) => {
+      const store = new ConversationStore(client, workspaceId);
+      const { contact } = await store.upsertContact('+5511944440001', 'Dora');
+      const { conversation } = await store.openConversation(contact.id, {
+        id: integrationId,
+        channel: 'chat-official',
+        provider: 'chat-official',
+      });
+      const id = await store.addOutboundMessage({
+        conversationId: conversation.id,
+        text,
+        senderType: 'agent',
+      });
+      await client.query(`update messages set created_at = now() - $2 * interval '1 minute' where id = $1`, [
+        id,
+        minutesAgo,
+      ]);
+      return { id, conversationId: conversation.id };
+    });
+  /** What the connector records once the provider accepted a message (send-once's recordSend). */
+  const recordSend = (messageId: string, providerMessageId: string, sentAt: Date) =>
+    connectorPool.query(
+      'insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at) values ($1, $2, $3, $4, $5)',
+      [messageId, workspaceId, integrationId, providerMessageId, sentAt],
+    );
+  const message = async (id: string) =>
+    (
+      await messagingPool.query<{
+        status: string;
+        provider_message_id: string | null;
+        sent_at: Date | null;
+        error: string | null;
+      }>(
+        'select status, provider_message_id, sent_at, error from messages where workspace_id = $1 and id = $2',
+        [workspaceId, id],
+      )
+    ).rows[0]!;
+  const sentEvents = async () =>
+    (
+      await messagingPool.query<{ data: { message: { id: string; text: string }; conversation_id: string } }>(
+        `select data from outbox where type = 'message.sent' and workspace_id = $1`,
+        [workspaceId],
+      )
+    ).rows.map((row) => row.data);
+  return { workspaceId, integrationId, pendingMessage, recordSend, message, sentEvents };
+}
+
+async function reconciledCount(outcome: string): Promise<number> {
+  const server = createServer(serveMetrics);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith('messaging_pending_reconciled_total{') && l.includes(`outcome="${outcome}"`));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  } finally {
+    server.close();
+  }
+}
+
+describe('pending message reconciliation', () => {
+  it('settles from what the connector recorded, fails what it never sent, and never calls the provider', async () => {
+    const world = await workspaceWithIntegration();
+    // The connector sent it and recorded the send; messaging died before hearing the answer.
+    const recorded = await world.pendingMessage('Olá, chegou?', 10);
+    const sentAt = new Date('2026-03-01T12:00:00.000Z');
+    await world.recordSend(recorded.id, 'wamid.recorded', sentAt);
+    // Stored, then the process died before (or while) the connector was asked: no send recorded.
+    const unrecorded = await world.pendingMessage('Olá de novo', 10);
+    // Pending for less than the threshold: its send may still be under way.
+    const recent = await world.pendingMessage('Acabei de enviar', 1);
+    const before = { sent: await reconciledCount('sent'), failed: await reconciledCount('failed') };
+
+    const reconciler = new PendingReconciler({ pool: messagingPool, bus, relay, logger, afterMinutes: 5 });
+    const counts = await reconciler.reconcile();
+    expect(counts).toMatchObject({ sent: 1, failed: 1 });
+
+    expect(await world.message(recorded.id)).toEqual({
+      status: 'sent',
+      provider_message_id: 'wamid.recorded',
+      sent_at: sentAt,
+      error: null,
+    });
+    expect(await world.message(unrecorded.id)).toMatchObject({
+      status: 'failed',
+      provider_message_id: null,
+      error: platformTexts.pendingUnresolved(5),
+    });
+    expect((await world.message(recent.id)).status).toBe('pending');
+    const events = await world.sentEvents();
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      conversation_id: recorded.conversationId,
+      message: { id: recorded.id, text: 'Olá, chegou?' },
+      integration: { id: world.integrationId, provider: 'chat-official' },
+    });
+    expect(await reconciledCount('sent')).toBe(before.sent + 1);
+    expect(await reconciledCount('failed')).toBe(before.failed + 1);
+
+    // Settled once: a second pass finds nothing left to settle and announces nothing again.
+    expect(await reconciler.reconcile()).toMatchObject({ sent: 0, failed: 0 });
+    expect(await world.sentEvents()).toHaveLength(1);
+    expect(providerCalls).toBe(0);
+  });
+
+  it('leaves messages pending while the connector cannot answer', async () => {
+    const world = await workspaceWithIntegration();
+    const pending = await world.pendingMessage('Sem conector', 10);
+    const silent = await NatsBus.connect({ url: inject('infra').natsUrl, prefix: uniquePrefix() });
+    try {
+      const reconciler = new PendingReconciler({
+        pool: messagingPool,
+        bus: silent,
+        relay,
+        logger,
+        afterMinutes: 5,
+      });
+      await expect(reconciler.reconcile()).rejects.toThrow();
+    } finally {
+      await silent.drain();
+    }
+    expect((await world.message(pending.id)).status).toBe('pending');
+    expect(providerCalls).toBe(0);
+  });
+
+  it('refuses a threshold shorter than a send may take', () => {
+    const required = { DATABASE_URL: 'postgres://x/y', BUS_URL: 'nats://nats:4222' };
+    expect(MessagingConfig.parse(required).PENDING_RECONCILE_AFTER_MINUTES).toBe(5);
+    expect(MessagingConfig.safeParse({ ...required, PENDING_RECONCILE_AFTER_MINUTES: '0' }).success).toBe(
+      false,
+    );
+  });
+});

@@ -1,0 +1,61 @@
+import type { Logger } from '@inbox/service-kit';
+import { meter } from '@inbox/telemetry';
+import type { DeliveryStore } from './store/deliveries.js';
+
+const pruned = meter('webhook-dispatcher').createCounter('webhook.deliveries.pruned', {
+  description: 'Finished webhook deliveries (with their attempts) deleted once past their retention',
+});
+
+export interface DeliveryPrunerOptions {
+  deliveries: DeliveryStore;
+  logger: Logger;
+  /** WEBHOOK_RETENTION_DAYS. */
+  retentionDays: number;
+  /** How often finished deliveries past their retention are looked for; 5 minutes by default. */
+  intervalMs?: number;
+  batchSize?: number;
+}
+
+/**
+ * Deletes finished deliveries past their retention, beside the delivery worker and never inside it: a
+ * batch per statement (`for update skip locked`, so replicas prune side by side and no lease waits on
+ * it) until none is left.
+ */
+export class DeliveryPruner {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+
+  constructor(private readonly options: DeliveryPrunerOptions) {}
+
+  start(): void {
+    this.timer = setInterval(
+      () => {
+        this.running ??= this.prune()
+          .catch((error: unknown) => this.options.logger.warn({ err: error }, 'delivery pruning failed'))
+          .finally(() => {
+            this.running = undefined;
+          });
+      },
+      this.options.intervalMs ?? 5 * 60_000,
+    );
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** Deletes every finished delivery past the retention, a batch at a time; says how many. */
+  async prune(): Promise<number> {
+    const { deliveries, retentionDays, batchSize = 1_000 } = this.options;
+    let total = 0;
+    for (;;) {
+      const deleted = await deliveries.pruneFinished(retentionDays, batchSize);
+      total += deleted;
+      if (deleted < batchSize) break;
+    }
+    if (total > 0) pruned.add(total);
+    return total;
+  }
+}

@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { createPool, migrate, type Pool } from '@inbox/db';
+import { createLogger } from '@inbox/service-kit';
+import { createDatabase } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DispatcherConfig } from '../src/config.js';
+import { DeliveryPruner } from '../src/delivery-pruner.js';
+import { type AttemptResult, DeliveryStore, type LeasedDelivery } from '../src/store/deliveries.js';
+
+let pool: Pool;
+let deliveries: DeliveryStore;
+const logger = createLogger('webhook-dispatcher', { level: 'silent' });
+
+beforeAll(async () => {
+  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'dispatcher' });
+  await migrate(pool, {
+    schema: 'dispatcher',
+    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+  });
+  deliveries = new DeliveryStore(pool);
+});
+afterAll(async () => {
+  await pool?.end();
+});
+
+/** An endpoint of a new workspace, to which deliveries are added in any state, finished any days ago. */
+async function endpointWithDeliveries() {
+  const workspaceId = randomUUID();
+  const endpointId = randomUUID();
+  await pool.query(
+    `insert into endpoints (id, workspace_id, url, events) values ($1, $2, 'https://x.test/h', '{*}')`,
+    [endpointId, workspaceId],
+  );
+  const add = async (
+    status: 'pending' | 'sending' | 'delivered' | 'failed',
+    finishedDaysAgo: number | null,
+  ) => {
+    const id = randomUUID();
+    // Created long ago, whatever their state: only the time they finished counts.
+    await pool.query(
+      `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, status, created_at, next_attempt_at, finished_at)
+       values ($1, $2, $3, $4, 'message.sent', '{}', $5, now() - interval '90 days', now(), now() - $6 * interval '1 day')`,
+      [id, workspaceId, endpointId, randomUUID(), status, finishedDaysAgo],
+    );
+    for (const attempt of [1, 2]) {
+      await pool.query(
+        `insert into attempts (workspace_id, delivery_id, attempt, at, status_code, duration_ms)
+         values ($1, $2, $3, now() - interval '90 days', 500, 10)`,
+        [workspaceId, id, attempt],
+      );
+    }
+    return id;
+  };
+  const left = async () =>
+    (
+      await pool.query<{ id: string; attempts: number }>(
+        `select d.id, (select count(*)::int from attempts a where a.delivery_id = d.id) as attempts
+           from deliveries d where d.endpoint_id = $1`,
+        [endpointId],
+      )
+    ).rows;
+  const orphanAttempts = async () =>
+    (
+      await pool.query<{ n: number }>(
+        'select count(*)::int as n from attempts a where a.workspace_id = $1 and not exists (select 1 from deliveries d where d.id = a.delivery_id)',
+        [workspaceId],
+      )
+    ).rows[0]!.n;
+  return { workspaceId, endpointId, add, left, orphanAttempts };
+}
+
+describe('webhook delivery retention', () => {
+  it('keeps finished deliveries 30 days by default, and takes another number of days', () => {
+    const required = {
+      DATABASE_URL: 'postgres://inbox:secret@postgres:5432/inbox',
+      BUS_URL: 'nats://nats:4222',
+      ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+    };
+    expect(DispatcherConfig.parse(required).WEBHOOK_RETENTION_DAYS).toBe(30);
+    expect(DispatcherConfig.parse({ ...required, WEBHOOK_RETENTION_DAYS: '7' }).WEBHOOK_RETENTION_DAYS).toBe(
+      7,
+    );
+    expect(DispatcherConfig.safeParse({ ...required, WEBHOOK_RETENTION_DAYS: '0' }).success).toBe(false);
+  });
+
+  it('deletes only finished deliveries past the retention, with their attempts, a batch per statement', async () => {
+    const world = await endpointWithDeliveries();
+    const oldDelivered = [await world.add('delivered', 31), await world.add('delivered', 45)];
+    const oldFailed = [
+      await world.add('failed', 31),
+      await world.add('failed', 60),
+      await world.add('failed', 400),
+    ];
+    const recentDelivered = await world.add('delivered', 29);
+    const recentFailed = await world.add('failed', 1);
+    // Never finished, however old: a retry due later, and one being attempted this moment.
+    const pending = await world.add('pending', null);
+    const sending = await world.add('sending', null);
+
+    // One statement takes at most its batch.
+    expect(await deliveries.pruneFinished(30, 2)).toBe(2);
+    const pruner = new DeliveryPruner({ deliveries, logger, retentionDays: 30, batchSize: 2 });
+    // The rest, two statements' worth and a last short one.
+    expect(await pruner.prune()).toBe(3);
+    expect(await pruner.prune()).toBe(0);
+
+    const left = await world.left();
+    expect(left.map((d) => d.id).sort()).toEqual([recentDelivered, recentFailed, pending, sending].sort());
+    expect(left.every((d) => d.attempts === 2)).toBe(true);
+    expect(await world.orphanAttempts()).toBe(0);
+    const gone = await pool.query('select 1 from attempts where delivery_id = any($1)', [
+      [...oldDelivered, ...oldFailed],
+    ]);
+    expect(gone.rowCount).toBe(0);
+  });
+
+  it('counts a delivery from when it finished, and not at all once a resend makes it pending again', async () => {
+    const world = await endpointWithDeliveries();
+    const id = await world.add('sending', null);
+    const leased: LeasedDelivery = {
+      id,
+      workspace_id: world.workspaceId,
+      endpoint_id: world.endpointId,
+      event_id: randomUUID(),
+      event_type: 'message.sent',
+      body: '{}',
+      attempts: 3,
+      trace_context: null,
+    };
+    const finishedAt = new Date(Date.now() - 31 * 86_400_000);
+    const result: AttemptResult = {
+      delivery: leased,
+      statusCode: 500,
+      error: null,
+      durationMs: 10,
+      responseBody: null,
+      at: finishedAt,
+      status: 'failed',
+      nextAttemptAt: null,
+    };
+    await deliveries.record(pool, [result]);
+    const finished = await pool.query<{ finished_at: Date }>(
+      'select finished_at from deliveries where id = $1',
+      [id],
+    );
+    expect(finished.rows[0]!.finished_at.getTime()).toBe(finishedAt.getTime());
+
+    // Resent by an operator: pending again, out of the pruner's reach until it finishes anew.
+    expect(await deliveries.resend(world.workspaceId, world.endpointId, id)).toBe(true);
+    await new DeliveryPruner({ deliveries, logger, retentionDays: 30 }).prune();
+    expect((await world.left()).map((d) => d.id)).toEqual([id]);
+
+    // Attempted again and failed for good: it counts from that attempt (dated past the retention here).
+    await pool.query(`update deliveries set status = 'sending' where id = $1`, [id]);
+    await deliveries.record(pool, [result]);
+    await new DeliveryPruner({ deliveries, logger, retentionDays: 30 }).prune();
+    expect(await world.left()).toEqual([]);
+  });
+});
