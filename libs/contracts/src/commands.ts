@@ -444,6 +444,8 @@ export const commandCatalogue = {
     reply: z.discriminatedUnion('outcome', [
       z.object({ outcome: z.literal('sent'), provider_message_id: z.string(), sent_at: z.iso.datetime() }),
       z.object({ outcome: z.literal('unrecorded') }),
+      // A provider call started and its outcome was never learnt: the message may have been delivered.
+      z.object({ outcome: z.literal('unknown') }),
     ]),
   },
   'cmd.dispatcher.create-webhook': {

@@ -88,8 +88,11 @@ export const platformTexts = {
   providerTimedOut: (channel: string) =>
     `O provedor do canal "${channel}" não respondeu a tempo: o envio pode ter sido aceito e não será repetido automaticamente`,
   /** Why reconciliation failed a message left pending: the connector never recorded the provider's acceptance. */
+  /** A second send of a message whose first provider call ended without a known outcome. */
+  sendOutcomeUnknown: (messageId: string) =>
+    `O envio da mensagem ${messageId} ao provedor foi iniciado e o resultado é desconhecido: ela não será enviada de novo, para não duplicar o envio`,
   pendingUnresolved: (minutes: number) =>
-    `Envio sem confirmação do provedor após ${minutes} minuto(s): a mensagem foi marcada como falha e não será reenviada automaticamente, para não duplicar o envio`,
+    `Envio não iniciado após ${minutes} minuto(s): nada foi enviado ao provedor, e a mensagem foi marcada como falha`,
   mustBeUuid: (field: string) => `${field} deve ser um UUID`,
   mustBeString: (field: string, max: number) => `${field} deve ser string de até ${max} caracteres`,
   textLength: 'text deve ser string de 1–4096 caracteres',

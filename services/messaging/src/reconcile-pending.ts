@@ -9,7 +9,7 @@ import { lockIfPending, type PendingMessage, stalePendingMessages } from './stor
 
 const reconciled = meter('messaging').createCounter('messaging.pending.reconciled', {
   description:
-    'Outbound messages left pending that the reconciliation job settled: sent (the connector had recorded the send) or failed (it had not)',
+    'Outbound messages left pending that the reconciliation job settled: sent (the connector had recorded the send), failed (no send ever started) or unknown (a provider call started and never reported back; left pending)',
 });
 
 export interface PendingReconcilerOptions {
@@ -24,7 +24,7 @@ export interface PendingReconcilerOptions {
   batchSize?: number;
 }
 
-type Outcome = 'sent' | 'failed' | 'settled-meanwhile';
+type Outcome = 'sent' | 'failed' | 'unknown' | 'settled-meanwhile';
 
 /**
  * Settles outbound messages left pending (the process died between storing one and the connector's
@@ -58,7 +58,7 @@ export class PendingReconciler {
   /** One pass over every stale pending message; says how many it settled each way. */
   async reconcile(): Promise<Record<Outcome, number>> {
     const { pool, afterMinutes, batchSize = 100 } = this.options;
-    const counts: Record<Outcome, number> = { sent: 0, failed: 0, 'settled-meanwhile': 0 };
+    const counts: Record<Outcome, number> = { sent: 0, failed: 0, unknown: 0, 'settled-meanwhile': 0 };
     const seen = new Set<string>();
     for (;;) {
       const batch = (await stalePendingMessages(pool, afterMinutes, batchSize)).filter(
@@ -99,6 +99,13 @@ export class PendingReconciler {
         );
         return 'sent';
       }
+      if (outcome.outcome === 'unknown') {
+        await new ConversationStore(client, message.workspace_id).markOutcomeUnknown(
+          message.id,
+          platformTexts.sendOutcomeUnknown(message.id),
+        );
+        return 'unknown';
+      }
       await new ConversationStore(client, message.workspace_id).markFailed(
         message.id,
         platformTexts.pendingUnresolved(afterMinutes),
@@ -115,7 +122,10 @@ export class PendingReconciler {
     };
     if (settled === 'sent')
       logger.info(fields, 'pending message reconciled: the connector had recorded its send');
-    else logger.warn(fields, 'pending message failed by reconciliation: no send recorded, not sent again');
+    else if (settled === 'unknown')
+      logger.warn(fields, 'pending message left pending: its provider call started and never reported back');
+    else
+      logger.warn(fields, 'pending message failed by reconciliation: its send never started, not sent again');
     return settled;
   }
 }

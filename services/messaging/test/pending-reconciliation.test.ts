@@ -25,6 +25,8 @@ let relay: OutboxRelay;
 let provider: Server;
 let providerCalls = 0;
 let providerUrl: string;
+// How the stand-in answers: a failure, an acceptance, or nothing at all (a provider that does not answer).
+let providerAnswer: 'fail' | 'accept' | 'hang' = 'fail';
 
 beforeAll(async () => {
   const { natsUrl, postgresAdminUrl } = inject('infra');
@@ -32,6 +34,14 @@ beforeAll(async () => {
   const prefix = uniquePrefix();
   provider = createServer((_req, res) => {
     providerCalls++;
+    if (providerAnswer === 'hang') return;
+    if (providerAnswer === 'accept') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({ messaging_product: 'whatsapp', messages: [{ id: `wamid.${providerCalls}` }] }),
+      );
+      return;
+    }
     res.writeHead(500).end();
   });
   await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
@@ -42,6 +52,7 @@ beforeAll(async () => {
       encryptionKey,
       publicConnectorUrl: 'http://127.0.0.1:1',
       allowedCidrs: '127.0.0.0/8',
+      providerTimeoutMs: 500,
     }),
     { databaseUrl, busUrl: natsUrl, busPrefix: prefix, port: 0, host: '127.0.0.1', logLevel: 'silent' },
   );
@@ -75,7 +86,14 @@ async function workspaceWithIntegration() {
       integrationId,
       workspaceId,
       new SecretBox(encryptionKey).seal(
-        JSON.stringify({ base_url: providerUrl, phone_number_id: 'pn-1', access_token: 't' }),
+        JSON.stringify({
+          base_url: providerUrl,
+          phone_number_id: 'pn-1',
+          waba_id: 'waba-1',
+          access_token: 't',
+          app_secret: 's',
+          verify_token: 'v',
+        }),
         `integrations:${workspaceId}:${integrationId}`,
       ),
     ],
@@ -153,13 +171,23 @@ describe('pending message reconciliation', () => {
     await world.recordSend(recorded.id, 'wamid.recorded', sentAt);
     // Stored, then the process died before (or while) the connector was asked: no send recorded.
     const unrecorded = await world.pendingMessage('Olá de novo', 10);
+    // Its provider call started and never reported back: it may have been delivered.
+    const attempted = await world.pendingMessage('Chegou ou não?', 10);
+    await connectorPool.query(
+      'insert into sends (message_id, workspace_id, integration_id) values ($1, $2, $3)',
+      [attempted.id, world.workspaceId, world.integrationId],
+    );
     // Pending for less than the threshold: its send may still be under way.
     const recent = await world.pendingMessage('Acabei de enviar', 1);
-    const before = { sent: await reconciledCount('sent'), failed: await reconciledCount('failed') };
+    const before = {
+      sent: await reconciledCount('sent'),
+      failed: await reconciledCount('failed'),
+      unknown: await reconciledCount('unknown'),
+    };
 
     const reconciler = new PendingReconciler({ pool: messagingPool, bus, relay, logger, afterMinutes: 5 });
     const counts = await reconciler.reconcile();
-    expect(counts).toMatchObject({ sent: 1, failed: 1 });
+    expect(counts).toMatchObject({ sent: 1, failed: 1, unknown: 1 });
 
     expect(await world.message(recorded.id)).toEqual({
       status: 'sent',
@@ -172,6 +200,10 @@ describe('pending message reconciliation', () => {
       provider_message_id: null,
       error: platformTexts.pendingUnresolved(5),
     });
+    expect(await world.message(attempted.id)).toMatchObject({
+      status: 'pending',
+      error: platformTexts.sendOutcomeUnknown(attempted.id),
+    });
     expect((await world.message(recent.id)).status).toBe('pending');
     const events = await world.sentEvents();
     expect(events).toHaveLength(1);
@@ -182,9 +214,10 @@ describe('pending message reconciliation', () => {
     });
     expect(await reconciledCount('sent')).toBe(before.sent + 1);
     expect(await reconciledCount('failed')).toBe(before.failed + 1);
+    expect(await reconciledCount('unknown')).toBe(before.unknown + 1);
 
     // Settled once: a second pass finds nothing left to settle and announces nothing again.
-    expect(await reconciler.reconcile()).toMatchObject({ sent: 0, failed: 0 });
+    expect(await reconciler.reconcile()).toMatchObject({ sent: 0, failed: 0, unknown: 0 });
     expect(await world.sentEvents()).toHaveLength(1);
     expect(providerCalls).toBe(0);
   });
@@ -215,5 +248,59 @@ describe('pending message reconciliation', () => {
     expect(MessagingConfig.safeParse({ ...required, PENDING_RECONCILE_AFTER_MINUTES: '0' }).success).toBe(
       false,
     );
+  });
+});
+
+describe('at most one provider call per message', () => {
+  const send = (world: { workspaceId: string; integrationId: string }, messageId: string) =>
+    bus
+      .request('cmd.connector.send-text', {
+        workspace_id: world.workspaceId,
+        integration_id: world.integrationId,
+        message_id: messageId,
+        to: '+5511944440001',
+        text: 'uma vez só',
+      })
+      .then(
+        (sent) => ({ status: 200, body: sent as unknown }),
+        (error: { status: number; body: unknown }) => ({ status: error.status, body: error.body }),
+      );
+
+  it('calls again after a refusal, answers the first result to a repeat, and never calls after an unknown outcome', async () => {
+    const world = await workspaceWithIntegration();
+    const calls = () => providerCalls;
+
+    // Refused: nothing was sent, so the attempt is forgotten and a retry calls the provider again.
+    providerAnswer = 'fail';
+    const refusedId = randomUUID();
+    const start = calls();
+    const refused = await send(world, refusedId);
+    expect(refused, JSON.stringify(refused)).toMatchObject({ status: 502 });
+    providerAnswer = 'accept';
+    const accepted = await send(world, refusedId);
+    expect(accepted.status).toBe(200);
+    expect(calls()).toBe(start + 2);
+    // A repeat of a sent message answers what the provider said, without calling it.
+    expect(await send(world, refusedId)).toEqual(accepted);
+    expect(calls()).toBe(start + 2);
+
+    // No answer in time: the outcome is unknown (504), and a repeat is refused by name, not sent again.
+    providerAnswer = 'hang';
+    const unknownId = randomUUID();
+    expect((await send(world, unknownId)).status).toBe(504);
+    providerAnswer = 'accept';
+    expect(await send(world, unknownId)).toEqual({
+      status: 409,
+      body: { error: platformTexts.sendOutcomeUnknown(unknownId) },
+    });
+    expect(calls()).toBe(start + 3);
+    expect(
+      await bus.request('cmd.connector.send-outcome', {
+        workspace_id: world.workspaceId,
+        message_id: unknownId,
+      }),
+    ).toEqual({
+      outcome: 'unknown',
+    });
   });
 });

@@ -39,9 +39,9 @@ export async function deliverOutbound(
   try {
     sent = await send();
   } catch (error) {
-    // A timeout leaves the outcome unknown (the provider may yet accept it): the message stays pending
-    // rather than being called failed.
-    const unknownOutcome = error instanceof AppError && error.status === 504;
+    // A timeout leaves the outcome unknown (the provider may yet accept it), as does an earlier attempt
+    // of this message that never reported back (409): the message stays pending rather than failed.
+    const unknownOutcome = error instanceof AppError && (error.status === 504 || error.status === 409);
     if (!unknownOutcome) {
       await withTransaction(deps.pool, (client) =>
         new ConversationStore(client, message.workspaceId).markFailed(

@@ -183,6 +183,15 @@ export class ConversationStore {
     );
   }
 
+  /** Leaves a pending message pending, saying why its outcome is not known; the job does not ask again. */
+  async markOutcomeUnknown(messageId: string, reason: string): Promise<void> {
+    await this.client.query(
+      `update messages set error = $3, outcome_unknown_since = now()
+        where workspace_id = $1 and id = $2 and status = 'pending'`,
+      [this.workspaceId, messageId, reason],
+    );
+  }
+
   async markFailed(messageId: string, error: string): Promise<void> {
     await this.client.query(
       `update messages set status = 'failed', error = $3 where workspace_id = $1 and id = $2`,

@@ -23,7 +23,7 @@ export async function stalePendingMessages(
   const { rows } = await db.query<PendingMessage>(
     `select m.id, m.workspace_id, m.conversation_id, m.text, m.sender_type, c.integration_id, c.provider
        from messages m join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
-      where m.status = 'pending' and m.direction = 'outbound'
+      where m.status = 'pending' and m.direction = 'outbound' and m.outcome_unknown_since is null
         and m.created_at < now() - $1 * interval '1 minute'
       order by m.created_at limit $2`,
     [olderThanMinutes, limit],

@@ -12,23 +12,30 @@ export interface SendOnceDeps {
 }
 
 /**
- * One outbound message through its integration's provider, once per message id: a repeated command
- * answers what the first one got. The integration must exist and be connected; provider failures
- * become the API's 502 naming the channel (the provider's own reason kept as the error's detail); a
- * provider that does not answer in time gives 504, since it may still have accepted the message.
+ * One outbound message through its integration's provider, at most one provider call per message id:
+ * the attempt is recorded before the call, so a repeated command answers what the first one got, or,
+ * when that attempt's outcome is unknown (its process died during the call, or the provider did not
+ * answer in time), a 409 naming the message instead of a second call. The integration must exist and
+ * be connected; provider failures become the API's 502 naming the channel (the provider's own reason
+ * kept as the error's detail, the attempt forgotten since nothing was sent); a provider that does not
+ * answer in time gives 504, since it may still have accepted the message.
  */
 export async function sendOnce(
   { store, guard, logger, providerTimeoutMs }: SendOnceDeps,
   ids: { workspaceId: string; integrationId: string; messageId: string },
   send: (stored: StoredIntegration, call: ProviderCall) => Promise<{ providerMessageId: string }>,
 ): Promise<{ provider_message_id: string; sent_at: string }> {
-  const previous = await store.findSend(ids.workspaceId, ids.messageId);
-  if (previous)
-    return { provider_message_id: previous.provider_message_id, sent_at: previous.sent_at.toISOString() };
+  const previous = await answerOfEarlierAttempt(store, ids);
+  if (previous) return previous;
   const stored = await store.get(ids.workspaceId, ids.integrationId);
   if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
   if (stored.integration.status !== 'connected')
     throw AppError.badRequest(errorTexts.integrationNotConnected);
+  if (!(await store.beginSend(ids.workspaceId, stored.integration.id, ids.messageId))) {
+    // Another command for this message started meanwhile.
+    const raced = await answerOfEarlierAttempt(store, ids);
+    if (raced) return raced;
+  }
   const signal = AbortSignal.timeout(providerTimeoutMs);
   try {
     const { providerMessageId } = await send(stored, { guard, logger, signal });
@@ -36,10 +43,14 @@ export async function sendOnce(
     await store.recordSend(ids.workspaceId, stored.integration.id, ids.messageId, providerMessageId, sentAt);
     return { provider_message_id: providerMessageId, sent_at: sentAt.toISOString() };
   } catch (error) {
+    // Refused before anything left (an incomplete configuration): nothing was sent.
+    if (error instanceof AppError) await store.forgetAttempt(ids.workspaceId, ids.messageId);
+    // Anything else unexpected may have happened after the provider took the message: the attempt stays.
     if (!(error instanceof ProviderError)) throw error;
     const { channel, id } = stored.integration;
     // Refused outright, so nothing was sent, even when the deadline passed meanwhile.
     if (error.refusal === 'credentials_rejected' || error.refusal === 'rate_limited') {
+      await store.forgetAttempt(ids.workspaceId, ids.messageId);
       throw await providerRefused(store, logger, stored, error, ids.workspaceId);
     }
     if (signal.aborted) {
@@ -49,8 +60,21 @@ export async function sendOnce(
       throw new AppError(504, { error: platformTexts.providerTimedOut(channel) }, { cause: error });
     }
     logger.warn({ err: error, channel, integration_id: id }, 'provider send failed');
+    await store.forgetAttempt(ids.workspaceId, ids.messageId);
     throw new AppError(502, { error: platformTexts.providerFailed(channel) }, { cause: error });
   }
+}
+
+/** The answer an earlier attempt left: its result, or a 409 when its outcome is unknown; none when there was none. */
+async function answerOfEarlierAttempt(
+  store: IntegrationStore,
+  ids: { workspaceId: string; messageId: string },
+): Promise<{ provider_message_id: string; sent_at: string } | undefined> {
+  const previous = await store.findSend(ids.workspaceId, ids.messageId);
+  if (!previous) return undefined;
+  if (previous.provider_message_id !== null && previous.sent_at !== null)
+    return { provider_message_id: previous.provider_message_id, sent_at: previous.sent_at.toISOString() };
+  throw new AppError(409, { error: platformTexts.sendOutcomeUnknown(ids.messageId) });
 }
 
 /**

@@ -12,6 +12,7 @@ export async function sendOutcome(
 ): Promise<CommandResult<'cmd.connector.send-outcome'>> {
   const send = await store.findSend(command.workspace_id, command.message_id);
   if (!send) return { outcome: 'unrecorded' };
+  if (send.provider_message_id === null || send.sent_at === null) return { outcome: 'unknown' };
   return {
     outcome: 'sent',
     provider_message_id: send.provider_message_id,

@@ -204,12 +204,34 @@ export class IntegrationStore {
     return rowCount === 1;
   }
 
+  /**
+   * What was recorded of a message's send: its provider id and time once the provider accepted it, or
+   * neither when an attempt started and its outcome is unknown; undefined when none was ever started.
+   */
   async findSend(workspaceId: string, messageId: string) {
-    const { rows } = await this.pool.query<{ provider_message_id: string; sent_at: Date }>(
+    const { rows } = await this.pool.query<{ provider_message_id: string | null; sent_at: Date | null }>(
       'select provider_message_id, sent_at from sends where workspace_id = $1 and message_id = $2',
       [workspaceId, messageId],
     );
     return rows[0];
+  }
+
+  /** Records that a message's provider call starts; false when one was already started for it. */
+  async beginSend(workspaceId: string, integrationId: string, messageId: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `insert into sends (message_id, workspace_id, integration_id) values ($1, $2, $3)
+       on conflict (message_id) do nothing`,
+      [messageId, workspaceId, integrationId],
+    );
+    return rowCount === 1;
+  }
+
+  /** The provider refused the message outright: nothing was sent, so a later attempt may call again. */
+  async forgetAttempt(workspaceId: string, messageId: string): Promise<void> {
+    await this.pool.query(
+      'delete from sends where workspace_id = $1 and message_id = $2 and provider_message_id is null',
+      [workspaceId, messageId],
+    );
   }
 
   async recordSend(
@@ -221,7 +243,9 @@ export class IntegrationStore {
   ) {
     await this.pool.query(
       `insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at)
-       values ($1, $2, $3, $4, $5) on conflict (message_id) do nothing`,
+       values ($1, $2, $3, $4, $5)
+       on conflict (message_id) do update set provider_message_id = excluded.provider_message_id, sent_at = excluded.sent_at
+        where sends.provider_message_id is null`,
       [messageId, workspaceId, integrationId, providerMessageId, sentAt],
     );
   }
