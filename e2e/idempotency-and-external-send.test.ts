@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { type Json, sentTo, useStack } from './support/fixtures.js';
 
@@ -92,6 +93,26 @@ describe('Idempotency-Key', () => {
 });
 
 describe('external send', () => {
+  it('sends once when the gateway lost its record of the key mid-request: the retry finds the first message', async () => {
+    const ws = await workspaceWithAltA('idem-lost');
+    const body = { phone: '+5511911110009', message: 'só uma vez, mesmo assim', channel: 'alt-a' };
+    const first = await post('/api/v1/send-message', ws.key, body, 'order-lost');
+    expect(first.status).toBe(200);
+    // As a gateway that died before recording the answer leaves it: the key's record gone, taken over.
+    const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+    await db.connect();
+    try {
+      await db.query('delete from gateway.idempotency_keys where workspace_id = $1', [ws.id]);
+    } finally {
+      await db.end();
+    }
+    const retry = await post('/api/v1/send-message', ws.key, body, 'order-lost');
+    expect(retry.status).toBe(200);
+    // Messaging found the message the key created: same ids, same answer, and the provider called once.
+    expect(retry.body).toEqual(first.body);
+    expect(await sentTo(fixture.stack, '5511911110009')).toHaveLength(1);
+  });
+
   it('sends into an existing conversation, once per Idempotency-Key, and announces it', async () => {
     const ws = await workspaceWithAltA('ext-1');
     const webhook = await fixture.stack.admin<{ id: string }>(

@@ -247,7 +247,14 @@ export const CatalogueTemplate = z.object({
  */
 export const commandCatalogue = {
   'cmd.messaging.send-message': {
-    request: SendMessageBody.extend({ workspace: WorkspaceContext }),
+    /**
+     * `idempotency_key`: the caller's Idempotency-Key scoped by the gateway ("send-message:<key>"), so
+     * the owner of the side effect finds a retry's first message instead of creating a second.
+     */
+    request: SendMessageBody.extend({
+      workspace: WorkspaceContext,
+      idempotency_key: z.string().max(300).optional(),
+    }),
     reply: SendMessageResponse,
   },
   'cmd.messaging.send-template': {

@@ -17,7 +17,7 @@ import {
   validateBody,
 } from '@inbox/contracts';
 import { jsonBody, type Logger } from '@inbox/service-kit';
-import { type RequestHandler, type Response, Router } from 'express';
+import { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { z } from 'zod';
 import type { AuthFailureLimiter } from '../rate-limit/auth-failure-limiter.js';
 import type { WorkspaceRateLimiter } from '../rate-limit/workspace-rate-limiter.js';
@@ -107,7 +107,7 @@ export function routeTable(deps: RouteTableDeps): Router {
   };
 
   const answer = (route: RouteDefinition): RequestHandler => {
-    return async (_req, res) => {
+    return async (req, res) => {
       const input: RouteInput = {
         ...inputOf(res),
         caller: {
@@ -117,7 +117,7 @@ export function routeTable(deps: RouteTableDeps): Router {
         },
       };
       const data = isCommandRoute(route)
-        ? await deps.bus.request(route.command, commandRequest(route, input))
+        ? await deps.bus.request(route.command, withIdempotencyKey(route, req, commandRequest(route, input)))
         : await local[route.local as LocalOperation](input);
       res.status(route.status ?? 200).json(data);
     };
@@ -154,6 +154,16 @@ export function routeTable(deps: RouteTableDeps): Router {
 function commandRequest(route: CommandRoute, input: RouteInput): never {
   if (route.request) return route.request(input) as never;
   return { ...input.params, ...input.query, ...input.body, workspace_id: input.caller.workspace_id } as never;
+}
+
+/**
+ * The caller's Idempotency-Key goes on to the owner of the side effect, scoped as here, so a retry that
+ * the gateway can no longer answer from its own record (it died mid-request) finds the first attempt there.
+ */
+function withIdempotencyKey(route: CommandRoute, req: Request, payload: never): never {
+  const key = route.idempotent ? req.get('idempotency-key') : undefined;
+  if (!key) return payload;
+  return { ...(payload as object), idempotency_key: `${idempotencyScope(route)}:${key}` } as never;
 }
 
 /** Keys are scoped by what they ask for (the command's verb), so one key cannot replay another call's answer. */

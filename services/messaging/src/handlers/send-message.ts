@@ -55,6 +55,7 @@ async function storeOutbound(
   recipient: Recipient,
   integration: Integration,
   text: string,
+  idempotencyKey?: string,
 ) {
   const workspaceId = recipient.workspace.id;
   return withTransaction(deps.pool, async (client) => {
@@ -68,6 +69,8 @@ async function storeOutbound(
       conversationId: conversation.conversation.id,
       text,
       senderType: apiSenderType,
+      idempotencyKey,
+      firstAnswer: { contactCreated: contact.created, conversationCreated: conversation.created },
     });
     return { contact, conversation, messageId };
   });
@@ -94,7 +97,10 @@ export async function sendMessage(
   deps: OutboundDeps,
   command: CommandPayload<'cmd.messaging.send-message'>,
 ): Promise<CommandResult<'cmd.messaging.send-message'>> {
-  const { workspace } = command;
+  const { workspace, idempotency_key: key } = command;
+  // A retry of a request whose first attempt stored its message: that message, never a second one.
+  const earlier = key ? await messageOfKey(deps.pool, workspace.id, key) : undefined;
+  if (earlier) return resumeSend(deps, earlier);
   const { phone, integration } = await resolveRecipient(deps, { ...command, workspace });
 
   // Decided before anything is written or sent: the provider would refuse it anyway.
@@ -104,7 +110,16 @@ export async function sendMessage(
   }
 
   const recipient = { workspace, phone, agentId: command.agentId, contactName: command.contactName };
-  const prepared = await storeOutbound(deps, recipient, integration, command.message);
+  let prepared: Awaited<ReturnType<typeof storeOutbound>>;
+  try {
+    prepared = await storeOutbound(deps, recipient, integration, command.message, key);
+  } catch (error) {
+    // The first attempt stored it meanwhile (the unique key refused this one): continue that one.
+    const raced =
+      key && isUniqueViolation(error) ? await messageOfKey(deps.pool, workspace.id, key) : undefined;
+    if (raced) return resumeSend(deps, raced);
+    throw error;
+  }
   const sent = await deliverOutbound(deps, {
     workspaceId: workspace.id,
     conversationId: prepared.conversation.conversation.id,
@@ -215,3 +230,78 @@ async function lastInboundAt(db: Queryable, workspaceId: string, phone: string, 
   );
   return rows[0]?.last_inbound_at ?? null;
 }
+
+interface KeyedMessage {
+  id: string;
+  workspace_id: string;
+  status: 'pending' | 'sent' | 'failed';
+  text: string;
+  provider_message_id: string | null;
+  sent_at: Date | null;
+  conversation_id: string;
+  contact_id: string;
+  phone: string;
+  integration_id: string;
+  provider: Integration['provider'];
+  first_answer: { contactCreated: boolean; conversationCreated: boolean } | null;
+}
+
+/** The message a request with this (scoped) Idempotency-Key created, with what its answer needs. */
+async function messageOfKey(
+  db: Queryable,
+  workspaceId: string,
+  key: string,
+): Promise<KeyedMessage | undefined> {
+  const { rows } = await db.query<KeyedMessage>(
+    `select m.id, m.workspace_id, m.status, m.text, m.provider_message_id, m.sent_at, m.conversation_id,
+            c.contact_id, ct.phone, c.integration_id, c.provider, m.first_answer
+       from messages m
+       join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
+       join contacts ct on ct.id = c.contact_id and ct.workspace_id = m.workspace_id
+      where m.workspace_id = $1 and m.idempotency_key = $2`,
+    [workspaceId, key],
+  );
+  return rows[0];
+}
+
+/**
+ * A retry's answer from its first attempt's message: the first answer again when it was sent; otherwise
+ * that same message delivered (the connector calls the provider at most once per message, answering
+ * what it got, or 409 when an earlier call's outcome is unknown).
+ */
+async function resumeSend(deps: OutboundDeps, message: KeyedMessage) {
+  const first = message.first_answer ?? { contactCreated: false, conversationCreated: false };
+  const reply = (sent: { provider_message_id: string; sent_at: string }) => ({
+    success: true as const,
+    conversationId: message.conversation_id,
+    contactId: message.contact_id,
+    messageId: message.id,
+    waMessageId: sent.provider_message_id,
+    contactCreated: first.contactCreated,
+    conversationCreated: first.conversationCreated,
+    sent_at: sent.sent_at,
+  });
+  if (message.status === 'sent' && message.provider_message_id && message.sent_at)
+    return reply({
+      provider_message_id: message.provider_message_id,
+      sent_at: message.sent_at.toISOString(),
+    });
+  // A refused send reached nobody: the retry may try it again, as the same message.
+  if (message.status === 'failed')
+    await deps.pool.query(
+      `update messages set status = 'pending', error = null where workspace_id = $1 and id = $2 and status = 'failed'`,
+      [message.workspace_id, message.id],
+    );
+  const sent = await deliverOutbound(deps, {
+    workspaceId: message.workspace_id,
+    conversationId: message.conversation_id,
+    integration: { id: message.integration_id, provider: message.provider },
+    messageId: message.id,
+    to: message.phone,
+    text: message.text,
+    senderType: apiSenderType,
+  });
+  return reply(sent);
+}
+
+const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === '23505';

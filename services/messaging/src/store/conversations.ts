@@ -114,12 +114,23 @@ export class ConversationStore {
     text: string;
     senderType: 'human' | 'agent' | 'system';
     senderName?: string | null;
+    idempotencyKey?: string;
+    firstAnswer?: Record<string, unknown>;
   }): Promise<string> {
     const id = randomUUID();
     await this.client.query(
-      `insert into messages (id, workspace_id, conversation_id, direction, sender_type, sender_name, text, type, status)
-       values ($1, $2, $3, 'outbound', $4, $5, $6, 'text', 'pending')`,
-      [id, this.workspaceId, input.conversationId, input.senderType, input.senderName ?? null, input.text],
+      `insert into messages (id, workspace_id, conversation_id, direction, sender_type, sender_name, text, type, status, idempotency_key, first_answer)
+       values ($1, $2, $3, 'outbound', $4, $5, $6, 'text', 'pending', $7, $8)`,
+      [
+        id,
+        this.workspaceId,
+        input.conversationId,
+        input.senderType,
+        input.senderName ?? null,
+        input.text,
+        input.idempotencyKey ?? null,
+        input.firstAnswer ?? null,
+      ],
     );
     // A reply is activity too: the inbox lists conversations by their latest.
     await this.client.query(
