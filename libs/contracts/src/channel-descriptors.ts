@@ -122,9 +122,19 @@ export const channelDescriptors = {
       callbackSecret: true,
     },
   ),
-  // The five below have no adapter yet; their configs are the keys ARCHITECTURE.md lists, all required.
+  // Telegram Bot API. The token is `<bot id>:<secret>`: the bot's id, the part before the colon, is
+  // the account; the whole token is a credential and never an id. `secret_token` is what setWebhook
+  // registers and Telegram repeats in `X-Telegram-Bot-Api-Secret-Token` on every update.
   bot: describe(
-    z.object({ base_url: baseUrl, bot_token: required('bot_token'), secret_token: required('secret_token') }),
+    z.object({
+      // BotFather's tokens are `<bot id>:<secret>`.
+      bot_token: required('bot_token').regex(/^\d+:[\w-]+$/, { error: platformTexts.configBotTokenInvalid }),
+      // What setWebhook accepts as `secret_token`.
+      secret_token: required('secret_token').regex(/^[\w-]{1,256}$/, {
+        error: platformTexts.configSecretTokenInvalid,
+      }),
+      base_url: baseUrl.default('https://api.telegram.org'),
+    }),
     {
       provider: 'bot',
       sendMessage: false,
@@ -132,9 +142,10 @@ export const channelDescriptors = {
       receivesInbound: true,
       hasWindow: false,
       hasTemplates: false,
-      accountId: (config) => config.bot_token,
+      accountId: (config) => config.bot_token.split(':')[0] ?? '',
     },
   ),
+  // The four below have no adapter yet; their configs are the keys ARCHITECTURE.md lists, all required.
   photo: describe(
     z.object({
       base_url: baseUrl,

@@ -81,7 +81,8 @@ export const Agent = z.object({ id: z.uuid(), name: z.string(), created_at: z.is
 
 export const Contact = z.object({
   id: z.uuid(),
-  phone: z.string(),
+  /** Null for contacts of channels without phone numbers (the bot channel), keyed by the provider's user id. */
+  phone: z.string().nullable(),
   name: z.string().nullable(),
   created_at: z.iso.datetime(),
 });
@@ -120,7 +121,7 @@ export const FailedMessage = z.object({
 
 export const ConversationView = z.object({
   id: z.uuid(),
-  contact: z.object({ id: z.uuid(), phone: z.string(), name: z.string().nullable() }),
+  contact: z.object({ id: z.uuid(), phone: z.string().nullable(), name: z.string().nullable() }),
   integration: z.object({ id: z.uuid(), channel: z.string(), provider: z.enum(providers) }),
   status: z.enum(['open', 'assigned', 'resolved']),
   assigned_to_type: z.enum(['human', 'agent']).nullable(),
@@ -432,13 +433,22 @@ export const commandCatalogue = {
     reply: Integration,
   },
   'cmd.connector.send-text': {
-    request: z.object({
-      workspace_id: z.uuid(),
-      integration_id: z.uuid(),
-      message_id: z.uuid(),
-      to: z.string().regex(/^\+\d{8,15}$/),
-      text: z.string(),
-    }),
+    request: z
+      .object({
+        workspace_id: z.uuid(),
+        integration_id: z.uuid(),
+        message_id: z.uuid(),
+        /** E.164 with `+`; null when the contact has no phone and `to_user_id` names it (the bot channel). */
+        to: z
+          .string()
+          .regex(/^\+\d{8,15}$/)
+          .nullable(),
+        to_user_id: z.string().min(1).max(128).optional(),
+        text: z.string(),
+      })
+      .refine((command) => command.to !== null || command.to_user_id !== undefined, {
+        error: 'a send names its recipient by phone or by the provider user id',
+      }),
     reply: z.object({ provider_message_id: z.string(), sent_at: z.iso.datetime() }),
   },
   /**

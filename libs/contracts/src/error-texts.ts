@@ -151,6 +151,8 @@ export const platformTexts = {
   configRequired: (key: string) => `config.${key} é obrigatório`,
   configBaseUrlInvalid: 'config.base_url deve ser uma URL http(s)',
   configApiVersionInvalid: 'config.api_version deve ser como v21.0',
+  configBotTokenInvalid: 'config.bot_token deve ser o token do BotFather, como 123456789:AAH…',
+  configSecretTokenInvalid: 'config.secret_token deve ter de 1 a 256 caracteres A-Z, a-z, 0-9, _ ou -',
   altBCredentialsIncomplete: 'Integração alt-b sem credenciais completas (instance_id e token)',
 
   // The admin API: webhooks and their deliveries.

@@ -6,19 +6,32 @@ import { messageTypes } from './public-events.js';
  * Events between services that no webhook receiver sees. The connector announces what providers told it;
  * messaging turns it into conversations and the public events.
  */
-export const InboundMessageEvent = z.object({
-  workspace_id: z.uuid(),
-  integration: z.object({ id: z.uuid(), channel: z.enum(integrationChannels), provider: z.enum(providers) }),
-  provider_message_id: z.string().min(1),
-  /** E.164, with `+`. */
-  from: z.string().regex(/^\+\d{8,15}$/),
-  name: z.string().nullable(),
-  text: z.string(),
-  type: z.enum(messageTypes),
-  sent_at: z.iso.datetime(),
-  /** True when the connector cut the text or name to its bounds (a provider sent more than they allow). */
-  truncated: z.boolean().optional(),
-});
+export const InboundMessageEvent = z
+  .object({
+    workspace_id: z.uuid(),
+    integration: z.object({
+      id: z.uuid(),
+      channel: z.enum(integrationChannels),
+      provider: z.enum(providers),
+    }),
+    provider_message_id: z.string().min(1),
+    /** E.164, with `+`; null on channels without phone numbers, whose senders `from_user_id` names. */
+    from: z
+      .string()
+      .regex(/^\+\d{8,15}$/)
+      .nullable(),
+    /** The provider's id of the sender (a Telegram user id), on channels without phone numbers. */
+    from_user_id: z.string().min(1).max(128).optional(),
+    name: z.string().nullable(),
+    text: z.string(),
+    type: z.enum(messageTypes),
+    sent_at: z.iso.datetime(),
+    /** True when the connector cut the text or name to its bounds (a provider sent more than they allow). */
+    truncated: z.boolean().optional(),
+  })
+  .refine((event) => event.from !== null || event.from_user_id !== undefined, {
+    error: 'an inbound message names its sender by phone or by the provider user id',
+  });
 export type InboundMessageEvent = z.infer<typeof InboundMessageEvent>;
 
 export const InboundStatusEvent = z.object({

@@ -1,6 +1,7 @@
 import express, { type ErrorRequestHandler, type Express } from 'express';
 import { createAltA } from './alt-a.js';
 import { createAltB } from './alt-b.js';
+import { createBot } from './bot.js';
 import type { ChannelEmulator, ChannelFactory, SandboxStores } from './channel-emulator.js';
 import { createChatOfficial } from './chat-official.js';
 import { clientErrorStatus } from './client-error-status.js';
@@ -32,7 +33,7 @@ export interface Sandbox {
 }
 
 /** Every emulated provider; a new channel is one more factory here. */
-const CHANNEL_FACTORIES: readonly ChannelFactory[] = [createAltA, createAltB, createChatOfficial];
+const CHANNEL_FACTORIES: readonly ChannelFactory[] = [createAltA, createAltB, createChatOfficial, createBot];
 
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const fetchImpl = options.fetchImpl ?? fetch;

@@ -7,6 +7,8 @@ import { useSession } from '../session';
 
 type Pipeline = Schemas['Pipeline'];
 type Card = Schemas['PipelineContact'];
+/** Contacts of channels without phone numbers may have neither a phone nor, rarely, a name. */
+const cardLabel = (card: Card) => card.name ?? card.phone ?? 'unnamed contact';
 
 /** How often an open board asks for cards moved elsewhere (the public API, another operator). */
 export const boardPollMs = 5_000;
@@ -158,7 +160,7 @@ function Board({
 
   const moveCard = async (card: Card, stage: string) => {
     if (stage === (pending[card.id] ?? card.stage)) return;
-    const label = card.name ?? card.phone;
+    const label = cardLabel(card);
     const stageName = stages.find((s) => s.key === stage)?.name ?? stage;
     setPending((was) => ({ ...was, [card.id]: stage }));
     const moved = await move.run(() =>
@@ -236,7 +238,7 @@ function Board({
                         // biome-ignore lint/a11y/noNoninteractiveTabindex: a card is focusable so that the keyboard can move it
                         tabIndex={0}
                         aria-describedby="board-help"
-                        aria-label={`${card.name ?? card.phone}, in ${stage.name}`}
+                        aria-label={`${cardLabel(card)}, in ${stage.name}`}
                         onDragStart={(event) => {
                           event.dataTransfer.setData('text/plain', card.id);
                           event.dataTransfer.effectAllowed = 'move';
@@ -247,8 +249,8 @@ function Board({
                             focusAfterMove.current = undefined;
                         }}
                       >
-                        <strong>{card.name ?? card.phone}</strong>
-                        {card.name ? <span className="muted small">{card.phone}</span> : null}
+                        <strong>{cardLabel(card)}</strong>
+                        {card.name && card.phone ? <span className="muted small">{card.phone}</span> : null}
                         <span className="muted small">
                           since <Time iso={card.moved_at} />
                         </span>

@@ -33,7 +33,8 @@ function assigneeName(team: Team, type: string | null, id: string | null): strin
   return found ? `${found.name}${type === 'agent' ? ' (AI agent)' : ''}` : type;
 }
 
-const contactLabel = (contact: { name: string | null; phone: string }) => contact.name ?? contact.phone;
+const contactLabel = (contact: { name: string | null; phone: string | null }) =>
+  contact.name ?? contact.phone ?? 'unnamed contact';
 
 function ConversationList({
   workspaceId,
@@ -119,7 +120,8 @@ function ConversationList({
                         <Badge value={conversation.status} />
                       </span>
                       <span className="muted small">
-                        {conversation.contact.phone} · {conversation.integration.channel}
+                        {conversation.contact.phone ? `${conversation.contact.phone} · ` : ''}
+                        {conversation.integration.channel}
                         {conversation.assigned_to_type
                           ? ` · ${assigneeName(team, conversation.assigned_to_type, conversation.assigned_to_id)}`
                           : ''}
@@ -345,7 +347,8 @@ function Thread({
               <header className="thread-head">
                 <h2>{contactLabel(data.contact)}</h2>
                 <p className="muted">
-                  {data.contact.phone} · {data.integration.channel} · <Badge value={data.status} />
+                  {data.contact.phone ? `${data.contact.phone} · ` : ''}
+                  {data.integration.channel} · <Badge value={data.status} />
                   {data.assigned_to_type ? (
                     <> · assigned to {assigneeName(team, data.assigned_to_type, data.assigned_to_id)}</>
                   ) : (

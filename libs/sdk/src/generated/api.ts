@@ -782,7 +782,7 @@ export interface components {
     ContactWithStages: {
       /** Format: uuid */
       id: string;
-      phone: string;
+      phone: string | null;
       name: string | null;
       /** Format: date-time */
       created_at: string;
@@ -820,7 +820,7 @@ export interface components {
       contact: {
         /** Format: uuid */
         id: string;
-        phone: string;
+        phone: string | null;
         name: string | null;
       };
       integration: {
@@ -856,7 +856,7 @@ export interface components {
       contact: {
         /** Format: uuid */
         id: string;
-        phone: string;
+        phone: string | null;
         name: string | null;
       };
       integration: {
@@ -1168,7 +1168,7 @@ export interface components {
     PipelineContact: {
       /** Format: uuid */
       id: string;
-      phone: string;
+      phone: string | null;
       name: string | null;
       stage: string;
       /** Format: date-time */
@@ -3788,7 +3788,7 @@ export interface operations {
             contact: {
               /** Format: uuid */
               id: string;
-              phone: string;
+              phone: string | null;
               name: string | null;
             };
             integration: {

@@ -30,7 +30,7 @@ export const eventPayloads = {
   received(input: {
     workspaceId: string;
     conversationId: string;
-    contact: { id: string; phone: string; name: string | null };
+    contact: { id: string; phone: string | null; name: string | null };
     message: MessageReceived['message'];
     assignee: Assignee;
     integration: { id: string; provider: Provider };

@@ -29,6 +29,7 @@ export async function externalSend(
     integration: { id: prepared.conversation.integration_id, provider: prepared.conversation.provider },
     messageId: prepared.messageId,
     to: prepared.conversation.phone,
+    toUserId: prepared.conversation.provider_user_id,
     text: command.text,
     senderType,
   });

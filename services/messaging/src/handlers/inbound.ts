@@ -18,7 +18,10 @@ export async function receiveMessage(deps: InboundDeps, inbound: InboundMessageE
   const workspaceId = inbound.workspace_id;
   const stored = await withTransaction(deps.pool, async (client) => {
     const store = new ConversationStore(client, workspaceId);
-    const { contact } = await store.upsertContact(inbound.from, inbound.name, { onlyIfEmpty: true });
+    const { contact } =
+      inbound.from === null
+        ? await store.upsertUserContact(inbound.integration.channel, inbound.from_user_id!, inbound.name)
+        : await store.upsertContact(inbound.from, inbound.name, { onlyIfEmpty: true });
     const { conversation } = await store.openConversation(contact.id, inbound.integration);
     const messageId = await store.addInboundMessage({
       conversationId: conversation.id,

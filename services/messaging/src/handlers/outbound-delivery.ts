@@ -14,7 +14,9 @@ export interface OutboundMessage {
   conversationId: string;
   integration: { id: string; provider: Provider };
   messageId: string;
-  to: string;
+  /** The contact's phone; null for contacts of channels without phone numbers, named by `toUserId`. */
+  to: string | null;
+  toUserId?: string | null;
   text: string;
   senderType: 'human' | 'agent' | 'system';
 }
@@ -32,6 +34,7 @@ export async function deliverOutbound(
       integration_id: message.integration.id,
       message_id: message.messageId,
       to: message.to,
+      ...(message.to === null && message.toUserId ? { to_user_id: message.toUserId } : {}),
       text: message.text,
     }),
 ) {

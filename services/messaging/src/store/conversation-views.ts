@@ -9,7 +9,7 @@ export const pageBytes = 256 * 1024;
 interface ConversationViewRow {
   id: string;
   contact_id: string;
-  phone: string;
+  phone: string | null;
   name: string | null;
   integration_id: string;
   channel: string;
@@ -187,7 +187,7 @@ export class ConversationViews {
   async contacts(ids: string[]) {
     const { rows } = await this.db.query<{
       id: string;
-      phone: string;
+      phone: string | null;
       name: string | null;
       created_at: Date;
     }>('select id, phone, name, created_at from contacts where workspace_id = $1 and id = any($2::uuid[])', [
@@ -200,7 +200,7 @@ export class ConversationViews {
   async contact(contactId: string) {
     const { rows } = await this.db.query<{
       id: string;
-      phone: string;
+      phone: string | null;
       name: string | null;
       created_at: Date;
     }>('select id, phone, name, created_at from contacts where workspace_id = $1 and id = $2', [

@@ -5,7 +5,8 @@ import { type Assignee, statusAfterAssignment, statusAfterNewMessage } from '../
 
 export interface ContactRow {
   id: string;
-  phone: string;
+  /** Null for contacts of channels without phone numbers, keyed by the provider's user id instead. */
+  phone: string | null;
   name: string | null;
 }
 
@@ -16,6 +17,12 @@ export interface ConversationRow {
   status: 'open' | 'assigned' | 'resolved';
   assigned_to_type: 'human' | 'agent' | null;
   assigned_to_id: string | null;
+}
+
+export interface SendRecipient {
+  provider: Provider;
+  phone: string | null;
+  provider_user_id: string | null;
 }
 
 /** Contacts and conversations of one workspace; every statement names the workspace. */
@@ -44,6 +51,30 @@ export class ConversationStore {
       `update contacts set name = case when $4 then coalesce(name, $3) else coalesce($3, name) end, updated_at = now()
        where workspace_id = $1 and phone = $2 returning id, phone, name`,
       [this.workspaceId, phone, name ?? null, onlyIfEmpty],
+    );
+    return { contact: rows[0]!, created: false };
+  }
+
+  /**
+   * The contact a channel without phone numbers knows by its own user id (the bot channel's Telegram
+   * user), created when missing; the provider's name only fills an empty one, as for phone contacts.
+   */
+  async upsertUserContact(
+    channel: string,
+    userId: string,
+    name: string | null,
+  ): Promise<{ contact: ContactRow; created: boolean }> {
+    const inserted = await this.client.query<ContactRow>(
+      `insert into contacts (id, workspace_id, provider_channel, provider_user_id, name) values ($1, $2, $3, $4, $5)
+       on conflict (workspace_id, provider_channel, provider_user_id) where provider_user_id is not null do nothing
+       returning id, phone, name`,
+      [randomUUID(), this.workspaceId, channel, userId, name],
+    );
+    if (inserted.rows[0]) return { contact: inserted.rows[0], created: true };
+    const { rows } = await this.client.query<ContactRow>(
+      `update contacts set name = coalesce(name, $4), updated_at = now()
+        where workspace_id = $1 and provider_channel = $2 and provider_user_id = $3 returning id, phone, name`,
+      [this.workspaceId, channel, userId, name],
     );
     return { contact: rows[0]!, created: false };
   }
@@ -140,12 +171,14 @@ export class ConversationStore {
     return id;
   }
 
-  /** The conversation with its contact's phone, locked for this transaction; undefined in another workspace. */
-  async conversationForSend(
-    conversationId: string,
-  ): Promise<(ConversationRow & { phone: string; provider: Provider }) | undefined> {
-    const { rows } = await this.client.query<ConversationRow & { phone: string; provider: Provider }>(
-      `select c.id, c.contact_id, c.integration_id, c.status, c.assigned_to_type, c.assigned_to_id, c.provider, k.phone
+  /**
+   * The conversation with its contact's phone (or, without one, the provider's user id), locked for this
+   * transaction; undefined in another workspace.
+   */
+  async conversationForSend(conversationId: string): Promise<(ConversationRow & SendRecipient) | undefined> {
+    const { rows } = await this.client.query<ConversationRow & SendRecipient>(
+      `select c.id, c.contact_id, c.integration_id, c.status, c.assigned_to_type, c.assigned_to_id, c.provider,
+              k.phone, k.provider_user_id
          from conversations c join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
         where c.workspace_id = $1 and c.id = $2 for update of c`,
       [this.workspaceId, conversationId],

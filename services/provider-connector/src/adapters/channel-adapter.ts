@@ -3,7 +3,10 @@ import type { OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 
 export interface OutboundText {
-  /** Recipient in E.164 without the `+`, as providers take it. */
+  /**
+   * Recipient in E.164 without the `+`, as providers take it; on channels without phone numbers, the
+   * provider's user id of the contact (for the bot channel, the private chat's id).
+   */
   to: string;
   text: string;
 }
@@ -18,8 +21,13 @@ export interface InboundBatch {
 
 export interface InboundMessage {
   providerMessageId: string;
-  /** Sender's number, digits only. */
+  /**
+   * Sender's number, digits only; on channels without phone numbers (`keyedBy: 'user_id'`), the
+   * provider's user id of the sender.
+   */
   from: string;
+  /** How `from` names the sender: a phone number (the default) or the provider's user id. */
+  keyedBy?: 'phone' | 'user_id';
   name: string | null;
   text: string;
   type: 'text' | 'image' | 'audio' | 'video' | 'document' | 'location' | 'others';

@@ -7,6 +7,7 @@ import {
 } from '@inbox/contracts';
 import { altAAdapter } from './alt-a.js';
 import { altBAdapter } from './alt-b.js';
+import { botAdapter } from './bot.js';
 import type { ChannelAdapter, ProviderOperations } from './channel-adapter.js';
 import { chatOfficialAdapter } from './chat-official.js';
 
@@ -28,7 +29,7 @@ const adapters: { readonly [K in IntegrationChannel]: ChannelAdapter<K> | typeof
   'chat-official': chatOfficialAdapter,
   'alt-a': altAAdapter,
   'alt-b': altBAdapter,
-  bot: notSupportedYet,
+  bot: botAdapter,
   photo: notSupportedYet,
   social: notSupportedYet,
   livechat: notSupportedYet,

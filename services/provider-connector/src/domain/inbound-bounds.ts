@@ -39,7 +39,9 @@ export function boundMessage(message: InboundMessage): { message: InboundMessage
   return {
     message: {
       providerMessageId: storableProviderId(message.providerMessageId),
+      // A number or a provider's user id (Telegram's fit in 52 bits): both well within the bound.
       from: storableText(message.from, inboundBounds.phoneChars),
+      ...(message.keyedBy ? { keyedBy: message.keyedBy } : {}),
       name: message.name === null ? null : cut('name', message.name, inboundBounds.nameChars),
       text: cut('text', message.text, inboundBounds.textChars),
       type: message.type,

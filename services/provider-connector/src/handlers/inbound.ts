@@ -157,7 +157,9 @@ async function recordBatch(deps: InboundDeps, found: CallbackIntegration, batch:
         workspace_id: workspaceId,
         integration: { id: integration.id, channel: integration.channel, provider: integration.provider },
         provider_message_id: message.providerMessageId,
-        from: `+${message.from}`,
+        ...(message.keyedBy === 'user_id'
+          ? { from: null, from_user_id: message.from }
+          : { from: `+${message.from}` }),
         name: message.name,
         text: message.text,
         type: message.type,

@@ -17,6 +17,7 @@ export function sendText(
   return sendOnce(deps, ids, (stored, call) => {
     const adapter = adapterFor(stored.integration.channel);
     if (!adapter) throw AppError.badRequest(platformTexts.channelNotSupported(stored.integration.channel));
-    return adapter.sendText(stored.config, { to: command.to.replace(/^\+/, ''), text: command.text }, call);
+    const to = command.to === null ? command.to_user_id! : command.to.replace(/^\+/, '');
+    return adapter.sendText(stored.config, { to, text: command.text }, call);
   });
 }

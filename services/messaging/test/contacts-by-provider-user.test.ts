@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { InProcessBus } from '@inbox/bus';
+import type { InboundMessageEvent } from '@inbox/contracts';
+import { createPool, migrate, OutboxRelay, type Pool, withTransaction } from '@inbox/db';
+import { createDatabase } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { receiveMessage } from '../src/handlers/inbound.js';
+import { ConversationStore } from '../src/store/conversations.js';
+
+// Channels without phone numbers (the bot channel, Telegram) key their contacts by the provider's user id.
+
+let pool: Pool;
+let relay: OutboxRelay;
+
+beforeAll(async () => {
+  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'messaging' });
+  await migrate(pool, {
+    schema: 'messaging',
+    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+    outbox: true,
+  });
+  // Not started: the events stay in the outbox, where the test reads them.
+  relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'messaging' });
+});
+afterAll(async () => {
+  await pool?.end();
+});
+
+function telegramMessage(workspaceId: string, integrationId: string, id: string, name: string | null) {
+  return {
+    workspace_id: workspaceId,
+    integration: { id: integrationId, channel: 'bot', provider: 'bot' },
+    provider_message_id: `424242:${id}`,
+    from: null,
+    from_user_id: '424242',
+    name,
+    text: `mensagem ${id}`,
+    type: 'text',
+    sent_at: new Date().toISOString(),
+  } satisfies InboundMessageEvent;
+}
+
+async function received(workspaceId: string) {
+  const { rows } = await pool.query<{ data: { contact: unknown; conversation_id: string } }>(
+    `select data from outbox where workspace_id = $1 and type = 'message.received' order by seq`,
+    [workspaceId],
+  );
+  return rows.map((row) => row.data);
+}
+
+describe('contacts keyed by the provider user id', () => {
+  it('takes a Telegram user in as one contact without a phone, named as Telegram names them', async () => {
+    const workspaceId = randomUUID();
+    const integrationId = randomUUID();
+    await receiveMessage({ pool, relay }, telegramMessage(workspaceId, integrationId, '1', 'Joana Prado'));
+    // Another name later does not replace the first, as for a phone contact's profile name.
+    await receiveMessage({ pool, relay }, telegramMessage(workspaceId, integrationId, '2', 'Jo'));
+    const events = await received(workspaceId);
+    expect(events).toHaveLength(2);
+    expect(events[0]!.contact).toEqual({ id: expect.any(String), phone: null, name: 'Joana Prado' });
+    expect(events[1]!.contact).toEqual(events[0]!.contact);
+    expect(events[1]!.conversation_id).toBe(events[0]!.conversation_id);
+
+    const recipient = await withTransaction(pool, (client) =>
+      new ConversationStore(client, workspaceId).conversationForSend(events[0]!.conversation_id),
+    );
+    expect(recipient).toMatchObject({ phone: null, provider_user_id: '424242', provider: 'bot' });
+  });
+
+  it('keeps phone contacts apart from user-keyed ones, and refuses a contact with neither key', async () => {
+    const workspaceId = randomUUID();
+    await withTransaction(pool, async (client) => {
+      const store = new ConversationStore(client, workspaceId);
+      const byPhone = await store.upsertContact('+5511944440001', 'Dora');
+      const byUser = await store.upsertUserContact('bot', '5511944440001', 'Dora');
+      expect(byUser.contact.id).not.toBe(byPhone.contact.id);
+      expect(byUser.contact.phone).toBeNull();
+    });
+    await expect(
+      pool.query('insert into contacts (id, workspace_id, name) values ($1, $2, $3)', [
+        randomUUID(),
+        workspaceId,
+        'nobody',
+      ]),
+    ).rejects.toThrow(/contacts_have_a_key/);
+  });
+});

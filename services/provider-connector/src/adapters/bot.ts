@@ -1,0 +1,206 @@
+import { AppError, type ChannelConfig, platformTexts } from '@inbox/contracts';
+import { z } from 'zod';
+import {
+  type ChannelAdapter,
+  type InboundBatch,
+  type InboundMessage,
+  InboundRejected,
+  type ProviderCall,
+  ProviderError,
+  type ProviderRefusal,
+} from './channel-adapter.js';
+import { sameSecret } from './constant-time.js';
+import { callProvider, headerValue, joinUrl, type ProviderAnswer } from './http.js';
+
+// Facts about the Telegram Bot API below are from its reference (core.telegram.org/bots/api: "Making
+// requests", setWebhook, sendMessage, Update, Message, User, Chat, ResponseParameters) and the types of
+// grammY (@grammyjs/types), a client that follows it field for field.
+
+type BotConfig = ChannelConfig<'bot'>;
+
+/** The header Telegram sends the webhook's `secret_token` in, on every update it posts. */
+export const BOT_SECRET_HEADER = 'x-telegram-bot-api-secret-token';
+
+/** sendMessage's limit: "Text of the message to be sent, 1-4096 characters after entities parsing". */
+export const BOT_TEXT_LIMIT = 4096;
+
+/** Only new messages: edits, channel posts, callback queries and the rest are nothing we keep. */
+const ALLOWED_UPDATES = ['message'];
+
+/** Every answer: `{ ok: true, result }`, or `{ ok: false, error_code, description, parameters? }`. */
+const Answer = z.object({
+  ok: z.boolean(),
+  result: z.unknown().optional(),
+  error_code: z.number().optional(),
+  description: z.string().optional(),
+  parameters: z.object({ retry_after: z.number().optional() }).partial().optional(),
+});
+
+const SentMessage = z.object({ message_id: z.number().int(), chat: z.object({ id: z.number().int() }) });
+
+const User = z.object({
+  id: z.number().int(),
+  is_bot: z.boolean().optional(),
+  first_name: z.string(),
+  last_name: z.string().optional(),
+  username: z.string().optional(),
+});
+
+const Message = z.object({
+  message_id: z.number().int(),
+  from: User.optional(),
+  chat: z.object({ id: z.number().int(), type: z.string() }),
+  date: z.number().int(),
+  text: z.string().optional(),
+  caption: z.string().optional(),
+  photo: z.array(z.unknown()).optional(),
+  video: z.unknown().optional(),
+  voice: z.unknown().optional(),
+  audio: z.unknown().optional(),
+  document: z.object({ file_name: z.string().optional() }).optional(),
+  location: z.unknown().optional(),
+});
+type TelegramMessage = z.infer<typeof Message>;
+
+const Update = z.object({ update_id: z.number().int(), message: Message.optional() });
+
+const empty = (): InboundBatch => ({ messages: [], statuses: [] });
+
+/** `chat_id:message_id`: a message id is only unique within its chat. */
+export const botMessageId = (chatId: number | string, messageId: number) => `${chatId}:${messageId}`;
+
+function methodUrl(config: BotConfig, method: string): URL {
+  // The token goes in the path as Telegram wants it (`/bot<token>/METHOD`); the descriptor holds it to
+  // `<digits>:<[A-Za-z0-9_-]>`, which cannot leave the path segment.
+  // `./` keeps `bot<id>:` from reading as a URL scheme.
+  return joinUrl(config.base_url, `./bot${config.bot_token}/${method}`);
+}
+
+/**
+ * A refusal in words. 401 is a token Telegram does not know (revoked with BotFather, or mistyped); 403
+ * is the user having blocked the bot ("Forbidden: bot was blocked by the user") or a chat it may not
+ * write to; 429 is Telegram's flood control, which says how long to wait in `parameters.retry_after`.
+ */
+function failure(method: string, answer: ProviderAnswer): ProviderError {
+  const parsed = Answer.safeParse(answer.body);
+  const code = parsed.success ? (parsed.data.error_code ?? answer.status) : answer.status;
+  const description = parsed.success ? parsed.data.description : undefined;
+  const said = description ? `: ${description}` : '';
+  const retryAfter = parsed.success ? parsed.data.parameters?.retry_after : undefined;
+  let refusal: ProviderRefusal | undefined;
+  let text = `bot answered ${code} to ${method}${said}`;
+  if (code === 401) {
+    refusal = 'credentials_rejected';
+    text = `bot: Telegram does not know the bot token (${method} answered 401${said})`;
+  } else if (code === 429) {
+    refusal = 'rate_limited';
+    text = `bot: Telegram is rate limiting the bot, retry after ${retryAfter ?? '?'} s (${method} answered 429${said})`;
+  } else if (code === 403 && /blocked/i.test(description ?? '')) {
+    text = `bot: the user blocked the bot (${method} answered 403${said})`;
+  }
+  return new ProviderError(text, answer.status, code, refusal ? { refusal } : undefined);
+}
+
+async function callMethod(
+  config: BotConfig,
+  method: string,
+  body: unknown,
+  call: ProviderCall,
+): Promise<unknown> {
+  const answer = await callProvider(call, 'bot', methodUrl(config, method), {
+    method: 'POST',
+    headers: {},
+    body,
+  });
+  const parsed = Answer.safeParse(answer.body);
+  if (!answer.ok || !parsed.success || !parsed.data.ok) throw failure(method, answer);
+  return parsed.data.result;
+}
+
+function content(message: TelegramMessage): Pick<InboundMessage, 'text' | 'type'> | undefined {
+  if (message.text !== undefined) return { text: message.text, type: 'text' };
+  const caption = message.caption ?? '';
+  if (message.photo) return { text: caption, type: 'image' };
+  if (message.video) return { text: caption, type: 'video' };
+  if (message.voice || message.audio) return { text: caption, type: 'audio' };
+  if (message.document) return { text: caption || (message.document.file_name ?? ''), type: 'document' };
+  if (message.location) return { text: '', type: 'location' };
+  // Stickers, polls, service messages (a member joined, a pinned message...): nothing a person wrote.
+  return undefined;
+}
+
+/** Telegram gives a first name always, a last name and a username only when the user set them. */
+function nameOf(user: z.infer<typeof User>): string | null {
+  const full = [user.first_name, user.last_name].filter(Boolean).join(' ').trim();
+  return full || user.username || null;
+}
+
+/** bot speaks the Telegram Bot API: the token in the path, JSON in and out, updates by webhook. */
+export const botAdapter: ChannelAdapter<'bot'> = {
+  channel: 'bot',
+
+  async sendText(config, message, call) {
+    if (message.text.length > BOT_TEXT_LIMIT) throw AppError.badRequest(platformTexts.textLength);
+    // A private chat's id is the user's id: what the contact is keyed by.
+    if (!/^-?\d+$/.test(message.to)) throw new ProviderError(`bot: ${message.to} is not a Telegram chat id`);
+    const result = await callMethod(
+      config,
+      'sendMessage',
+      { chat_id: Number(message.to), text: message.text },
+      call,
+    );
+    const sent = SentMessage.safeParse(result);
+    if (!sent.success) throw new ProviderError('bot answered sendMessage without a message');
+    return { providerMessageId: botMessageId(sent.data.chat.id, sent.data.message_id) };
+  },
+
+  async registerInbound(config, callbackUrl, call) {
+    await callMethod(
+      config,
+      'setWebhook',
+      { url: callbackUrl, secret_token: config.secret_token, allowed_updates: ALLOWED_UPDATES },
+      call,
+    );
+  },
+
+  // "Ports currently supported for webhooks: 443, 80, 88, 8443", and only over HTTPS.
+  callbackUrlRules: { httpsOnly: true },
+
+  readInbound(config, request) {
+    if (!sameSecret(headerValue(request.headers, BOT_SECRET_HEADER), config.secret_token)) {
+      throw new InboundRejected('bot secret token header missing or wrong');
+    }
+    const update = Update.safeParse(JSON.parse(request.rawBody.toString('utf8')));
+    // An update of another kind (edited_message, my_chat_member...) is acknowledged and dropped: a
+    // non-2xx answer would only make Telegram send it again.
+    if (!update.success || !update.data.message) return empty();
+    const message = update.data.message;
+    const id = botMessageId(message.chat.id, message.message_id);
+    // Groups, supergroups and channels are not a customer's conversation.
+    if (message.chat.type !== 'private' || !message.from || message.from.is_bot) return empty();
+    const read = content(message);
+    if (!read)
+      return {
+        ...empty(),
+        unreadable: [
+          {
+            providerMessageId: id,
+            reason: 'bot message has no content we keep (a sticker, a poll, a service message)',
+          },
+        ],
+      };
+    return {
+      messages: [
+        {
+          providerMessageId: id,
+          from: String(message.from.id),
+          keyedBy: 'user_id',
+          name: nameOf(message.from),
+          ...read,
+          sentAt: new Date(message.date * 1000),
+        },
+      ],
+      statuses: [],
+    };
+  },
+};

@@ -1,0 +1,81 @@
+import { channelContract } from './channel-contract.js';
+
+// Every adapter against its sandbox emulator. Each gets its own database, sandbox and connector routes.
+
+const PHONE = '5511944440001';
+const wrongHeaders = (headers: Record<string, string>) =>
+  Object.fromEntries(Object.keys(headers).map((name) => [name, 'not-the-registered-secret']));
+
+channelContract({
+  channel: 'chat-official',
+  provider: 'chat-official',
+  account: 'pn-contract',
+  config: {
+    phone_number_id: 'pn-contract',
+    waba_id: 'waba-pn-contract',
+    access_token: 'token-contract',
+    app_secret: 'secret-contract',
+    verify_token: 'verify-contract',
+  },
+  customer: PHONE,
+  sender: { from: `+${PHONE}` },
+  controlExtras: { app_secret: 'secret-contract' },
+  recipient: { to: `+${PHONE}` },
+  // Meta signs every callback with the app secret; a signature made with another key is not Meta's.
+  forge: ({ url }) => ({ url, headers: { 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` } }),
+  listsWebhooks: false,
+  statuses: true,
+  // Meta's throttles (130429, 131056) are codes of their own, steered by the sandbox's
+  // `/chat-official/throttle` control and proven in chat-official.test.ts.
+  rateLimitRefusal: false,
+});
+
+channelContract({
+  channel: 'alt-a',
+  provider: 'chat',
+  account: 'evo-contract',
+  config: { instance: 'evo-contract', api_key: 'key-contract' },
+  customer: PHONE,
+  sender: { from: `+${PHONE}` },
+  recipient: { to: `+${PHONE}` },
+  // The secret header Evolution was told to send, with another value.
+  forge: ({ url, headers }) => ({ url, headers: wrongHeaders(headers) }),
+  listsWebhooks: true,
+  statuses: true,
+  rateLimitRefusal: false,
+});
+
+channelContract({
+  channel: 'alt-b',
+  provider: 'chat',
+  account: 'z-contract',
+  config: { instance_id: 'z-contract', token: 'token-contract' },
+  customer: PHONE,
+  sender: { from: `+${PHONE}` },
+  recipient: { to: `+${PHONE}` },
+  // Z-API repeats the secret we put in the callback URL; another value there is not ours.
+  forge: ({ url }) => {
+    const forged = new URL(url);
+    for (const name of [...forged.searchParams.keys()])
+      forged.searchParams.set(name, 'not-the-registered-secret');
+    return { url: forged, headers: {} };
+  },
+  listsWebhooks: true,
+  statuses: true,
+  rateLimitRefusal: false,
+});
+
+channelContract({
+  channel: 'bot',
+  provider: 'bot',
+  account: '555000111',
+  config: { bot_token: '555000111:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw', secret_token: 'contract_secret-1' },
+  customer: '700100200',
+  sender: { from: null, from_user_id: '700100200' },
+  recipient: { to: null, to_user_id: '700100200' },
+  // The X-Telegram-Bot-Api-Secret-Token setWebhook registered, with another value.
+  forge: ({ url, headers }) => ({ url, headers: wrongHeaders(headers) }),
+  listsWebhooks: true,
+  statuses: false,
+  rateLimitRefusal: true,
+});

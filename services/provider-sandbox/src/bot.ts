@@ -1,0 +1,349 @@
+import { type Request, type Response, Router } from 'express';
+import type {
+  ChannelEmulator,
+  InboundDelivery,
+  InboundMessage,
+  SandboxStores,
+  WebhookRegistration,
+} from './channel-emulator.js';
+import { ControlError } from './control-error.js';
+import { answerFault } from './faults.js';
+import { jsonBody } from './json-body.js';
+import { unixSeconds } from './provider-ids.js';
+
+// Emulates the Telegram Bot API, the provider behind the `bot` channel, from its reference
+// (core.telegram.org/bots/api: "Making requests", getMe, setWebhook, deleteWebhook, getWebhookInfo,
+// sendMessage, Update, Message, User, Chat, ResponseParameters; core.telegram.org/bots/faq on limits).
+const CHANNEL = 'bot';
+
+/** A token is `<bot id>:<secret>`; one of another shape is not a bot's, and the route is unknown. */
+const TOKEN = /^(\d+):([\w-]+)$/;
+/** setWebhook: "1-256 characters. Only characters A-Z, a-z, 0-9, _ and - are allowed." */
+const SECRET_TOKEN = /^[\w-]{1,256}$/;
+const TEXT_LIMIT = 4096;
+/** How long flood control asks a bot to wait, in the sandbox. */
+const RETRY_AFTER_SECONDS = 5;
+
+/** The descriptions Telegram gives with each error code it answers here. */
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden: bot was blocked by the user',
+  404: 'Not Found',
+  429: `Too Many Requests: retry after ${RETRY_AFTER_SECONDS}`,
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+};
+
+export const telegramError = (code: number, description = DESCRIPTIONS[code] ?? 'Internal Server Error') => ({
+  ok: false,
+  error_code: code,
+  description,
+  ...(code === 429 ? { parameters: { retry_after: RETRY_AFTER_SECONDS } } : {}),
+});
+
+interface TelegramUser {
+  id: number;
+  is_bot: boolean;
+  first_name: string;
+  last_name?: string;
+  username?: string;
+}
+
+interface Webhook {
+  url: string;
+  secretToken?: string;
+  allowedUpdates?: string[];
+}
+
+interface Bot {
+  id: number;
+  webhook?: Webhook;
+  nextUpdateId: number;
+  /** The users who wrote to the bot: the only private chats a bot may write to. */
+  chats: Map<number, TelegramUser>;
+  /** Message ids are counted per chat, both directions alike. */
+  lastMessageId: Map<number, number>;
+}
+
+/** The parameters of a call: Telegram takes a query string, a form or JSON alike. */
+function parametersOf(req: Request): Record<string, unknown> {
+  const body = req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
+  return { ...(req.query as Record<string, unknown>), ...body };
+}
+
+function userOf(id: number, name: string | undefined): TelegramUser {
+  const [first, ...rest] = (name ?? '').trim().split(/\s+/);
+  // Every Telegram user has a first name; one the sandbox is not told is made up.
+  const user: TelegramUser = { id, is_bot: false, first_name: first || `User${id}` };
+  if (rest.length > 0) user.last_name = rest.join(' ');
+  return user;
+}
+
+const ok = (res: Response, result: unknown, description?: string) =>
+  res.json({ ok: true, result, ...(description ? { description } : {}) });
+const refuse = (res: Response, code: number, description?: string) =>
+  res.status(code).json(telegramError(code, description));
+
+export function createBot(stores: SandboxStores): ChannelEmulator {
+  const bots = new Map<string, Bot>();
+  const router = Router();
+  router.use(jsonBody);
+
+  const bot = (account: string): Bot => {
+    let found = bots.get(account);
+    if (!found) {
+      found = { id: Number(account), nextUpdateId: 100_000_000, chats: new Map(), lastMessageId: new Map() };
+      bots.set(account, found);
+    }
+    return found;
+  };
+  const nextMessageId = (current: Bot, chatId: number) => {
+    const id = (current.lastMessageId.get(chatId) ?? 0) + 1;
+    current.lastMessageId.set(chatId, id);
+    return id;
+  };
+  const botUser = (current: Bot): TelegramUser => ({
+    id: current.id,
+    is_bot: true,
+    first_name: 'Sandbox Bot',
+    username: `sandbox_${current.id}_bot`,
+  });
+
+  const methods: Record<string, (req: Request, res: Response, current: Bot, account: string) => void> = {
+    getMe(_req, res, current) {
+      ok(res, {
+        ...botUser(current),
+        can_join_groups: true,
+        can_read_all_group_messages: false,
+        supports_inline_queries: false,
+        can_connect_to_business: false,
+        has_main_web_app: false,
+      });
+    },
+
+    setWebhook(req, res, current) {
+      const params = parametersOf(req);
+      const url = typeof params.url === 'string' ? params.url : '';
+      // An empty url removes the webhook, as deleteWebhook does.
+      if (url === '') {
+        current.webhook = undefined;
+        ok(res, true, 'Webhook was deleted');
+        return;
+      }
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch {
+        refuse(res, 400, 'Bad Request: bad webhook: Failed to resolve host: Name or service not known');
+        return;
+      }
+      if (parsed.protocol !== 'https:' && !(stores.allowHttpCallbacks && parsed.protocol === 'http:')) {
+        refuse(res, 400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
+        return;
+      }
+      const secret = params.secret_token;
+      if (secret !== undefined && (typeof secret !== 'string' || !SECRET_TOKEN.test(secret))) {
+        refuse(res, 400, 'Bad Request: secret token contains unallowed characters');
+        return;
+      }
+      let allowed = params.allowed_updates;
+      // In a query string or a form the list is JSON-serialized.
+      if (typeof allowed === 'string') {
+        try {
+          allowed = JSON.parse(allowed);
+        } catch {
+          refuse(res, 400, "Bad Request: can't parse allowed updates JSON object");
+          return;
+        }
+      }
+      if (allowed !== undefined && !(Array.isArray(allowed) && allowed.every((u) => typeof u === 'string'))) {
+        refuse(res, 400, "Bad Request: can't parse allowed updates JSON object");
+        return;
+      }
+      const wasSet = current.webhook?.url === url;
+      current.webhook = {
+        url,
+        ...(typeof secret === 'string' ? { secretToken: secret } : {}),
+        // Omitted: the previous setting is kept.
+        ...(allowed !== undefined
+          ? { allowedUpdates: allowed as string[] }
+          : current.webhook?.allowedUpdates
+            ? { allowedUpdates: current.webhook.allowedUpdates }
+            : {}),
+      };
+      ok(res, true, wasSet ? 'Webhook is already set' : 'Webhook was set');
+    },
+
+    deleteWebhook(_req, res, current) {
+      const had = current.webhook !== undefined;
+      current.webhook = undefined;
+      ok(res, true, had ? 'Webhook was deleted' : 'Webhook is already deleted');
+    },
+
+    getWebhookInfo(_req, res, current) {
+      const webhook = current.webhook;
+      ok(res, {
+        url: webhook?.url ?? '',
+        has_custom_certificate: false,
+        pending_update_count: 0,
+        ...(webhook ? { max_connections: 40, ip_address: '149.154.167.220' } : {}),
+        ...(webhook?.allowedUpdates ? { allowed_updates: webhook.allowedUpdates } : {}),
+      });
+    },
+
+    sendMessage(req, res, current, account) {
+      const fault = stores.faults.find(CHANNEL, account);
+      if (fault) {
+        answerFault(fault, res, (status) => telegramError(status), stores.faultHoldMs, rateLimited);
+        return;
+      }
+      const params = parametersOf(req);
+      const chatId = Number(params.chat_id);
+      const text = params.text;
+      if (params.chat_id === undefined || params.chat_id === '') {
+        refuse(res, 400, 'Bad Request: chat_id is empty');
+        return;
+      }
+      if (typeof text !== 'string' || text.trim() === '') {
+        refuse(res, 400, 'Bad Request: message text is empty');
+        return;
+      }
+      if (text.length > TEXT_LIMIT) {
+        refuse(res, 400, 'Bad Request: message is too long');
+        return;
+      }
+      // A bot writes only to users who wrote to it first.
+      const user = Number.isSafeInteger(chatId) ? current.chats.get(chatId) : undefined;
+      if (!user) {
+        refuse(res, 400, 'Bad Request: chat not found');
+        return;
+      }
+      const message = {
+        message_id: nextMessageId(current, chatId),
+        from: botUser(current),
+        chat: { ...chatOf(user) },
+        date: unixSeconds(new Date()),
+        text,
+      };
+      stores.sent.record({
+        channel: CHANNEL,
+        account,
+        to: String(chatId),
+        method: req.method,
+        path: `${req.baseUrl}${req.path}`,
+        body: params,
+        provider_message_id: `${chatId}:${message.message_id}`,
+        received_at: new Date().toISOString(),
+      });
+      ok(res, message);
+    },
+  };
+
+  function rateLimited(res: Response): void {
+    refuse(res, 429);
+  }
+
+  // `/bot<token>/<method>`, by GET or POST; method names are case-insensitive.
+  router.all('/:botToken/:method', (req: Request<{ botToken: string; method: string }>, res) => {
+    const token = req.params.botToken.startsWith('bot') ? TOKEN.exec(req.params.botToken.slice(3)) : null;
+    if (!token) {
+      refuse(res, 404);
+      return;
+    }
+    const account = token[1]!;
+    if (!stores.credentials.accept(CHANNEL, account, req.params.botToken.slice(3))) {
+      refuse(res, 401);
+      return;
+    }
+    const name = Object.keys(methods).find(
+      (known) => known.toLowerCase() === req.params.method.toLowerCase(),
+    );
+    if (!name) {
+      refuse(res, 404);
+      return;
+    }
+    methods[name]!(req, res, bot(account), account);
+  });
+
+  function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
+    if (message.type !== 'text') throw new ControlError(400, `${CHANNEL} inbound supports type "text" only`);
+    if (message.addressingMode !== undefined) {
+      throw new ControlError(400, `${CHANNEL} has no addressing_mode: Telegram names users by id`);
+    }
+    if (!/^\d+$/.test(message.account)) {
+      throw new ControlError(400, `${CHANNEL} account is the bot's id: the digits before the token's colon`);
+    }
+    const current = bot(message.account);
+    const webhook = current.webhook;
+    if (!webhook) return undefined;
+    if (
+      webhook.allowedUpdates &&
+      webhook.allowedUpdates.length > 0 &&
+      !webhook.allowedUpdates.includes('message')
+    ) {
+      throw new ControlError(
+        409,
+        `${CHANNEL} account ${message.account} did not subscribe to "message" updates`,
+      );
+    }
+    const userId = Number(message.from);
+    const user = userOf(userId, message.name);
+    const chat =
+      message.groupId === undefined
+        ? chatOf(user)
+        : { id: -Number(message.groupId.replace(/\D/g, '')), title: 'Grupo', type: 'supergroup' };
+    // Only a private chat opens one the bot may answer.
+    if (message.groupId === undefined) current.chats.set(userId, user);
+    const messageId = nextMessageId(current, chat.id);
+    const update = {
+      update_id: current.nextUpdateId++,
+      message: { message_id: messageId, from: user, chat, date: unixSeconds(new Date()), text: message.text },
+    };
+    return {
+      url: webhook.url,
+      headers: { 'Content-Type': 'application/json', ...secretHeader(webhook) },
+      body: JSON.stringify(update),
+      providerMessageId: `${chat.id}:${messageId}`,
+    };
+  }
+
+  const secretHeader = (webhook: Webhook): Record<string, string> =>
+    webhook.secretToken ? { 'X-Telegram-Bot-Api-Secret-Token': webhook.secretToken } : {};
+
+  function webhooks(account?: string): WebhookRegistration[] {
+    return [...bots].flatMap(([id, { webhook }]) =>
+      webhook && (account === undefined || id === account)
+        ? [
+            {
+              channel: CHANNEL,
+              account: id,
+              url: webhook.url,
+              headers: secretHeader(webhook),
+              events: webhook.allowedUpdates ?? [],
+            },
+          ]
+        : [],
+    );
+  }
+
+  return {
+    channel: CHANNEL,
+    router,
+    inboundDelivery,
+    webhooks,
+    rateLimited,
+    reset: () => bots.clear(),
+  };
+}
+
+/** A private chat's id is its user's, with the user's names. */
+function chatOf(user: TelegramUser) {
+  return {
+    id: user.id,
+    first_name: user.first_name,
+    ...(user.last_name ? { last_name: user.last_name } : {}),
+    ...(user.username ? { username: user.username } : {}),
+    type: 'private',
+  };
+}

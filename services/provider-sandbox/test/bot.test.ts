@@ -1,0 +1,211 @@
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createSandbox } from '../src/index.js';
+import { close, listen, postJson, type Receiver, startReceiver } from './support.js';
+
+const BOT_ID = '123456789';
+const TOKEN = `${BOT_ID}:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw`;
+const SECRET = 'S3cr3t_t0ken-x';
+const USER = '987654321';
+
+describe('bot (Telegram Bot API) emulation', () => {
+  // Real Telegram calls only https webhooks; the receiver here is plain http.
+  const sandbox = createSandbox({ httpCallbacks: 'allow' });
+  let base = '';
+  let sandboxServer: Server;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    ({ server: sandboxServer, url: base } = await listen(sandbox));
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await close(sandboxServer);
+    await close(receiver.server);
+  });
+  beforeEach(() => {
+    sandbox.reset();
+    receiver.calls.length = 0;
+  });
+
+  const call = async (method: string, body: unknown = {}, token = TOKEN) => {
+    const res = await postJson(`${base}/bot/bot${token}/${method}`, body);
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const control = (path: string, body: unknown) => postJson(`${base}/_sandbox${path}`, body);
+  const setWebhook = () =>
+    call('setWebhook', { url: `${receiver.url}/hook`, secret_token: SECRET, allowed_updates: ['message'] });
+  const inbound = async (body: Record<string, unknown> = {}) => {
+    const res = await control('/inbound', {
+      channel: 'bot',
+      account: BOT_ID,
+      from: USER,
+      name: 'Maria Souza',
+      text: 'oi',
+      ...body,
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  it('answers getMe with the bot as a User', async () => {
+    const me = await call('getMe');
+    expect(me).toEqual({
+      status: 200,
+      body: {
+        ok: true,
+        result: expect.objectContaining({
+          id: Number(BOT_ID),
+          is_bot: true,
+          first_name: expect.any(String),
+          username: expect.stringMatching(/bot$/),
+        }),
+      },
+    });
+  });
+
+  it('answers 401 Unauthorized to another token of the same bot, 404 to a token of no bot shape', async () => {
+    await call('getMe');
+    expect(await call('getMe', {}, `${BOT_ID}:another-secret`)).toEqual({
+      status: 401,
+      body: { ok: false, error_code: 401, description: 'Unauthorized' },
+    });
+    expect(await call('getMe', {}, 'not-a-token')).toEqual({
+      status: 404,
+      body: { ok: false, error_code: 404, description: 'Not Found' },
+    });
+    expect((await call('noSuchMethod')).status).toBe(404);
+  });
+
+  it('sets, reads and deletes the webhook with its secret token and allowed updates', async () => {
+    expect(await setWebhook()).toEqual({
+      status: 200,
+      body: { ok: true, result: true, description: 'Webhook was set' },
+    });
+    const info = await call('getWebhookInfo');
+    expect(info.body.result).toMatchObject({
+      url: `${receiver.url}/hook`,
+      pending_update_count: 0,
+      allowed_updates: ['message'],
+    });
+    expect(await call('setWebhook', { url: `${receiver.url}/hook`, secret_token: 'bad token!' })).toEqual({
+      status: 400,
+      body: {
+        ok: false,
+        error_code: 400,
+        description: 'Bad Request: secret token contains unallowed characters',
+      },
+    });
+    expect((await call('deleteWebhook')).body).toEqual({
+      ok: true,
+      result: true,
+      description: 'Webhook was deleted',
+    });
+    expect((await call('getWebhookInfo')).body.result).toMatchObject({ url: '' });
+  });
+
+  it('refuses an http webhook as Telegram does unless http callbacks are allowed', async () => {
+    const strict = createSandbox();
+    const { server, url } = await listen(strict);
+    try {
+      const res = await postJson(`${url}/bot/bot${TOKEN}/setWebhook`, { url: 'http://example.test/hook' });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({
+        ok: false,
+        error_code: 400,
+        description: 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook',
+      });
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('delivers an Update with the secret token header, and the same bytes again on repeat', async () => {
+    await setWebhook();
+    const delivered = await inbound({ repeat: 2 });
+    expect(delivered.body).toMatchObject({
+      ok: true,
+      delivered_statuses: [200, 200],
+      provider_message_id: `${USER}:1`,
+    });
+    const posts = receiver.posts();
+    expect(posts).toHaveLength(2);
+    expect(posts[0]!.headers['x-telegram-bot-api-secret-token']).toBe(SECRET);
+    expect(posts[1]!.rawBody).toBe(posts[0]!.rawBody);
+    const update = JSON.parse(posts[0]!.rawBody);
+    expect(update).toEqual({
+      update_id: expect.any(Number),
+      message: {
+        message_id: 1,
+        from: { id: Number(USER), is_bot: false, first_name: 'Maria', last_name: 'Souza' },
+        chat: { id: Number(USER), first_name: 'Maria', last_name: 'Souza', type: 'private' },
+        date: expect.any(Number),
+        text: 'oi',
+      },
+    });
+  });
+
+  it('answers 409 to inbound for a bot without a webhook', async () => {
+    expect((await inbound()).status).toBe(409);
+  });
+
+  it('sends to a user who wrote first, answering the Message; refuses unknown chats and long texts', async () => {
+    expect(await call('sendMessage', { chat_id: Number(USER), text: 'olá' })).toEqual({
+      status: 400,
+      body: { ok: false, error_code: 400, description: 'Bad Request: chat not found' },
+    });
+    await setWebhook();
+    await inbound();
+    const sent = await call('sendMessage', { chat_id: Number(USER), text: 'olá' });
+    expect(sent).toEqual({
+      status: 200,
+      body: {
+        ok: true,
+        result: {
+          message_id: 2,
+          from: expect.objectContaining({ id: Number(BOT_ID), is_bot: true }),
+          chat: { id: Number(USER), first_name: 'Maria', last_name: 'Souza', type: 'private' },
+          date: expect.any(Number),
+          text: 'olá',
+        },
+      },
+    });
+    expect((await call('sendMessage', { chat_id: Number(USER), text: 'x'.repeat(4097) })).body).toEqual({
+      ok: false,
+      error_code: 400,
+      description: 'Bad Request: message is too long',
+    });
+    const log = (await (await fetch(`${base}/_sandbox/sent?channel=bot`)).json()) as Array<
+      Record<string, unknown>
+    >;
+    expect(log).toEqual([
+      expect.objectContaining({
+        channel: 'bot',
+        account: BOT_ID,
+        to: USER,
+        path: `/bot/bot${TOKEN}/sendMessage`,
+        body: { chat_id: Number(USER), text: 'olá' },
+        provider_message_id: `${USER}:2`,
+      }),
+    ]);
+  });
+
+  it('answers faults in Telegram error shapes: 403 blocked, 429 with retry_after', async () => {
+    await setWebhook();
+    await inbound();
+    await control('/faults', { channel: 'bot', account: BOT_ID, mode: 'error', status: 403 });
+    expect(await call('sendMessage', { chat_id: Number(USER), text: 'olá' })).toEqual({
+      status: 403,
+      body: { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' },
+    });
+    await control('/faults', { channel: 'bot', account: BOT_ID, mode: 'rate_limit' });
+    expect(await call('sendMessage', { chat_id: Number(USER), text: 'olá' })).toEqual({
+      status: 429,
+      body: {
+        ok: false,
+        error_code: 429,
+        description: 'Too Many Requests: retry after 5',
+        parameters: { retry_after: 5 },
+      },
+    });
+  });
+});
