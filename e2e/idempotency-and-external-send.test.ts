@@ -106,11 +106,29 @@ describe('external send', () => {
     } finally {
       await db.end();
     }
+    const forgetKeys = async () => {
+      const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+      await db.connect();
+      try {
+        await db.query('delete from gateway.idempotency_keys where workspace_id = $1', [ws.id]);
+      } finally {
+        await db.end();
+      }
+    };
     const retry = await post('/api/v1/send-message', ws.key, body, 'order-lost');
     expect(retry.status).toBe(200);
     // Messaging found the message the key created: same ids, same answer, and the provider called once.
     expect(retry.body).toEqual(first.body);
     expect(await sentTo(fixture.stack, '5511911110009')).toHaveLength(1);
+
+    // The same for external send into that conversation.
+    const reply = { conversation_id: first.body.conversationId, text: 'e a resposta, uma vez' };
+    const external = await post('/api/external/messages/send', ws.key, reply, 'reply-lost');
+    expect(external.status).toBe(200);
+    await forgetKeys();
+    const externalRetry = await post('/api/external/messages/send', ws.key, reply, 'reply-lost');
+    expect(externalRetry.body).toEqual(external.body);
+    expect(await sentTo(fixture.stack, '5511911110009')).toHaveLength(2);
   });
 
   it('sends into an existing conversation, once per Idempotency-Key, and announces it', async () => {

@@ -259,12 +259,16 @@ export const commandCatalogue = {
     reply: SendMessageResponse,
   },
   'cmd.messaging.send-template': {
-    request: SendTemplateBody.extend({ workspace: WorkspaceContext }),
+    request: SendTemplateBody.extend({ workspace: WorkspaceContext, idempotency_key: z.string().max(300).optional() }),
     reply: SendTemplateResponse,
   },
   'cmd.messaging.external-send': {
     // The public body names an agent or the system; a reply written in the panel is a person's.
-    request: ExternalSendBody.extend({ workspace_id: z.uuid(), sender_type: z.enum(senderTypes).nullish() }),
+    request: ExternalSendBody.extend({
+      workspace_id: z.uuid(),
+      sender_type: z.enum(senderTypes).nullish(),
+      idempotency_key: z.string().max(300).optional(),
+    }),
     reply: ExternalSendResponse,
   },
   'cmd.pipeline.move-lead': {

@@ -10,19 +10,32 @@ export async function externalSend(
 ): Promise<CommandResult<'cmd.messaging.external-send'>> {
   const workspaceId = command.workspace_id;
   const senderType = command.sender_type ?? 'agent';
+  const key = command.idempotency_key;
+  // A retry of a request whose first attempt stored its message continues that message.
+  const earlier = key ? await messageIdOfKey(deps, workspaceId, key) : undefined;
   const prepared = await withTransaction(deps.pool, async (client) => {
     const store = new ConversationStore(client, workspaceId);
-    const conversation = await store.conversationForSend(command.conversation_id);
+    const conversation = await store.conversationForSend(earlier?.conversation_id ?? command.conversation_id);
     if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
+    if (earlier) return { conversation, messageId: earlier.id };
     await store.reopen(conversation);
     const messageId = await store.addOutboundMessage({
       conversationId: conversation.id,
       text: command.text,
       senderType,
       senderName: command.sender_name,
+      idempotencyKey: key,
     });
     return { conversation, messageId };
   });
+  if (earlier?.status === 'sent' && earlier.sent_at)
+    return answer(workspaceId, prepared.conversation.id, prepared.messageId, earlier.sent_at.toISOString());
+  // A refused send reached nobody: the retry may try it again, as the same message.
+  if (earlier?.status === 'failed')
+    await deps.pool.query(
+      `update messages set status = 'pending', error = null where workspace_id = $1 and id = $2 and status = 'failed'`,
+      [workspaceId, earlier.id],
+    );
   const sent = await deliverOutbound(deps, {
     workspaceId,
     conversationId: prepared.conversation.id,
@@ -33,11 +46,29 @@ export async function externalSend(
     text: command.text,
     senderType,
   });
+  return answer(workspaceId, prepared.conversation.id, prepared.messageId, sent.sent_at);
+}
+
+function answer(workspaceId: string, conversationId: string, messageId: string, sentAt: string) {
   return {
-    success: true,
-    message_id: prepared.messageId,
-    conversation_id: prepared.conversation.id,
+    success: true as const,
+    message_id: messageId,
+    conversation_id: conversationId,
     workspace_id: workspaceId,
-    sent_at: sent.sent_at,
+    sent_at: sentAt,
   };
+}
+
+/** The message an earlier request with this (scoped) Idempotency-Key stored, and how far it got. */
+async function messageIdOfKey(deps: OutboundDeps, workspaceId: string, key: string) {
+  const { rows } = await deps.pool.query<{
+    id: string;
+    conversation_id: string;
+    status: 'pending' | 'sent' | 'failed';
+    sent_at: Date | null;
+  }>(
+    'select id, conversation_id, status, sent_at from messages where workspace_id = $1 and idempotency_key = $2',
+    [workspaceId, key],
+  );
+  return rows[0];
 }

@@ -141,8 +141,7 @@ export async function sendTemplate(
   deps: OutboundDeps,
   command: CommandPayload<'cmd.messaging.send-template'>,
 ): Promise<CommandResult<'cmd.messaging.send-template'>> {
-  const { workspace } = command;
-  const { phone, integration } = await resolveRecipient(deps, { ...command, workspace });
+  const { workspace, idempotency_key: key } = command;
   const template = {
     name: command.templateName,
     language: command.language,
@@ -150,13 +149,44 @@ export async function sendTemplate(
     headerMedia: command.headerMedia ?? null,
     buttons: command.buttons ?? null,
   };
+  const sendTemplateCall = (integrationId: string, messageId: string, to: string) => () =>
+    deps.bus.request('cmd.connector.send-template', {
+      workspace_id: workspace.id,
+      integration_id: integrationId,
+      message_id: messageId,
+      to,
+      template,
+    });
+  const earlier = key ? await messageOfKey(deps.pool, workspace.id, key) : undefined;
+  if (earlier)
+    return {
+      ...(await resumeSend(
+        deps,
+        earlier,
+        sendTemplateCall(earlier.integration_id, earlier.id, earlier.phone),
+      )),
+      template: templateEcho(template),
+    };
+  const { phone, integration } = await resolveRecipient(deps, { ...command, workspace });
   const { rendered_text } = await deps.bus.request('cmd.connector.prepare-template', {
     workspace_id: workspace.id,
     integration_id: integration.id,
     template,
   });
   const recipient = { workspace, phone, agentId: command.agentId, contactName: command.contactName };
-  const prepared = await storeOutbound(deps, recipient, integration, rendered_text);
+  let prepared: Awaited<ReturnType<typeof storeOutbound>>;
+  try {
+    prepared = await storeOutbound(deps, recipient, integration, rendered_text, key);
+  } catch (error) {
+    const raced =
+      key && isUniqueViolation(error) ? await messageOfKey(deps.pool, workspace.id, key) : undefined;
+    if (raced)
+      return {
+        ...(await resumeSend(deps, raced, sendTemplateCall(raced.integration_id, raced.id, raced.phone))),
+        template: templateEcho(template),
+      };
+    throw error;
+  }
   const sent = await deliverOutbound(
     deps,
     {
@@ -168,37 +198,38 @@ export async function sendTemplate(
       text: rendered_text,
       senderType: apiSenderType,
     },
-    () =>
-      deps.bus.request('cmd.connector.send-template', {
-        workspace_id: workspace.id,
-        integration_id: integration.id,
-        message_id: prepared.messageId,
-        to: phone,
-        template,
-      }),
+    sendTemplateCall(integration.id, prepared.messageId, phone),
   );
+  return { ...answer(prepared, sent), template: templateEcho(template) };
+}
+
+/** The template part of send-template's answer: what was asked, in the spec's echo shape. */
+function templateEcho(template: {
+  name: string;
+  language: string;
+  variables: Array<string | number>;
+  headerMedia: CommandPayload<'cmd.messaging.send-template'>['headerMedia'] | null;
+  buttons: CommandPayload<'cmd.messaging.send-template'>['buttons'] | null;
+}) {
   return {
-    ...answer(prepared, sent),
-    template: {
-      name: template.name,
-      language: template.language,
-      variables: template.variables,
-      headerMedia: template.headerMedia
-        ? {
-            type: template.headerMedia.type,
-            link: template.headerMedia.link,
-            ...(template.headerMedia.filename ? { filename: template.headerMedia.filename } : {}),
-          }
-        : null,
-      buttons: template.buttons
-        ? template.buttons.map((b) =>
-            // The gateway's check gives a url button its text and a quick_reply button its payload.
-            b.type === 'url'
-              ? { index: b.index, type: b.type, text: b.text! }
-              : { index: b.index, type: b.type, payload: b.payload! },
-          )
-        : null,
-    },
+    name: template.name,
+    language: template.language,
+    variables: template.variables,
+    headerMedia: template.headerMedia
+      ? {
+          type: template.headerMedia.type,
+          link: template.headerMedia.link,
+          ...(template.headerMedia.filename ? { filename: template.headerMedia.filename } : {}),
+        }
+      : null,
+    buttons: template.buttons
+      ? template.buttons.map((b) =>
+          // The gateway's check gives a url button its text and a quick_reply button its payload.
+          b.type === 'url'
+            ? { index: b.index, type: b.type, text: b.text! }
+            : { index: b.index, type: b.type, payload: b.payload! },
+        )
+      : null,
   };
 }
 
@@ -269,7 +300,11 @@ async function messageOfKey(
  * that same message delivered (the connector calls the provider at most once per message, answering
  * what it got, or 409 when an earlier call's outcome is unknown).
  */
-async function resumeSend(deps: OutboundDeps, message: KeyedMessage) {
+async function resumeSend(
+  deps: OutboundDeps,
+  message: KeyedMessage,
+  send?: () => Promise<{ provider_message_id: string; sent_at: string }>,
+) {
   const first = message.first_answer ?? { contactCreated: false, conversationCreated: false };
   const reply = (sent: { provider_message_id: string; sent_at: string }) => ({
     success: true as const,
@@ -292,15 +327,19 @@ async function resumeSend(deps: OutboundDeps, message: KeyedMessage) {
       `update messages set status = 'pending', error = null where workspace_id = $1 and id = $2 and status = 'failed'`,
       [message.workspace_id, message.id],
     );
-  const sent = await deliverOutbound(deps, {
-    workspaceId: message.workspace_id,
-    conversationId: message.conversation_id,
-    integration: { id: message.integration_id, provider: message.provider },
-    messageId: message.id,
-    to: message.phone,
-    text: message.text,
-    senderType: apiSenderType,
-  });
+  const sent = await deliverOutbound(
+    deps,
+    {
+      workspaceId: message.workspace_id,
+      conversationId: message.conversation_id,
+      integration: { id: message.integration_id, provider: message.provider },
+      messageId: message.id,
+      to: message.phone,
+      text: message.text,
+      senderType: apiSenderType,
+    },
+    send,
+  );
   return reply(sent);
 }
 
