@@ -259,7 +259,10 @@ export const commandCatalogue = {
     reply: SendMessageResponse,
   },
   'cmd.messaging.send-template': {
-    request: SendTemplateBody.extend({ workspace: WorkspaceContext, idempotency_key: z.string().max(300).optional() }),
+    request: SendTemplateBody.extend({
+      workspace: WorkspaceContext,
+      idempotency_key: z.string().max(300).optional(),
+    }),
     reply: SendTemplateResponse,
   },
   'cmd.messaging.external-send': {
