@@ -32,9 +32,8 @@ export async function externalSend(
     return answer(workspaceId, prepared.conversation.id, prepared.messageId, earlier.sent_at.toISOString());
   // A refused send reached nobody: the retry may try it again, as the same message.
   if (earlier?.status === 'failed')
-    await deps.pool.query(
-      `update messages set status = 'pending', error = null where workspace_id = $1 and id = $2 and status = 'failed'`,
-      [workspaceId, earlier.id],
+    await withTransaction(deps.pool, (client) =>
+      new ConversationStore(client, workspaceId).retryFailed(earlier.id),
     );
   const sent = await deliverOutbound(deps, {
     workspaceId,

@@ -323,9 +323,8 @@ async function resumeSend(
     });
   // A refused send reached nobody: the retry may try it again, as the same message.
   if (message.status === 'failed')
-    await deps.pool.query(
-      `update messages set status = 'pending', error = null where workspace_id = $1 and id = $2 and status = 'failed'`,
-      [message.workspace_id, message.id],
+    await withTransaction(deps.pool, (client) =>
+      new ConversationStore(client, message.workspace_id).retryFailed(message.id),
     );
   const sent = await deliverOutbound(
     deps,

@@ -227,6 +227,14 @@ export class ConversationStore {
     );
   }
 
+  /** A message whose send the provider refused, pending again for a retry of the same request. */
+  async retryFailed(messageId: string): Promise<void> {
+    await this.client.query(
+      `update messages set status = 'pending', error = null where workspace_id = $1 and id = $2 and status = 'failed'`,
+      [this.workspaceId, messageId],
+    );
+  }
+
   /** Leaves a pending message pending, saying why its outcome is not known; the job does not ask again. */
   async markOutcomeUnknown(messageId: string, reason: string): Promise<void> {
     await this.client.query(
