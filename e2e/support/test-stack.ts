@@ -9,6 +9,8 @@ import { checkWebhook } from './openapi-contract.js';
 export interface TestStack extends RunningStack {
   adminToken: string;
   databaseUrl: string;
+  /** The provider connector's own address (its callbacks and the live chat widget). */
+  connectorUrl: string;
   admin<T = Record<string, unknown>>(
     method: string,
     path: string,
@@ -72,6 +74,7 @@ export async function startTestStack(overrides: Partial<StackConfig> = {}): Prom
     ...stack,
     adminToken,
     databaseUrl,
+    connectorUrl: `http://127.0.0.1:${connector}`,
     admin: (method, path, body) => call(method, path, adminToken, body),
     api: (path, apiKey, body) => call('POST', path, apiKey, body),
   };

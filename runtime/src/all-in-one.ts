@@ -125,6 +125,13 @@ try {
     });
   }
 
+  // The demo page is served by the connector, so the widget's allowed origin is the connector's own.
+  const livechat = await admin(`/admin/v1/workspaces/${workspace.workspace_id}/integrations`, {
+    channel: 'livechat',
+    name: 'Demo live chat',
+    config: { name: 'Demo live chat', allowed_origins: connector.url },
+  });
+
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(`
 Inbox platform is running (all-in-one mode, ready in ${seconds}s). Ctrl-C stops everything.
@@ -134,6 +141,7 @@ Inbox platform is running (all-in-one mode, ready in ${seconds}s). Ctrl-C stops 
   API docs (read and try calls)    ${gateway.url}/docs
   OpenAPI document                 ${gateway.url}/openapi.json
   Provider connector               ${connector.url}
+  Live chat demo page (a visitor)  ${connector.url}/livechat/${livechat.id}/demo
   Provider sandbox                 ${sandboxUrl ?? 'off'}
 ${sandboxCidrsNote(settings)}  Admin token                      ${settings.ADMIN_TOKEN}${settings.adminTokenGenerated ? '   (generated; set ADMIN_TOKEN to choose one)' : ''}
   Demo workspace                   ${workspace.workspace_id}

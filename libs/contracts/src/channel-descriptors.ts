@@ -46,6 +46,28 @@ const baseUrl = z.url({ protocol: /^https?$/, error: platformTexts.configBaseUrl
 const generatedCallbackSecret = z.string().min(1).optional();
 
 /**
+ * The origins a live chat widget may be embedded in, as stored: one string (configs are strings), the
+ * origins separated by commas or spaces, each exactly `scheme://host[:port]` as a browser's Origin
+ * header spells it (no path, no trailing slash), so the check is a plain comparison.
+ */
+export function readAllowedOrigins(value: string): string[] | undefined {
+  const origins = value.split(/[\s,]+/).filter((origin) => origin.length > 0);
+  if (origins.length === 0) return undefined;
+  for (const origin of origins) {
+    if (!URL.canParse(origin)) return undefined;
+    const url = new URL(origin);
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== origin) return undefined;
+  }
+  return origins;
+}
+const allowedOrigins = z
+  .string({ error: platformTexts.configRequired('allowed_origins') })
+  .min(1, { error: platformTexts.configRequired('allowed_origins') })
+  .refine((value) => readAllowedOrigins(value) !== undefined, {
+    error: platformTexts.configAllowedOriginsInvalid,
+  });
+
+/**
  * Infers the entry's config from its schema and keeps its flags and provider as literal types, so the
  * lists derived from the table (send-message's channels, the providers) are typed as precisely.
  */
@@ -183,7 +205,7 @@ export const channelDescriptors = {
     },
   ),
   // Our own website widget: there is no provider to call, and the widget names the integration itself.
-  livechat: describe(z.object({ name: required('name'), allowed_origins: required('allowed_origins') }), {
+  livechat: describe(z.object({ name: required('name'), allowed_origins: allowedOrigins }), {
     provider: 'livechat',
     sendMessage: false,
     externalSend: true,

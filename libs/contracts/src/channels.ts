@@ -1,7 +1,12 @@
 import type { z } from 'zod';
 import { type ChannelDescriptor, channelDescriptors } from './channel-descriptors.js';
 
-export { type ChannelDescriptor, channelDescriptors, type StoredConfig } from './channel-descriptors.js';
+export {
+  type ChannelDescriptor,
+  channelDescriptors,
+  readAllowedOrigins,
+  type StoredConfig,
+} from './channel-descriptors.js';
 
 // Everything here is derived from the descriptor table when this module loads, so a channel added to
 // the table (or, in a test, to a mocked table) appears in every list, enum and text built from them.

@@ -150,6 +150,8 @@ export const platformTexts = {
   configInvalid: 'config inválido',
   configRequired: (key: string) => `config.${key} é obrigatório`,
   configBaseUrlInvalid: 'config.base_url deve ser uma URL http(s)',
+  configAllowedOriginsInvalid:
+    'config.allowed_origins deve listar origens http(s) (esquema://host[:porta]) separadas por vírgula ou espaço',
   configApiVersionInvalid: 'config.api_version deve ser como v21.0',
   configBotTokenInvalid: 'config.bot_token deve ser o token do BotFather, como 123456789:AAH…',
   configSecretTokenInvalid: 'config.secret_token deve ter de 1 a 256 caracteres A-Z, a-z, 0-9, _ ou -',
@@ -200,4 +202,12 @@ export const platformTexts = {
   callbackHandshakeRefused: 'verificação recusada',
   callbackRefused: 'callback recusado',
   callbacksTooMany: 'callbacks demais; tente novamente mais tarde',
+
+  // The live chat widget's API: visitors' browsers read these.
+  livechatOriginRefused: 'origem não permitida para este chat',
+  livechatUnknown: 'chat desconhecido',
+  livechatSessionInvalid: 'sessão de chat inválida ou expirada',
+  livechatNameInvalid: 'name deve ter de 1 a 80 caracteres',
+  livechatTextInvalid: 'text deve ter de 1 a 4096 caracteres',
+  livechatTooMany: 'mensagens demais; tente novamente mais tarde',
 } as const;

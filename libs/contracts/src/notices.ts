@@ -7,6 +7,9 @@ import { z } from 'zod';
  */
 export const noticeCatalogue = {
   'notice.gateway.workspace-changed': z.object({ workspace_id: z.uuid() }),
+  // A live chat session has a new message: the replica holding its open widget streams sends it now
+  // (the streams also look for new messages every few seconds, so a lost notice only delays one).
+  'notice.connector.livechat-message': z.object({ session_id: z.uuid() }),
 } as const;
 
 export type NoticeSubject = keyof typeof noticeCatalogue;

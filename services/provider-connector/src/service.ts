@@ -13,6 +13,10 @@ import {
 import { sendOutcome } from './handlers/send-outcome.js';
 import { sendText } from './handlers/send-text.js';
 import { templates } from './handlers/templates.js';
+import { visitorDelivery } from './livechat/delivery.js';
+import { type LivechatLimits, livechatRoutes } from './livechat/routes.js';
+import { LivechatStore } from './livechat/store.js';
+import { defaultStreamLimits, LivechatStreams, type StreamLimits } from './livechat/streams.js';
 import { IntegrationStore } from './store/integrations.js';
 import { TemplateStore } from './store/templates.js';
 
@@ -27,6 +31,10 @@ export interface ConnectorOptions {
   templateRefreshMs?: number;
   /** OUTBOX_RETENTION_HOURS: how long published events stay in the outbox. */
   outboxRetentionHours?: number;
+  /** The live chat widget API's budgets; the defaults suit production. */
+  livechatLimits?: Partial<LivechatLimits>;
+  /** How many widget streams, and how often they look for messages a lost notice did not announce. */
+  livechatStreams?: Partial<StreamLimits>;
 }
 
 export function connectorService(options: ConnectorOptions): ServiceDefinition {
@@ -46,7 +54,19 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
       const guard = new OutboundGuard(AddressPolicy.fromSetting(options.allowedCidrs), {
         timeoutMs: providerTimeoutMs,
       });
-      const sendDeps = { store, guard, logger, providerTimeoutMs };
+      const livechat = new LivechatStore(pool);
+      const streams = new LivechatStreams(livechat, logger, {
+        ...defaultStreamLimits,
+        ...options.livechatStreams,
+      });
+      const sendDeps = {
+        store,
+        guard,
+        logger,
+        providerTimeoutMs,
+        visitors: (integrationId: string, messageId: string) =>
+          visitorDelivery({ livechat, bus, logger }, integrationId, messageId),
+      };
       const templateDeps = {
         integrations: store,
         templates: new TemplateStore(pool),
@@ -85,6 +105,18 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         parseJson: false,
         routes: (app) => {
           app.use(inboundRoutes({ pool, store, relay, logger }));
+          app.use(
+            livechatRoutes({
+              pool,
+              bus,
+              relay,
+              logger,
+              store,
+              livechat,
+              streams,
+              ...(options.livechatLimits ? { limits: options.livechatLimits } : {}),
+            }),
+          );
         },
         start: async () => {
           await bus.handle('cmd.connector.create-integration', (command) =>
@@ -110,6 +142,10 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           await bus.handle('cmd.connector.list-templates', (command) =>
             templates.list(templateDeps, command),
           );
+          await bus.onNotice('notice.connector.livechat-message', ({ session_id }) =>
+            streams.wake(session_id),
+          );
+          streams.start();
           relay.start();
           // Catalogues are refreshed in the background; every replica may do it, the writes are idempotent.
           refresher = setInterval(
@@ -124,6 +160,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         },
         stop: async () => {
           clearInterval(refresher);
+          streams.stop();
           await relay.stop();
           await guard.close();
         },

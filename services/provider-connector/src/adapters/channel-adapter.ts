@@ -64,6 +64,16 @@ export interface ProviderCall {
   /** The operation's deadline. */
   signal: AbortSignal;
   logger: Logger;
+  /** Where a channel without a third party (live chat) hands an operator's message to its visitor. */
+  visitors?: VisitorDelivery;
+}
+
+/**
+ * Stores the message being sent for a live chat visitor and wakes the streams that show it; bound to
+ * the integration and the message, so a repeated send stores it once.
+ */
+export interface VisitorDelivery {
+  deliver(sessionId: string, text: string): Promise<{ providerMessageId: string }>;
 }
 
 /** What the connector asks of a provider, on an integration's config `C`. */

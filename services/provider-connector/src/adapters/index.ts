@@ -10,6 +10,7 @@ import { altBAdapter } from './alt-b.js';
 import { botAdapter } from './bot.js';
 import type { ChannelAdapter, ProviderOperations } from './channel-adapter.js';
 import { chatOfficialAdapter } from './chat-official.js';
+import { livechatAdapter } from './livechat.js';
 
 export {
   type ChannelAdapter,
@@ -32,7 +33,7 @@ const adapters: { readonly [K in IntegrationChannel]: ChannelAdapter<K> | typeof
   bot: botAdapter,
   photo: notSupportedYet,
   social: notSupportedYet,
-  livechat: notSupportedYet,
+  livechat: livechatAdapter,
   market: notSupportedYet,
 };
 

@@ -15,6 +15,8 @@ export const inboundBounds = {
   /** Longer provider ids are replaced by a digest, so two of them never collide. */
   providerIdChars: 256,
   phoneChars: 32,
+  /** A provider's user id, on channels without phone numbers: the contracts take up to 128. */
+  userIdChars: 128,
   statusErrorChars: 1_000,
 } as const;
 
@@ -40,7 +42,10 @@ export function boundMessage(message: InboundMessage): { message: InboundMessage
     message: {
       providerMessageId: storableProviderId(message.providerMessageId),
       // A number or a provider's user id (Telegram's fit in 52 bits): both well within the bound.
-      from: storableText(message.from, inboundBounds.phoneChars),
+      from: storableText(
+        message.from,
+        message.keyedBy === 'user_id' ? inboundBounds.userIdChars : inboundBounds.phoneChars,
+      ),
       ...(message.keyedBy ? { keyedBy: message.keyedBy } : {}),
       name: message.name === null ? null : cut('name', message.name, inboundBounds.nameChars),
       text: cut('text', message.text, inboundBounds.textChars),

@@ -4,7 +4,7 @@ import {
   type InboundStatusEvent,
   platformTexts,
 } from '@inbox/contracts';
-import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
+import { type OutboxRelay, type Pool, type PoolClient, withTransaction, writeEvent } from '@inbox/db';
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
@@ -16,11 +16,14 @@ import type { CallbackIntegration, IntegrationStore } from '../store/integration
 import { sentMessageId } from '../store/sends.js';
 import { type Admission, CallbackAdmission, type CallbackLimits } from './callback-admission.js';
 
-export interface InboundDeps {
+export interface RecordDeps {
   pool: Pool;
+  logger: Logger;
+}
+
+export interface InboundDeps extends RecordDeps {
   store: IntegrationStore;
   relay: OutboxRelay;
-  logger: Logger;
   /** Per-integration and per-address callback limits; the defaults suit production. */
   limits?: CallbackLimits;
 }
@@ -134,55 +137,66 @@ export function inboundRoutes(deps: InboundDeps): Router {
   return router;
 }
 
-async function recordBatch(deps: InboundDeps, found: CallbackIntegration, batch: InboundBatch) {
+async function recordBatch(deps: RecordDeps, found: CallbackIntegration, batch: InboundBatch) {
+  await withTransaction(deps.pool, (client) => recordInTransaction(client, deps.logger, found, batch));
+}
+
+/**
+ * Takes a verified batch in, within the caller's transaction: each provider message id once, announced
+ * through the outbox, every field first made storable and cut to the connector's bounds.
+ */
+export async function recordInTransaction(
+  client: PoolClient,
+  logger: Logger,
+  found: Pick<CallbackIntegration, 'integration' | 'workspaceId'>,
+  batch: InboundBatch,
+) {
   const { integration, workspaceId } = found;
-  await withTransaction(deps.pool, async (client) => {
-    for (const received of batch.messages) {
-      const { message, truncated } = boundMessage(received);
-      if (!(await firstSighting(client, integration.id, message.providerMessageId))) continue;
-      for (const { field, originalLength } of truncated) {
-        truncations.add(1, { channel: integration.channel, field });
-        deps.logger.warn(
-          {
-            integration_id: integration.id,
-            workspace_id: workspaceId,
-            provider_message_id: message.providerMessageId,
-            field,
-            original_length: originalLength,
-          },
-          'inbound message field cut to the connector bound',
-        );
-      }
-      const data: InboundMessageEvent = {
-        workspace_id: workspaceId,
-        integration: { id: integration.id, channel: integration.channel, provider: integration.provider },
-        provider_message_id: message.providerMessageId,
-        ...(message.keyedBy === 'user_id'
-          ? { from: null, from_user_id: message.from }
-          : { from: `+${message.from}` }),
-        name: message.name,
-        text: message.text,
-        type: message.type,
-        sent_at: message.sentAt.toISOString(),
-        ...(truncated.length > 0 ? { truncated: true } : {}),
-      };
-      await writeEvent(client, eventTypes.inboundMessage, data);
+  for (const received of batch.messages) {
+    const { message, truncated } = boundMessage(received);
+    if (!(await firstSighting(client, integration.id, message.providerMessageId))) continue;
+    for (const { field, originalLength } of truncated) {
+      truncations.add(1, { channel: integration.channel, field });
+      logger.warn(
+        {
+          integration_id: integration.id,
+          workspace_id: workspaceId,
+          provider_message_id: message.providerMessageId,
+          field,
+          original_length: originalLength,
+        },
+        'inbound message field cut to the connector bound',
+      );
     }
-    for (const received of batch.statuses) {
-      const status = boundStatus(received);
-      const data: InboundStatusEvent = {
-        workspace_id: workspaceId,
-        integration_id: integration.id,
-        provider_message_id: status.providerMessageId,
-        status: status.status,
-        error: status.error,
-        // Named by our id when we sent it: a status the provider posts right after accepting a message
-        // (a late failure) may reach messaging before the send's answer recorded the provider's id.
-        message_id: await sentMessageId(client, integration.id, status.providerMessageId),
-        error_code: status.errorCode ?? null,
-        ...(status.at ? { at: status.at.toISOString() } : {}),
-      };
-      await writeEvent(client, eventTypes.inboundStatus, data);
-    }
-  });
+    const data: InboundMessageEvent = {
+      workspace_id: workspaceId,
+      integration: { id: integration.id, channel: integration.channel, provider: integration.provider },
+      provider_message_id: message.providerMessageId,
+      ...(message.keyedBy === 'user_id'
+        ? { from: null, from_user_id: message.from }
+        : { from: `+${message.from}` }),
+      name: message.name,
+      text: message.text,
+      type: message.type,
+      sent_at: message.sentAt.toISOString(),
+      ...(truncated.length > 0 ? { truncated: true } : {}),
+    };
+    await writeEvent(client, eventTypes.inboundMessage, data);
+  }
+  for (const received of batch.statuses) {
+    const status = boundStatus(received);
+    const data: InboundStatusEvent = {
+      workspace_id: workspaceId,
+      integration_id: integration.id,
+      provider_message_id: status.providerMessageId,
+      status: status.status,
+      error: status.error,
+      // Named by our id when we sent it: a status the provider posts right after accepting a message
+      // (a late failure) may reach messaging before the send's answer recorded the provider's id.
+      message_id: await sentMessageId(client, integration.id, status.providerMessageId),
+      error_code: status.errorCode ?? null,
+      ...(status.at ? { at: status.at.toISOString() } : {}),
+    };
+    await writeEvent(client, eventTypes.inboundStatus, data);
+  }
 }

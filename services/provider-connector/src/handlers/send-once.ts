@@ -1,6 +1,7 @@
 import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
 import type { OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
+import type { VisitorDelivery } from '../adapters/channel-adapter.js';
 import { type ProviderCall, ProviderError } from '../adapters/index.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 
@@ -9,6 +10,8 @@ export interface SendOnceDeps {
   guard: OutboundGuard;
   logger: Logger;
   providerTimeoutMs: number;
+  /** Live chat's own delivery, for the integration and message being sent. */
+  visitors?: (integrationId: string, messageId: string) => VisitorDelivery;
 }
 
 /**
@@ -21,7 +24,7 @@ export interface SendOnceDeps {
  * answer in time gives 504, since it may still have accepted the message.
  */
 export async function sendOnce(
-  { store, guard, logger, providerTimeoutMs }: SendOnceDeps,
+  { store, guard, logger, providerTimeoutMs, visitors }: SendOnceDeps,
   ids: { workspaceId: string; integrationId: string; messageId: string },
   send: (stored: StoredIntegration, call: ProviderCall) => Promise<{ providerMessageId: string }>,
 ): Promise<{ provider_message_id: string; sent_at: string }> {
@@ -38,7 +41,12 @@ export async function sendOnce(
   }
   const signal = AbortSignal.timeout(providerTimeoutMs);
   try {
-    const { providerMessageId } = await send(stored, { guard, logger, signal });
+    const { providerMessageId } = await send(stored, {
+      guard,
+      logger,
+      signal,
+      ...(visitors ? { visitors: visitors(stored.integration.id, ids.messageId) } : {}),
+    });
     const sentAt = new Date();
     await store.recordSend(ids.workspaceId, stored.integration.id, ids.messageId, providerMessageId, sentAt);
     return { provider_message_id: providerMessageId, sent_at: sentAt.toISOString() };

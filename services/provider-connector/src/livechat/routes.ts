@@ -1,0 +1,245 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Bus } from '@inbox/bus';
+import { platformTexts } from '@inbox/contracts';
+import { type OutboxRelay, type Pool, storableText, withTransaction } from '@inbox/db';
+import type { Logger } from '@inbox/service-kit';
+import express, { type NextFunction, type Request, type Response, Router } from 'express';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { CallbackAdmission } from '../handlers/callback-admission.js';
+import { recordInTransaction } from '../handlers/inbound.js';
+import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
+import { announce } from './delivery.js';
+import { demoPage } from './demo-page.js';
+import { originAllowed } from './origins.js';
+import { bearerToken } from './session-token.js';
+import type { LivechatStore } from './store.js';
+import { type LivechatStreams, lastSeenSeq } from './streams.js';
+
+export interface LivechatDeps {
+  pool: Pool;
+  bus: Bus;
+  relay: OutboxRelay;
+  logger: Logger;
+  store: IntegrationStore;
+  livechat: LivechatStore;
+  streams: LivechatStreams;
+  limits?: Partial<LivechatLimits>;
+}
+
+export interface LivechatLimits {
+  /** Sessions one address may open from one origin, per minute. */
+  sessionsPerMinute: number;
+  /** Messages one session may post per 30 seconds. */
+  messagesPerSession: number;
+  /** Messages all sessions of one origin may post per minute (a page hammering the chat). */
+  messagesPerOrigin: number;
+  /** Stream connections per session per minute (a widget reconnecting in a loop). */
+  streamsPerSession: number;
+}
+
+export const defaultLivechatLimits: LivechatLimits = {
+  sessionsPerMinute: 10,
+  messagesPerSession: 20,
+  messagesPerOrigin: 600,
+  streamsPerSession: 30,
+};
+
+export const livechatBounds = { nameChars: 80, textChars: 4096, bodyBytes: 8 * 1024 } as const;
+
+/** Where the widget's API for one integration lives on the connector. */
+export function livechatPath(integrationId: string, action: 'sessions' | 'messages' | 'stream' | 'demo') {
+  return `/livechat/${integrationId}/${action}`;
+}
+
+const asset = (name: string) => readFileSync(new URL(`./widget/${name}`, import.meta.url), 'utf8');
+
+const refuse = (res: Response, status: number, error: string) => res.status(status).json({ error });
+
+/**
+ * The live chat widget's public API. Everything in a request is hostile: the integration must be a
+ * connected livechat one, the browser's Origin one it lists (anything else is refused, preflight
+ * included, and gets no CORS headers), bodies are small JSON, sessions are bearer tokens kept only as
+ * digests, and sessions, origins and addresses have budgets.
+ */
+export function livechatRoutes(deps: LivechatDeps): Router {
+  const limits = { ...defaultLivechatLimits, ...deps.limits };
+  const router = Router();
+  // A busy site's visitors share the integration's budget; an address guessing ids is blocked as for callbacks.
+  const admission = new CallbackAdmission(deps.store, deps.logger, {
+    perSecond: 200,
+    burst: 1000,
+    unknownPerWindow: 50,
+    unknownWindowSeconds: 10,
+    unknownBlockSeconds: 30,
+  });
+  const budget = (keyPrefix: string, points: number, duration: number) =>
+    new RateLimiterMemory({ keyPrefix, points, duration });
+  const sessionBudget = budget('livechat-sessions', limits.sessionsPerMinute, 60);
+  const messageBudget = budget('livechat-messages', limits.messagesPerSession, 30);
+  const originBudget = budget('livechat-origin', limits.messagesPerOrigin, 60);
+  const streamBudget = budget('livechat-streams', limits.streamsPerSession, 60);
+  const found = new WeakMap<Request, CallbackIntegration>();
+  const script = asset('widget.js');
+  const stylesheet = asset('widget.css');
+
+  const spend = async (res: Response, limiter: RateLimiterMemory, key: string): Promise<boolean> => {
+    try {
+      await limiter.consume(key);
+      return true;
+    } catch (error) {
+      if (!(error instanceof RateLimiterRes)) throw error;
+      res.setHeader('Retry-After', String(Math.max(1, Math.ceil(error.msBeforeNext / 1000))));
+      refuse(res, 429, platformTexts.livechatTooMany);
+      return false;
+    }
+  };
+
+  router.get('/livechat/widget.js', (_req, res) => {
+    res.type('text/javascript').setHeader('Cache-Control', 'public, max-age=300').send(script);
+  });
+  router.get('/livechat/widget.css', (_req, res) => {
+    res.type('text/css').setHeader('Cache-Control', 'public, max-age=300').send(stylesheet);
+  });
+
+  /** A connected livechat integration, and a browser origin it lists; CORS headers for that origin. */
+  const admit = async (req: Request, res: Response, next: NextFunction) => {
+    const { integrationId } = req.params as { integrationId: string };
+    const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    const decision = await admission.admit('livechat', integrationId, address);
+    if (!decision.admitted) {
+      if (decision.status === 429) res.setHeader('Retry-After', String(decision.retryAfterSeconds));
+      refuse(
+        res,
+        decision.status,
+        decision.status === 429 ? platformTexts.livechatTooMany : platformTexts.livechatUnknown,
+      );
+      return;
+    }
+    if (decision.stored.integration.channel !== 'livechat') {
+      refuse(res, 404, platformTexts.livechatUnknown);
+      return;
+    }
+    const origin = req.get('origin');
+    res.setHeader('Vary', 'Origin');
+    // Browsers send Origin on every cross-origin request and on same-origin POSTs; a same-origin GET
+    // (the demo page's stream) has none, and its session token is what admits it.
+    const sameOriginRead = origin === undefined && req.method === 'GET';
+    if (!sameOriginRead && !originAllowed(decision.stored.config.allowed_origins, origin)) {
+      deps.logger.warn(
+        { integration_id: integrationId, origin: origin?.slice(0, 200) },
+        'live chat origin refused',
+      );
+      refuse(res, 403, platformTexts.livechatOriginRefused);
+      return;
+    }
+    if (origin) res.setHeader('Access-Control-Allow-Origin', origin);
+    found.set(req, decision.stored);
+    next();
+  };
+
+  router.options('/livechat/:integrationId/:action', admit, (_req, res) => {
+    res.setHeader('Access-Control-Allow-Methods', 'GET, POST');
+    res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Last-Event-ID');
+    res.setHeader('Access-Control-Max-Age', '600');
+    res.status(204).end();
+  });
+
+  const json = express.json({ limit: livechatBounds.bodyBytes, type: () => true });
+  const field = (body: unknown, key: string, maxChars: number): string | undefined => {
+    const value =
+      typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[key] : undefined;
+    if (typeof value !== 'string') return undefined;
+    // Control characters have no place in a chat line; names are one line.
+    const visible = value.replace(
+      key === 'name' ? /[\p{Cc}]/gu : /[^\P{Cc}\n\t]/gu,
+      key === 'name' ? ' ' : '',
+    );
+    const clean = storableText(visible).trim();
+    return clean.length >= 1 && clean.length <= maxChars ? clean : undefined;
+  };
+
+  router.post('/livechat/:integrationId/sessions', admit, json, async (req, res) => {
+    const stored = found.get(req)!;
+    const origin = req.get('origin')!;
+    if (!(await spend(res, sessionBudget, `${stored.integration.id}|${origin}|${req.ip}`))) return;
+    const name = field(req.body, 'name', livechatBounds.nameChars);
+    if (!name) {
+      refuse(res, 400, platformTexts.livechatNameInvalid);
+      return;
+    }
+    const { session, token } = await deps.livechat.createSession(stored.integration.id, name, origin);
+    res.status(201).json({ session_id: session.id, token, name: session.visitor_name });
+  });
+
+  /** The session the bearer token names, within this integration. */
+  const session = async (req: Request, res: Response) => {
+    const token = bearerToken(req.get('authorization'));
+    const known = token
+      ? await deps.livechat.sessionByToken(found.get(req)!.integration.id, token)
+      : undefined;
+    if (!known) refuse(res, 401, platformTexts.livechatSessionInvalid);
+    return known;
+  };
+
+  router.post('/livechat/:integrationId/messages', admit, json, async (req, res) => {
+    const stored = found.get(req)!;
+    const visitor = await session(req, res);
+    if (!visitor) return;
+    if (!(await spend(res, messageBudget, visitor.id))) return;
+    if (!(await spend(res, originBudget, `${stored.integration.id}|${req.get('origin')}`))) return;
+    const text = field(req.body, 'text', livechatBounds.textChars);
+    if (!text) {
+      refuse(res, 400, platformTexts.livechatTextInvalid);
+      return;
+    }
+    const id = randomUUID();
+    await withTransaction(deps.pool, async (client) => {
+      await deps.livechat.addMessage(client, visitor.id, { id, author: 'visitor', text });
+      await recordInTransaction(client, deps.logger, stored, {
+        messages: [
+          {
+            providerMessageId: id,
+            from: visitor.id,
+            keyedBy: 'user_id',
+            name: visitor.visitor_name,
+            text,
+            type: 'text',
+            sentAt: new Date(),
+          },
+        ],
+        statuses: [],
+      });
+    });
+    deps.relay.wake();
+    await announce(deps, visitor.id);
+    res.status(202).json({ id });
+  });
+
+  router.get('/livechat/:integrationId/stream', admit, async (req, res) => {
+    const visitor = await session(req, res);
+    if (!visitor) return;
+    if (!(await spend(res, streamBudget, visitor.id))) return;
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+    // Tells EventSource clients how soon to come back; our widget does the same on its own.
+    res.write('retry: 2000\n\n');
+    if (!deps.streams.attach(visitor.id, res, lastSeenSeq(req.get('last-event-id')))) {
+      res.end();
+    }
+  });
+
+  router.get('/livechat/:integrationId/demo', admit, (req, res) => {
+    const stored = found.get(req)!;
+    res.setHeader(
+      'Content-Security-Policy',
+      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'",
+    );
+    res.type('html').send(demoPage(stored.integration.id, stored.config.name ?? 'Live chat'));
+  });
+
+  return router;
+}

@@ -1,0 +1,110 @@
+import type { Logger } from '@inbox/service-kit';
+import type { Response } from 'express';
+import type { LivechatMessage, LivechatStore } from './store.js';
+
+/** One SSE event per message; the seq is its id, which a reconnecting widget sends back. */
+export function sseEvent(message: LivechatMessage): string {
+  // JSON has no raw line breaks, so a hostile text cannot end the event or forge another.
+  const data = JSON.stringify({
+    id: message.id,
+    author: message.author,
+    text: message.text,
+    sent_at: message.created_at.toISOString(),
+  });
+  return `id: ${message.seq}\nevent: message\ndata: ${data}\n\n`;
+}
+
+/** The seq a reconnecting widget saw last (`Last-Event-ID`); 0, the start, when absent or not ours. */
+export function lastSeenSeq(header: string | undefined): bigint {
+  if (!header || !/^\d{1,18}$/.test(header)) return 0n;
+  return BigInt(header);
+}
+
+interface Stream {
+  res: Response;
+  lastSeq: bigint;
+  /** Reads are chained, so two wake-ups never send the same message twice or out of order. */
+  pending: Promise<void>;
+}
+
+export interface StreamLimits {
+  perSession: number;
+  perProcess: number;
+  /** How often every open stream looks for messages a lost notice did not announce, and keeps alive. */
+  sweepMs: number;
+}
+
+export const defaultStreamLimits: StreamLimits = { perSession: 5, perProcess: 10_000, sweepMs: 5_000 };
+
+/**
+ * The widget streams this replica holds, by session. A new message is announced to every replica by a
+ * bus notice; the one holding the session's streams reads what they have not sent yet and sends it. A
+ * periodic sweep does the same for every stream, so a missed notice only delays a message.
+ */
+export class LivechatStreams {
+  private readonly sessions = new Map<string, Set<Stream>>();
+  private open = 0;
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly store: LivechatStore,
+    private readonly logger: Logger,
+    readonly limits: StreamLimits = defaultStreamLimits,
+  ) {}
+
+  /** False when the session or this process already holds as many streams as allowed. */
+  attach(sessionId: string, res: Response, afterSeq: bigint): boolean {
+    const streams = this.sessions.get(sessionId) ?? new Set<Stream>();
+    if (streams.size >= this.limits.perSession || this.open >= this.limits.perProcess) return false;
+    const stream: Stream = { res, lastSeq: afterSeq, pending: Promise.resolve() };
+    streams.add(stream);
+    this.sessions.set(sessionId, streams);
+    this.open++;
+    res.on('close', () => {
+      streams.delete(stream);
+      this.open--;
+      if (streams.size === 0) this.sessions.delete(sessionId);
+    });
+    this.read(sessionId, stream);
+    return true;
+  }
+
+  /** A session has a new message: its streams here send what they have not sent. */
+  wake(sessionId: string): void {
+    for (const stream of this.sessions.get(sessionId) ?? []) this.read(sessionId, stream);
+  }
+
+  start(): void {
+    this.sweeper = setInterval(() => {
+      for (const [sessionId, streams] of this.sessions) {
+        for (const stream of streams) {
+          stream.res.write(': keep-alive\n\n');
+          this.read(sessionId, stream);
+        }
+      }
+    }, this.limits.sweepMs);
+    this.sweeper.unref();
+  }
+
+  /** Ends every stream (the widgets reconnect elsewhere). */
+  stop(): void {
+    clearInterval(this.sweeper);
+    for (const streams of this.sessions.values()) for (const stream of streams) stream.res.end();
+  }
+
+  private read(sessionId: string, stream: Stream): void {
+    stream.pending = stream.pending.then(async () => {
+      if (stream.res.writableEnded || stream.res.destroyed) return;
+      try {
+        for (;;) {
+          const messages = await this.store.messagesAfter(sessionId, stream.lastSeq);
+          if (messages.length === 0) return;
+          stream.res.write(messages.map(sseEvent).join(''));
+          stream.lastSeq = BigInt(messages.at(-1)!.seq);
+        }
+      } catch (error) {
+        this.logger.warn({ err: error, session_id: sessionId }, 'live chat stream read failed');
+      }
+    });
+  }
+}

@@ -1,0 +1,290 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { InProcessBus } from '@inbox/bus';
+import { platformTexts } from '@inbox/contracts';
+import { createPool, type Pool } from '@inbox/db';
+import {
+  createHttpApp,
+  createLogger,
+  finishHttpApp,
+  prepareSchema,
+  SecretBox,
+  type ServiceEngine,
+} from '@inbox/service-kit';
+import { createDatabase } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { connectorService } from '../src/service.js';
+
+// The live chat channel through the whole connector: two replicas on one database and one bus, the
+// widget API called as a browser on an allowed (or another) origin calls it, visitors' messages read
+// from the outbox as inbound.message, and operators' sends (cmd.connector.send-text) arriving on widget
+// streams held by either replica. The streams' sweep is set to an hour, so only the bus notice can
+// bring a message to an open stream during a test.
+
+type Json = Record<string, unknown>;
+const logger = createLogger('provider-connector', { level: 'silent' });
+const site = 'https://shop.example';
+const servers: Server[] = [];
+const engines: ServiceEngine[] = [];
+const pools: Pool[] = [];
+const bus = new InProcessBus();
+const replicas: string[] = [];
+let integrationId = '';
+const workspaceId = randomUUID();
+
+beforeAll(async () => {
+  const url = await createDatabase(inject('infra').postgresAdminUrl);
+  const encryptionKey = SecretBox.generateKey();
+  for (let i = 0; i < 2; i++) {
+    const definition = connectorService({
+      encryptionKey,
+      publicConnectorUrl: 'http://127.0.0.1:9',
+      livechatLimits: { sessionsPerMinute: 5, messagesPerSession: 4 },
+      livechatStreams: { sweepMs: 3_600_000 },
+    });
+    const pool = createPool({ url, schema: 'connector' });
+    pools.push(pool);
+    await prepareSchema(pool, definition);
+    const engine = await definition.create({ pool, bus, logger });
+    await engine.start();
+    engines.push(engine);
+    const app = createHttpApp({ logger, parseJson: false });
+    engine.routes?.(app);
+    finishHttpApp(app, logger);
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    servers.push(server);
+    replicas.push(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  }
+  const created = await bus.request('cmd.connector.create-integration', {
+    workspace_id: workspaceId,
+    channel: 'livechat',
+    name: 'Site chat',
+    config: { name: 'Shop', allowed_origins: `${site}, https://other.example` },
+  });
+  integrationId = created.id;
+});
+
+afterAll(async () => {
+  for (const server of servers) {
+    server.closeAllConnections();
+    server.close();
+  }
+  for (const engine of engines) await engine.stop?.();
+  for (const pool of pools) await pool.end();
+});
+
+const widget = (replica: number, action: string, init: RequestInit & { origin?: string | null } = {}) => {
+  const { origin = site, ...rest } = init;
+  const headers = new Headers(rest.headers);
+  if (origin !== null) headers.set('origin', origin);
+  return fetch(`${replicas[replica]}/livechat/${integrationId}/${action}`, { ...rest, headers });
+};
+
+async function newSession(name = 'Ana', replica = 0): Promise<{ session_id: string; token: string }> {
+  const res = await widget(replica, 'sessions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name }),
+  });
+  expect(res.status).toBe(201);
+  return (await res.json()) as { session_id: string; token: string };
+}
+
+const post = (token: string, text: unknown, replica = 0) =>
+  widget(replica, 'messages', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ text }),
+  });
+
+/** An open widget stream, read event by event. */
+async function openStream(token: string, replica: number, lastEventId?: string) {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (lastEventId) headers['last-event-id'] = lastEventId;
+  const controller = new AbortController();
+  const res = await widget(replica, 'stream', { headers, signal: controller.signal });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  return {
+    async next(): Promise<{ id: string; data: Json }> {
+      for (;;) {
+        const end = buffer.indexOf('\n\n');
+        if (end !== -1) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const id = /^id: (.*)$/m.exec(block)?.[1];
+          const data = /^data: (.*)$/m.exec(block)?.[1];
+          if (id && data) return { id, data: JSON.parse(data) as Json };
+          continue;
+        }
+        const { value, done } = await reader.read();
+        if (done) throw new Error('stream ended');
+        buffer += value;
+      }
+    },
+    close: () => controller.abort(),
+  };
+}
+
+async function outbox(type: string): Promise<Json[]> {
+  const { rows } = await pools[0]!.query<{ data: Json }>(
+    'select data from outbox where workspace_id = $1 and type = $2 order by seq',
+    [workspaceId, type],
+  );
+  return rows.map((row) => row.data);
+}
+
+describe('the live chat widget API', () => {
+  it('takes a visitor message in as inbound.message keyed by the session, with no phone', async () => {
+    const { session_id, token } = await newSession('  Ana <b>Souza</b> ');
+    const res = await post(token, 'Olá, preciso de ajuda');
+    expect(res.status).toBe(202);
+    expect(res.headers.get('access-control-allow-origin')).toBe(site);
+    const { id } = (await res.json()) as { id: string };
+    const events = await outbox('inbound.message');
+    expect(events.find((event) => event.provider_message_id === id)).toEqual({
+      workspace_id: workspaceId,
+      integration: { id: integrationId, channel: 'livechat', provider: 'livechat' },
+      provider_message_id: id,
+      from: null,
+      from_user_id: session_id,
+      name: 'Ana <b>Souza</b>',
+      text: 'Olá, preciso de ajuda',
+      type: 'text',
+      sent_at: expect.any(String),
+    });
+    // Only the token's digest is stored.
+    const { rows } = await pools[0]!.query('select * from livechat_sessions where id = $1', [session_id]);
+    expect(JSON.stringify(rows)).not.toContain(token);
+  });
+
+  it('answers a preflight from an allowed origin and refuses any other origin', async () => {
+    const preflight = await widget(1, 'messages', {
+      method: 'OPTIONS',
+      headers: {
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(site);
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/Authorization/);
+
+    for (const origin of ['https://evil.example', 'null', 'https://shop.example.evil', `${site}/`, null]) {
+      const refused = await widget(0, 'sessions', {
+        method: 'POST',
+        origin,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Eve' }),
+      });
+      expect(refused.status).toBe(403);
+      expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+      expect(await refused.json()).toEqual({ error: platformTexts.livechatOriginRefused });
+    }
+    const refusedPreflight = await widget(0, 'sessions', {
+      method: 'OPTIONS',
+      origin: 'https://evil.example',
+    });
+    expect(refusedPreflight.status).toBe(403);
+    expect(refusedPreflight.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('refuses bad tokens, bad bodies, oversized bodies and unknown integrations', async () => {
+    const { token } = await newSession();
+    expect((await post('x'.repeat(43), 'hi')).status).toBe(401);
+    expect((await post(token, '')).status).toBe(400);
+    expect((await post(token, 42)).status).toBe(400);
+    expect(await (await post(token, 'y'.repeat(4097))).json()).toEqual({
+      error: platformTexts.livechatTextInvalid,
+    });
+    const huge = await post(token, 'z'.repeat(20_000));
+    expect(huge.status).toBe(413);
+    const noName = await widget(0, 'sessions', { method: 'POST', body: JSON.stringify({ name: '\u0000 ' }) });
+    expect(await noName.json()).toEqual({ error: platformTexts.livechatNameInvalid });
+    const unknown = await fetch(`${replicas[0]}/livechat/${randomUUID()}/sessions`, {
+      method: 'POST',
+      headers: { origin: site },
+      body: '{}',
+    });
+    expect(unknown.status).toBe(404);
+  });
+
+  it('limits messages per session', async () => {
+    const { token } = await newSession('Rui');
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await post(token, `m${i}`)).status);
+    expect(statuses).toEqual([202, 202, 202, 202, 429]);
+  });
+
+  it('delivers an operator send to streams on both replicas, and replays what a reconnect missed', async () => {
+    const { session_id, token } = await newSession('Bia');
+    const first = await openStream(token, 0);
+    const second = await openStream(token, 1);
+    await post(token, 'oi', 1);
+    const own = await first.next();
+    expect(own.data).toMatchObject({ author: 'visitor', text: 'oi' });
+    expect((await second.next()).data).toMatchObject({ author: 'visitor', text: 'oi' });
+
+    const messageId = randomUUID();
+    const sent = await bus.request('cmd.connector.send-text', {
+      workspace_id: workspaceId,
+      integration_id: integrationId,
+      message_id: messageId,
+      to: null,
+      to_user_id: session_id,
+      text: 'Olá Bia! <script>alert(1)</script>',
+    });
+    expect(sent.provider_message_id).toBe(messageId);
+    const reply = await first.next();
+    expect(reply.data).toEqual({
+      id: messageId,
+      author: 'operator',
+      text: 'Olá Bia! <script>alert(1)</script>',
+      sent_at: expect.any(String),
+    });
+    expect((await second.next()).data).toMatchObject({ id: messageId, author: 'operator' });
+    first.close();
+    second.close();
+
+    await bus.request('cmd.connector.send-text', {
+      workspace_id: workspaceId,
+      integration_id: integrationId,
+      message_id: randomUUID(),
+      to: null,
+      to_user_id: session_id,
+      text: 'você ainda está aí?',
+    });
+    const resumed = await openStream(token, 1, reply.id);
+    expect((await resumed.next()).data).toMatchObject({ author: 'operator', text: 'você ainda está aí?' });
+    resumed.close();
+    const fromStart = await openStream(token, 0);
+    expect((await fromStart.next()).data).toMatchObject({ author: 'visitor', text: 'oi' });
+    fromStart.close();
+  });
+
+  it('refuses a send to a session of another integration', async () => {
+    await expect(
+      bus.request('cmd.connector.send-text', {
+        workspace_id: workspaceId,
+        integration_id: integrationId,
+        message_id: randomUUID(),
+        to: null,
+        to_user_id: randomUUID(),
+        text: 'hello?',
+      }),
+    ).rejects.toMatchObject({ status: 502 });
+  });
+
+  it('serves the widget script, its stylesheet and the demo page', async () => {
+    const script = await fetch(`${replicas[0]}/livechat/widget.js`);
+    expect(script.headers.get('content-type')).toMatch(/javascript/);
+    expect(await script.text()).toContain('data-integration');
+    expect((await fetch(`${replicas[0]}/livechat/widget.css`)).headers.get('content-type')).toMatch(/css/);
+    const demo = await fetch(`${replicas[0]}/livechat/${integrationId}/demo`);
+    expect(await demo.text()).toContain(`data-integration="${integrationId}"`);
+  });
+});
