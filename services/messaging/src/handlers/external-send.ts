@@ -1,6 +1,7 @@
 import { AppError, type CommandPayload, type CommandResult, errorTexts } from '@inbox/contracts';
 import { withTransaction } from '@inbox/db';
 import { ConversationStore } from '../store/conversations.js';
+import { messageOfKey, retryIfRefused } from '../store/keyed-messages.js';
 import { deliverOutbound, type OutboundDeps } from './outbound-delivery.js';
 
 /** external send: a message into an existing conversation of the workspace; creates nothing else. */
@@ -12,7 +13,7 @@ export async function externalSend(
   const senderType = command.sender_type ?? 'agent';
   const key = command.idempotency_key;
   // A retry of a request whose first attempt stored its message continues that message.
-  const earlier = key ? await messageIdOfKey(deps, workspaceId, key) : undefined;
+  const earlier = key ? await messageOfKey(deps.pool, workspaceId, key) : undefined;
   const prepared = await withTransaction(deps.pool, async (client) => {
     const store = new ConversationStore(client, workspaceId);
     const conversation = await store.conversationForSend(earlier?.conversation_id ?? command.conversation_id);
@@ -30,11 +31,7 @@ export async function externalSend(
   });
   if (earlier?.status === 'sent' && earlier.sent_at)
     return answer(workspaceId, prepared.conversation.id, prepared.messageId, earlier.sent_at.toISOString());
-  // A refused send reached nobody: the retry may try it again, as the same message.
-  if (earlier?.status === 'failed')
-    await withTransaction(deps.pool, (client) =>
-      new ConversationStore(client, workspaceId).retryFailed(earlier.id),
-    );
+  if (earlier) await retryIfRefused(deps.pool, earlier);
   const sent = await deliverOutbound(deps, {
     workspaceId,
     conversationId: prepared.conversation.id,
@@ -56,18 +53,4 @@ function answer(workspaceId: string, conversationId: string, messageId: string, 
     workspace_id: workspaceId,
     sent_at: sentAt,
   };
-}
-
-/** The message an earlier request with this (scoped) Idempotency-Key stored, and how far it got. */
-async function messageIdOfKey(deps: OutboundDeps, workspaceId: string, key: string) {
-  const { rows } = await deps.pool.query<{
-    id: string;
-    conversation_id: string;
-    status: 'pending' | 'sent' | 'failed';
-    sent_at: Date | null;
-  }>(
-    'select id, conversation_id, status, sent_at from messages where workspace_id = $1 and idempotency_key = $2',
-    [workspaceId, key],
-  );
-  return rows[0];
 }

@@ -12,6 +12,7 @@ import { eventPayloads } from '../domain/events.js';
 import { normalisePhone } from '../domain/phone.js';
 import { channelHasWindow, windowIsOpen } from '../domain/window.js';
 import { type ConversationRow, ConversationStore } from '../store/conversations.js';
+import { type KeyedMessage, messageOfKey, retryIfRefused } from '../store/keyed-messages.js';
 import { TeamStore } from '../store/team.js';
 import { deliverOutbound, type OutboundDeps } from './outbound-delivery.js';
 
@@ -262,39 +263,6 @@ async function lastInboundAt(db: Queryable, workspaceId: string, phone: string, 
   return rows[0]?.last_inbound_at ?? null;
 }
 
-interface KeyedMessage {
-  id: string;
-  workspace_id: string;
-  status: 'pending' | 'sent' | 'failed';
-  text: string;
-  provider_message_id: string | null;
-  sent_at: Date | null;
-  conversation_id: string;
-  contact_id: string;
-  phone: string;
-  integration_id: string;
-  provider: Integration['provider'];
-  first_answer: { contactCreated: boolean; conversationCreated: boolean } | null;
-}
-
-/** The message a request with this (scoped) Idempotency-Key created, with what its answer needs. */
-async function messageOfKey(
-  db: Queryable,
-  workspaceId: string,
-  key: string,
-): Promise<KeyedMessage | undefined> {
-  const { rows } = await db.query<KeyedMessage>(
-    `select m.id, m.workspace_id, m.status, m.text, m.provider_message_id, m.sent_at, m.conversation_id,
-            c.contact_id, ct.phone, c.integration_id, c.provider, m.first_answer
-       from messages m
-       join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
-       join contacts ct on ct.id = c.contact_id and ct.workspace_id = m.workspace_id
-      where m.workspace_id = $1 and m.idempotency_key = $2`,
-    [workspaceId, key],
-  );
-  return rows[0];
-}
-
 /**
  * A retry's answer from its first attempt's message: the first answer again when it was sent; otherwise
  * that same message delivered (the connector calls the provider at most once per message, answering
@@ -321,11 +289,7 @@ async function resumeSend(
       provider_message_id: message.provider_message_id,
       sent_at: message.sent_at.toISOString(),
     });
-  // A refused send reached nobody: the retry may try it again, as the same message.
-  if (message.status === 'failed')
-    await withTransaction(deps.pool, (client) =>
-      new ConversationStore(client, message.workspace_id).retryFailed(message.id),
-    );
+  await retryIfRefused(deps.pool, message);
   const sent = await deliverOutbound(
     deps,
     {
