@@ -6,9 +6,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { type RunningStack, startStack } from '@inbox/runtime';
-import { freePort, type LocalServer, startPostgres, startRedis } from '@inbox/testkit';
+import { freePort, type LocalServer, startBroker, startPostgres, startRedis } from '@inbox/testkit';
 import autocannon from 'autocannon';
-import { type BenchBroker, startBroker } from './broker.js';
+import type { BenchBroker } from './broker.js';
 
 const durationSeconds = Number(process.env.BENCH_SECONDS ?? 15);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);

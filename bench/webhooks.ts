@@ -5,8 +5,15 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Bus, connectBus } from '@inbox/bus';
 import { type ServiceProcessSpec, serviceProcessSpecs, startServiceProcess } from '@inbox/runtime';
-import { freePort, type LocalServer, type ManagedProcess, startPostgres, waitFor } from '@inbox/testkit';
-import { type BenchBroker, startBroker } from './broker.js';
+import {
+  freePort,
+  type LocalServer,
+  type ManagedProcess,
+  startBroker,
+  startPostgres,
+  waitFor,
+} from '@inbox/testkit';
+import type { BenchBroker } from './broker.js';
 
 const eventCount = Number(process.env.BENCH_EVENTS ?? 20_000);
 

@@ -2,7 +2,7 @@
 // RabbitMQ with BUS=rabbitmq), Postgres and Redis started from the binaries on PATH unless BUS_URL,
 // DATABASE_URL and REDIS_URL are given.
 import { createLogger, stopGraceMs, stopOnSignals } from '@inbox/service-kit';
-import { type LocalServer, startNats, startPostgres, startRabbitMQ, startRedis } from '@inbox/testkit';
+import { type LocalServer, startBroker, startPostgres, startRedis } from '@inbox/testkit';
 import { type RunningStack, startStack } from './distributed.js';
 import { ensurePanelBuilt } from './panel-build.js';
 import { readSettings, sandboxCidrsNote } from './settings.js';
@@ -30,9 +30,11 @@ try {
   // The gateway process serves the panel from apps/panel/dist: build it first when missing or outdated.
   await ensurePanelBuilt((line) => console.log(line));
   const [busUrl, databaseUrl, redisUrl] = await Promise.all([
-    settings.BUS === 'rabbitmq'
-      ? serverOrGiven(settings.BUS_URL, () => startRabbitMQ(), 'rabbitmq-server')
-      : serverOrGiven(settings.BUS_URL, startNats, 'nats-server (JetStream)'),
+    serverOrGiven(
+      settings.BUS_URL,
+      () => startBroker(settings.BUS),
+      settings.BUS === 'rabbitmq' ? 'rabbitmq-server' : 'nats-server (JetStream)',
+    ),
     serverOrGiven(settings.DATABASE_URL, startPostgres, 'Postgres'),
     serverOrGiven(settings.REDIS_URL, startRedis, 'redis-server'),
   ]);

@@ -10,6 +10,7 @@ export {
   createDatabase,
   type LocalServer,
   type RabbitMQOptions,
+  startBroker,
   startNats,
   startNatsWithConfig,
   startPostgres,

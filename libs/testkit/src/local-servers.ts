@@ -318,3 +318,8 @@ export async function createDatabase(adminUrl: string, prefix = 't'): Promise<st
 export function uniquePrefix(): string {
   return `t${Math.random().toString(36).slice(2, 10)}`;
 }
+
+/** A private server of the named broker, for the runs that can take either (the stack, the bench). */
+export function startBroker(broker: 'nats' | 'rabbitmq'): Promise<LocalServer> {
+  return broker === 'rabbitmq' ? startRabbitMQ() : startNats();
+}
