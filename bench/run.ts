@@ -1,7 +1,8 @@
-// `npm run bench`: every benchmark, one after the other (BENCH=send-message or BENCH=webhooks for one).
+// `npm run bench`: every benchmark, one after the other (BENCH=send-path or BENCH=webhooks for one; BUS=nats
+// or BUS=rabbitmq for one broker).
 import { cpus, totalmem } from 'node:os';
 import { benchBrokers } from './broker.js';
-import { benchSendMessage } from './send-message.js';
+import { benchSendPath } from './send-path.js';
 import { benchWebhooks } from './webhooks.js';
 
 const which = process.env.BENCH ?? 'all';
@@ -9,7 +10,7 @@ console.log(
   `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
 );
 const brokers = benchBrokers();
-if (which === 'all' || which === 'send-message') for (const broker of brokers) await benchSendMessage(broker);
+if (which === 'all' || which === 'send-path') for (const broker of brokers) await benchSendPath(broker);
 if (which === 'all' || which === 'webhooks') {
   const figures = new Map<string, Record<string, string>>();
   for (const broker of brokers) figures.set(broker, await benchWebhooks(broker));

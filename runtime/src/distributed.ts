@@ -34,6 +34,8 @@ export interface StackConfig {
   logLevel?: string;
   /** Added to every process's environment (e.g. OTEL_EXPORTER_OTLP_ENDPOINT). */
   extraEnv?: Record<string, string>;
+  /** Node flags for one service by name (e.g. the bench's `--cpu-prof`). */
+  nodeArgs?: Record<string, string[]>;
   onOutput?: (service: string, chunk: string) => void;
 }
 
@@ -42,6 +44,7 @@ export interface ServiceProcessSpec {
   entry: string;
   port: number;
   env: Record<string, string>;
+  nodeArgs?: string[];
 }
 
 // A setting left unset stays unset, so the service's own config schema gives its default.
@@ -134,6 +137,7 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
   return specs.map((spec) => ({
     ...spec,
     env: { ...spec.env, OTEL_SERVICE_NAME: spec.name, ...config.extraEnv },
+    ...(config.nodeArgs?.[spec.name] ? { nodeArgs: config.nodeArgs[spec.name] } : {}),
   }));
 }
 
@@ -144,7 +148,15 @@ export async function startServiceProcess(
 ): Promise<ManagedProcess> {
   const child = startProcess(
     process.execPath,
-    ['--conditions=source', '--import', 'tsx', '--import', '@inbox/telemetry/register', spec.entry],
+    [
+      ...(spec.nodeArgs ?? []),
+      '--conditions=source',
+      '--import',
+      'tsx',
+      '--import',
+      '@inbox/telemetry/register',
+      spec.entry,
+    ],
     {
       cwd: repoRoot,
       env: { ...process.env, ...spec.env },

@@ -124,6 +124,8 @@ export class NatsBus implements Bus {
       name: options.name,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
+      // Otherwise every request and publish captures a stack trace for an error that almost never comes.
+      noAsyncTraces: true,
     });
     const jsm = await jetstreamManager(nc);
     const bus = new NatsBus(nc, jetstream(nc), jsm, options);

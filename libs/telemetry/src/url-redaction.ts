@@ -17,6 +17,8 @@ const TOKEN_SEGMENT = /^token$/i;
 const BOT_TOKEN_SEGMENT = /^bot\d+:.+$/;
 
 function decoded(text: string): string {
+  // Most segments and names are plain: only an escape or a `+` can hide what the rules look for.
+  if (!text.includes('%') && !text.includes('+')) return text;
   try {
     return decodeURIComponent(text.replace(/\+/g, ' '));
   } catch {
@@ -85,6 +87,8 @@ export function redactSpanUrls(span: Span): void {
     const redacted = redact(value);
     if (redacted !== value) span.setAttribute(key, redacted);
   }
+  // Span names hold a URL only where they hold a path or a query (most are `POST /route` or a query's verb).
+  if (!span.name.includes('/') && !span.name.includes('?')) return;
   const name = span.name.split(' ').map(redactUrl).join(' ');
   if (name !== span.name) span.updateName(name);
 }

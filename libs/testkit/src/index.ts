@@ -9,6 +9,7 @@ export type { Infra } from './global-setup.js';
 export {
   createDatabase,
   type LocalServer,
+  type PostgresOptions,
   type RabbitMQOptions,
   startBroker,
   startNats,

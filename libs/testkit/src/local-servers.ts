@@ -13,6 +13,8 @@ import { waitFor } from './wait-for.js';
 
 export interface LocalServer {
   url: string;
+  /** The server's main process (its workers are its descendants), for the bench's CPU accounting. */
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -36,6 +38,7 @@ export async function startNats(): Promise<LocalServer> {
   await waitForPort(port, `nats-server on port ${port}`, server.output);
   return {
     url: `nats://127.0.0.1:${port}`,
+    pid: server.child.pid,
     async stop() {
       await server.stop('SIGTERM');
       rmSync(dir, { recursive: true, force: true });
@@ -63,6 +66,7 @@ export async function startNatsWithConfig(
   await waitForPort(port, `nats-server on port ${port} with ${configFile}`, server.output);
   return {
     url: `nats://127.0.0.1:${port}`,
+    pid: server.child.pid,
     async stop() {
       await server.stop('SIGTERM');
       rmSync(dir, { recursive: true, force: true });
@@ -89,6 +93,7 @@ export async function startRedis(): Promise<LocalServer> {
   await waitForPort(port, `redis-server on port ${port}`, server.output);
   return {
     url: `redis://127.0.0.1:${port}`,
+    pid: server.child.pid,
     async stop() {
       await server.stop('SIGTERM');
       rmSync(dir, { recursive: true, force: true });
@@ -212,7 +217,7 @@ export async function startRabbitMQ(options: RabbitMQOptions = {}): Promise<Loca
     await stop();
     throw new Error(`rabbitmq-server did not start:\n${output}`, { cause: error });
   }
-  return { url: `amqp://guest:guest@127.0.0.1:${amqpPort}`, stop };
+  return { url: `amqp://guest:guest@127.0.0.1:${amqpPort}`, pid: server?.child.pid, stop };
 }
 
 // Postgres refuses to run as root, so as root the cluster belongs to (and runs as) the postgres user.
@@ -229,7 +234,12 @@ function postgresIdentity(): { uid: number; gid: number } | undefined {
   }
 }
 
-export async function startPostgres(): Promise<LocalServer> {
+export interface PostgresOptions {
+  /** Loads pg_stat_statements, so a bench can count the statements a request costs. */
+  statementStats?: boolean;
+}
+
+export async function startPostgres(options: PostgresOptions = {}): Promise<LocalServer> {
   const initdb = requireBinary('initdb');
   const postgres = requireBinary('postgres');
   const identity = postgresIdentity();
@@ -265,6 +275,7 @@ export async function startPostgres(): Promise<LocalServer> {
       'full_page_writes=off',
       '-c',
       'max_connections=400',
+      ...(options.statementStats ? ['-c', 'shared_preload_libraries=pg_stat_statements'] : []),
     ],
     { ...identity },
   );
@@ -289,6 +300,7 @@ export async function startPostgres(): Promise<LocalServer> {
   }
   return {
     url,
+    pid: server.child.pid,
     async stop() {
       // SIGINT is Postgres' fast shutdown: it ends sessions and exits without waiting for clients.
       await server.stop('SIGINT');

@@ -1,0 +1,400 @@
+// The send path through the distributed stack (one process per service; the broker, Postgres and Redis
+// started on free loopback ports), side by side with the ceilings bare `node:http` and bare express reach in
+// the same run. For each load: requests/s, latency, the ratio to its ceiling, CPU milliseconds per request
+// of every process (from /proc), Postgres statements per request (pg_stat_statements) and resident memory.
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { type RunningStack, startServiceProcess, startStack } from '@inbox/runtime';
+import {
+  freePort,
+  type LocalServer,
+  type ManagedProcess,
+  startBroker,
+  startPostgres,
+  startProcess,
+  startRedis,
+  waitFor,
+} from '@inbox/testkit';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import type { BenchBroker } from './broker.js';
+import { cpuMillis, rssMiB } from './process-cpu.js';
+
+const durationSeconds = Number(process.env.BENCH_SECONDS ?? 15);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+/** Tracing is on as shipped; BENCH_TRACING=off measures without it. */
+const tracing = process.env.BENCH_TRACING !== 'off';
+/** BENCH_CPU_PROF=<service> writes that service's CPU profile to bench/profiles/. */
+const profiled = process.env.BENCH_CPU_PROF;
+/** BENCH_STATEMENTS=on lists each load's statements by calls per request. */
+const listStatements = process.env.BENCH_STATEMENTS === 'on';
+const profileDir = fileURLToPath(new URL('./profiles/', import.meta.url));
+
+export interface LoadFigures {
+  load: string;
+  requests: number;
+  ok: number;
+  /** How many answers had each status, when some were not the expected one. */
+  statuses?: string;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  /** The ceiling this load is compared with, and the ratio to it. */
+  ceiling?: { name: string; perSecond: number };
+  cpuMsPerRequest: Record<string, number>;
+  statementsPerRequest?: number;
+}
+
+interface Load {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  body: () => string;
+  ceiling?: string;
+  /** Requests are over when this many webhooks have arrived (the send's work ends at its receiver). */
+  webhooksPerRequest?: number;
+  /** Which answers count as expected: 2xx by default, the refusal's statuses for door loads. */
+  expectStatus?: number[];
+}
+
+async function runLoad(load: Load): Promise<autocannon.Result> {
+  return autocannon({
+    url: load.url,
+    method: 'POST',
+    connections,
+    duration: durationSeconds,
+    headers: { 'content-type': 'application/json', ...load.headers },
+    requests: [{ setupRequest: (request) => ({ ...request, body: load.body() }) }],
+  });
+}
+
+async function startCeiling(
+  kind: 'node:http' | 'express',
+): Promise<{ url: string; process: ManagedProcess }> {
+  let port = '';
+  const child = startProcess(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('./ceiling-server.ts', import.meta.url)), kind],
+    { onOutput: (chunk) => (port ||= chunk.trim()) },
+  );
+  await waitFor(() => port !== '', { what: `the ${kind} ceiling`, timeoutMs: 20_000 });
+  return { url: `http://127.0.0.1:${port}/`, process: child };
+}
+
+export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]> {
+  const servers: LocalServer[] = [];
+  const extra: ManagedProcess[] = [];
+  let stack: RunningStack | undefined;
+  let sink: Server | undefined;
+  let delivered = 0;
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      delivered++;
+      res.end();
+    });
+  });
+  const figures: LoadFigures[] = [];
+  try {
+    servers.push(
+      ...(await Promise.all([startBroker(broker), startPostgres({ statementStats: true }), startRedis()])),
+    );
+    const [brokerServer, postgres, redis] = servers as [LocalServer, LocalServer, LocalServer];
+    const ports = await Promise.all(Array.from({ length: 7 }, () => freePort()));
+    const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+    if (tracing) {
+      sink = createServer((req, res) => {
+        req.resume();
+        req.on('end', () => res.end('{}'));
+      });
+      await new Promise<void>((resolve) => sink!.listen(0, '127.0.0.1', resolve));
+    }
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const config = {
+      busUrl: brokerServer.url,
+      databaseUrl: postgres.url,
+      redisUrl: redis.url,
+      adminToken,
+      encryptionKey: randomBytes(32).toString('base64'),
+      // The send loads measure throughput, not the per-workspace limit (a gateway of its own measures 429s).
+      rateLimitPerMinute: 10_000_000,
+      outboundAllowedCidrs: '127.0.0.0/8',
+      logLevel: 'warn',
+      ports: {
+        gateway: ports[0]!,
+        connector: ports[1]!,
+        messaging: ports[2]!,
+        pipeline: ports[3]!,
+        dispatcher: ports[4]!,
+        sandbox: ports[5]!,
+      },
+      // With tracing on, spans are really exported (to a sink that accepts and drops them), as in production.
+      extraEnv: (tracing
+        ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink!.address() as AddressInfo).port}` }
+        : { OTEL_SDK_DISABLED: 'true' }) as Record<string, string>,
+      ...(profiled ? { nodeArgs: { [profiled]: ['--cpu-prof', '--cpu-prof-dir', profileDir] } } : {}),
+    };
+    stack = await startStack(config);
+    // A second gateway whose workspaces may make one request a minute: the door's 429 answers.
+    const gatewaySpec = stack.specs.get('gateway')!;
+    const limitedGateway = await startServiceProcess({
+      ...gatewaySpec,
+      port: ports[6]!,
+      env: { ...gatewaySpec.env, GATEWAY_PORT: String(ports[6]), RATE_LIMIT_PER_MINUTE: '1' },
+    });
+    extra.push(limitedGateway);
+    const ceilings = {
+      'node:http': await startCeiling('node:http'),
+      express: await startCeiling('express'),
+    };
+    extra.push(...Object.values(ceilings).map((ceiling) => ceiling.process));
+
+    const admin = async (path: string, body: unknown) => {
+      const response = await fetch(`${stack!.gatewayUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const json = (await response.json()) as Record<string, string>;
+      if (!response.ok) throw new Error(`${path} answered ${response.status}: ${JSON.stringify(json)}`);
+      return json;
+    };
+    const workspace = await admin('/admin/v1/workspaces', { name: 'bench' });
+    const ws = `/admin/v1/workspaces/${workspace.workspace_id}`;
+    await admin(`${ws}/integrations`, {
+      channel: 'alt-a',
+      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'bench', api_key: 'bench-key' },
+    });
+    await admin(`${ws}/webhooks`, {
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      events: ['message.sent'],
+      secret: 'whsec_benchbenchbenchbenchbenchbench',
+    });
+    const key = { authorization: `Bearer ${workspace.api_key}` };
+    const first = (await (
+      await fetch(`${stack.gatewayUrl}/api/v1/send-message`, {
+        method: 'POST',
+        headers: { ...key, 'content-type': 'application/json' },
+        body: JSON.stringify({ phone: '+5511900000001', message: 'first', channel: 'alt-a' }),
+      })
+    ).json()) as { conversationId: string };
+    await waitFor(() => delivered >= 1, { what: 'the first webhook', timeoutMs: 30_000 });
+
+    let n = 0;
+    const gateway = stack.gatewayUrl;
+    const limitedUrl = `http://127.0.0.1:${ports[6]}`;
+    const loads: Load[] = [
+      { name: 'ceiling: bare node:http', url: ceilings['node:http'].url, headers: {}, body: () => '{"a":1}' },
+      { name: 'ceiling: bare express', url: ceilings.express.url, headers: {}, body: () => '{"a":1}' },
+      {
+        name: 'external send (+ webhook)',
+        url: `${gateway}/api/external/messages/send`,
+        headers: key,
+        body: () => JSON.stringify({ conversation_id: first.conversationId, text: `bench ${n++}` }),
+        ceiling: 'ceiling: bare node:http',
+        webhooksPerRequest: 1,
+      },
+      {
+        name: 'send-message, same contact (+ webhook)',
+        url: `${gateway}/api/v1/send-message`,
+        headers: key,
+        body: () => JSON.stringify({ phone: '+5511900000001', message: `bench ${n++}`, channel: 'alt-a' }),
+        ceiling: 'ceiling: bare node:http',
+        webhooksPerRequest: 1,
+      },
+      {
+        name: 'send-message, new contact (+ webhook)',
+        url: `${gateway}/api/v1/send-message`,
+        headers: key,
+        body: () =>
+          JSON.stringify({ phone: `+55119${20_000_000 + n++}`, message: 'bench', channel: 'alt-a' }),
+        ceiling: 'ceiling: bare node:http',
+        webhooksPerRequest: 1,
+      },
+      {
+        name: 'door: 400 (invalid body)',
+        url: `${gateway}/api/v1/send-message`,
+        headers: key,
+        body: () => '{"phone":"+5511900000001","message":"x","channel":"nope"}',
+        ceiling: 'ceiling: bare express',
+        expectStatus: [400],
+      },
+      {
+        name: 'door: 429 (rate limited)',
+        url: `${limitedUrl}/api/v1/send-message`,
+        headers: key,
+        body: () => '{"phone":"+5511900000001","message":"x","channel":"alt-a"}',
+        ceiling: 'ceiling: bare express',
+        expectStatus: [429],
+      },
+      {
+        name: 'door: 401/429 (wrong key)',
+        url: `${gateway}/api/v1/send-message`,
+        headers: { authorization: 'Bearer wrong-key' },
+        body: () => '{"phone":"+5511900000001","message":"x","channel":"alt-a"}',
+        ceiling: 'ceiling: bare express',
+        // After 30 wrong keys in 10 s the address is refused with 429 for a minute (last, for that reason).
+        expectStatus: [401, 429],
+      },
+    ];
+
+    const roots: Record<string, number> = {
+      ...Object.fromEntries([...stack.processes].map(([name, child]) => [name, child.child.pid!])),
+      'gateway (429)': limitedGateway.child.pid!,
+      broker: brokerServer.pid!,
+      postgres: postgres.pid!,
+      redis: redis.pid!,
+      'ceiling: bare node:http': ceilings['node:http'].process.child.pid!,
+      'ceiling: bare express': ceilings.express.process.child.pid!,
+    };
+    const stats = new pg.Client({ connectionString: postgres.url });
+    await stats.connect();
+    await stats.query('create extension if not exists pg_stat_statements');
+    const statements = async () =>
+      Number(
+        (
+          await stats.query<{ calls: string }>(
+            'select coalesce(sum(calls), 0) as calls from pg_stat_statements',
+          )
+        ).rows[0]!.calls,
+      );
+
+    for (const load of loads) {
+      const deliveredBefore = delivered;
+      if (listStatements) await stats.query('select pg_stat_statements_reset()');
+      const cpuBefore = cpuMillis(roots);
+      const statementsBefore = await statements();
+      const result = await runLoad(load);
+      const ok = load.expectStatus
+        ? load.expectStatus.reduce(
+            (sum, status) =>
+              sum +
+              (result.statusCodeStats?.[status as unknown as keyof typeof result.statusCodeStats]?.count ??
+                0),
+            0,
+          )
+        : result['2xx'];
+      if (load.webhooksPerRequest)
+        await waitFor(() => delivered - deliveredBefore >= ok * load.webhooksPerRequest!, {
+          what: `the webhooks of ${load.name}`,
+          timeoutMs: 120_000,
+          intervalMs: 50,
+        }).catch(() =>
+          console.log(`  (${load.name}: ${delivered - deliveredBefore} of ${ok} webhooks arrived)`),
+        );
+      const cpuAfter = cpuMillis(roots);
+      // The query counting statements is itself one; it is left out.
+      const statementCount = (await statements()) - statementsBefore - 1;
+      if (listStatements && !load.name.startsWith('ceiling')) {
+        const top = await stats.query<{ calls: string; query: string }>(
+          'select calls, query from pg_stat_statements order by calls desc limit 25',
+        );
+        console.log(`\n${load.name}: statements per request`);
+        for (const row of top.rows)
+          console.log(
+            `  ${(Number(row.calls) / Math.max(1, result.requests.total)).toFixed(2).padStart(6)}  ${row.query.replace(/\s+/g, ' ').slice(0, 150)}`,
+          );
+      }
+      const perRequest = Object.fromEntries(
+        Object.keys(roots)
+          .map((name) => [name, (cpuAfter[name]! - cpuBefore[name]!) / Math.max(1, result.requests.total)])
+          .filter(([, ms]) => (ms as number) >= 0.005),
+      ) as Record<string, number>;
+      const ceiling = load.ceiling ? figures.find((figure) => figure.load === load.ceiling) : undefined;
+      figures.push({
+        load: load.name,
+        requests: result.requests.total,
+        ok,
+        ...(ok === result.requests.total
+          ? {}
+          : {
+              statuses: Object.entries(result.statusCodeStats ?? {})
+                .map(([status, { count }]) => `${status}: ${count}`)
+                .join(', '),
+            }),
+        perSecond: result.requests.average,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        ...(ceiling ? { ceiling: { name: ceiling.load, perSecond: ceiling.perSecond } } : {}),
+        cpuMsPerRequest: perRequest,
+        ...(load.name.startsWith('ceiling')
+          ? {}
+          : { statementsPerRequest: statementCount / Math.max(1, result.requests.total) }),
+      });
+    }
+    const memory = rssMiB(roots);
+    await stats.end();
+    printFigures(broker, figures, memory);
+    return figures;
+  } finally {
+    await stack?.stop();
+    await Promise.all(extra.map((child) => child.stop()));
+    await Promise.all(servers.map((server) => server.stop()));
+    receiver.closeAllConnections();
+    receiver.close();
+    sink?.close();
+  }
+}
+
+const services = [
+  'gateway',
+  'gateway (429)',
+  'messaging',
+  'provider-connector',
+  'webhook-dispatcher',
+  'pipeline',
+  'provider-sandbox',
+  'broker',
+  'postgres',
+  'redis',
+];
+
+function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Record<string, number>): void {
+  console.log(
+    `\nsend path through the distributed stack on ${broker}, tracing ${tracing ? 'on' : 'off'}, ${connections} connections, ${durationSeconds} s per load`,
+  );
+  console.log(
+    [
+      'load'.padEnd(40),
+      'req/s'.padStart(8),
+      'p50'.padStart(6),
+      'p99'.padStart(6),
+      'ceiling'.padStart(9),
+    ].join(' ') +
+      ['total', ...services].map((name) => name.slice(0, 10).padStart(11)).join('') +
+      '  stmts',
+  );
+  for (const figure of figures) {
+    const ratio = figure.ceiling
+      ? `${((figure.perSecond / figure.ceiling.perSecond) * 100).toFixed(1)} %`
+      : '';
+    const total = Object.entries(figure.cpuMsPerRequest)
+      .filter(([name]) => !name.startsWith('ceiling') || figure.load === name)
+      .reduce((sum, [, ms]) => sum + ms, 0);
+    const cell = (ms: number | undefined) => (ms === undefined ? '' : ms.toFixed(2)).padStart(11);
+    console.log(
+      [
+        figure.load.padEnd(40),
+        figure.perSecond.toFixed(0).padStart(8),
+        `${figure.p50}`.padStart(6),
+        `${figure.p99}`.padStart(6),
+        ratio.padStart(9),
+      ].join(' ') +
+        [total, ...services.map((name) => figure.cpuMsPerRequest[name])].map(cell).join('') +
+        `  ${figure.statementsPerRequest === undefined ? '' : figure.statementsPerRequest.toFixed(1)}`,
+    );
+    if (figure.ok !== figure.requests)
+      console.log(`  ${figure.ok} of ${figure.requests} answered as expected (${figure.statuses ?? ''})`);
+  }
+  console.log(
+    'CPU ms per request by process (total: every process of the platform); memory after the loads:',
+  );
+  console.log(
+    services
+      .filter((name) => memory[name] !== undefined)
+      .map((name) => `${name} ${memory[name]!.toFixed(0)} MiB`)
+      .join(', '),
+  );
+}
