@@ -28,6 +28,8 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const tracing = process.env.BENCH_TRACING !== 'off';
 /** BENCH_CPU_PROF=<service> writes that service's CPU profile to bench/profiles/. */
 const profiled = process.env.BENCH_CPU_PROF;
+/** BENCH_LOADS=external,door runs only the loads whose names contain one of the words (and the ceilings). */
+const onlyLoads = process.env.BENCH_LOADS?.split(',').filter((word) => word.length > 0);
 /** BENCH_STATEMENTS=on lists each load's statements by calls per request. */
 const listStatements = process.env.BENCH_STATEMENTS === 'on';
 const profileDir = fileURLToPath(new URL('./profiles/', import.meta.url));
@@ -261,7 +263,11 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         ).rows[0]!.calls,
       );
 
-    for (const load of loads) {
+    const chosen = loads.filter(
+      (load) =>
+        load.name.startsWith('ceiling') || !onlyLoads || onlyLoads.some((word) => load.name.includes(word)),
+    );
+    for (const load of chosen) {
       const deliveredBefore = delivered;
       if (listStatements) await stats.query('select pg_stat_statements_reset()');
       const cpuBefore = cpuMillis(roots);

@@ -7,6 +7,9 @@ import { z } from 'zod';
  */
 export const noticeCatalogue = {
   'notice.gateway.workspace-changed': z.object({ workspace_id: z.uuid() }),
+  // An integration was created, changed or removed: the connector's replicas drop what they hold of it
+  // (they would otherwise trust it for a few more seconds).
+  'notice.connector.integration-changed': z.object({ workspace_id: z.uuid(), integration_id: z.uuid() }),
   // A live chat session has a new message: the replica holding its open widget streams sends it now
   // (the streams also look for new messages every few seconds, so a lost notice only delays one).
   'notice.connector.livechat-message': z.object({ session_id: z.uuid() }),

@@ -23,6 +23,30 @@ describe('createPool', () => {
     }
   });
 
+  it('prepares each parameterised statement once per connection, by pool and by client alike', async () => {
+    const pool = createPool({
+      url: await createDatabase(inject('infra').postgresAdminUrl),
+      schema: 'public',
+      max: 1,
+    });
+    try {
+      const text = 'select $1::int + 1 as n';
+      for (let i = 0; i < 3; i++) expect((await pool.query<{ n: number }>(text, [i])).rows[0]!.n).toBe(i + 1);
+      const client = await pool.connect();
+      try {
+        expect((await client.query<{ n: number }>(text, [41])).rows[0]!.n).toBe(42);
+        const { rows } = await client.query<{ statement: string; calls: number }>(
+          'select statement, generic_plans + custom_plans as calls from pg_prepared_statements',
+        );
+        expect(rows).toEqual([{ statement: text, calls: 4 }]);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('gives every session a statement timeout and an idle-in-transaction timeout by default', async () => {
     const pool = createPool({
       url: await createDatabase(inject('infra').postgresAdminUrl),

@@ -45,7 +45,18 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
     outbox: true,
     create: (service) => {
       const { pool, bus, logger } = service;
-      const store = new IntegrationStore(pool, new SecretBox(options.encryptionKey));
+      const store = new IntegrationStore(
+        pool,
+        new SecretBox(options.encryptionKey),
+        ({ workspaceId, integrationId }) => {
+          bus
+            .notify('notice.connector.integration-changed', {
+              workspace_id: workspaceId,
+              integration_id: integrationId,
+            })
+            .catch((error: unknown) => logger.warn({ err: error }, 'integration change notice not sent'));
+        },
+      );
       const providerTimeoutMs = Math.min(
         options.providerTimeoutMs ?? maxProviderTimeoutMs,
         maxProviderTimeoutMs,
@@ -141,6 +152,9 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           );
           await bus.handle('cmd.connector.list-templates', (command) =>
             templates.list(templateDeps, command),
+          );
+          await bus.onNotice('notice.connector.integration-changed', ({ workspace_id, integration_id }) =>
+            store.forget(workspace_id, integration_id),
           );
           await bus.onNotice('notice.connector.livechat-message', ({ session_id }) =>
             streams.wake(session_id),

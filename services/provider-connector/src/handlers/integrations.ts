@@ -125,7 +125,7 @@ export async function resolveIntegration(
   command: CommandPayload<'cmd.connector.resolve-integration'>,
 ): Promise<CommandResult<'cmd.connector.resolve-integration'>> {
   if (command.integration_id) {
-    const stored = await store.get(command.workspace_id, command.integration_id);
+    const stored = await store.forSend(command.workspace_id, command.integration_id);
     if (!stored || stored.integration.channel !== command.channel) {
       throw AppError.notFound(platformTexts.integrationNotFound);
     }
@@ -133,7 +133,7 @@ export async function resolveIntegration(
       throw AppError.badRequest(errorTexts.integrationNotConnected);
     return stored.integration;
   }
-  const latest = await store.latestConnected(command.workspace_id, command.channel);
+  const latest = await store.latestConnectedForSend(command.workspace_id, command.channel);
   if (!latest) throw AppError.notFound(platformTexts.noConnectedIntegration(command.channel));
   return latest.integration;
 }

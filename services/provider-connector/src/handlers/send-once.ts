@@ -28,16 +28,18 @@ export async function sendOnce(
   ids: { workspaceId: string; integrationId: string; messageId: string },
   send: (stored: StoredIntegration, call: ProviderCall) => Promise<{ providerMessageId: string }>,
 ): Promise<{ provider_message_id: string; sent_at: string }> {
-  const previous = await answerOfEarlierAttempt(store, ids);
-  if (previous) return previous;
-  const stored = await store.get(ids.workspaceId, ids.integrationId);
-  if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
-  if (stored.integration.status !== 'connected')
+  const stored = await store.forSend(ids.workspaceId, ids.integrationId);
+  if (!stored || stored.integration.status !== 'connected') {
+    // A repeat of a message sent before the integration went away still gets the first answer.
+    const previous = await answerOfEarlierAttempt(store, ids);
+    if (previous) return previous;
+    if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
     throw AppError.badRequest(errorTexts.integrationNotConnected);
+  }
+  // Recording the attempt is also how an earlier one is found: one round trip on the usual path.
   if (!(await store.beginSend(ids.workspaceId, stored.integration.id, ids.messageId))) {
-    // Another command for this message started meanwhile.
-    const raced = await answerOfEarlierAttempt(store, ids);
-    if (raced) return raced;
+    const earlier = await answerOfEarlierAttempt(store, ids);
+    if (earlier) return earlier;
   }
   const signal = AbortSignal.timeout(providerTimeoutMs);
   try {

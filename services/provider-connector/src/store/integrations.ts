@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Integration, IntegrationChannel } from '@inbox/contracts';
-import { providerOf } from '@inbox/contracts';
+import { integrationChannels, providerOf } from '@inbox/contracts';
 import type { Pool } from '@inbox/db';
 import type { SecretBox } from '@inbox/service-kit';
 import { ExpiringCache } from './expiring-cache.js';
@@ -36,6 +36,7 @@ export interface CallbackLookup {
   queried: boolean;
 }
 
+/** How long this process trusts an integration it read, when no notice of a change arrives. */
 const callbackCacheMs = 5_000;
 const absentCacheMs = 5 * 60_000;
 
@@ -44,11 +45,30 @@ export class IntegrationStore {
   private readonly callbacks = new ExpiringCache<string, CallbackIntegration>(callbackCacheMs, 5_000);
   private readonly absent = new ExpiringCache<string, true>(absentCacheMs, 20_000);
   private readonly lookups = new Map<string, Promise<CallbackIntegration | undefined>>();
+  /** Each workspace's channel's most recently connected integration, by id, for sends that name none. */
+  private readonly latest = new ExpiringCache<string, string | null>(callbackCacheMs, 5_000);
 
+  /**
+   * `changed` tells the other replicas (a notice) that an integration changed, so they drop what they
+   * hold of it at once rather than within the cache's few seconds.
+   */
   constructor(
     private readonly pool: Pool,
     private readonly secrets: SecretBox,
+    private readonly changed: (change: { workspaceId: string; integrationId: string }) => void = () => {},
   ) {}
+
+  /** Drops what this process holds of an integration (changed here, or in another replica by notice). */
+  forget(workspaceId: string, integrationId: string): void {
+    this.callbacks.delete(integrationId);
+    this.absent.delete(integrationId);
+    for (const channel of integrationChannels) this.latest.delete(`${workspaceId}:${channel}`);
+  }
+
+  private hasChanged(workspaceId: string, integrationId: string): void {
+    this.forget(workspaceId, integrationId);
+    this.changed({ workspaceId, integrationId });
+  }
 
   private static toIntegration(row: Omit<IntegrationRow, 'config_sealed'>): Integration {
     return {
@@ -97,6 +117,8 @@ export class IntegrationStore {
         input.accountId,
       ],
     );
+    // The channel's most recently connected integration is now this one, here and in every replica.
+    this.hasChanged(workspaceId, id);
     return this.toStored(rows[0]!);
   }
 
@@ -139,7 +161,7 @@ export class IntegrationStore {
 
   async remove(workspaceId: string, id: string): Promise<void> {
     await this.pool.query('delete from integrations where workspace_id = $1 and id = $2', [workspaceId, id]);
-    this.callbacks.delete(id);
+    this.hasChanged(workspaceId, id);
   }
 
   /** The workspace's integrations, the newest first; their credentials stay sealed. */
@@ -158,6 +180,35 @@ export class IntegrationStore {
       [workspaceId, id],
     );
     return rows[0] ? this.toStored(rows[0]) : undefined;
+  }
+
+  /**
+   * The integration a send goes through, from this process's memory when it read it within the last few
+   * seconds (a send is the hot path: a query and a decrypt saved each time). A change made by any replica
+   * reaches this one by notice at once, or within those seconds should the notice be lost. Reads that
+   * must be exact (the admin API) use `get`.
+   */
+  async forSend(workspaceId: string, id: string): Promise<StoredIntegration | undefined> {
+    const { stored } = await this.forCallback(id);
+    // Ids are only trusted within their own workspace, whatever the cache holds.
+    return stored?.workspaceId === workspaceId ? stored : undefined;
+  }
+
+  /** `latestConnected`, remembered for a few seconds like `forSend`. */
+  async latestConnectedForSend(
+    workspaceId: string,
+    channel: IntegrationChannel,
+  ): Promise<StoredIntegration | undefined> {
+    const key = `${workspaceId}:${channel}`;
+    const knownId = this.latest.get(key);
+    if (knownId === null) return undefined;
+    if (knownId !== undefined) {
+      const known = await this.forSend(workspaceId, knownId);
+      if (known?.integration.status === 'connected' && known.integration.channel === channel) return known;
+    }
+    const latest = await this.latestConnected(workspaceId, channel);
+    this.latest.set(key, latest?.integration.id ?? null);
+    return latest;
   }
 
   /** The channel's most recently connected integration that is still connected. */
@@ -185,8 +236,7 @@ export class IntegrationStore {
         where workspace_id = $1 and id = $2 returning ${columns}`,
       [workspaceId, id, status],
     );
-    // This replica's callbacks see the change at once; the others within the cache's few seconds.
-    this.callbacks.delete(id);
+    this.hasChanged(workspaceId, id);
     return rows[0] ? this.toStored(rows[0]) : undefined;
   }
 
@@ -200,7 +250,7 @@ export class IntegrationStore {
         where workspace_id = $1 and id = $2 and status = 'connected'`,
       [workspaceId, id],
     );
-    this.callbacks.delete(id);
+    this.hasChanged(workspaceId, id);
     return rowCount === 1;
   }
 
