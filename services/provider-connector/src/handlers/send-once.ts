@@ -29,7 +29,7 @@ export async function sendOnce(
   send: (stored: StoredIntegration, call: ProviderCall) => Promise<{ providerMessageId: string }>,
 ): Promise<{ provider_message_id: string; sent_at: string }> {
   const stored = await store.forSend(ids.workspaceId, ids.integrationId);
-  if (!stored || stored.integration.status !== 'connected') {
+  if (stored?.integration.status !== 'connected') {
     // A repeat of a message sent before the integration went away still gets the first answer.
     const previous = await answerOfEarlierAttempt(store, ids);
     if (previous) return previous;
