@@ -42,6 +42,12 @@ describe('bot channel (Telegram)', () => {
     );
     expect(integration.status).toBe(201);
     expect(integration.body).toMatchObject({ channel: 'bot', provider: 'bot', status: 'connected' });
+    // The stack's connector serves http on a port of its own: Telegram would refuse both.
+    expect(integration.body.warnings).toEqual([
+      expect.stringMatching(
+        /^O provedor aceitou o webhook de entrada, mas o provedor real do canal "bot" o recusaria: a URL de callback http:\/\/\S+ usa http, e o provedor só aceita https; a URL de callback usa a porta \d+, e o provedor só chama as portas 443, 80, 88, 8443; ajuste PUBLIC_CONNECTOR_URL$/,
+      ),
+    ]);
     const info = await (await fetch(`${fixture.stack.sandboxUrl}/bot/bot${TOKEN}/getWebhookInfo`)).json();
     expect(info).toMatchObject({
       ok: true,

@@ -54,6 +54,8 @@ export const platformTexts = {
   inboundRegistrationRefused: (channel: string, problems: readonly string[]) =>
     `Falha ao registrar o webhook de entrada no provedor do canal "${channel}": ${problems.join('; ')}; ajuste PUBLIC_CONNECTOR_URL`,
   callbackUrlNotHttps: (url: string) => `a URL de callback ${url} usa http, e o provedor só aceita https`,
+  callbackUrlPort: (port: number, ports: readonly number[]) =>
+    `a URL de callback usa a porta ${port}, e o provedor só chama as portas ${ports.join(', ')}`,
   callbackUrlTooLong: (length: number, max: number) =>
     `a URL de callback tem ${length} caracteres, e o provedor aceita no máximo ${max}`,
   /** When a provider (a local test one) took a callback URL the real provider would refuse. */

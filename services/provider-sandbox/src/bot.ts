@@ -14,6 +14,8 @@ import { unixSeconds } from './provider-ids.js';
 // Emulates the Telegram Bot API, the provider behind the `bot` channel, from its reference
 // (core.telegram.org/bots/api: "Making requests", getMe, setWebhook, deleteWebhook, getWebhookInfo,
 // sendMessage, Update, Message, User, Chat, ResponseParameters; core.telegram.org/bots/faq on limits).
+/** The ports setWebhook accepts (Bot API, setWebhook). */
+const WEBHOOK_PORTS = [443, 80, 88, 8443];
 const CHANNEL = 'bot';
 
 /** A token is `<bot id>:<secret>`; one of another shape is not a bot's, and the route is unknown. */
@@ -140,6 +142,12 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
       }
       if (parsed.protocol !== 'https:' && !(stores.allowHttpCallbacks && parsed.protocol === 'http:')) {
         refuse(res, 400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
+        return;
+      }
+      // Telegram calls four ports only; a local stack's connector (http allowed) listens on any.
+      const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
+      if (!stores.allowHttpCallbacks && !WEBHOOK_PORTS.includes(port)) {
+        refuse(res, 400, 'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443');
         return;
       }
       const secret = params.secret_token;

@@ -19,8 +19,9 @@ export interface SandboxOptions {
   /** How long a `timeout` fault holds a call before answering 504; 30 s unless a test needs it shorter. */
   faultHoldMs?: number;
   /**
-   * `refuse` (the default) refuses http callback URLs as the real providers do; `allow` accepts them, for
-   * local stacks whose connector serves plain HTTP.
+   * `refuse` (the default) refuses http callback URLs as the real providers do (and, for Telegram, ports
+   * other than 443, 80, 88 and 8443); `allow` accepts them, for local stacks whose connector serves plain
+   * HTTP on a port of its own.
    */
   httpCallbacks?: 'allow' | 'refuse';
 }

@@ -119,6 +119,28 @@ describe('bot (Telegram Bot API) emulation', () => {
     }
   });
 
+  it('refuses a webhook on a port Telegram does not call unless http callbacks are allowed', async () => {
+    const strict = createSandbox();
+    const { server, url } = await listen(strict);
+    try {
+      const refused = await postJson(`${url}/bot/bot${TOKEN}/setWebhook`, {
+        url: 'https://example.test:8080/hook',
+      });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toEqual({
+        ok: false,
+        error_code: 400,
+        description: 'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443',
+      });
+      const taken = await postJson(`${url}/bot/bot${TOKEN}/setWebhook`, {
+        url: 'https://example.test:8443/hook',
+      });
+      expect(await taken.json()).toMatchObject({ ok: true, result: true });
+    } finally {
+      await close(server);
+    }
+  });
+
   it('delivers an Update with the secret token header, and the same bytes again on repeat', async () => {
     await setWebhook();
     const delivered = await inbound({ repeat: 2 });

@@ -164,7 +164,8 @@ export const botAdapter: ChannelAdapter<'bot'> = {
   },
 
   // "Ports currently supported for webhooks: 443, 80, 88, 8443", and only over HTTPS.
-  callbackUrlRules: { httpsOnly: true },
+  // setWebhook: "Ports currently supported for webhooks: 443, 80, 88, 8443."
+  callbackUrlRules: { httpsOnly: true, ports: [443, 80, 88, 8443] },
 
   readInbound(config, request) {
     if (!sameSecret(headerValue(request.headers, BOT_SECRET_HEADER), config.secret_token)) {

@@ -94,6 +94,8 @@ export interface ProviderOperations<C> {
 export interface CallbackUrlRules {
   httpsOnly: boolean;
   maxLength?: number;
+  /** The only ports the provider calls. */
+  ports?: readonly number[];
 }
 
 /**

@@ -116,6 +116,9 @@ function callbackUrlProblems(url: string, rules: CallbackUrlRules | undefined): 
   if (rules.maxLength !== undefined && url.length > rules.maxLength) {
     problems.push(platformTexts.callbackUrlTooLong(url.length, rules.maxLength));
   }
+  const parsed = new URL(url);
+  const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
+  if (rules.ports && !rules.ports.includes(port)) problems.push(platformTexts.callbackUrlPort(port, rules.ports));
   return problems;
 }
 
