@@ -118,7 +118,8 @@ function callbackUrlProblems(url: string, rules: CallbackUrlRules | undefined): 
   }
   const parsed = new URL(url);
   const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
-  if (rules.ports && !rules.ports.includes(port)) problems.push(platformTexts.callbackUrlPort(port, rules.ports));
+  if (rules.ports && !rules.ports.includes(port))
+    problems.push(platformTexts.callbackUrlPort(port, rules.ports));
   return problems;
 }
 
