@@ -1,5 +1,6 @@
 export { type MigrateOptions, migrate } from './migrate.js';
 export {
+  type AlongStatement,
   EventDeadLettered,
   EventTooLarge,
   maxEventBytes,

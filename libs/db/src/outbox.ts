@@ -46,6 +46,7 @@ export async function writeEvent<T extends EventType>(
   client: Queryable,
   type: T,
   data: EventData<T>,
+  along?: AlongStatement,
 ): Promise<EventEnvelope<T>> {
   const envelope = {
     id: randomUUID(),
@@ -56,7 +57,11 @@ export async function writeEvent<T extends EventType>(
   } as EventEnvelope<T>;
   const bytes = Buffer.byteLength(JSON.stringify(envelope));
   if (bytes > maxEventBytes) throw new EventTooLarge(type, bytes);
+  // The statement written along comes first, with its own $1…$n; the event's parameters follow.
+  const before = along?.values ?? [];
+  const p = (n: number) => `$${before.length + n}`;
   const values = [
+    ...before,
     envelope.id,
     envelope.type,
     envelope.workspace_id,
@@ -64,26 +69,42 @@ export async function writeEvent<T extends EventType>(
     envelope.data,
     captureContext(),
   ];
+  const columns = `${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}`;
+  const ctes = along ? [`along as (${along.text})`] : [];
   const key = orderingKeyOf(type, data);
   if (key === undefined) {
+    const head = ctes.length > 0 ? `with ${ctes.join(', ')} ` : '';
     await client.query(
-      'insert into outbox (id, type, workspace_id, occurred_at, data, trace_context) values ($1, $2, $3, $4, $5, $6)',
+      `${head}insert into outbox (id, type, workspace_id, occurred_at, data, trace_context) values (${columns})`,
       values,
     );
     return envelope;
   }
-  const { rows } = await client.query<{ seq: string }>(
-    `with next as (
-       insert into event_sequences (ordering_key, seq) values ($7, 1)
+  ctes.push(
+    `next as (
+       insert into event_sequences (ordering_key, seq) values (${p(7)}, 1)
        on conflict (ordering_key) do update set seq = event_sequences.seq + 1
        returning seq
-     )
+     )`,
+  );
+  const { rows } = await client.query<{ seq: string }>(
+    `with ${ctes.join(', ')}
      insert into outbox (id, type, workspace_id, occurred_at, data, trace_context, ordering_key, ordering_seq)
-     select $1, $2, $3, $4, $5, $6, $7, seq from next
+     select ${columns}, ${p(7)}, seq from next
      returning ordering_seq as seq`,
     [...values, key],
   );
   return { ...envelope, ordering: { key, seq: Number(rows[0]!.seq) } };
+}
+
+/**
+ * A data-modifying statement (insert, update or delete, its parameters numbered from $1) run in the same
+ * statement as the event's write: the state change and its event commit together in one round trip, with
+ * no transaction to open and close around them. Postgres runs it whatever the rest of the statement reads.
+ */
+export interface AlongStatement {
+  text: string;
+  values: unknown[];
 }
 
 const outboxMeter = meter('outbox');

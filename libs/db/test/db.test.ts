@@ -148,6 +148,42 @@ describe('transactional outbox', () => {
     expect(rows).toHaveLength(0);
   });
 
+  it('commits a state change written along with its event in one statement, or neither', async () => {
+    const workspace = randomUUID();
+    const conversation = randomUUID();
+    const thing = randomUUID();
+    const resolved = {
+      event: eventTypes.conversationResolved,
+      workspace_id: workspace,
+      conversation_id: conversation,
+      status: { value: 'resolved' as const },
+    };
+    const insertThing = (id: string) => ({
+      text: 'insert into things (id, workspace_id, name) values ($1, $2, $3)',
+      values: [id, workspace, 'made along'],
+    });
+    // Ordered (its number taken in the same statement) and unordered events alike, on the pool itself.
+    const ordered = await writeEvent(pool, eventTypes.conversationResolved, resolved, insertThing(thing));
+    const plain = await writeEvent(
+      pool,
+      eventTypes.leadMoved,
+      leadMoved(workspace, 0),
+      insertThing(randomUUID()),
+    );
+    expect(ordered.ordering).toEqual({ key: conversation, seq: 1 });
+    expect(plain.ordering).toBeUndefined();
+    const things = await pool.query('select name from things where workspace_id = $1', [workspace]);
+    expect(things.rows).toEqual([{ name: 'made along' }, { name: 'made along' }]);
+    // The state change fails (the id is taken): no event is written either.
+    await expect(
+      writeEvent(pool, eventTypes.conversationResolved, resolved, insertThing(thing)),
+    ).rejects.toThrow(/duplicate key/);
+    const events = await pool.query('select ordering_seq from outbox where workspace_id = $1 order by seq', [
+      workspace,
+    ]);
+    expect(events.rows).toEqual([{ ordering_seq: 1 }, { ordering_seq: null }]);
+  });
+
   it('writes a type of the catalogue with that type’s data, and takes the workspace from the data', async () => {
     const workspace = randomUUID();
     const written = await withTransaction(pool, (client) =>

@@ -1,6 +1,6 @@
 import type { Bus } from '@inbox/bus';
 import { AppError, errorMessage, eventTypes, type MessageSent, type Provider } from '@inbox/contracts';
-import { type OutboxRelay, type Pool, type PoolClient, withTransaction, writeEvent } from '@inbox/db';
+import { type OutboxRelay, type Pool, type Queryable, withTransaction, writeEvent } from '@inbox/db';
 import { ConversationStore } from '../store/conversations.js';
 
 export interface OutboundDeps {
@@ -55,22 +55,18 @@ export async function deliverOutbound(
     }
     throw error;
   }
-  await withTransaction(deps.pool, (client) => recordSent(client, message, sent));
+  // One statement marks it sent and writes its event: no transaction to open and close around them.
+  await recordSent(deps.pool, message, sent);
   deps.relay.wake();
   return sent;
 }
 
-/** Marks a stored message sent and writes its `message.sent`, in the caller's transaction. */
+/** Marks a stored message sent and writes its `message.sent`, in one statement (in a transaction, if given one). */
 export async function recordSent(
-  client: PoolClient,
+  db: Queryable,
   message: Omit<OutboundMessage, 'to'>,
   sent: { provider_message_id: string; sent_at: string },
 ): Promise<void> {
-  await new ConversationStore(client, message.workspaceId).markSent(
-    message.messageId,
-    sent.provider_message_id,
-    sent.sent_at,
-  );
   const data: MessageSent = {
     event: eventTypes.messageSent,
     workspace_id: message.workspaceId,
@@ -79,5 +75,10 @@ export async function recordSent(
     status: { sender_type: message.senderType },
     integration: message.integration,
   };
-  await writeEvent(client, eventTypes.messageSent, data);
+  await writeEvent(
+    db,
+    eventTypes.messageSent,
+    data,
+    ConversationStore.markSentStatement(message.workspaceId, message.messageId, sent),
+  );
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Integration, Provider } from '@inbox/contracts';
-import type { PoolClient } from '@inbox/db';
+import type { AlongStatement, PoolClient } from '@inbox/db';
 import { type Assignee, statusAfterAssignment, statusAfterNewMessage } from '../domain/conversation-state.js';
 
 export interface ContactRow {
@@ -221,10 +221,23 @@ export class ConversationStore {
   }
 
   async markSent(messageId: string, providerMessageId: string, sentAt: string): Promise<void> {
-    await this.client.query(
-      `update messages set status = 'sent', provider_message_id = $3, sent_at = $4 where workspace_id = $1 and id = $2`,
-      [this.workspaceId, messageId, providerMessageId, sentAt],
-    );
+    const { text, values } = ConversationStore.markSentStatement(this.workspaceId, messageId, {
+      provider_message_id: providerMessageId,
+      sent_at: sentAt,
+    });
+    await this.client.query(text, values);
+  }
+
+  /** Marks a message sent: a statement to write along with its `message.sent` (see writeEvent). */
+  static markSentStatement(
+    workspaceId: string,
+    messageId: string,
+    sent: { provider_message_id: string; sent_at: string },
+  ): AlongStatement {
+    return {
+      text: `update messages set status = 'sent', provider_message_id = $3, sent_at = $4 where workspace_id = $1 and id = $2`,
+      values: [workspaceId, messageId, sent.provider_message_id, sent.sent_at],
+    };
   }
 
   /** A message whose send the provider refused, pending again for a retry of the same request. */
