@@ -199,3 +199,24 @@ describe('late delivery failures', () => {
     expect(await new ConversationViews(pool, randomUUID()).failedMessages({ limit: 50 })).toEqual([]);
   });
 });
+
+describe('an outbound message', () => {
+  it('is activity of its conversation: the inbox, ordered by it, puts the conversation first', async () => {
+    const { workspaceId, conversationId } = await sentMessage();
+    await pool.query("update conversations set updated_at = now() - interval '1 day' where id = $1", [
+      conversationId,
+    ]);
+    await withTransaction(pool, (client) =>
+      new ConversationStore(client, workspaceId).addOutboundMessage({
+        conversationId,
+        text: 'De novo',
+        senderType: 'agent',
+      }),
+    );
+    const { rows } = await pool.query<{ recent: boolean }>(
+      "select updated_at > now() - interval '1 minute' as recent from conversations where workspace_id = $1 and id = $2",
+      [workspaceId, conversationId],
+    );
+    expect(rows).toEqual([{ recent: true }]);
+  });
+});

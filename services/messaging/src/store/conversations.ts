@@ -149,8 +149,10 @@ export class ConversationStore {
     firstAnswer?: Record<string, unknown>;
   }): Promise<string> {
     const id = randomUUID();
+    // A reply is activity too (the inbox lists conversations by their latest): touched in the same statement.
     await this.client.query(
-      `insert into messages (id, workspace_id, conversation_id, direction, sender_type, sender_name, text, type, status, idempotency_key, first_answer)
+      `with touched as (update conversations set updated_at = now() where workspace_id = $2 and id = $3)
+       insert into messages (id, workspace_id, conversation_id, direction, sender_type, sender_name, text, type, status, idempotency_key, first_answer)
        values ($1, $2, $3, 'outbound', $4, $5, $6, 'text', 'pending', $7, $8)`,
       [
         id,
@@ -162,11 +164,6 @@ export class ConversationStore {
         input.idempotencyKey ?? null,
         input.firstAnswer ?? null,
       ],
-    );
-    // A reply is activity too: the inbox lists conversations by their latest.
-    await this.client.query(
-      'update conversations set updated_at = now() where workspace_id = $1 and id = $2',
-      [this.workspaceId, input.conversationId],
     );
     return id;
   }
