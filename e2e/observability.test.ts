@@ -149,6 +149,14 @@ describe('one trace from the API call to the webhook', () => {
           parentOf(span)?.spanId === deliver!.spanId,
       ),
     ).toBe(true);
+    // Statements are traced by what they do; transaction control is not traced at all.
+    const statements = trace.filter(
+      (span) => span.service === 'messaging' && span.name.startsWith('pg.query'),
+    );
+    expect(statements.map((span) => span.name)).toContainEqual(
+      expect.stringMatching(/^pg\.query:with:messages:/),
+    );
+    expect(statements.filter((span) => /BEGIN|COMMIT|begin|commit/.test(span.name))).toEqual([]);
     // Everything hangs together: only the caller's span, outside our system, is missing.
     const orphans = trace.filter((span) => !parentOf(span));
     expect(orphans.map((span) => span.service)).toEqual(['gateway']);
@@ -183,10 +191,15 @@ describe('one trace from the API call to the webhook', () => {
       body: JSON.stringify({ pipeline_id: pipeline.body.id, stage: 'novo' }),
     });
     expect(moved.status).toBe(200);
+    // Each process exports its spans in batches, children (a handler's statements) often before their
+    // parent: wait for the spans the test reads, not merely for one of each process.
+    const named = (service: string, name: string) =>
+      inTrace(traceId).find((span) => span.service === service && span.name === name);
     await waitFor(
       () => {
-        const services = new Set(inTrace(traceId).map((span) => span.service));
-        return ['gateway', 'pipeline', 'messaging'].every((service) => services.has(service));
+        const handled = named('pipeline', 'process cmd.pipeline.move-lead');
+        const checked = named('messaging', 'process cmd.messaging.get-contact');
+        return handled && checked && parentOf(handled) && parentOf(checked);
       },
       { what: 'spans from gateway, pipeline and messaging', timeoutMs: 20_000 },
     );

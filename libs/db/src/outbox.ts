@@ -7,7 +7,7 @@ import {
   orderingKeyOf,
   type WireEvent,
 } from '@inbox/contracts';
-import { captureContext, meter, withCapturedContext } from '@inbox/telemetry';
+import { captureContext, meter, outsideSpans, withCapturedContext } from '@inbox/telemetry';
 import type pg from 'pg';
 import type { Queryable } from './pool.js';
 import { classifyPublishFailure, PublishFailure } from './publish-failure.js';
@@ -278,9 +278,13 @@ export class OutboxRelay {
   }
 
   private async publishPending(): Promise<void> {
-    while ((await this.relayBatch()) === (this.options.batchSize ?? 100)) {
-      // A full batch suggests more rows are waiting.
-    }
+    // Outside whatever request woke the relay: a batch serves many traces, and each row's publish joins
+    // its own (the context stored with it), so the batch's statements belong to none of them.
+    await outsideSpans(async () => {
+      while ((await this.relayBatch()) === (this.options.batchSize ?? 100)) {
+        // A full batch suggests more rows are waiting.
+      }
+    });
   }
 
   private async relayBatch(): Promise<number> {

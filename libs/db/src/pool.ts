@@ -6,11 +6,18 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 const statementNames = new Map<string, string>();
 
-/** A name per distinct statement text, so each connection parses and plans it once. */
+/**
+ * A name per distinct statement text, so each connection parses and plans it once. The name is what
+ * traces show for the statement (the pg instrumentation names spans by it), so it starts with the
+ * statement's verb and first table: `insert:messages:3fa9c2d41b07`.
+ */
 function statementName(text: string): string {
   let name = statementNames.get(text);
   if (!name) {
-    name = `s${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    const verb = /^\s*(\w+)/.exec(text)?.[1]?.toLowerCase() ?? 'query';
+    const table = /\b(?:from|into|update)\s+([a-z_][a-z0-9_.]*)/i.exec(text)?.[1]?.toLowerCase();
+    const digest = createHash('sha1').update(text).digest('hex').slice(0, 12);
+    name = table ? `${verb}:${table}:${digest}` : `${verb}:${digest}`;
     // Statement texts are the code's own and few; the bound is a guard against one built per call.
     if (statementNames.size < 10_000) statementNames.set(text, name);
   }

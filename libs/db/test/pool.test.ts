@@ -35,10 +35,13 @@ describe('createPool', () => {
       const client = await pool.connect();
       try {
         expect((await client.query<{ n: number }>(text, [41])).rows[0]!.n).toBe(42);
-        const { rows } = await client.query<{ statement: string; calls: number }>(
-          'select statement, generic_plans + custom_plans as calls from pg_prepared_statements',
+        const { rows } = await client.query<{ name: string; statement: string; calls: number }>(
+          'select name, statement, generic_plans + custom_plans as calls from pg_prepared_statements',
         );
-        expect(rows).toEqual([{ statement: text, calls: 4 }]);
+        // Named by verb and digest, as traces show it.
+        expect(rows).toEqual([
+          { name: expect.stringMatching(/^select:[0-9a-f]{12}$/), statement: text, calls: 4 },
+        ]);
       } finally {
         client.release();
       }

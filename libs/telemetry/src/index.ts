@@ -8,6 +8,7 @@ export {
   type HeaderCarrier,
   injectContext,
   type MessagingSpanInfo,
+  outsideSpans,
   startSpan,
   withCapturedContext,
   withConsumerSpan,
