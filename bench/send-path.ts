@@ -36,6 +36,8 @@ const tracingMode =
 const tracing = tracingMode === 'on';
 /** BENCH_CPU_PROF=<service> writes that service's CPU profile to bench/profiles/. */
 const profiled = process.env.BENCH_CPU_PROF;
+/** BENCH_BUILT=on runs the services' compiled `dist/` (build first), as the images run them. */
+const built = process.env.BENCH_BUILT === 'on';
 /** BENCH_LOADS=external,door runs only the loads whose names contain one of the words (and the ceilings). */
 const onlyLoads = process.env.BENCH_LOADS?.split(',').filter((word) => word.length > 0);
 /** BENCH_STATEMENTS=on lists each load's statements by calls per request. */
@@ -146,6 +148,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         : tracingMode === 'off'
           ? { OTEL_SDK_DISABLED: 'true' }
           : {}) as Record<string, string>,
+      built,
       ...(profiled ? { nodeArgs: { [profiled]: ['--cpu-prof', '--cpu-prof-dir', profileDir] } } : {}),
     };
     stack = await startStack(config);
@@ -369,7 +372,7 @@ const services = [
 
 function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Record<string, number>): void {
   console.log(
-    `\nsend path through the distributed stack on ${broker}, tracing ${tracingMode === 'propagate' ? 'propagating, nothing recorded' : tracingMode}, ${connections} connections, ${durationSeconds} s per load`,
+    `\nsend path through the distributed stack on ${broker}, tracing ${tracingMode === 'propagate' ? 'propagating, nothing recorded' : tracingMode}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`,
   );
   console.log(
     [

@@ -36,6 +36,8 @@ export interface StackConfig {
   extraEnv?: Record<string, string>;
   /** Node flags for one service by name (e.g. the bench's `--cpu-prof`). */
   nodeArgs?: Record<string, string[]>;
+  /** Runs each service's compiled `dist/main.js` (after `npm run build`), as the images do, not its sources. */
+  built?: boolean;
   onOutput?: (service: string, chunk: string) => void;
 }
 
@@ -45,6 +47,7 @@ export interface ServiceProcessSpec {
   port: number;
   env: Record<string, string>;
   nodeArgs?: string[];
+  built?: boolean;
 }
 
 // A setting left unset stays unset, so the service's own config schema gives its default.
@@ -138,6 +141,7 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
     ...spec,
     env: { ...spec.env, OTEL_SERVICE_NAME: spec.name, ...config.extraEnv },
     ...(config.nodeArgs?.[spec.name] ? { nodeArgs: config.nodeArgs[spec.name] } : {}),
+    ...(config.built ? { built: true } : {}),
   }));
 }
 
@@ -148,15 +152,22 @@ export async function startServiceProcess(
 ): Promise<ManagedProcess> {
   const child = startProcess(
     process.execPath,
-    [
-      ...(spec.nodeArgs ?? []),
-      '--conditions=source',
-      '--import',
-      'tsx',
-      '--import',
-      '@inbox/telemetry/register',
-      spec.entry,
-    ],
+    spec.built
+      ? [
+          ...(spec.nodeArgs ?? []),
+          '--import',
+          '@inbox/telemetry/register',
+          spec.entry.replace('/src/', '/dist/').replace(/\.ts$/, '.js'),
+        ]
+      : [
+          ...(spec.nodeArgs ?? []),
+          '--conditions=source',
+          '--import',
+          'tsx',
+          '--import',
+          '@inbox/telemetry/register',
+          spec.entry,
+        ],
     {
       cwd: repoRoot,
       env: { ...process.env, ...spec.env },
