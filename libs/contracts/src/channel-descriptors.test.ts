@@ -5,6 +5,7 @@ import { CreateIntegrationBody } from './admin-api.js';
 import {
   descriptorOf,
   externalSendChannels,
+  externalSendReaches,
   type IntegrationChannel,
   inboundChannels,
   integrationChannels,
@@ -38,6 +39,8 @@ describe('the channel descriptor table', () => {
     expect(providerOf('alt-a')).toBe('chat');
     expect(providerOf('alt-b')).toBe('chat');
     expect(providerOf('livechat')).toBe('livechat');
+    // External send reaches a conversation by its provider value: both chat providers, not the marketplace.
+    expect(providers.filter(externalSendReaches)).toEqual(['chat-official', 'chat', 'bot', 'livechat']);
   });
 
   it('writes the channel texts byte for byte from the lists', () => {

@@ -167,7 +167,7 @@ export const channelDescriptors = {
       accountId: (config) => config.bot_token.split(':')[0] ?? '',
     },
   ),
-  // The four below have no adapter yet; their configs are the keys ARCHITECTURE.md lists, all required.
+  // photo and social have no adapter yet; their configs are the keys ARCHITECTURE.md lists, all required.
   photo: describe(
     z.object({
       base_url: baseUrl,
@@ -214,9 +214,11 @@ export const channelDescriptors = {
     hasTemplates: false,
     accountId: (_config, integrationId) => integrationId,
   }),
+  // Mercado Livre: the seller's OAuth tokens (they rotate; the connector keeps the newest pair) and the
+  // application's credentials, which its notifications name and the token refresh needs.
   market: describe(
     z.object({
-      base_url: baseUrl,
+      base_url: baseUrl.default('https://api.mercadolibre.com'),
       seller_id: required('seller_id'),
       access_token: required('access_token'),
       refresh_token: required('refresh_token'),

@@ -57,3 +57,12 @@ export function providerOf(channel: IntegrationChannel): Provider {
 }
 
 export const providers: readonly Provider[] = [...new Set(integrationChannels.map(providerOf))];
+
+/**
+ * Whether external send (the public API) reaches a conversation of this provider value: every channel
+ * behind it must take external sends. Replies from the panel reach every channel the connector serves.
+ */
+export function externalSendReaches(provider: string): boolean {
+  const behind = integrationChannels.filter((channel) => providerOf(channel) === provider);
+  return behind.length > 0 && behind.every((channel) => descriptorOf(channel).externalSend);
+}

@@ -58,7 +58,8 @@ export const Integration = z.object({
 export type Integration = z.infer<typeof Integration>;
 /**
  * Creating an integration answers it, and, when the callback URL breaks a rule of the channel's real
- * provider (http where it calls only https, too long), `warnings` saying so.
+ * provider (http where it calls only https, too long) or must be set by hand in the provider's developer
+ * console, `warnings` saying so.
  */
 export const CreatedIntegration = Integration.extend({
   warnings: z
@@ -66,7 +67,7 @@ export const CreatedIntegration = Integration.extend({
     .min(1)
     .optional()
     .describe(
-      'Present when the callback URL breaks a rule of the channel’s real provider (http where it calls only https, longer than it takes), so inbound messages would not arrive: set PUBLIC_CONNECTOR_URL.',
+      'Present when the callback URL breaks a rule of the channel’s real provider (http where it calls only https, longer than it takes), so inbound messages would not arrive: set PUBLIC_CONNECTOR_URL; or when the provider takes its notification URL only in its developer console (market): the URL and topics to set there.',
     ),
 });
 export type CreatedIntegration = z.infer<typeof CreatedIntegration>;

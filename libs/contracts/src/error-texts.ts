@@ -61,6 +61,9 @@ export const platformTexts = {
   /** When a provider (a local test one) took a callback URL the real provider would refuse. */
   callbackUrlWarning: (channel: string, problems: readonly string[]) =>
     `O provedor aceitou o webhook de entrada, mas o provedor real do canal "${channel}" o recusaria: ${problems.join('; ')}; ajuste PUBLIC_CONNECTOR_URL`,
+  /** A provider whose callback URL only a person sets, in its developer console (Mercado Livre's). */
+  callbackUrlManual: (channel: string, url: string, topics: readonly string[]) =>
+    `O provedor do canal "${channel}" não registra a URL de notificações por API: configure ${url} como URL de notificações do aplicativo no painel de desenvolvedor do provedor, com os tópicos ${topics.join(', ')}`,
   templateNotFound: (name: string, language: string) =>
     `Template "${name}" (idioma ${language}) não encontrado ou não aprovado: verifique o nome e o idioma`,
   templateVariables: (name: string, expected: number, given: number) =>
@@ -204,6 +207,9 @@ export const platformTexts = {
   callbackHandshakeRefused: 'verificação recusada',
   callbackRefused: 'callback recusado',
   callbacksTooMany: 'callbacks demais; tente novamente mais tarde',
+  /** A notification that names a resource the provider would not give us now: the provider retries it. */
+  callbackResourceUnavailable:
+    'o recurso da notificação não pôde ser lido no provedor; tente novamente mais tarde',
 
   // The live chat widget's API: visitors' browsers read these.
   livechatOriginRefused: 'origem não permitida para este chat',

@@ -224,7 +224,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     createIntegration: [
       answers(
         'the channel has no connector yet (the text names it)',
-        AppError.badRequest(platformTexts.channelNotSupported('market')),
+        AppError.badRequest(platformTexts.channelNotSupported('photo')),
       ),
       ...configTexts.map((text) =>
         answers(

@@ -18,6 +18,7 @@ import { type LivechatLimits, livechatRoutes } from './livechat/routes.js';
 import { LivechatStore } from './livechat/store.js';
 import { defaultStreamLimits, LivechatStreams, type StreamLimits } from './livechat/streams.js';
 import { IntegrationStore } from './store/integrations.js';
+import { replyContexts } from './store/reply-contexts.js';
 import { TemplateStore } from './store/templates.js';
 
 export interface ConnectorOptions {
@@ -77,6 +78,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         providerTimeoutMs,
         visitors: (integrationId: string, messageId: string) =>
           visitorDelivery({ livechat, bus, logger }, integrationId, messageId),
+        replyContexts: (integrationId: string) => replyContexts(pool, integrationId),
       };
       const templateDeps = {
         integrations: store,
@@ -115,7 +117,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         // Inbound routes read the raw body themselves: signatures are over the exact bytes.
         parseJson: false,
         routes: (app) => {
-          app.use(inboundRoutes({ pool, store, relay, logger }));
+          app.use(inboundRoutes({ pool, store, relay, logger, fetching: { guard, providerTimeoutMs } }));
           app.use(
             livechatRoutes({
               pool,

@@ -79,3 +79,48 @@ channelContract({
   statuses: false,
   rateLimitRefusal: true,
 });
+
+const MARKET_APP = { client_id: '5503910054141466', client_secret: 'market-contract-secret' };
+const MARKET_SELLER = '268897726';
+
+channelContract({
+  channel: 'market',
+  provider: 'market',
+  account: MARKET_SELLER,
+  config: { seller_id: MARKET_SELLER, ...MARKET_APP },
+  customer: '441782523',
+  sender: { from: null, from_user_id: '441782523' },
+  // A post-sale message: its sale stays open for every reply the suite sends (a question takes one answer).
+  controlExtras: { topic: 'messages' },
+  recipient: { to: null, to_user_id: '441782523' },
+  // The seller's consent gives the token pair; the notification URL is set in the developer console.
+  prepare: async (control) => {
+    await control('/market/applications', MARKET_APP);
+    const granted = await control('/market/authorizations', {
+      client_id: MARKET_APP.client_id,
+      seller_id: MARKET_SELLER,
+    });
+    return { access_token: granted.body.access_token, refresh_token: granted.body.refresh_token };
+  },
+  afterCreate: async (control, callbackUrl) => {
+    await control('/market/applications', { ...MARKET_APP, notification_url: callbackUrl });
+  },
+  // Unsigned notifications: one naming another application and seller is not ours.
+  forge: ({ url }) => ({
+    url,
+    headers: {},
+    body: JSON.stringify({
+      _id: '5da8a1b24be30a49eb66c52a',
+      resource: '/questions/13000000000',
+      user_id: 123456789,
+      topic: 'questions',
+      application_id: 2069392825111111,
+      attempts: 1,
+      sent: '2026-01-09T13:44:33.006Z',
+      received: '2026-01-09T13:44:32.984Z',
+    }),
+  }),
+  listsWebhooks: false,
+  statuses: false,
+  rateLimitRefusal: true,
+});

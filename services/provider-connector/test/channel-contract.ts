@@ -14,8 +14,10 @@ import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
+import { replyContexts } from '../src/store/reply-contexts.js';
 
 type Json = Record<string, unknown>;
+type Control = (path: string, body: Json) => Promise<{ status: number; body: Json }>;
 
 /** What the suite needs to know of one channel; the rest it learns from the sandbox as a provider would tell it. */
 export interface ChannelUnderTest {
@@ -34,11 +36,23 @@ export interface ChannelUnderTest {
   controlExtras?: Json;
   /** The send command's recipient: a phone (`to`) or a provider's user id (`to_user_id`). */
   recipient: { to: string | null; to_user_id?: string };
-  /** A callback as the provider registered it, with its credential (signature, secret) made wrong. */
+  /**
+   * A callback as the provider registered it, with its credential (signature, secret) made wrong; a
+   * provider whose callbacks carry none (Mercado Livre's) forges the body instead, naming another
+   * application or account.
+   */
   forge(registered: { url: URL; headers: Record<string, string> }): {
     url: URL;
     headers: Record<string, string>;
+    body?: string;
   };
+  /**
+   * What the provider needs before an integration exists and what it gives for it (Mercado Livre: the
+   * application, and the seller's consent, whose token pair goes into the config).
+   */
+  prepare?(control: Control): Promise<Json>;
+  /** Where a person tells the provider the callback URL, in its console rather than by API. */
+  afterCreate?(control: Control, callbackUrl: string): Promise<void>;
   /**
    * The emulator lists what was registered (`/_sandbox/webhooks`). Meta's is not listed: its callback URL
    * is the app's, subscribed per WABA, and the suite then posts to the integration's inbound path.
@@ -76,7 +90,7 @@ export function channelContract(subject: ChannelUnderTest): void {
       return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     }
 
-    const control = async (path: string, body: Json) => {
+    const control: Control = async (path, body) => {
       const res = await fetch(`${sandboxUrl}/_sandbox${path}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -93,7 +107,13 @@ export function channelContract(subject: ChannelUnderTest): void {
     };
     const send = (text = 'olá') =>
       sendText(
-        { store, guard, logger, providerTimeoutMs: 5_000 },
+        {
+          store,
+          guard,
+          logger,
+          providerTimeoutMs: 5_000,
+          replyContexts: (id: string) => replyContexts(pool, id),
+        },
         {
           workspace_id: workspaceId,
           integration_id: integrationId,
@@ -117,22 +137,24 @@ export function channelContract(subject: ChannelUnderTest): void {
       store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
       const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
       const app = createHttpApp({ logger, parseJson: false });
-      app.use(inboundRoutes({ pool, store, relay, logger }));
+      guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
+      app.use(inboundRoutes({ pool, store, relay, logger, fetching: { guard, providerTimeoutMs: 5_000 } }));
       finishHttpApp(app, logger);
       connectorUrl = await listen(app);
       // The connector here serves plain http; real providers would want https.
       sandboxUrl = await listen(createSandbox({ httpCallbacks: 'allow' }).app);
-      guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
+      const granted = (await subject.prepare?.(control)) ?? {};
       workspaceId = randomUUID();
       const created = await createIntegration(
         { store, guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
         {
           workspace_id: workspaceId,
           channel: subject.channel,
-          config: { base_url: `${sandboxUrl}/${subject.channel}`, ...subject.config },
+          config: { base_url: `${sandboxUrl}/${subject.channel}`, ...subject.config, ...granted },
         },
       );
       integrationId = created.id;
+      await subject.afterCreate?.(control, `${connectorUrl}/inbound/${subject.channel}/${integrationId}`);
     });
 
     afterAll(async () => {
@@ -192,7 +214,7 @@ export function channelContract(subject: ChannelUnderTest): void {
       const answer = await fetch(forged.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...forged.headers },
-        body: JSON.stringify({ forged: true }),
+        body: forged.body ?? JSON.stringify({ forged: true }),
       });
       expect(answer.status).toBe(401);
       expect((await outbox('inbound.message')).length).toBe(before);

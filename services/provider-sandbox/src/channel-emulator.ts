@@ -31,6 +31,8 @@ export interface InboundMessage {
   groupId?: string;
   /** WhatsApp's LID addressing, where the provider names the chat by an opaque id (alt-a). */
   addressingMode?: 'pn' | 'lid';
+  /** What the message is, on providers with several kinds (Mercado Livre: a question, or a post-sale message). */
+  topic?: string;
 }
 
 /** How an account stands with its provider: online, dropped (the session may come back), or logged out. */

@@ -92,6 +92,7 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
         .regex(/^[\d-]+$/, 'group_id must be digits (and dashes)')
         .optional(),
       addressing_mode: z.enum(['pn', 'lid'], { error: 'addressing_mode must be pn or lid' }).optional(),
+      topic: z.string({ error: 'topic must be a string' }).optional(),
       repeat,
     },
     { error: 'body must be a JSON object' },

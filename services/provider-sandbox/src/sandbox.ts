@@ -11,6 +11,7 @@ import { ConversationWindows } from './conversation-windows.js';
 import { CredentialBook } from './credentials.js';
 import { DEFAULT_FAULT_HOLD_MS, FaultBook } from './faults.js';
 import { jsonBody } from './json-body.js';
+import { createMarket } from './market.js';
 import { SentLog } from './sent-log.js';
 
 export interface SandboxOptions {
@@ -34,7 +35,13 @@ export interface Sandbox {
 }
 
 /** Every emulated provider; a new channel is one more factory here. */
-const CHANNEL_FACTORIES: readonly ChannelFactory[] = [createAltA, createAltB, createChatOfficial, createBot];
+const CHANNEL_FACTORIES: readonly ChannelFactory[] = [
+  createAltA,
+  createAltB,
+  createChatOfficial,
+  createBot,
+  createMarket,
+];
 
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const fetchImpl = options.fetchImpl ?? fetch;

@@ -898,7 +898,7 @@ export interface components {
       connected_at: string | null;
       /** Format: date-time */
       created_at: string;
-      /** @description Present when the callback URL breaks a rule of the channel’s real provider (http where it calls only https, longer than it takes), so inbound messages would not arrive: set PUBLIC_CONNECTOR_URL. */
+      /** @description Present when the callback URL breaks a rule of the channel’s real provider (http where it calls only https, longer than it takes), so inbound messages would not arrive: set PUBLIC_CONNECTOR_URL; or when the provider takes its notification URL only in its developer console (market): the URL and topics to set there. */
       warnings?: string[];
     };
     CreatedWorkspace: {

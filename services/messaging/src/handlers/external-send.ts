@@ -1,4 +1,11 @@
-import { AppError, type CommandPayload, type CommandResult, errorTexts } from '@inbox/contracts';
+import {
+  AppError,
+  type CommandPayload,
+  type CommandResult,
+  errorTexts,
+  externalSendReaches,
+  platformTexts,
+} from '@inbox/contracts';
 import { withTransaction } from '@inbox/db';
 import { ConversationStore } from '../store/conversations.js';
 import { messageOfKey, retryIfRefused } from '../store/keyed-messages.js';
@@ -18,6 +25,10 @@ export async function externalSend(
     const store = new ConversationStore(client, workspaceId);
     const conversation = await store.conversationForSend(earlier?.conversation_id ?? command.conversation_id);
     if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
+    // The public API sends only on the channels the spec lists for it (a person's reply in the panel,
+    // `human`, goes to any channel the connector serves).
+    if (senderType !== 'human' && !externalSendReaches(conversation.provider))
+      throw AppError.badRequest(platformTexts.channelNotSupported(conversation.provider));
     if (earlier) return { conversation, messageId: earlier.id };
     await store.reopen(conversation);
     const messageId = await store.addOutboundMessage({

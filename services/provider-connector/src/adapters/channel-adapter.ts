@@ -17,6 +17,24 @@ export interface InboundBatch {
   statuses: StatusUpdate[];
   /** A contact's message that cannot be taken in (e.g. no number to key its contact by), and why. */
   unreadable?: Array<{ providerMessageId: string; reason: string }>;
+  /**
+   * Resources a verified notification names instead of carrying the message (Mercado Livre's): the
+   * connector fetches each with the integration's credentials (`resolveInbound`), and only what that
+   * fetch answers is taken in.
+   */
+  toFetch?: NotifiedResource[];
+}
+
+/** A resource a provider's notification names: its topic and path, as the notification gives them. */
+export interface NotifiedResource {
+  topic: string;
+  resource: string;
+}
+
+/** What a reply to the sender must answer, on providers whose replies go to a thread (a question, a sale). */
+export interface ReplyContext {
+  kind: 'question' | 'pack';
+  id: string;
 }
 
 export interface InboundMessage {
@@ -32,6 +50,8 @@ export interface InboundMessage {
   text: string;
   type: 'text' | 'image' | 'audio' | 'video' | 'document' | 'location' | 'others';
   sentAt: Date;
+  /** Where a reply to this sender goes, kept per (integration, sender) when the message is taken in. */
+  replyContext?: ReplyContext;
 }
 
 export interface StatusUpdate {
@@ -66,6 +86,37 @@ export interface ProviderCall {
   logger: Logger;
   /** Where a channel without a third party (live chat) hands an operator's message to its visitor. */
   visitors?: VisitorDelivery;
+  /** The integration's OAuth tokens, for providers whose access tokens expire and rotate. */
+  oauth?: OAuthTokens;
+  /** Where replies to a sender go, for providers whose replies answer a thread. */
+  replyContexts?: ReplyContexts;
+}
+
+/** A rotated pair, as the provider's token endpoint answers it. */
+export interface TokenGrant {
+  accessToken: string;
+  refreshToken: string;
+  /** Seconds the access token lives. */
+  expiresIn: number;
+}
+
+/**
+ * One integration's OAuth tokens as stored (sealed with its config). Refreshes are serialised across
+ * replicas, so a single-use refresh token is spent once; a replica that waited takes the pair the
+ * other one stored.
+ */
+export interface OAuthTokens {
+  /** The access token to use now, refreshed first when it expires within the margin. */
+  current(refresh: (refreshToken: string) => Promise<TokenGrant>): Promise<string>;
+  /** A fresh access token after the provider refused `rejected`; refreshed unless another replica did. */
+  renew(rejected: string, refresh: (refreshToken: string) => Promise<TokenGrant>): Promise<string>;
+}
+
+/** The reply contexts of one integration's senders. */
+export interface ReplyContexts {
+  latest(senderId: string): Promise<{ questionId: string | null; packId: string | null } | undefined>;
+  /** The question was answered: a later reply goes to the sender's sale, if any. */
+  answered(senderId: string, questionId: string): Promise<void>;
 }
 
 /**
@@ -79,16 +130,27 @@ export interface VisitorDelivery {
 /** What the connector asks of a provider, on an integration's config `C`. */
 export interface ProviderOperations<C> {
   sendText(config: C, message: OutboundText, call: ProviderCall): Promise<{ providerMessageId: string }>;
-  /** Tells the provider where to deliver inbound messages for this account. */
-  registerInbound(config: C, callbackUrl: string, call: ProviderCall): Promise<void>;
+  /**
+   * Tells the provider where to deliver inbound messages for this account. A provider that takes its
+   * callback URL only from a person (a developer console) answers what that person must set instead.
+   */
+  // biome-ignore lint/suspicious/noConfusingVoidType: adapters that register by API resolve to nothing.
+  registerInbound(config: C, callbackUrl: string, call: ProviderCall): Promise<void | ManualRegistration>;
   /** Verifies a callback as the provider's own and reads it; throws InboundRejected otherwise. */
   readInbound(config: C, request: InboundRequest): InboundBatch;
+  /** Fetches a resource a verified notification named (`InboundBatch.toFetch`) and reads it. */
+  resolveInbound?(config: C, notified: NotifiedResource, call: ProviderCall): Promise<InboundBatch>;
   /** Template sends and the provider's template list, for channels that have templates. */
   templates?: TemplateCapability<C>;
   /** Answers the provider's subscription handshake (GET on the callback URL), when it has one. */
   answerHandshake?(config: C, query: Record<string, unknown>): string | undefined;
   /** What the provider requires of a callback URL, so a URL it would refuse is named before it does. */
   callbackUrlRules?: CallbackUrlRules;
+}
+
+/** The callback URL and topics someone must set in the provider's console, which has no API for it. */
+export interface ManualRegistration {
+  manual: { url: string; topics: string[] };
 }
 
 export interface CallbackUrlRules {

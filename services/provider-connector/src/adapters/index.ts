@@ -11,11 +11,14 @@ import { botAdapter } from './bot.js';
 import type { ChannelAdapter, ProviderOperations } from './channel-adapter.js';
 import { chatOfficialAdapter } from './chat-official.js';
 import { livechatAdapter } from './livechat.js';
+import { marketAdapter } from './market.js';
 
 export {
   type ChannelAdapter,
   type InboundBatch,
   InboundRejected,
+  type ManualRegistration,
+  type NotifiedResource,
   type OutboundText,
   type ProviderCall,
   ProviderError,
@@ -34,7 +37,7 @@ const adapters: { readonly [K in IntegrationChannel]: ChannelAdapter<K> | typeof
   photo: notSupportedYet,
   social: notSupportedYet,
   livechat: livechatAdapter,
-  market: notSupportedYet,
+  market: marketAdapter,
 };
 
 /** An adapter as the handlers use it: on the config as stored, which it reads with its channel's schema. */
@@ -46,7 +49,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
   if (adapter === undefined || adapter === notSupportedYet) return undefined;
   // The stored config passed this schema when the integration was created; reading it again types it.
   const read = (config: StoredConfig): ChannelConfig<K> => descriptorOf(channel).config.parse(config);
-  const { templates, answerHandshake, callbackUrlRules } = adapter;
+  const { templates, answerHandshake, callbackUrlRules, resolveInbound } = adapter;
   return {
     sendText: (config, message, call) => adapter.sendText(read(config), message, call),
     registerInbound: (config, callbackUrl, call) => adapter.registerInbound(read(config), callbackUrl, call),
@@ -56,6 +59,8 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
       send: (config, message, call) => templates.send(read(config), message, call),
     },
     answerHandshake: answerHandshake && ((config, query) => answerHandshake(read(config), query)),
+    resolveInbound:
+      resolveInbound && ((config, notified, call) => resolveInbound(read(config), notified, call)),
     ...(callbackUrlRules ? { callbackUrlRules } : {}),
   };
 }

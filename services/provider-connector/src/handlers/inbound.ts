@@ -5,14 +5,17 @@ import {
   platformTexts,
 } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, type PoolClient, withTransaction, writeEvent } from '@inbox/db';
+import type { OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
-import { adapterFor, InboundRejected } from '../adapters/index.js';
+import { adapterFor, InboundRejected, ProviderError, type StoredConfigAdapter } from '../adapters/index.js';
 import { boundMessage, boundStatus } from '../domain/inbound-bounds.js';
 import { firstSighting } from '../store/inbound-seen.js';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
+import { oauthTokens } from '../store/oauth-tokens.js';
+import { rememberReplyContext } from '../store/reply-contexts.js';
 import { sentMessageId } from '../store/sends.js';
 import { type Admission, CallbackAdmission, type CallbackLimits } from './callback-admission.js';
 
@@ -26,6 +29,8 @@ export interface InboundDeps extends RecordDeps {
   relay: OutboxRelay;
   /** Per-integration and per-address callback limits; the defaults suit production. */
   limits?: CallbackLimits;
+  /** For notifications that name a resource to fetch (Mercado Livre's): the provider calls' client and deadline. */
+  fetching?: { guard: OutboundGuard; providerTimeoutMs: number };
 }
 
 /** Where a provider delivers an integration's inbound messages and status updates. */
@@ -122,6 +127,14 @@ export function inboundRoutes(deps: InboundDeps): Router {
         }
         throw error;
       }
+      if (batch.toFetch?.length) {
+        const resolved = await resolveNotified(deps, found, adapter, batch);
+        if (!resolved) {
+          res.status(503).json({ error: platformTexts.callbackResourceUnavailable });
+          return;
+        }
+        batch = resolved;
+      }
       for (const { providerMessageId, reason } of batch.unreadable ?? []) {
         deps.logger.warn(
           { integration_id: found.integration.id, provider_message_id: providerMessageId, reason },
@@ -135,6 +148,52 @@ export function inboundRoutes(deps: InboundDeps): Router {
   );
 
   return router;
+}
+
+/**
+ * Fetches what a verified notification names, with the integration's credentials: only that answer is
+ * taken in. Undefined when the provider would not answer now; the notification is then refused so the
+ * provider delivers it again (Mercado Livre retries for an hour), and credentials it refused disconnect
+ * the integration as a failed send would.
+ */
+async function resolveNotified(
+  deps: InboundDeps,
+  found: CallbackIntegration,
+  adapter: StoredConfigAdapter,
+  batch: InboundBatch,
+): Promise<InboundBatch | undefined> {
+  const { integration, workspaceId } = found;
+  if (!adapter.resolveInbound || !deps.fetching)
+    throw new Error(`${integration.channel} cannot fetch notified resources here`);
+  const call = {
+    guard: deps.fetching.guard,
+    logger: deps.logger,
+    signal: AbortSignal.timeout(deps.fetching.providerTimeoutMs),
+    oauth: oauthTokens(deps.store, workspaceId, integration.id),
+  };
+  const resolved: InboundBatch = {
+    messages: [...batch.messages],
+    statuses: [...batch.statuses],
+    unreadable: [...(batch.unreadable ?? [])],
+  };
+  try {
+    for (const notified of batch.toFetch ?? []) {
+      const read = await adapter.resolveInbound(found.config, notified, call);
+      resolved.messages.push(...read.messages);
+      resolved.statuses.push(...read.statuses);
+      resolved.unreadable!.push(...(read.unreadable ?? []));
+    }
+  } catch (error) {
+    if (!(error instanceof ProviderError)) throw error;
+    if (error.refusal === 'credentials_rejected')
+      await deps.store.markCredentialsRejected(workspaceId, integration.id);
+    deps.logger.warn(
+      { err: error, integration_id: integration.id, workspace_id: workspaceId },
+      'notified resource not fetched: the provider will deliver the notification again',
+    );
+    return undefined;
+  }
+  return resolved;
 }
 
 async function recordBatch(deps: RecordDeps, found: CallbackIntegration, batch: InboundBatch) {
@@ -155,6 +214,8 @@ export async function recordInTransaction(
   for (const received of batch.messages) {
     const { message, truncated } = boundMessage(received);
     if (!(await firstSighting(client, integration.id, message.providerMessageId))) continue;
+    if (received.replyContext)
+      await rememberReplyContext(client, integration.id, received.from, received.replyContext);
     for (const { field, originalLength } of truncated) {
       truncations.add(1, { channel: integration.channel, field });
       logger.warn(

@@ -13,6 +13,7 @@ import type { Logger } from '@inbox/service-kit';
 import type { CallbackUrlRules } from '../adapters/channel-adapter.js';
 import { adapterFor, ProviderError } from '../adapters/index.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
+import { oauthTokens } from '../store/oauth-tokens.js';
 import { inboundPath } from './inbound.js';
 
 export interface CreateIntegrationDeps {
@@ -72,11 +73,13 @@ export async function createIntegration(
     publicConnectorUrl,
   ).toString();
   const problems = callbackUrlProblems(callbackUrl, adapter.callbackUrlRules);
+  let registration: Awaited<ReturnType<typeof adapter.registerInbound>>;
   try {
-    await adapter.registerInbound(stored.config, callbackUrl, {
+    registration = await adapter.registerInbound(stored.config, callbackUrl, {
       guard,
       logger,
       signal: AbortSignal.timeout(providerTimeoutMs),
+      oauth: oauthTokens(store, command.workspace_id, stored.integration.id),
     });
   } catch (error) {
     await store.remove(command.workspace_id, stored.integration.id);
@@ -102,9 +105,20 @@ export async function createIntegration(
   }
   // In the background: the answer does not wait for it, and a failure is retried by the refresher.
   void deps.afterCreate?.(stored, command.workspace_id);
-  return problems.length > 0
-    ? { ...stored.integration, warnings: [platformTexts.callbackUrlWarning(command.channel, problems)] }
-    : stored.integration;
+  const warnings = [
+    ...(problems.length > 0 ? [platformTexts.callbackUrlWarning(command.channel, problems)] : []),
+    // The provider has no API for its callback URL: the answer says what to set in its console.
+    ...(registration
+      ? [
+          platformTexts.callbackUrlManual(
+            command.channel,
+            registration.manual.url,
+            registration.manual.topics,
+          ),
+        ]
+      : []),
+  ];
+  return warnings.length > 0 ? { ...stored.integration, warnings } : stored.integration;
 }
 
 /** What in a callback URL the channel's provider would refuse; empty when it takes it. */

@@ -1,9 +1,10 @@
 import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
 import type { OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
-import type { VisitorDelivery } from '../adapters/channel-adapter.js';
+import type { ReplyContexts, VisitorDelivery } from '../adapters/channel-adapter.js';
 import { type ProviderCall, ProviderError } from '../adapters/index.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
+import { oauthTokens } from '../store/oauth-tokens.js';
 
 export interface SendOnceDeps {
   store: IntegrationStore;
@@ -12,6 +13,8 @@ export interface SendOnceDeps {
   providerTimeoutMs: number;
   /** Live chat's own delivery, for the integration and message being sent. */
   visitors?: (integrationId: string, messageId: string) => VisitorDelivery;
+  /** Where replies to an integration's senders go, for providers whose replies answer a thread. */
+  replyContexts?: (integrationId: string) => ReplyContexts;
 }
 
 /**
@@ -24,7 +27,7 @@ export interface SendOnceDeps {
  * answer in time gives 504, since it may still have accepted the message.
  */
 export async function sendOnce(
-  { store, guard, logger, providerTimeoutMs, visitors }: SendOnceDeps,
+  { store, guard, logger, providerTimeoutMs, visitors, replyContexts }: SendOnceDeps,
   ids: { workspaceId: string; integrationId: string; messageId: string },
   send: (stored: StoredIntegration, call: ProviderCall) => Promise<{ providerMessageId: string }>,
 ): Promise<{ provider_message_id: string; sent_at: string }> {
@@ -47,7 +50,9 @@ export async function sendOnce(
       guard,
       logger,
       signal,
+      oauth: oauthTokens(store, ids.workspaceId, stored.integration.id),
       ...(visitors ? { visitors: visitors(stored.integration.id, ids.messageId) } : {}),
+      ...(replyContexts ? { replyContexts: replyContexts(stored.integration.id) } : {}),
     });
     const sentAt = new Date();
     await store.recordSend(ids.workspaceId, stored.integration.id, ids.messageId, providerMessageId, sentAt);

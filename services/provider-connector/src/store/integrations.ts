@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Integration, IntegrationChannel } from '@inbox/contracts';
 import { integrationChannels, providerOf } from '@inbox/contracts';
-import type { Pool } from '@inbox/db';
+import { type Pool, withTransaction } from '@inbox/db';
 import type { SecretBox } from '@inbox/service-kit';
 import { ExpiringCache } from './expiring-cache.js';
 
@@ -157,6 +157,37 @@ export class IntegrationStore {
     const stored = { ...this.toStored(row), workspaceId: row.workspace_id };
     this.callbacks.set(id, stored);
     return stored;
+  }
+
+  /**
+   * Changes an integration's config under its row lock: `change` sees the config as stored now (another
+   * replica's change included) and answers the new one, or undefined to keep it. Replicas changing the
+   * same integration take turns, so a provider's single-use credential (a refresh token) is spent once.
+   */
+  async changeConfigLocked<T>(
+    workspaceId: string,
+    id: string,
+    change: (config: Record<string, string>) => Promise<{ config?: Record<string, string>; result: T }>,
+  ): Promise<T | undefined> {
+    const outcome = await withTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<IntegrationRow>(
+        `select ${columns} from integrations where workspace_id = $1 and id = $2 for update`,
+        [workspaceId, id],
+      );
+      if (!rows[0]) return undefined;
+      const { config, result } = await change(this.toStored(rows[0]).config);
+      if (config) {
+        await client.query('update integrations set config_sealed = $3 where workspace_id = $1 and id = $2', [
+          workspaceId,
+          id,
+          this.secrets.seal(JSON.stringify(config), sealContext(workspaceId, id)),
+        ]);
+      }
+      return { result, changed: config !== undefined };
+    });
+    // Every replica drops the old credentials at once (a refresh token is single-use).
+    if (outcome?.changed) this.hasChanged(workspaceId, id);
+    return outcome?.result;
   }
 
   async remove(workspaceId: string, id: string): Promise<void> {

@@ -1,0 +1,309 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { InProcessBus } from '@inbox/bus';
+import { platformTexts } from '@inbox/contracts';
+import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
+import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
+import { createSandbox, type Sandbox } from '@inbox/provider-sandbox';
+import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
+import { createDatabase } from '@inbox/testkit';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { inboundRoutes } from '../src/handlers/inbound.js';
+import { createIntegration } from '../src/handlers/integrations.js';
+import { sendText } from '../src/handlers/send-text.js';
+import { IntegrationStore } from '../src/store/integrations.js';
+import { oauthTokens } from '../src/store/oauth-tokens.js';
+import { replyContexts } from '../src/store/reply-contexts.js';
+
+// Mercado Livre against its emulator: questions answered through /answers, notifications that are not
+// ours refused, and the OAuth tokens refreshed once across replicas, rotated and sealed.
+
+type Json = Record<string, unknown>;
+const logger = createLogger('provider-connector', { level: 'silent' });
+const closers: Array<() => Promise<void>> = [];
+const APP = { client_id: '6231840011112222', client_secret: 'market-test-secret' };
+const SELLER = '189394110';
+const BUYER = '162981404';
+
+let pool: Pool;
+let databaseUrl = '';
+let secrets: SecretBox;
+let sandbox: Sandbox;
+let sandboxUrl = '';
+let connectorUrl = '';
+let guard: OutboundGuard;
+let store: IntegrationStore;
+
+async function serve(app: { listen: Sandbox['app']['listen'] }): Promise<string> {
+  const server: Server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  closers.push(async () => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const control = async <T = Json>(path: string, body?: Json) => {
+  const res = await fetch(`${sandboxUrl}/_sandbox${path}`, {
+    method: body ? 'POST' : 'GET',
+    headers: { 'content-type': 'application/json' },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: (await res.json()) as T };
+};
+
+const outbox = async (workspaceId: string, type: string): Promise<Json[]> => {
+  const { rows } = await pool.query<{ data: Json }>(
+    'select data from outbox where workspace_id = $1 and type = $2 order by seq',
+    [workspaceId, type],
+  );
+  return rows.map((row) => row.data);
+};
+
+beforeAll(async () => {
+  databaseUrl = await createDatabase(inject('infra').postgresAdminUrl);
+  pool = createPool({ url: databaseUrl, schema: 'connector' });
+  await migrate(pool, {
+    schema: 'connector',
+    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+    outbox: true,
+  });
+  secrets = new SecretBox(SecretBox.generateKey());
+  store = new IntegrationStore(pool, secrets);
+  sandbox = createSandbox({ httpCallbacks: 'allow' });
+  sandboxUrl = await serve(sandbox.app);
+  guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
+  closers.push(() => guard.close());
+  const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
+  const app = createHttpApp({ logger, parseJson: false });
+  app.use(inboundRoutes({ pool, store, relay, logger, fetching: { guard, providerTimeoutMs: 5_000 } }));
+  finishHttpApp(app, logger);
+  connectorUrl = await serve(app);
+});
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+  await pool?.end();
+});
+
+/** A new seller consent and integration, its notification URL set in the emulated console. */
+async function connect() {
+  sandbox.reset();
+  await control('/market/applications', APP);
+  const granted = await control<{ access_token: string; refresh_token: string }>('/market/authorizations', {
+    ...APP,
+    seller_id: SELLER,
+    nickname: 'LOJA_TESTE',
+  });
+  const workspaceId = randomUUID();
+  const created = await createIntegration(
+    { store, guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
+    {
+      workspace_id: workspaceId,
+      channel: 'market',
+      config: {
+        base_url: `${sandboxUrl}/market`,
+        seller_id: SELLER,
+        access_token: granted.body.access_token,
+        refresh_token: granted.body.refresh_token,
+        ...APP,
+      },
+    },
+  );
+  const callbackUrl = `${connectorUrl}/inbound/market/${created.id}`;
+  await control('/market/applications', { ...APP, notification_url: callbackUrl });
+  const send = (text: string, deps: { store: IntegrationStore } = { store }) =>
+    sendText(
+      { ...deps, guard, logger, providerTimeoutMs: 5_000, replyContexts: (id) => replyContexts(pool, id) },
+      {
+        workspace_id: workspaceId,
+        integration_id: created.id,
+        message_id: randomUUID(),
+        to: null,
+        to_user_id: BUYER,
+        text,
+      },
+    );
+  return { workspaceId, created, callbackUrl, send, granted: granted.body };
+}
+
+describe('market (Mercado Livre)', () => {
+  beforeEach(() => sandbox.reset());
+
+  it('tells which notification URL and topics to set in the developer console, which has no API', async () => {
+    const { created, callbackUrl } = await connect();
+    expect(created.warnings).toEqual([
+      platformTexts.callbackUrlManual('market', callbackUrl, ['questions', 'messages']),
+    ]);
+  });
+
+  it("takes a buyer's question in, named by the nickname ML gives, and answers it through /answers", async () => {
+    const { workspaceId, created, send } = await connect();
+    const asked = await control('/inbound', {
+      channel: 'market',
+      account: SELLER,
+      from: BUYER,
+      name: 'COMPRADOR_TESTE',
+      text: 'Tem na cor azul?',
+      repeat: 2,
+    });
+    expect(asked.body).toMatchObject({ ok: true, delivered_statuses: [200, 200] });
+    expect(await outbox(workspaceId, 'inbound.message')).toEqual([
+      expect.objectContaining({
+        from: null,
+        from_user_id: BUYER,
+        name: 'COMPRADOR_TESTE',
+        text: 'Tem na cor azul?',
+        provider_message_id: asked.body.provider_message_id,
+        integration: { id: created.id, channel: 'market', provider: 'market' },
+      }),
+    ]);
+    const sent = await send('Temos sim!');
+    expect(sent.provider_message_id).toBe(`${asked.body.provider_message_id}:answer`);
+    const log = (await (await fetch(`${sandboxUrl}/_sandbox/sent?channel=market`)).json()) as Json[];
+    expect(log.at(-1)).toMatchObject({
+      path: '/market/answers',
+      body: { question_id: Number(asked.body.provider_message_id), text: 'Temos sim!' },
+    });
+    // ML notifies the answer too; the question is answered now and is not a buyer's message again.
+    await sandbox.idle();
+    expect(await outbox(workspaceId, 'inbound.message')).toHaveLength(1);
+    // One answer per question: with no sale either, there is nothing left to reply to.
+    await expect(send('mais uma')).rejects.toMatchObject({ status: 502 });
+  });
+
+  it('refuses notifications for another application or seller, with nothing fetched', async () => {
+    const { workspaceId, callbackUrl } = await connect();
+    for (const forged of [
+      { application_id: 1234567890123456, user_id: Number(SELLER) },
+      { application_id: Number(APP.client_id), user_id: 999999 },
+    ]) {
+      const answer = await fetch(callbackUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          _id: 'x',
+          resource: '/questions/13000000000',
+          topic: 'questions',
+          attempts: 1,
+          ...forged,
+        }),
+      });
+      expect(answer.status).toBe(401);
+    }
+    expect(await outbox(workspaceId, 'inbound.message')).toEqual([]);
+  });
+
+  it('acknowledges a notification whose question ML says is gone, taking nothing in', async () => {
+    const { workspaceId, callbackUrl } = await connect();
+    const answer = await fetch(callbackUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        _id: 'gone',
+        resource: '/questions/12999999999',
+        user_id: Number(SELLER),
+        topic: 'questions',
+        application_id: Number(APP.client_id),
+        attempts: 1,
+      }),
+    });
+    expect(answer.status).toBe(200);
+    expect(await outbox(workspaceId, 'inbound.message')).toEqual([]);
+  });
+
+  it('refreshes an expired token once across two replicas, and stores the rotated pair sealed', async () => {
+    const { workspaceId, created, send, granted } = await connect();
+    await control('/inbound', {
+      channel: 'market',
+      account: SELLER,
+      from: BUYER,
+      text: 'pós-venda',
+      topic: 'messages',
+    });
+    await control('/market/expire-tokens', { seller_id: SELLER });
+    // A second replica: its own store and pool, the same database and key.
+    const otherPool = createPool({ url: databaseUrl, schema: 'connector' });
+    closers.push(() => otherPool.end());
+    const other = new IntegrationStore(otherPool, secrets);
+    const [first, second] = await Promise.all([send('um'), send('dois', { store: other })]);
+    expect(first.provider_message_id).not.toBe(second.provider_message_id);
+    const { body: refreshes } =
+      await control<Array<{ refresh_token: string; spent: boolean }>>('/market/refreshes');
+    // The consent's token spent once; the pair it gave is the one stored.
+    expect(refreshes.filter((entry) => entry.spent).map((entry) => entry.refresh_token)).toEqual([
+      granted.refresh_token,
+    ]);
+    const stored = await store.get(workspaceId, created.id);
+    const fresh = refreshes.find((entry) => !entry.spent)!;
+    expect(stored?.config.refresh_token).toBe(fresh.refresh_token);
+    const { rows } = await pool.query<{ config_sealed: string }>(
+      'select config_sealed from integrations where id = $1',
+      [created.id],
+    );
+    expect(rows[0]!.config_sealed).not.toContain(fresh.refresh_token);
+  });
+
+  it('lets two replicas that both saw the token refused spend the refresh token once', async () => {
+    const { workspaceId, created, granted } = await connect();
+    const otherPool = createPool({ url: databaseUrl, schema: 'connector' });
+    closers.push(() => otherPool.end());
+    // Slow enough that both replicas are inside a refresh at once, were they not taking turns.
+    const refresh = async (refreshToken: string) => {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const answer = await fetch(`${sandboxUrl}/market/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'refresh_token', ...APP, refresh_token: refreshToken }),
+      });
+      const body = (await answer.json()) as Json;
+      if (!answer.ok) throw new Error(String(body.error));
+      return {
+        accessToken: String(body.access_token),
+        refreshToken: String(body.refresh_token),
+        expiresIn: Number(body.expires_in),
+      };
+    };
+    const replicas = [store, new IntegrationStore(otherPool, secrets)].map((each) =>
+      oauthTokens(each, workspaceId, created.id),
+    );
+    const [a, b] = await Promise.all(
+      replicas.map((tokens) => tokens.renew(String(granted.access_token), refresh)),
+    );
+    expect(a).toBe(b);
+    expect(a).not.toBe(granted.access_token);
+    const refreshes = (await control<Array<{ refresh_token: string; spent: boolean }>>('/market/refreshes'))
+      .body as Array<{ spent: boolean }>;
+    expect(refreshes.filter((entry) => entry.spent)).toHaveLength(1);
+  });
+
+  it('disconnects the integration when the refresh token is refused (invalid_grant)', async () => {
+    const { workspaceId, created, send } = await connect();
+    await control('/inbound', {
+      channel: 'market',
+      account: SELLER,
+      from: BUYER,
+      text: 'oi',
+      topic: 'messages',
+    });
+    // Another holder of the same consent spent the refresh token: ours is no longer valid.
+    const { refresh_token } = (await store.get(workspaceId, created.id))!.config as { refresh_token: string };
+    const spent = await fetch(`${sandboxUrl}/market/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', ...APP, refresh_token }),
+    });
+    expect(spent.status).toBe(200);
+    await control('/market/expire-tokens', { seller_id: SELLER });
+    await expect(send('oi')).rejects.toMatchObject({
+      status: 502,
+      body: { error: platformTexts.providerCredentialsRejected('market') },
+    });
+    expect((await store.get(workspaceId, created.id))?.integration).toMatchObject({
+      status: 'disconnected',
+      status_reason: 'credentials_rejected',
+    });
+  });
+});
