@@ -84,7 +84,10 @@ describe('market channel (Mercado Livre)', () => {
     });
     expect(external).toEqual({
       status: 400,
-      body: { error: 'O canal "market" ainda não é suportado por este conector' },
+      body: {
+        error:
+          'O envio externo não é suportado em conversas do canal "market": ele só é suportado nos canais "chat-official", "alt-a", "alt-b", "bot" ou "livechat"',
+      },
     });
 
     const reply = await fixture.stack.admin<Json>(

@@ -5,12 +5,12 @@ import { CreateIntegrationBody } from './admin-api.js';
 import {
   descriptorOf,
   externalSendChannels,
-  externalSendReaches,
   type IntegrationChannel,
   inboundChannels,
   integrationChannels,
   providerOf,
   providers,
+  replyRules,
   sendMessageChannels,
   templateChannels,
   windowChannels,
@@ -33,14 +33,45 @@ describe('the channel descriptor table', () => {
     expect(sendMessageChannels).toEqual(['chat-official', 'alt-a', 'alt-b']);
     expect(externalSendChannels).toEqual(['chat-official', 'alt-a', 'alt-b', 'bot', 'livechat']);
     expect(inboundChannels).toEqual(integrationChannels);
-    expect(windowChannels).toEqual(['chat-official']);
+    expect(windowChannels).toEqual(['chat-official', 'photo', 'social']);
     expect(templateChannels).toEqual(['chat-official']);
     expect(providers).toEqual(['chat-official', 'chat', 'bot', 'photo', 'social', 'livechat', 'market']);
     expect(providerOf('alt-a')).toBe('chat');
     expect(providerOf('alt-b')).toBe('chat');
     expect(providerOf('livechat')).toBe('livechat');
     // External send reaches a conversation by its provider value: both chat providers, not the marketplace.
-    expect(providers.filter(externalSendReaches)).toEqual(['chat-official', 'chat', 'bot', 'livechat']);
+    expect(providers.filter((provider) => replyRules(provider)?.externalSend)).toEqual([
+      'chat-official',
+      'chat',
+      'bot',
+      'livechat',
+    ]);
+  });
+
+  it('says what a reply may do per provider value: external send, the panel, a window nothing reopens', () => {
+    expect(replyRules('chat-official')).toEqual({
+      externalSend: true,
+      panelReply: true,
+      windowWithoutTemplates: false,
+    });
+    expect(replyRules('chat')).toEqual({
+      externalSend: true,
+      panelReply: true,
+      windowWithoutTemplates: false,
+    });
+    for (const provider of ['social', 'photo'])
+      expect(replyRules(provider)).toEqual({
+        externalSend: false,
+        panelReply: true,
+        windowWithoutTemplates: true,
+      });
+    // Mercado Livre's answers and post-sale messages have no window the platform checks.
+    expect(replyRules('market')).toEqual({
+      externalSend: false,
+      panelReply: true,
+      windowWithoutTemplates: false,
+    });
+    expect(replyRules('nobody')).toBeUndefined();
   });
 
   it('writes the channel texts byte for byte from the lists', () => {

@@ -18,10 +18,19 @@ export interface ChannelDescriptor<Config extends StoredConfig = StoredConfig> {
   externalSend: boolean;
   /** The provider delivers the contacts' messages to us. */
   receivesInbound: boolean;
-  /** Free text only within 24 hours of the contact's last message; beyond them, a template. */
+  /**
+   * Free text only within 24 hours of the contact's last message; beyond them, a template where the
+   * channel has templates, and nothing at all where it has none (Messenger's and Instagram's standard
+   * messaging window).
+   */
   hasWindow: boolean;
   /** Approved templates (HSM): a catalogue to list and template sends. */
   hasTemplates: boolean;
+  /**
+   * A person of the team may reply from the panel even though external send does not reach the
+   * channel's conversations (the spec's external send lists five channels; the others still need replies).
+   */
+  panelReply?: true;
   /** The integration's config, checked when it is created. */
   config: z.ZodType<Config>;
   /** The provider-side account id that inbound messages carry. */
@@ -167,7 +176,8 @@ export const channelDescriptors = {
       accountId: (config) => config.bot_token.split(':')[0] ?? '',
     },
   ),
-  // photo and social have no adapter yet; their configs are the keys ARCHITECTURE.md lists, all required.
+  // Instagram Messaging through the Graph API: the professional account's id, a token that may send
+  // for it, and the Meta app whose webhooks (signed with its secret) carry the account's messages.
   photo: describe(
     z.object({
       base_url: baseUrl,
@@ -180,12 +190,15 @@ export const channelDescriptors = {
       provider: 'photo',
       sendMessage: false,
       externalSend: false,
+      panelReply: true,
       receivesInbound: true,
-      hasWindow: false,
+      hasWindow: true,
       hasTemplates: false,
       accountId: (config) => config.ig_user_id,
     },
   ),
+  // Facebook Messenger through the Graph Send API: the Page, its Page access token, and the Meta app
+  // whose webhooks (signed with its secret) carry the Page's messages.
   social: describe(
     z.object({
       base_url: baseUrl,
@@ -198,8 +211,9 @@ export const channelDescriptors = {
       provider: 'social',
       sendMessage: false,
       externalSend: false,
+      panelReply: true,
       receivesInbound: true,
-      hasWindow: false,
+      hasWindow: true,
       hasTemplates: false,
       accountId: (config) => config.page_id,
     },
@@ -229,6 +243,7 @@ export const channelDescriptors = {
       provider: 'market',
       sendMessage: false,
       externalSend: false,
+      panelReply: true,
       receivesInbound: true,
       hasWindow: false,
       hasTemplates: false,

@@ -59,10 +59,21 @@ export function providerOf(channel: IntegrationChannel): Provider {
 export const providers: readonly Provider[] = [...new Set(integrationChannels.map(providerOf))];
 
 /**
- * Whether external send (the public API) reaches a conversation of this provider value: every channel
- * behind it must take external sends. Replies from the panel reach every channel the connector serves.
+ * What the channels behind a provider value allow of a reply into one of their conversations (the two
+ * alternative chat providers share `chat`, and agree on all of it): external send, a reply from the
+ * panel, and a window that nothing reopens (no templates), which is then checked before the provider is
+ * called. Undefined for a value no channel has.
  */
-export function externalSendReaches(provider: string): boolean {
-  const behind = integrationChannels.filter((channel) => providerOf(channel) === provider);
-  return behind.length > 0 && behind.every((channel) => descriptorOf(channel).externalSend);
+export function replyRules(
+  provider: string,
+): { externalSend: boolean; panelReply: boolean; windowWithoutTemplates: boolean } | undefined {
+  const descriptors = integrationChannels
+    .map((channel): ChannelDescriptor => channelDescriptors[channel])
+    .filter((descriptor) => descriptor.provider === provider);
+  if (descriptors.length === 0) return undefined;
+  return {
+    externalSend: descriptors.every((d) => d.externalSend),
+    panelReply: descriptors.every((d) => d.externalSend || d.panelReply === true),
+    windowWithoutTemplates: descriptors.some((d) => d.hasWindow && !d.hasTemplates),
+  };
 }

@@ -81,6 +81,15 @@ export const platformTexts = {
   templateMediaRejected:
     'Mídia do cabeçalho inválida ou inacessível: o link deve ser público e o tipo deve corresponder ao template',
   channelNotSupported: (channel: string) => `O canal "${channel}" ainda não é suportado por este conector`,
+  /** Given the channels external send reaches; the panel's replies may reach others. */
+  externalSendChannel: (channel: string, channels: readonly string[]) =>
+    `O envio externo não é suportado em conversas do canal "${channel}": ele só é suportado nos canais ${quotedAlternatives(channels)}`,
+  /** A reply on a channel whose provider takes none once its window closes, and that has no templates. */
+  replyWindowClosed: (channel: string) =>
+    `Fora da janela de 24 horas do canal "${channel}": o contato não escreveu nas últimas 24 horas, e o provedor só aceita respostas dentro dela. Aguarde uma nova mensagem do contato`,
+  /** A text longer than the channel's provider takes. */
+  textTooLongForChannel: (channel: string, limit: string) =>
+    `text excede o limite do canal "${channel}": no máximo ${limit}`,
   // Why a configured URL (webhook, provider base_url) is refused; never the address a name resolved to.
   destinationUnresolvable: (host: string) => `não foi possível resolver ${host}`,
   destinationForbidden: (host: string) => `o destino ${host} aponta para um endereço não permitido`,

@@ -1,5 +1,5 @@
 import { AppError } from './app-error.js';
-import { channelDescriptors, templateChannels } from './channels.js';
+import { channelDescriptors, externalSendChannels, templateChannels } from './channels.js';
 import type { ErrorResponse } from './error-response.js';
 import { errorTexts, platformTexts } from './error-texts.js';
 import { schemaTexts } from './schema-texts.js';
@@ -125,11 +125,11 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       "the conversation's integration is not connected",
       AppError.badRequest(errorTexts.integrationNotConnected),
     ),
-    answers(
-      "the conversation's channel cannot send yet (the text names it)",
-      AppError.badRequest(platformTexts.channelNotSupported('photo')),
-    ),
     windowClosed,
+    answers(
+      'Messenger or Instagram: the contact has not written in the last 24 hours, and nothing reopens the window',
+      AppError.badRequest(platformTexts.replyWindowClosed('social')),
+    ),
     altBIncomplete,
     ...provider('bot'),
     ...officialRefusals,
@@ -218,14 +218,16 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       ...provider('chat-official'),
       ...officialRefusals,
     ],
-    externalSend,
+    externalSend: [
+      ...externalSend,
+      answers(
+        "external send does not reach the conversation's channel (the text names it and those it reaches)",
+        AppError.badRequest(platformTexts.externalSendChannel('social', externalSendChannels)),
+      ),
+    ],
     moveLead,
 
     createIntegration: [
-      answers(
-        'the channel has no connector yet (the text names it)',
-        AppError.badRequest(platformTexts.channelNotSupported('photo')),
-      ),
       ...configTexts.map((text) =>
         answers(
           "config does not fit the channel's provider (the text names the field)",

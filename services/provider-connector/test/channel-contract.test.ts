@@ -1,4 +1,5 @@
-import { channelContract } from './channel-contract.js';
+import { expect } from 'vitest';
+import { type ChannelUnderTest, channelContract } from './channel-contract.js';
 
 // Every adapter against its sandbox emulator. Each gets its own database, sandbox and connector routes.
 
@@ -102,7 +103,7 @@ channelContract({
     });
     return { access_token: granted.body.access_token, refresh_token: granted.body.refresh_token };
   },
-  afterCreate: async (control, callbackUrl) => {
+  operatorSetup: async ({ control, callbackUrl }) => {
     await control('/market/applications', { ...MARKET_APP, notification_url: callbackUrl });
   },
   // Unsigned notifications: one naming another application and seller is not ours.
@@ -123,4 +124,59 @@ channelContract({
   listsWebhooks: false,
   statuses: false,
   rateLimitRefusal: true,
+});
+
+// Meta's Messenger and Instagram webhooks go to the app's one callback URL, which the operator sets in
+// the App Dashboard (verified by hub.challenge); the adapter subscribes the account to the app.
+const metaApp =
+  (channel: 'social' | 'photo', account: string) =>
+  async ({ control, callbackUrl }: Parameters<NonNullable<ChannelUnderTest['operatorSetup']>>[0]) => {
+    const set = await control(`/${channel}/app`, {
+      account,
+      callback_url: callbackUrl,
+      verify_token: 'verify-contract',
+      app_secret: 'secret-contract',
+    });
+    expect(set).toEqual({ status: 200, body: { ok: true } });
+  };
+
+channelContract({
+  channel: 'social',
+  provider: 'social',
+  account: '104729185532201',
+  config: {
+    page_id: '104729185532201',
+    page_access_token: 'EAAGpage-token-contract',
+    app_secret: 'secret-contract',
+    verify_token: 'verify-contract',
+  },
+  customer: '6543219870123456',
+  sender: { from: null, from_user_id: '6543219870123456' },
+  recipient: { to: null, to_user_id: '6543219870123456' },
+  forge: ({ url }) => ({ url, headers: { 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` } }),
+  listsWebhooks: true,
+  statuses: true,
+  rateLimitRefusal: true,
+  operatorSetup: metaApp('social', '104729185532201'),
+});
+
+channelContract({
+  channel: 'photo',
+  provider: 'photo',
+  account: '17841400000000001',
+  config: {
+    ig_user_id: '17841400000000001',
+    access_token: 'IGAAtoken-contract',
+    app_secret: 'secret-contract',
+    verify_token: 'verify-contract',
+  },
+  customer: '1234567890123456',
+  sender: { from: null, from_user_id: '1234567890123456' },
+  recipient: { to: null, to_user_id: '1234567890123456' },
+  forge: ({ url }) => ({ url, headers: { 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` } }),
+  listsWebhooks: true,
+  // Instagram reports reads (by mid), never deliveries: proven in the adapter's and emulator's tests.
+  statuses: false,
+  rateLimitRefusal: true,
+  operatorSetup: metaApp('photo', '17841400000000001'),
 });

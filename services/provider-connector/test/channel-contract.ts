@@ -17,7 +17,6 @@ import { IntegrationStore } from '../src/store/integrations.js';
 import { replyContexts } from '../src/store/reply-contexts.js';
 
 type Json = Record<string, unknown>;
-type Control = (path: string, body: Json) => Promise<{ status: number; body: Json }>;
 
 /** What the suite needs to know of one channel; the rest it learns from the sandbox as a provider would tell it. */
 export interface ChannelUnderTest {
@@ -51,8 +50,6 @@ export interface ChannelUnderTest {
    * application, and the seller's consent, whose token pair goes into the config).
    */
   prepare?(control: Control): Promise<Json>;
-  /** Where a person tells the provider the callback URL, in its console rather than by API. */
-  afterCreate?(control: Control, callbackUrl: string): Promise<void>;
   /**
    * The emulator lists what was registered (`/_sandbox/webhooks`). Meta's is not listed: its callback URL
    * is the app's, subscribed per WABA, and the suite then posts to the integration's inbound path.
@@ -62,7 +59,15 @@ export interface ChannelUnderTest {
   statuses: boolean;
   /** The provider documents a rate-limit answer that the adapter reads as such (a `rate_limited` refusal). */
   rateLimitRefusal: boolean;
+  /**
+   * What the operator does by hand at the provider once the integration exists, in its console rather
+   * than by API (Meta's app-level callback URL in the App Dashboard, Mercado Livre's notification URL in
+   * its developer console), done through the sandbox's controls.
+   */
+  operatorSetup?(steps: { control: Control; callbackUrl: string }): Promise<void>;
 }
+
+export type Control = (path: string, body: Json) => Promise<{ status: number; body: Json }>;
 
 /**
  * The behaviour every channel adapter must show against its sandbox emulator, the way `bus-contract.ts`
@@ -154,7 +159,10 @@ export function channelContract(subject: ChannelUnderTest): void {
         },
       );
       integrationId = created.id;
-      await subject.afterCreate?.(control, `${connectorUrl}/inbound/${subject.channel}/${integrationId}`);
+      await subject.operatorSetup?.({
+        control,
+        callbackUrl: `${connectorUrl}/inbound/${subject.channel}/${integrationId}`,
+      });
     });
 
     afterAll(async () => {

@@ -1,10 +1,8 @@
-import { randomInt } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { CallbackOverride, ChatOfficialState } from './chat-official-state.js';
 import { GraphCode, GraphError, invalidParameter } from './graph-error.js';
-import { WEBHOOK_TIMEOUT_MS } from './webhook-transport.js';
+import { requireHandshake } from './meta-handshake.js';
 
 /** Meta's limit for an alternate callback URL ("Maximum 200 characters"). */
 export const MAX_CALLBACK_URL_CHARS = 200;
@@ -53,7 +51,7 @@ export function subscribeApp(state: ChatOfficialState, rules: CallbackRules, fet
       if (token === undefined) throw invalidParameter('verify_token is required with override_callback_uri');
       checkCallbackUrl(url, rules);
       override = { url, verifyToken: token };
-      await requireHandshake(fetchImpl, override);
+      await requireHandshake(fetchImpl, override.url, override.verifyToken);
     }
     state.subscriptions.set(req.params.wabaId, override ? { override } : {});
     res.json({ success: true });
@@ -120,7 +118,7 @@ export function overridePhoneCallback(
     }
     checkCallbackUrl(configuration.override_callback_uri, rules);
     const override = { url: configuration.override_callback_uri, verifyToken: configuration.verify_token };
-    await requireHandshake(fetchImpl, override);
+    await requireHandshake(fetchImpl, override.url, override.verifyToken);
     state.overrides.set(account, override);
     res.json({ success: true });
   };
@@ -151,39 +149,6 @@ function checkCallbackUrl(url: string, rules: CallbackRules): void {
       `override_callback_uri must be an ${rules.allowHttp ? 'http(s)' : 'https'} URL of at most ${MAX_CALLBACK_URL_CHARS} characters`,
     );
   }
-}
-
-async function requireHandshake(fetchImpl: typeof fetch, override: CallbackOverride): Promise<void> {
-  const problem = await verifyCallback(fetchImpl, override.url, override.verifyToken);
-  if (problem === undefined) return;
-  const message = `Callback verification failed with the following errors: ${problem}`;
-  throw new GraphError(400, GraphCode.callbackVerificationFailed, message, problem);
-}
-
-/** Meta's handshake; undefined when the callback echoed the challenge, else what went wrong. */
-async function verifyCallback(
-  fetchImpl: typeof fetch,
-  callback: string,
-  verifyToken: string,
-): Promise<string | undefined> {
-  const challenge = String(randomInt(100_000_000, 2_000_000_000));
-  const url = new URL(callback);
-  url.searchParams.set('hub.mode', 'subscribe');
-  url.searchParams.set('hub.verify_token', verifyToken);
-  url.searchParams.set('hub.challenge', challenge);
-  let status: number;
-  let answer: string;
-  try {
-    const response = await fetchImpl(url, { signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS) });
-    status = response.status;
-    answer = await response.text();
-  } catch (error) {
-    return `Could not reach the callback: ${error instanceof Error ? error.message : String(error)}`;
-  }
-  const httpStatus = `HTTP Status Code = ${status}; HTTP Message = ${STATUS_CODES[status] ?? 'Unknown'}`;
-  if (status !== 200) return httpStatus;
-  if (answer !== challenge) return `${httpStatus}; The response body did not match the challenge`;
-  return undefined;
 }
 
 function problems(error: z.ZodError): string {

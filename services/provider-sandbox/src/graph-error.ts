@@ -2,8 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { ErrorRequestHandler } from 'express';
 import { clientErrorStatus } from './client-error-status.js';
 
-/** The Graph API error codes the Cloud API emulation answers with, named after Meta's documentation. */
+/** The Graph API error codes the Meta emulations answer with, named after Meta's documentation. */
 export const GraphCode = {
+  unexpectedError: 2,
+  applicationRequestLimit: 4,
+  permissionDenied: 10,
+  apiCallRateLimit: 613,
   invalidParameter: 100,
   accessTokenInvalid: 190,
   callbackVerificationFailed: 2200,
@@ -22,6 +26,7 @@ export const GraphCode = {
  * Meta's samples: `"message": "(#130429) Rate limit hit"`.
  */
 const plainMessageCodes = new Set<number>([
+  GraphCode.unexpectedError,
   GraphCode.accessTokenInvalid,
   GraphCode.callbackVerificationFailed,
   GraphCode.unknownPath,

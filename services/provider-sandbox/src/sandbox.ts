@@ -12,6 +12,7 @@ import { CredentialBook } from './credentials.js';
 import { DEFAULT_FAULT_HOLD_MS, FaultBook } from './faults.js';
 import { jsonBody } from './json-body.js';
 import { createMarket } from './market.js';
+import { createPhoto, createSocial } from './meta-messaging.js';
 import { SentLog } from './sent-log.js';
 
 export interface SandboxOptions {
@@ -41,6 +42,8 @@ const CHANNEL_FACTORIES: readonly ChannelFactory[] = [
   createChatOfficial,
   createBot,
   createMarket,
+  createSocial,
+  createPhoto,
 ];
 
 export function createSandbox(options: SandboxOptions = {}): Sandbox {

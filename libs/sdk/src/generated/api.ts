@@ -1890,8 +1890,9 @@ export interface operations {
        *     - body field `sender_name` is not valid
        *     - the Idempotency-Key header is not 1 to 255 visible characters
        *     - the conversation's integration is not connected
-       *     - the conversation's channel cannot send yet (the text names it)
        *     - official channel: the number has not written in the last 24 hours (use send-template)
+       *     - Messenger or Instagram: the contact has not written in the last 24 hours, and nothing reopens the window
+       *     - external send does not reach the conversation's channel (the text names it and those it reaches)
        */
       400: {
         headers: {
@@ -2686,7 +2687,6 @@ export interface operations {
        *     - body field `channel` is not valid
        *     - body field `name` is not valid
        *     - body field `config` is not valid
-       *     - the channel has no connector yet (the text names it)
        *     - config does not fit the channel's provider (the text names the field)
        *     - config.base_url leads to an address the connector may not call, or does not resolve
        */
@@ -4051,8 +4051,8 @@ export interface operations {
        *     - body field `text` is not valid
        *     - body field `sender_name` is not valid
        *     - the conversation's integration is not connected
-       *     - the conversation's channel cannot send yet (the text names it)
        *     - official channel: the number has not written in the last 24 hours (use send-template)
+       *     - Messenger or Instagram: the contact has not written in the last 24 hours, and nothing reopens the window
        */
       400: {
         headers: {

@@ -3,11 +3,13 @@ import {
   type CommandPayload,
   type CommandResult,
   errorTexts,
-  externalSendReaches,
+  externalSendChannels,
   platformTexts,
+  replyRules,
 } from '@inbox/contracts';
 import { withTransaction } from '@inbox/db';
-import { ConversationStore } from '../store/conversations.js';
+import { windowIsOpen } from '../domain/window.js';
+import { ConversationStore, type SendRecipient } from '../store/conversations.js';
 import { messageOfKey, retryIfRefused } from '../store/keyed-messages.js';
 import { deliverOutbound, type OutboundDeps } from './outbound-delivery.js';
 
@@ -25,11 +27,8 @@ export async function externalSend(
     const store = new ConversationStore(client, workspaceId);
     const conversation = await store.conversationForSend(earlier?.conversation_id ?? command.conversation_id);
     if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
-    // The public API sends only on the channels the spec lists for it (a person's reply in the panel,
-    // `human`, goes to any channel the connector serves).
-    if (senderType !== 'human' && !externalSendReaches(conversation.provider))
-      throw AppError.badRequest(platformTexts.channelNotSupported(conversation.provider));
     if (earlier) return { conversation, messageId: earlier.id };
+    checkReply(conversation, senderType);
     await store.reopen(conversation);
     const messageId = await store.addOutboundMessage({
       conversationId: conversation.id,
@@ -54,6 +53,21 @@ export async function externalSend(
     senderType,
   });
   return answer(workspaceId, prepared.conversation.id, prepared.messageId, sent.sent_at);
+}
+
+/**
+ * Decided before anything is written or sent. External send reaches the channels the spec lists; a
+ * person of the team (`human`, the panel's replies) may also reply on channels the descriptor allows.
+ * Where the provider takes no reply once its window closes and has no template to reopen it, the window
+ * is checked here, so the refusal names the reason rather than the provider's code.
+ */
+function checkReply(conversation: SendRecipient, senderType: string): void {
+  const rules = replyRules(conversation.provider);
+  if (!rules) return;
+  if (!(senderType === 'human' ? rules.panelReply : rules.externalSend))
+    throw AppError.badRequest(platformTexts.externalSendChannel(conversation.provider, externalSendChannels));
+  if (rules.windowWithoutTemplates && !windowIsOpen(conversation.last_inbound_at, new Date()))
+    throw AppError.badRequest(platformTexts.replyWindowClosed(conversation.provider));
 }
 
 function answer(workspaceId: string, conversationId: string, messageId: string, sentAt: string) {

@@ -23,6 +23,8 @@ export interface SendRecipient {
   provider: Provider;
   phone: string | null;
   provider_user_id: string | null;
+  /** When the contact last wrote in the conversation: where a channel's window starts. */
+  last_inbound_at: Date | null;
 }
 
 /** Contacts and conversations of one workspace; every statement names the workspace. */
@@ -175,7 +177,7 @@ export class ConversationStore {
   async conversationForSend(conversationId: string): Promise<(ConversationRow & SendRecipient) | undefined> {
     const { rows } = await this.client.query<ConversationRow & SendRecipient>(
       `select c.id, c.contact_id, c.integration_id, c.status, c.assigned_to_type, c.assigned_to_id, c.provider,
-              k.phone, k.provider_user_id
+              c.last_inbound_at, k.phone, k.provider_user_id
          from conversations c join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
         where c.workspace_id = $1 and c.id = $2 for update of c`,
       [this.workspaceId, conversationId],

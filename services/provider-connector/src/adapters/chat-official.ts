@@ -1,4 +1,3 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { setTimeout as pause } from 'node:timers/promises';
 import { AppError, type ChannelConfig, platformTexts, type TemplateSend } from '@inbox/contracts';
 import { z } from 'zod';
@@ -13,18 +12,10 @@ import {
   type ProviderRefusal,
   type StatusUpdate,
 } from './channel-adapter.js';
-import { sameSecret } from './constant-time.js';
-import { callProvider, headerValue, joinUrl } from './http.js';
+import { callProvider, joinUrl } from './http.js';
+import { GraphErrorBody, hubChallengeAnswer, hubSignatureMatches } from './meta-graph.js';
 
 type ChatOfficialConfig = ChannelConfig<'chat-official'>;
-
-const GraphError = z.object({
-  error: z.object({
-    code: z.number(),
-    message: z.string().optional(),
-    error_data: z.object({ details: z.string().optional() }).optional(),
-  }),
-});
 
 /** The Graph codes the connector acts on, named as Meta's error-code reference names them. */
 export const graphCodes = {
@@ -53,7 +44,7 @@ const rateLimitCodes = new Set<number>([
  * 190 means the access token no longer works; the rate limits say so; the rest is a provider failure.
  */
 export function graphFailure(status: number, body: unknown): Error {
-  const parsed = GraphError.safeParse(body);
+  const parsed = GraphErrorBody.safeParse(body);
   if (!parsed.success) return new ProviderError(`chat-official answered ${status}`, status);
   const { code, message, error_data } = parsed.data.error;
   if (code === graphCodes.reEngagementMessage) return AppError.windowClosed();
@@ -153,12 +144,6 @@ type Change = z.infer<typeof Change>;
 
 const knownTypes = new Set(['text', 'image', 'audio', 'video', 'document', 'location']);
 const knownStatuses = new Set(['sent', 'delivered', 'read', 'failed']);
-
-function verifySignature(appSecret: string, rawBody: Buffer, header: string | undefined): boolean {
-  const expected = Buffer.from(`sha256=${createHmac('sha256', appSecret).update(rawBody).digest('hex')}`);
-  const given = Buffer.from(header ?? '');
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
 
 const bearer = (config: ChatOfficialConfig) => ({ authorization: `Bearer ${config.access_token}` });
 
@@ -347,26 +332,14 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
       ),
   },
 
-  answerHandshake(config, query) {
-    if (query['hub.mode'] !== 'subscribe' || typeof query['hub.challenge'] !== 'string') return undefined;
-    return sameSecret(query['hub.verify_token'] as string | undefined, config.verify_token)
-      ? query['hub.challenge']
-      : undefined;
-  },
+  answerHandshake: (config, query) => hubChallengeAnswer(config.verify_token, query),
 
   /**
-   * Verified over the raw bytes: Meta signs the body as it sends it, with non-ASCII characters escaped
-   * (`\u00e1`), so a re-serialised body would not match. Every change of every entry is read, each on its
-   * own, so one change of an unknown shape does not cost the others.
+   * Verified over the raw bytes (see hubSignatureMatches). Every change of every entry is read, each on
+   * its own, so one change of an unknown shape does not cost the others.
    */
   readInbound(config, request): InboundBatch {
-    if (
-      !verifySignature(
-        config.app_secret,
-        request.rawBody,
-        headerValue(request.headers, 'x-hub-signature-256'),
-      )
-    ) {
+    if (!hubSignatureMatches(config.app_secret, request.rawBody, request.headers)) {
       throw new InboundRejected('X-Hub-Signature-256 does not match');
     }
     const batch: InboundBatch = { messages: [], statuses: [] };

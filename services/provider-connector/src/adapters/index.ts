@@ -12,6 +12,8 @@ import type { ChannelAdapter, ProviderOperations } from './channel-adapter.js';
 import { chatOfficialAdapter } from './chat-official.js';
 import { livechatAdapter } from './livechat.js';
 import { marketAdapter } from './market.js';
+import { photoAdapter } from './photo.js';
+import { socialAdapter } from './social.js';
 
 export {
   type ChannelAdapter,
@@ -34,8 +36,8 @@ const adapters: { readonly [K in IntegrationChannel]: ChannelAdapter<K> | typeof
   'alt-a': altAAdapter,
   'alt-b': altBAdapter,
   bot: botAdapter,
-  photo: notSupportedYet,
-  social: notSupportedYet,
+  photo: photoAdapter,
+  social: socialAdapter,
   livechat: livechatAdapter,
   market: marketAdapter,
 };

@@ -1,0 +1,163 @@
+import { waitFor } from '@inbox/testkit';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { callApi, eventsOf, type Json, sandbox, sentTo, useStack } from './support/fixtures.js';
+
+// The Meta messaging channels through the distributed stack: social (Messenger) and photo (Instagram).
+// The integration subscribes the account to the app; the operator points the app's callback URL at the
+// integration (the sandbox's stand-in for the App Dashboard, verified by hub.challenge); a signed
+// callback becomes message.received with a contact keyed by the scoped user id; a reply from the panel
+// reaches the Send API within the 24-hour window and is refused outside it; external send is refused.
+
+const fixture = useStack();
+
+const channels = [
+  {
+    channel: 'social',
+    account: '104729185532299',
+    user: '6543219870100001',
+    config: (account: string) => ({ page_id: account, page_access_token: 'EAAG-e2e-page-token' }),
+    path: (account: string) => `/social/v21.0/${account}/messages`,
+    sent: (user: string, text: string) => ({
+      recipient: { id: user },
+      messaging_type: 'RESPONSE',
+      message: { text },
+    }),
+  },
+  {
+    channel: 'photo',
+    account: '17841400000000099',
+    user: '1234567890100002',
+    config: (account: string) => ({ ig_user_id: account, access_token: 'IGAA-e2e-token' }),
+    path: (account: string) => `/photo/v21.0/${account}/messages`,
+    sent: (user: string, text: string) => ({ recipient: { id: user }, message: { text } }),
+  },
+] as const;
+
+describe('Meta messaging channels', () => {
+  for (const subject of channels) {
+    it(`${subject.channel}: a signed callback becomes message.received; the panel replies within the window; external send is refused`, async () => {
+      const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+        'POST',
+        '/admin/v1/workspaces',
+        { name: `meta-${subject.channel}` },
+      );
+      const workspaceId = ws.body.workspace_id;
+      const key = ws.body.api_key;
+      await fixture.stack.admin('POST', `/admin/v1/workspaces/${workspaceId}/webhooks`, {
+        url: `${fixture.receiver.url}/meta-${subject.channel}`,
+        events: ['*'],
+      });
+
+      const integration = await fixture.stack.admin<Json>(
+        'POST',
+        `/admin/v1/workspaces/${workspaceId}/integrations`,
+        {
+          channel: subject.channel,
+          config: {
+            ...subject.config(subject.account),
+            app_secret: 'e2e-app-secret',
+            verify_token: 'e2e-verify-token',
+            base_url: `${fixture.stack.sandboxUrl}/${subject.channel}`,
+          },
+        },
+      );
+      expect(integration.status).toBe(201);
+      expect(integration.body).toMatchObject({
+        channel: subject.channel,
+        provider: subject.channel,
+        status: 'connected',
+      });
+      // The account was subscribed to the app; the callback URL is the app's, set by the operator.
+      const registered = await sandbox(fixture.stack, `/_sandbox/${subject.channel}/app`, {
+        account: subject.account,
+        callback_url: `${fixture.stack.connectorUrl}/inbound/${subject.channel}/${integration.body.id}`,
+        verify_token: 'e2e-verify-token',
+        app_secret: 'e2e-app-secret',
+      });
+      expect(registered).toEqual({ status: 200, body: { ok: true } });
+
+      const inbound = await sandbox(fixture.stack, '/_sandbox/inbound', {
+        channel: subject.channel,
+        account: subject.account,
+        from: subject.user,
+        text: 'Olá! Vocês entregam?',
+        repeat: 2,
+      });
+      expect(inbound.body).toMatchObject({ ok: true, delivered_statuses: [200, 200] });
+      await waitFor(() => eventsOf(fixture.receiver, workspaceId, 'message.received').length === 1, {
+        what: 'message.received',
+      });
+      const [received] = eventsOf(fixture.receiver, workspaceId, 'message.received');
+      expect(received).toMatchObject({
+        contact: { id: expect.any(String), phone: null, name: null },
+        message: { text: 'Olá! Vocês entregam?', type: 'text' },
+        integration: { id: integration.body.id, provider: subject.channel },
+      });
+      const conversationId = received!.conversation_id as string;
+
+      // Echoes of our own sends and standby events (another app owns the thread) are not the customer's.
+      const batch = await sandbox(fixture.stack, `/_sandbox/${subject.channel}/batch`, {
+        account: subject.account,
+        events: [
+          { kind: 'echo', from: subject.user, text: 'eco' },
+          { kind: 'standby', from: subject.user, text: 'em espera' },
+        ],
+      });
+      expect(batch.body).toMatchObject({ ok: true, delivered_status: 200 });
+
+      const external = await callApi(fixture.stack, 'POST', '/api/external/messages/send', key, {
+        conversation_id: conversationId,
+        text: 'pela API',
+      });
+      expect(external).toEqual({
+        status: 400,
+        body: {
+          error: `O envio externo não é suportado em conversas do canal "${subject.channel}": ele só é suportado nos canais "chat-official", "alt-a", "alt-b", "bot" ou "livechat"`,
+        },
+      });
+
+      const replyPath = `/admin/v1/workspaces/${workspaceId}/conversations/${conversationId}/messages`;
+      const reply = await fixture.stack.admin<Json>('POST', replyPath, { text: 'Entregamos, sim!' });
+      expect(reply.status).toBe(201);
+      const atMeta = await sentTo(fixture.stack, subject.user, subject.channel);
+      expect(atMeta).toHaveLength(1);
+      expect(atMeta[0]).toMatchObject({
+        path: subject.path(subject.account),
+        body: subject.sent(subject.user, 'Entregamos, sim!'),
+      });
+
+      // The conversation's messages: the two echoed/standby events were not taken in.
+      const read = await fixture.stack.admin<Json & { messages: Json[] }>(
+        'GET',
+        `/admin/v1/workspaces/${workspaceId}/conversations/${conversationId}`,
+      );
+      expect(read.body).toMatchObject({
+        contact: { phone: null, name: null },
+        integration: { channel: subject.channel, provider: subject.channel },
+      });
+      expect(read.body.messages.map((m) => m.text)).toEqual(['Olá! Vocês entregam?', 'Entregamos, sim!']);
+
+      // A day later the window is closed: our own check refuses the reply before Meta is called (the
+      // sandbox still has the window open, so only the local check can have refused it).
+      const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+      await db.connect();
+      try {
+        await db.query(
+          "update messaging.conversations set last_inbound_at = now() - interval '25 hours' where id = $1",
+          [conversationId],
+        );
+      } finally {
+        await db.end();
+      }
+      const late = await fixture.stack.admin<Json>('POST', replyPath, { text: 'ainda aí?' });
+      expect(late).toMatchObject({
+        status: 400,
+        body: {
+          error: `Fora da janela de 24 horas do canal "${subject.channel}": o contato não escreveu nas últimas 24 horas, e o provedor só aceita respostas dentro dela. Aguarde uma nova mensagem do contato`,
+        },
+      });
+      expect(await sentTo(fixture.stack, subject.user, subject.channel)).toHaveLength(1);
+    });
+  }
+});

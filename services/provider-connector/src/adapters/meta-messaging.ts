@@ -1,0 +1,262 @@
+import { AppError, type ChannelConfig, platformTexts } from '@inbox/contracts';
+import { z } from 'zod';
+import {
+  type ChannelAdapter,
+  type InboundBatch,
+  type InboundMessage,
+  InboundRejected,
+  type ProviderCall,
+  ProviderError,
+  type ProviderRefusal,
+  type StatusUpdate,
+} from './channel-adapter.js';
+import { callProvider, joinUrl, type ProviderAnswer } from './http.js';
+import {
+  GRAPH_TOKEN_INVALID,
+  GraphErrorBody,
+  graphThrottleCodes,
+  hubChallengeAnswer,
+  hubSignatureMatches,
+} from './meta-graph.js';
+
+// Messenger and Instagram Messaging are one platform on the Graph API: the same Send API answer
+// (`{recipient_id, message_id}`), the same webhook (`entry[].messaging[]` events, signed, verified by
+// hub.challenge), the same 24-hour standard messaging window. Facts from Meta's Messenger Platform docs
+// (send-api, webhooks, reference/webhook-events/{messages,message-deliveries,message-reads,
+// message-echoes}, handover-protocol "standby", error-codes) and Instagram Platform docs
+// (instagram-api-with-instagram-login/messaging-api, webhooks).
+
+export type MetaMessagingChannel = 'social' | 'photo';
+
+/** The Graph version the Send API calls name; the webhooks carry no version. */
+export const META_GRAPH_VERSION = 'v21.0';
+
+/** What tells the two products apart. */
+export interface MetaMessagingProduct<K extends MetaMessagingChannel> {
+  channel: K;
+  /** The webhooks' `object`: `page` for Messenger, `instagram` for Instagram. */
+  object: 'page' | 'instagram';
+  /** The Page or Instagram professional account that sends and receives. */
+  account(config: ChannelConfig<K>): string;
+  token(config: ChannelConfig<K>): string;
+  /** The Send API's text limit, and how it is counted. */
+  textLimit: { max: number; unit: 'characters' | 'bytes' };
+  /** Messenger wants `messaging_type` on every send; Instagram's Send API takes no such field. */
+  messagingType: boolean;
+  /** The webhook fields subscribed: messages and what tells of our messages' delivery and reading. */
+  subscribedFields: readonly string[];
+  /** The `error_subcode` of code 10 that says the standard messaging window is closed. */
+  windowSubcode: number;
+  /** The product's own rate-limit code on top of Graph's (Business Use Case limits). */
+  throttleCode: number;
+}
+
+const SendAnswer = z.object({ recipient_id: z.string().optional(), message_id: z.string().min(1) });
+
+const Party = z.object({ id: z.string().min(1) });
+
+const Attachment = z.object({ type: z.string() }).passthrough();
+
+/** One `messaging[]` event: exactly one of message, delivery, read, reaction, postback... */
+const MessagingEvent = z.object({
+  sender: Party,
+  recipient: Party,
+  timestamp: z.number().optional(),
+  message: z
+    .object({
+      mid: z.string().min(1),
+      text: z.string().optional(),
+      is_echo: z.boolean().optional(),
+      is_deleted: z.boolean().optional(),
+      is_unsupported: z.boolean().optional(),
+      attachments: z.array(Attachment).optional(),
+    })
+    .optional(),
+  delivery: z.object({ mids: z.array(z.string()).optional(), watermark: z.number().optional() }).optional(),
+  read: z.object({ mid: z.string().optional(), watermark: z.number().optional() }).optional(),
+});
+type MessagingEvent = z.infer<typeof MessagingEvent>;
+
+/**
+ * Meta batches: one POST may carry several entries, each several events. `standby` holds the events of
+ * conversations another app owns (handover protocol): ours to see, never to answer, so never read.
+ */
+const Envelope = z.object({
+  object: z.string(),
+  entry: z.array(
+    z.object({
+      id: z.string(),
+      messaging: z.array(z.unknown()).optional(),
+      standby: z.array(z.unknown()).optional(),
+    }),
+  ),
+});
+
+const attachmentTypes: Record<string, InboundMessage['type']> = {
+  image: 'image',
+  audio: 'audio',
+  video: 'video',
+  file: 'document',
+  location: 'location',
+};
+
+function content(message: NonNullable<MessagingEvent['message']>): Pick<InboundMessage, 'text' | 'type'> {
+  const first = message.attachments?.[0];
+  if (message.text !== undefined && !first) return { text: message.text, type: 'text' };
+  // Stickers and likes come as images; shares, story mentions, reels and the rest as what they are.
+  const type = first ? (attachmentTypes[first.type] ?? 'others') : 'others';
+  return { text: message.text ?? '', type };
+}
+
+function textFits(text: string, limit: MetaMessagingProduct<MetaMessagingChannel>['textLimit']): boolean {
+  return (limit.unit === 'bytes' ? Buffer.byteLength(text, 'utf8') : text.length) <= limit.max;
+}
+
+/** A Graph refusal, mapped; the provider's words stay in our records, never in the caller's answer. */
+export function metaMessagingFailure(
+  product: Pick<MetaMessagingProduct<MetaMessagingChannel>, 'channel' | 'windowSubcode' | 'throttleCode'>,
+  operation: string,
+  answer: ProviderAnswer,
+): Error {
+  const parsed = GraphErrorBody.safeParse(answer.body);
+  if (!parsed.success)
+    return new ProviderError(`${product.channel} answered ${answer.status} to ${operation}`, answer.status);
+  const { code, error_subcode: subcode, message } = parsed.data.error;
+  const detail = `${product.channel} error ${code}${subcode === undefined ? '' : `/${subcode}`} to ${operation}: ${message ?? ''}`;
+  if (code === 10 && subcode === product.windowSubcode) {
+    return new AppError(400, { error: platformTexts.replyWindowClosed(product.channel) }, { detail });
+  }
+  let refusal: ProviderRefusal | undefined;
+  if (code === GRAPH_TOKEN_INVALID) refusal = 'credentials_rejected';
+  else if (graphThrottleCodes.has(code) || code === product.throttleCode) refusal = 'rate_limited';
+  return new ProviderError(detail, answer.status, code, refusal ? { refusal } : undefined);
+}
+
+/** The events of one batch that are a customer's messages to this account, or news of ours. */
+function readEvents(account: string, events: MessagingEvent[]): InboundBatch {
+  const batch: InboundBatch = { messages: [], statuses: [], unreadable: [] };
+  for (const event of events) {
+    // Echoes (our own sends, or the Page's from its inbox) come from the account to the customer.
+    if (event.message?.is_echo || event.recipient.id !== account) continue;
+    const at = event.timestamp === undefined ? undefined : new Date(event.timestamp);
+    if (event.message) {
+      if (event.message.is_deleted) continue; // Instagram's "unsend": the message is gone.
+      batch.messages.push({
+        providerMessageId: event.message.mid,
+        from: event.sender.id,
+        keyedBy: 'user_id',
+        // The webhook carries no name: the user's profile is a separate call, with its own permission.
+        name: null,
+        ...content(event.message),
+        sentAt: at ?? new Date(),
+      });
+    }
+    for (const mid of event.delivery?.mids ?? []) batch.statuses.push(status(mid, 'delivered', at));
+    // Messenger's read names only a watermark (everything before it was read); Instagram's names the mid.
+    if (event.read?.mid) batch.statuses.push(status(event.read.mid, 'read', at));
+  }
+  return batch;
+}
+
+const status = (
+  providerMessageId: string,
+  value: StatusUpdate['status'],
+  at: Date | undefined,
+): StatusUpdate => ({
+  providerMessageId,
+  status: value,
+  error: null,
+  ...(at ? { at } : {}),
+});
+
+/** One adapter for either product: the same calls and callbacks, with the product's account, token and limits. */
+export function metaMessagingAdapter<K extends MetaMessagingChannel>(
+  product: MetaMessagingProduct<K>,
+): ChannelAdapter<K> {
+  const graph = (config: ChannelConfig<K>, edge: string) =>
+    joinUrl(config.base_url, `${META_GRAPH_VERSION}/${encodeURIComponent(product.account(config))}/${edge}`);
+  const bearer = (config: ChannelConfig<K>) => ({ authorization: `Bearer ${product.token(config)}` });
+
+  async function post(config: ChannelConfig<K>, url: URL, body: unknown, call: ProviderCall) {
+    const answer = await callProvider(call, product.channel, url, {
+      method: 'POST',
+      headers: bearer(config),
+      body,
+    });
+    if (!answer.ok) throw metaMessagingFailure(product, url.pathname.split('/').at(-1) ?? '', answer);
+    return answer;
+  }
+
+  const adapter = {
+    channel: product.channel,
+
+    async sendText(config: ChannelConfig<K>, message: { to: string; text: string }, call: ProviderCall) {
+      if (!textFits(message.text, product.textLimit)) {
+        const limit = `${product.textLimit.max} ${product.textLimit.unit === 'bytes' ? 'bytes em UTF-8' : 'caracteres'}`;
+        throw AppError.badRequest(platformTexts.textTooLongForChannel(product.channel, limit));
+      }
+      // The customer's page- or Instagram-scoped id (PSID / IGSID): what the contact is keyed by.
+      if (!/^\d+$/.test(message.to))
+        throw new ProviderError(`${product.channel}: ${message.to} is not a Meta user id`);
+      const answer = await post(
+        config,
+        graph(config, 'messages'),
+        {
+          recipient: { id: message.to },
+          // A reply within the standard messaging window.
+          ...(product.messagingType ? { messaging_type: 'RESPONSE' } : {}),
+          message: { text: message.text },
+        },
+        call,
+      );
+      const sent = SendAnswer.safeParse(answer.body);
+      if (!sent.success)
+        throw new ProviderError(`${product.channel} answered the send without a message_id`, answer.status);
+      return { providerMessageId: sent.data.message_id };
+    },
+
+    /**
+     * Subscribes the account to the app, for the fields we read. The callback URL itself is the app's
+     * (set once in the App Dashboard, or by the app's own token), which no account token may change: the
+     * operator sets it to this integration's callback URL, and Meta checks it with hub.challenge.
+     */
+    async registerInbound(config: ChannelConfig<K>, _callbackUrl: string, call: ProviderCall) {
+      const url = graph(config, 'subscribed_apps');
+      url.searchParams.set('subscribed_fields', product.subscribedFields.join(','));
+      await post(config, url, undefined, call);
+    },
+
+    // Meta calls only HTTPS endpoints with a valid certificate.
+    callbackUrlRules: { httpsOnly: true },
+
+    answerHandshake: (config: ChannelConfig<K>, query: Record<string, unknown>) =>
+      hubChallengeAnswer(config.verify_token, query),
+
+    readInbound(
+      config: ChannelConfig<K>,
+      request: { headers: Record<string, string | string[] | undefined>; rawBody: Buffer },
+    ) {
+      if (!hubSignatureMatches(config.app_secret, request.rawBody, request.headers)) {
+        throw new InboundRejected('X-Hub-Signature-256 does not match');
+      }
+      const envelope = Envelope.safeParse(JSON.parse(request.rawBody.toString('utf8')));
+      if (!envelope.success) return { messages: [], statuses: [] };
+      // Signed by the app, but about the other product: not this integration's.
+      if (envelope.data.object !== product.object) {
+        throw new InboundRejected(`${product.channel} callback of object "${envelope.data.object}"`);
+      }
+      const account = product.account(config);
+      const events: MessagingEvent[] = [];
+      for (const entry of envelope.data.entry) {
+        // An app subscribed to several accounts sends them all to its one callback URL.
+        if (entry.id !== account) continue;
+        for (const raw of entry.messaging ?? []) {
+          const event = MessagingEvent.safeParse(raw);
+          if (event.success) events.push(event.data);
+        }
+      }
+      return readEvents(account, events);
+    },
+  };
+  return adapter as ChannelAdapter<K>;
+}

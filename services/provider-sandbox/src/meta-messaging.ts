@@ -1,0 +1,461 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { type Request, type Response, Router } from 'express';
+import type {
+  AccountState,
+  ChannelEmulator,
+  ChannelFactory,
+  InboundDelivery,
+  InboundMessage,
+  SandboxStores,
+  StatusUpdate,
+  WebhookDelivery,
+  WebhookRegistration,
+} from './channel-emulator.js';
+import { ControlError } from './control-error.js';
+import { answerFault } from './faults.js';
+import {
+  answerGraphError,
+  endedToken,
+  GraphCode,
+  GraphError,
+  invalidToken,
+  type TokenEnding,
+} from './graph-error.js';
+import { jsonBody } from './json-body.js';
+import { metaJson } from './meta-json.js';
+import { metaAppControls } from './meta-messaging-controls.js';
+import { randomDigits } from './provider-ids.js';
+
+// Emulates the Messenger Platform (`social`) and Instagram Messaging (`photo`) on the Graph API, from
+// Meta's docs: Messenger's send-api, webhooks and reference/webhook-events (messages, message_echoes,
+// message_deliveries, message_reads, standby), subscribed_apps, error-codes, policy (standard messaging
+// window, HUMAN_AGENT tag); Instagram's messaging-api and webhooks (instagram-api-with-instagram-login).
+
+/** What tells the two products apart. */
+export interface MetaProduct {
+  channel: 'social' | 'photo';
+  /** The webhooks' `object`. */
+  object: 'page' | 'instagram';
+  /** Messenger: "2000 characters"; Instagram: "1000 bytes" of UTF-8. */
+  textLimit: { max: number; unit: 'characters' | 'bytes' };
+  /** Messenger refuses a send without `messaging_type`; Instagram does not ask for it. */
+  requiresMessagingType: boolean;
+  /** The fields an account may subscribe the app to (the ones the sandbox knows). */
+  fields: readonly string[];
+  /** `error_subcode` of "(#10) This message is sent outside of allowed window." */
+  windowSubcode: number;
+  /** `error_subcode` of "(#100) No matching user found". */
+  noUserSubcode: number;
+  /** The product's rate-limit answer. */
+  throttle: { code: number; title: string };
+  /** Whether the product reports deliveries (`delivery.mids`) and how it reports reads. */
+  deliveries: boolean;
+  readsByMid: boolean;
+  newMid(account: string): string;
+}
+
+const STANDARD_WINDOW_MS = 24 * 3_600_000;
+/** The HUMAN_AGENT tag lets a person of the business answer for 7 days. */
+const HUMAN_AGENT_WINDOW_MS = 7 * 24 * 3_600_000;
+const MESSAGING_TYPES = ['RESPONSE', 'UPDATE', 'MESSAGE_TAG'];
+
+/** The one app the sandbox pretends to be, as `subscribed_apps` lists it. */
+export const SANDBOX_META_APP = { id: '670843887433847', name: 'Inbox sandbox app', category: 'Business' };
+
+export const messenger: MetaProduct = {
+  channel: 'social',
+  object: 'page',
+  textLimit: { max: 2000, unit: 'characters' },
+  requiresMessagingType: true,
+  fields: [
+    'messages',
+    'message_deliveries',
+    'message_reads',
+    'message_echoes',
+    'messaging_postbacks',
+    'message_reactions',
+    'messaging_handovers',
+    'standby',
+  ],
+  windowSubcode: 2018278,
+  noUserSubcode: 2018001,
+  throttle: { code: GraphCode.apiCallRateLimit, title: 'Calls to this api have exceeded the rate limit.' },
+  deliveries: true,
+  readsByMid: false,
+  // Messenger's mids: `m_` and an opaque url-safe token.
+  newMid: () => `m_${randomBytes(64).toString('base64url')}`,
+};
+
+export const instagram: MetaProduct = {
+  channel: 'photo',
+  object: 'instagram',
+  textLimit: { max: 1000, unit: 'bytes' },
+  requiresMessagingType: false,
+  fields: [
+    'messages',
+    'messaging_seen',
+    'messaging_postbacks',
+    'message_reactions',
+    'messaging_handover',
+    'standby',
+  ],
+  windowSubcode: 2534022,
+  noUserSubcode: 2534014,
+  throttle: { code: GraphCode.applicationRequestLimit, title: 'Application request limit reached' },
+  deliveries: false,
+  readsByMid: true,
+  // Instagram's mids are base64 of `ig_message_item:1:IGMessageThread:<account>:<thread>:<item>`.
+  newMid: (account) =>
+    Buffer.from(
+      `ig_message_item:1:IGMessageThread:${account}:${randomDigits(39)}:${randomDigits(38)}`,
+    ).toString('base64'),
+};
+
+/** The app's callback for an account: the App Dashboard's Webhooks settings, which the sandbox keeps per account. */
+export interface AppWebhook {
+  url: string;
+  verifyToken: string;
+  appSecret: string;
+}
+
+/** One event of a batch the `/_sandbox/meta/batch` control sends. */
+export interface BatchEvent {
+  kind: 'message' | 'echo' | 'standby' | 'reaction' | 'delivery' | 'read';
+  from: string;
+  text?: string;
+  mid?: string;
+  /** The entry names another account of the same app. */
+  account?: string;
+}
+
+export interface MetaMessagingState {
+  product: MetaProduct;
+  subscriptions: Map<string, string[]>;
+  apps: Map<string, AppWebhook>;
+  endedTokens: Map<string, { ending: TokenEnding; at: Date }>;
+  /** Every mid the account sent, and to whom: statuses name the user as sender. */
+  sent: Map<string, { account: string; recipient: string }>;
+}
+
+/** A refusal of a Send API parameter, worded as Graph words them. */
+const badParam = (title: string, subcode?: number) =>
+  new GraphError(400, GraphCode.invalidParameter, title, undefined, subcode === undefined ? {} : { subcode });
+
+function bearerToken(req: Request): string | undefined {
+  const header = req.headers.authorization;
+  if (header?.startsWith('Bearer ')) return header.slice(7).trim() || undefined;
+  const query = req.query.access_token;
+  return typeof query === 'string' && query !== '' ? query : undefined;
+}
+
+function textFits(text: string, limit: MetaProduct['textLimit']): boolean {
+  return (limit.unit === 'bytes' ? Buffer.byteLength(text, 'utf8') : text.length) <= limit.max;
+}
+
+function createMetaMessaging(product: MetaProduct): ChannelFactory {
+  return (stores: SandboxStores, fetchImpl: typeof fetch): ChannelEmulator => {
+    const { channel } = product;
+    const state: MetaMessagingState = {
+      product,
+      subscriptions: new Map(),
+      apps: new Map(),
+      endedTokens: new Map(),
+      sent: new Map(),
+    };
+    /** The account each token was first seen for, so `/me` names it. */
+    const accountOfToken = new Map<string, string>();
+
+    /** The node's account, its token checked: the one it was set up with, and not ended. */
+    function authorise(req: Request<{ node: string }>): string {
+      const token = bearerToken(req);
+      if (!token) throw invalidToken();
+      const node = req.params.node;
+      const account = node === 'me' ? accountOfToken.get(token) : node;
+      if (!account || !stores.credentials.accept(channel, account, token)) throw invalidToken();
+      accountOfToken.set(token, account);
+      const ended = state.endedTokens.get(account);
+      if (ended) throw endedToken(ended.ending, ended.at);
+      return account;
+    }
+
+    const router = Router();
+    router.use(jsonBody);
+    // `/<version>/<node>/<edge>`: the node is the account's id or `me`.
+    const path = (edge: string) => `/:version/:node/${edge}`;
+    router.use('/:version', (req: Request<{ version: string }>, _res, next) => {
+      // Versions are `v<major>.<minor>`; anything else is not a path Graph knows.
+      next(
+        /^v\d+\.\d+$/.test(req.params.version)
+          ? undefined
+          : new GraphError(400, GraphCode.unknownPath, `Unknown path components: /${req.params.version}`),
+      );
+    });
+
+    router.post(path('messages'), (req: Request<{ node: string }>, res) => {
+      const account = authorise(req);
+      const fault = stores.faults.find(channel, account);
+      if (fault) {
+        answerFault(
+          fault,
+          res,
+          (status) =>
+            new GraphError(
+              status,
+              GraphCode.unexpectedError,
+              'An unexpected error has occurred. Please retry your request later.',
+            ).toBody(),
+          stores.faultHoldMs,
+          rateLimited,
+        );
+        return;
+      }
+      const body = (req.body && typeof req.body === 'object' ? req.body : {}) as Record<string, unknown>;
+      const recipient = (body.recipient ?? {}) as Record<string, unknown>;
+      const message = (body.message ?? {}) as Record<string, unknown>;
+      if (typeof recipient.id !== 'string' || recipient.id === '')
+        throw badParam('param recipient must be non-empty.');
+      const type = body.messaging_type;
+      if (type === undefined ? product.requiresMessagingType : !MESSAGING_TYPES.includes(String(type)))
+        throw badParam('param messaging_type must be one of {RESPONSE, UPDATE, MESSAGE_TAG}');
+      if (typeof message.text !== 'string' || message.text === '')
+        throw badParam('param message must be non-empty.');
+      if (!textFits(message.text, product.textLimit))
+        throw badParam(
+          `Length of param message[text] must be less than or equal to ${product.textLimit.max}`,
+        );
+      const lastInbound = stores.windows.lastInbound(channel, account, recipient.id);
+      if (!lastInbound) throw badParam('No matching user found', product.noUserSubcode);
+      const window =
+        type === 'MESSAGE_TAG' && body.tag === 'HUMAN_AGENT' ? HUMAN_AGENT_WINDOW_MS : STANDARD_WINDOW_MS;
+      if (Date.now() - lastInbound.getTime() >= window) {
+        throw new GraphError(
+          400,
+          GraphCode.permissionDenied,
+          'This message is sent outside of allowed window.',
+          undefined,
+          {
+            subcode: product.windowSubcode,
+          },
+        );
+      }
+      const mid = product.newMid(account);
+      state.sent.set(mid, { account, recipient: recipient.id });
+      stores.sent.record({
+        channel,
+        account,
+        to: recipient.id,
+        method: req.method,
+        path: `${req.baseUrl}${req.path}`,
+        body,
+        provider_message_id: mid,
+        received_at: new Date().toISOString(),
+      });
+      res.json({ recipient_id: recipient.id, message_id: mid });
+    });
+
+    // subscribed_fields as Graph takes them: a comma list in the query or a form, or a JSON array.
+    router.post(path('subscribed_apps'), (req: Request<{ node: string }>, res) => {
+      const account = authorise(req);
+      const given =
+        (req.body as Record<string, unknown> | undefined)?.subscribed_fields ?? req.query.subscribed_fields;
+      const fields = Array.isArray(given)
+        ? given.map(String)
+        : typeof given === 'string'
+          ? given.split(',')
+          : [];
+      if (fields.length === 0) throw badParam('The parameter subscribed_fields is required.');
+      const unknown = fields.filter((field) => !product.fields.includes(field));
+      if (unknown.length > 0)
+        throw badParam(
+          `Param subscribed_fields must be one of {${product.fields.join(', ')}} - got "${unknown[0]}".`,
+        );
+      state.subscriptions.set(account, fields);
+      res.json({ success: true });
+    });
+
+    router.get(path('subscribed_apps'), (req: Request<{ node: string }>, res) => {
+      const fields = state.subscriptions.get(authorise(req));
+      res.json({ data: fields ? [{ ...SANDBOX_META_APP, subscribed_fields: fields }] : [] });
+    });
+
+    router.delete(path('subscribed_apps'), (req: Request<{ node: string }>, res) => {
+      state.subscriptions.delete(authorise(req));
+      res.json({ success: true });
+    });
+
+    router.use((req, _res, next) => {
+      next(new GraphError(400, GraphCode.unknownPath, `Unknown path components: ${req.path}`));
+    });
+    router.use(answerGraphError);
+
+    function rateLimited(res: Response): void {
+      const error = new GraphError(400, product.throttle.code, product.throttle.title);
+      res.status(error.status).json(error.toBody());
+    }
+
+    /** Where the account's events go, signed with the app's secret; undefined when Meta would send them nowhere. */
+    function notifier(account: string, field: string, appSecret?: string): AppWebhook | undefined {
+      const app = state.apps.get(account);
+      if (!app || !state.subscriptions.get(account)?.includes(field)) return undefined;
+      return appSecret ? { ...app, appSecret } : app;
+    }
+
+    /** One POST: the entries in Meta's escaped serialisation, signed over exactly those bytes. */
+    function signed(to: AppWebhook, entries: unknown[]): WebhookDelivery {
+      const body = metaJson({ object: product.object, entry: entries });
+      const signature = createHmac('sha256', to.appSecret).update(body, 'utf8').digest('hex');
+      return {
+        url: to.url,
+        headers: { 'Content-Type': 'application/json', 'X-Hub-Signature-256': `sha256=${signature}` },
+        body,
+      };
+    }
+
+    const entry = (account: string, events: unknown[], list: 'messaging' | 'standby' = 'messaging') => ({
+      id: account,
+      time: Date.now(),
+      [list]: events,
+    });
+
+    function userMessage(account: string, from: string, text: string, mid: string) {
+      return {
+        sender: { id: from },
+        recipient: { id: account },
+        timestamp: Date.now(),
+        message: { mid, text },
+      };
+    }
+
+    function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
+      if (message.type !== 'text')
+        throw new ControlError(400, `${channel} inbound supports type "text" only`);
+      if (message.groupId !== undefined || message.addressingMode !== undefined)
+        throw new ControlError(
+          400,
+          `${channel} has no groups nor addressing modes: users are named by their scoped id`,
+        );
+      const to = notifier(message.account, 'messages', message.appSecret);
+      if (!to) return undefined;
+      const mid = product.newMid(message.account);
+      // The webhook carries no name: `name` is not sent, as Meta sends none.
+      const event = userMessage(message.account, message.from, message.text, mid);
+      return { ...signed(to, [entry(message.account, [event])]), providerMessageId: mid };
+    }
+
+    function statusDelivery(update: StatusUpdate): WebhookDelivery | undefined {
+      const sent = state.sent.get(update.messageId);
+      if (!sent || sent.account !== update.account)
+        throw new ControlError(
+          404,
+          `${channel} account ${update.account} sent no message ${update.messageId}`,
+        );
+      const event = statusEvent(sent, update.status, update.messageId);
+      const to = notifier(update.account, event.field, update.appSecret);
+      return to && signed(to, [entry(update.account, [event.body])]);
+    }
+
+    function statusEvent(sent: { account: string; recipient: string }, status: string, mid: string) {
+      const parties = {
+        sender: { id: sent.recipient },
+        recipient: { id: sent.account },
+        timestamp: Date.now(),
+      };
+      if (status === 'delivered' && product.deliveries)
+        return {
+          field: 'message_deliveries',
+          body: { ...parties, delivery: { mids: [mid], watermark: Date.now() } },
+        };
+      if (status === 'read')
+        return product.readsByMid
+          ? { field: 'messaging_seen', body: { ...parties, read: { mid } } }
+          : { field: 'message_reads', body: { ...parties, read: { watermark: Date.now() } } };
+      throw new ControlError(400, `${channel} reports no "${status}" status by webhook`);
+    }
+
+    /** The events of a batch, each in its own entry as Meta batches them, in one signed POST. */
+    function batchDelivery(account: string, events: BatchEvent[], appSecret?: string) {
+      const to = notifier(account, 'messages', appSecret);
+      if (!to) return undefined;
+      const mids: string[] = [];
+      const entries = events.map((event) => {
+        const owner = event.account ?? account;
+        const mid = event.mid ?? product.newMid(owner);
+        mids.push(mid);
+        const text = event.text ?? 'oi';
+        switch (event.kind) {
+          case 'message':
+            if (owner === account) stores.windows.open(channel, account, event.from);
+            return entry(owner, [userMessage(owner, event.from, text, mid)]);
+          case 'standby':
+            // Another app owns the thread: the customer wrote, and we may only watch.
+            return entry(owner, [userMessage(owner, event.from, text, mid)], 'standby');
+          case 'echo':
+            return entry(owner, [
+              {
+                sender: { id: owner },
+                recipient: { id: event.from },
+                timestamp: Date.now(),
+                message: { mid, is_echo: true, app_id: Number(SANDBOX_META_APP.id), text },
+              },
+            ]);
+          case 'reaction':
+            return entry(owner, [
+              {
+                sender: { id: event.from },
+                recipient: { id: owner },
+                timestamp: Date.now(),
+                reaction: { mid, action: 'react', reaction: 'love', emoji: '\u2764\ufe0f' },
+              },
+            ]);
+          default: {
+            const sent = state.sent.get(mid) ?? { account: owner, recipient: event.from };
+            return entry(owner, [
+              statusEvent(sent, event.kind === 'delivery' ? 'delivered' : 'read', mid).body,
+            ]);
+          }
+        }
+      });
+      return { delivery: signed(to, entries), mids };
+    }
+
+    function setAccountState(account: string, accountState: AccountState): void {
+      // A Page or Instagram account is reached through its token: it is expired or its user logged out.
+      if (accountState === 'connected') state.endedTokens.delete(account);
+      else
+        state.endedTokens.set(account, {
+          ending: accountState === 'logged_out' ? 'logged_out' : 'expired',
+          at: new Date(),
+        });
+    }
+
+    function webhooks(account?: string): WebhookRegistration[] {
+      return [...state.apps].flatMap(([id, app]) => {
+        const fields = state.subscriptions.get(id);
+        return fields && (account === undefined || id === account)
+          ? [{ channel, account: id, url: app.url, headers: {}, events: fields }]
+          : [];
+      });
+    }
+
+    return {
+      channel,
+      router,
+      controlRouter: metaAppControls({ stores, state, fetchImpl, batchDelivery }),
+      inboundDelivery,
+      statusDelivery,
+      setAccountState,
+      webhooks,
+      rateLimited,
+      reset() {
+        state.subscriptions.clear();
+        state.apps.clear();
+        state.endedTokens.clear();
+        state.sent.clear();
+        accountOfToken.clear();
+      },
+    };
+  };
+}
+
+export const createSocial = createMetaMessaging(messenger);
+export const createPhoto = createMetaMessaging(instagram);

@@ -1,0 +1,281 @@
+import { createHmac } from 'node:crypto';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createSandbox } from '../src/index.js';
+import { close, listen, postJson, type Receiver, startReceiver } from './support.js';
+
+type Json = Record<string, unknown>;
+const PAGE = '104729185532201';
+const IG = '17841400000000001';
+const USER = '6543219870123456';
+const SECRET = 'app-secret-1';
+
+describe('social (Messenger) and photo (Instagram) emulation', () => {
+  const sandbox = createSandbox({ httpCallbacks: 'allow' });
+  let base = '';
+  let sandboxServer: Server;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    ({ server: sandboxServer, url: base } = await listen(sandbox));
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await close(sandboxServer);
+    await close(receiver.server);
+  });
+  beforeEach(() => {
+    sandbox.reset();
+    receiver.calls.length = 0;
+    receiver.handshake = 'echo';
+  });
+
+  const json = async (res: Response) => ({ status: res.status, body: (await res.json()) as Json });
+  const control = async (path: string, body: unknown) =>
+    json(await postJson(`${base}/_sandbox${path}`, body));
+  const graph = async (channel: string, path: string, body: unknown, token = 'EAAG-page') =>
+    json(await postJson(`${base}/${channel}/v21.0/${path}`, body, { authorization: `Bearer ${token}` }));
+  const connect = async (channel: 'social' | 'photo', account: string) => {
+    const fields = channel === 'social' ? 'messages,message_deliveries' : 'messages,messaging_seen';
+    const token = channel === 'social' ? 'EAAG-page' : 'IGAA-token';
+    expect(await graph(channel, `${account}/subscribed_apps?subscribed_fields=${fields}`, {}, token)).toEqual(
+      {
+        status: 200,
+        body: { success: true },
+      },
+    );
+    expect(
+      await control(`/${channel}/app`, {
+        account,
+        callback_url: `${receiver.url}/hook`,
+        verify_token: 'verify-1',
+        app_secret: SECRET,
+      }),
+    ).toEqual({ status: 200, body: { ok: true } });
+  };
+  const inbound = (channel: string, account: string, text = 'Olá, ação') =>
+    control('/inbound', { channel, account, from: USER, text });
+  const sendText = (channel: string, account: string, body: Json = {}, token?: string) =>
+    graph(
+      channel,
+      `${account}/messages`,
+      {
+        recipient: { id: USER },
+        ...(channel === 'social' ? { messaging_type: 'RESPONSE' } : {}),
+        message: { text: 'resposta' },
+        ...body,
+      },
+      token,
+    );
+  const signatureOf = (raw: string) => `sha256=${createHmac('sha256', SECRET).update(raw).digest('hex')}`;
+
+  it('sets the app callback only after the hub.challenge handshake', async () => {
+    receiver.handshake = 'wrong-body';
+    const refused = await control('/social/app', {
+      account: PAGE,
+      callback_url: `${receiver.url}/hook`,
+      verify_token: 'verify-1',
+      app_secret: SECRET,
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({ error: expect.stringMatching(/^Callback verification failed/) });
+    const [handshake] = receiver.calls;
+    expect(handshake?.url).toMatch(/hub\.mode=subscribe&hub\.verify_token=verify-1&hub\.challenge=\d+/);
+  });
+
+  it('posts a signed Messenger message event, escaped as Meta escapes it', async () => {
+    await connect('social', PAGE);
+    const delivered = await inbound('social', PAGE);
+    expect(delivered.body).toMatchObject({ ok: true, delivered_status: 200 });
+    const [post] = receiver.posts();
+    expect(post!.rawBody).toContain('Ol\\u00e1, a\\u00e7\\u00e3o');
+    expect(post!.headers['x-hub-signature-256']).toBe(signatureOf(post!.rawBody));
+    const body = JSON.parse(post!.rawBody) as Json;
+    expect(body).toEqual({
+      object: 'page',
+      entry: [
+        {
+          id: PAGE,
+          time: expect.any(Number),
+          messaging: [
+            {
+              sender: { id: USER },
+              recipient: { id: PAGE },
+              timestamp: expect.any(Number),
+              message: { mid: delivered.body.provider_message_id, text: 'Olá, ação' },
+            },
+          ],
+        },
+      ],
+    });
+    expect(delivered.body.provider_message_id).toMatch(/^m_[\w-]{40,}$/);
+  });
+
+  it('answers the Send API with recipient_id and message_id, and records it', async () => {
+    await connect('social', PAGE);
+    await inbound('social', PAGE);
+    const sent = await sendText('social', PAGE);
+    expect(sent).toEqual({
+      status: 200,
+      body: { recipient_id: USER, message_id: expect.stringMatching(/^m_/) },
+    });
+    // `/me` is the token's Page.
+    expect((await sendText('social', 'me')).status).toBe(200);
+    const log = (await (await fetch(`${base}/_sandbox/sent?channel=social`)).json()) as Json[];
+    expect(log[0]).toMatchObject({
+      account: PAGE,
+      to: USER,
+      path: `/social/v21.0/${PAGE}/messages`,
+      body: { recipient: { id: USER }, messaging_type: 'RESPONSE', message: { text: 'resposta' } },
+      provider_message_id: sent.body.message_id,
+    });
+  });
+
+  it('refuses what Meta refuses: another token, no messaging_type, a user who never wrote, too long a text', async () => {
+    await connect('social', PAGE);
+    expect(await sendText('social', PAGE, {}, 'another-token')).toMatchObject({
+      status: 401,
+      body: { error: { code: 190, type: 'OAuthException', fbtrace_id: expect.any(String) } },
+    });
+    expect(await sendText('social', PAGE)).toMatchObject({
+      status: 400,
+      body: { error: { code: 100, error_subcode: 2018001, message: '(#100) No matching user found' } },
+    });
+    await inbound('social', PAGE);
+    expect((await sendText('social', PAGE, { messaging_type: undefined })).body).toMatchObject({
+      error: { code: 100 },
+    });
+    expect((await sendText('social', PAGE, { message: { text: 'a'.repeat(2001) } })).body).toMatchObject({
+      error: { code: 100, message: expect.stringContaining('2000') },
+    });
+  });
+
+  it('refuses a send outside the 24-hour window with code 10, unless HUMAN_AGENT within 7 days', async () => {
+    await connect('social', PAGE);
+    await inbound('social', PAGE);
+    await control('/windows', {
+      channel: 'social',
+      account: PAGE,
+      number: USER,
+      last_inbound_at: new Date(Date.now() - 25 * 3_600_000).toISOString(),
+    });
+    expect(await sendText('social', PAGE)).toMatchObject({
+      status: 400,
+      body: {
+        error: {
+          message: '(#10) This message is sent outside of allowed window.',
+          code: 10,
+          error_subcode: 2018278,
+        },
+      },
+    });
+    expect(
+      (await sendText('social', PAGE, { messaging_type: 'MESSAGE_TAG', tag: 'HUMAN_AGENT' })).status,
+    ).toBe(200);
+  });
+
+  it('answers an ended token with 190 and its subcode, and a rate limit with 613', async () => {
+    await connect('social', PAGE);
+    await inbound('social', PAGE);
+    await control('/accounts', { channel: 'social', account: PAGE, state: 'disconnected' });
+    expect((await sendText('social', PAGE)).body).toMatchObject({ error: { code: 190, error_subcode: 463 } });
+    await control('/accounts', { channel: 'social', account: PAGE, state: 'connected' });
+    await control('/faults', { channel: 'social', account: PAGE, mode: 'rate_limit' });
+    expect((await sendText('social', PAGE)).body).toMatchObject({ error: { code: 613 } });
+  });
+
+  it('reports deliveries by mid and reads by watermark on Messenger', async () => {
+    await connect('social', PAGE);
+    await inbound('social', PAGE);
+    const sent = await sendText('social', PAGE);
+    const mid = sent.body.message_id;
+    await control('/status', { channel: 'social', account: PAGE, message_id: mid, status: 'delivered' });
+    const delivery = JSON.parse(receiver.posts().at(-1)!.rawBody) as { entry: Array<{ messaging: Json[] }> };
+    expect(delivery.entry[0]!.messaging[0]).toMatchObject({
+      sender: { id: USER },
+      recipient: { id: PAGE },
+      delivery: { mids: [mid], watermark: expect.any(Number) },
+    });
+    // Not subscribed to message_reads: Meta sends nothing.
+    expect(
+      (await control('/status', { channel: 'social', account: PAGE, message_id: mid, status: 'read' }))
+        .status,
+    ).toBe(409);
+  });
+
+  it('batches several entries in one signed POST: a message, an echo, a standby event, a reaction', async () => {
+    await connect('social', PAGE);
+    const batch = await control('/social/batch', {
+      account: PAGE,
+      events: [
+        { kind: 'message', from: USER, text: 'um' },
+        { kind: 'echo', from: USER, text: 'nosso' },
+        { kind: 'standby', from: USER, text: 'de outro app' },
+        { kind: 'reaction', from: USER },
+      ],
+    });
+    expect(batch.body).toMatchObject({ ok: true, delivered_status: 200 });
+    const post = receiver.posts().at(-1)!;
+    expect(post.headers['x-hub-signature-256']).toBe(signatureOf(post.rawBody));
+    const body = JSON.parse(post.rawBody) as { entry: Json[] };
+    expect(body.entry).toHaveLength(4);
+    expect(body.entry[1]).toMatchObject({
+      messaging: [{ sender: { id: PAGE }, message: { is_echo: true } }],
+    });
+    expect(body.entry[2]).toMatchObject({ standby: [{ sender: { id: USER } }] });
+    expect(body.entry[3]).toMatchObject({ messaging: [{ reaction: { action: 'react' } }] });
+  });
+
+  it('speaks Instagram: object "instagram", its mids, 1000 bytes, its window subcode, reads by mid', async () => {
+    await connect('photo', IG);
+    const delivered = await inbound('photo', IG);
+    const body = JSON.parse(receiver.posts()[0]!.rawBody) as Json;
+    expect(body).toMatchObject({ object: 'instagram', entry: [{ id: IG }] });
+    expect(Buffer.from(String(delivered.body.provider_message_id), 'base64').toString()).toMatch(
+      /^ig_message_item:1:IGMessageThread:/,
+    );
+    const sent = await sendText('photo', IG, {}, 'IGAA-token');
+    expect(sent).toMatchObject({ status: 200, body: { recipient_id: USER } });
+    expect((await sendText('photo', IG, { message: { text: 'é'.repeat(501) } }, 'IGAA-token')).status).toBe(
+      400,
+    );
+    await control('/status', {
+      channel: 'photo',
+      account: IG,
+      message_id: sent.body.message_id,
+      status: 'read',
+    });
+    expect(JSON.parse(receiver.posts().at(-1)!.rawBody)).toMatchObject({
+      entry: [{ messaging: [{ read: { mid: sent.body.message_id } }] }],
+    });
+    expect(
+      (
+        await control('/status', {
+          channel: 'photo',
+          account: IG,
+          message_id: sent.body.message_id,
+          status: 'delivered',
+        })
+      ).status,
+    ).toBe(400);
+    await control('/windows', {
+      channel: 'photo',
+      account: IG,
+      number: USER,
+      last_inbound_at: new Date(Date.now() - 25 * 3_600_000).toISOString(),
+    });
+    expect((await sendText('photo', IG, {}, 'IGAA-token')).body).toMatchObject({
+      error: { code: 10, error_subcode: 2534022 },
+    });
+  });
+
+  it('delivers nowhere until the account is subscribed to the app', async () => {
+    await control('/social/app', {
+      account: PAGE,
+      callback_url: `${receiver.url}/hook`,
+      verify_token: 'verify-1',
+      app_secret: SECRET,
+    });
+    expect((await inbound('social', PAGE)).status).toBe(409);
+  });
+});
