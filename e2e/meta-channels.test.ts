@@ -68,7 +68,12 @@ describe('Meta messaging channels', () => {
         provider: subject.channel,
         status: 'connected',
       });
-      // The account was subscribed to the app; the callback URL is the app's, set by the operator.
+      // The account was subscribed to the app; the callback URL is the app's, set by the operator, and
+      // the answer says what to set (besides the http URL the real Meta would refuse).
+      const callbackUrl = `${fixture.stack.connectorUrl}/inbound/${subject.channel}/${integration.body.id}`;
+      expect(integration.body.warnings).toContainEqual(
+        `O provedor do canal "${subject.channel}" não registra a URL de notificações por API: configure ${callbackUrl} como URL de notificações do aplicativo no painel de desenvolvedor do provedor, com os tópicos ${subject.channel === 'social' ? 'messages, message_deliveries' : 'messages, messaging_seen'}`,
+      );
       const registered = await sandbox(fixture.stack, `/_sandbox/${subject.channel}/app`, {
         account: subject.account,
         callback_url: `${fixture.stack.connectorUrl}/inbound/${subject.channel}/${integration.body.id}`,

@@ -220,10 +220,13 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
      * (set once in the App Dashboard, or by the app's own token), which no account token may change: the
      * operator sets it to this integration's callback URL, and Meta checks it with hub.challenge.
      */
-    async registerInbound(config: ChannelConfig<K>, _callbackUrl: string, call: ProviderCall) {
+    // The account is subscribed to the app here; the app's callback URL is set in Meta's App Dashboard
+    // (a Page token cannot set it), so the integration's answer says what to set there.
+    async registerInbound(config: ChannelConfig<K>, callbackUrl: string, call: ProviderCall) {
       const url = graph(config, 'subscribed_apps');
       url.searchParams.set('subscribed_fields', product.subscribedFields.join(','));
       await post(config, url, undefined, call);
+      return { manual: { url: callbackUrl, topics: [...product.subscribedFields] } };
     },
 
     // Meta calls only HTTPS endpoints with a valid certificate.
