@@ -1,7 +1,6 @@
-import type { Server } from 'node:http';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox } from '../src/index.js';
-import { close, listen, postJson, type Receiver, startReceiver } from './support.js';
+import { close, listen, postJson, type Receiver, sandboxAndReceiver } from './support.js';
 
 const BOT_ID = '123456789';
 const TOKEN = `${BOT_ID}:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw`;
@@ -10,22 +9,11 @@ const USER = '987654321';
 
 describe('bot (Telegram Bot API) emulation', () => {
   // Real Telegram calls only https webhooks; the receiver here is plain http.
-  const sandbox = createSandbox({ httpCallbacks: 'allow' });
+  const env = sandboxAndReceiver();
   let base = '';
-  let sandboxServer: Server;
   let receiver: Receiver;
-
-  beforeAll(async () => {
-    ({ server: sandboxServer, url: base } = await listen(sandbox));
-    receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await close(sandboxServer);
-    await close(receiver.server);
-  });
-  beforeEach(() => {
-    sandbox.reset();
-    receiver.calls.length = 0;
+  beforeAll(() => {
+    ({ base, receiver } = env);
   });
 
   const call = async (method: string, body: unknown = {}, token = TOKEN) => {

@@ -1,7 +1,5 @@
-import type { Server } from 'node:http';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createSandbox } from '../src/index.js';
-import { close, listen, postJson, type Receiver, startReceiver } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { postJson, type Receiver, sandboxAndReceiver } from './support.js';
 
 type Json = Record<string, unknown>;
 const APP = { client_id: '2069392825111111', client_secret: 'app-secret' };
@@ -9,22 +7,12 @@ const SELLER = '123456789';
 const BUYER = '441782523';
 
 describe('market (Mercado Livre) emulation', () => {
-  const sandbox = createSandbox({ httpCallbacks: 'allow' });
+  const env = sandboxAndReceiver();
+  const { sandbox } = env;
   let base = '';
-  let sandboxServer: Server;
   let receiver: Receiver;
-
-  beforeAll(async () => {
-    ({ server: sandboxServer, url: base } = await listen(sandbox));
-    receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await close(sandboxServer);
-    await close(receiver.server);
-  });
-  beforeEach(() => {
-    sandbox.reset();
-    receiver.calls.length = 0;
+  beforeAll(() => {
+    ({ base, receiver } = env);
   });
 
   const control = async (path: string, body: unknown) => {

@@ -1,8 +1,6 @@
 import { createHmac } from 'node:crypto';
-import type { Server } from 'node:http';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createSandbox } from '../src/index.js';
-import { close, listen, postJson, type Receiver, startReceiver } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { postJson, type Receiver, sandboxAndReceiver } from './support.js';
 
 type Json = Record<string, unknown>;
 const PAGE = '104729185532201';
@@ -11,23 +9,11 @@ const USER = '6543219870123456';
 const SECRET = 'app-secret-1';
 
 describe('social (Messenger) and photo (Instagram) emulation', () => {
-  const sandbox = createSandbox({ httpCallbacks: 'allow' });
+  const env = sandboxAndReceiver();
   let base = '';
-  let sandboxServer: Server;
   let receiver: Receiver;
-
-  beforeAll(async () => {
-    ({ server: sandboxServer, url: base } = await listen(sandbox));
-    receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await close(sandboxServer);
-    await close(receiver.server);
-  });
-  beforeEach(() => {
-    sandbox.reset();
-    receiver.calls.length = 0;
-    receiver.handshake = 'echo';
+  beforeAll(() => {
+    ({ base, receiver } = env);
   });
 
   const json = async (res: Response) => ({ status: res.status, body: (await res.json()) as Json });

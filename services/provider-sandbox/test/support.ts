@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Sandbox } from '../src/index.js';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { createSandbox, type Sandbox } from '../src/index.js';
 
 export function listen(sandbox: Sandbox): Promise<{ server: Server; url: string }> {
   return new Promise((resolve) => {
@@ -87,4 +88,42 @@ export function postJson(
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
+}
+
+/**
+ * A sandbox that takes http callbacks (the receiver is plain http, where the real providers want https)
+ * and a receiver, both listening for the enclosing describe and reset before each of its tests. Read
+ * `base` and `receiver` once they have started (in hooks and tests).
+ */
+export function sandboxAndReceiver(): {
+  sandbox: Sandbox;
+  readonly base: string;
+  readonly receiver: Receiver;
+} {
+  const sandbox = createSandbox({ httpCallbacks: 'allow' });
+  let server: Server | undefined;
+  let base = '';
+  let receiver: Receiver | undefined;
+  beforeAll(async () => {
+    ({ server, url: base } = await listen(sandbox));
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    if (server) await close(server);
+    if (receiver) await close(receiver.server);
+  });
+  beforeEach(() => {
+    sandbox.reset();
+    receiver!.calls.length = 0;
+    receiver!.handshake = 'echo';
+  });
+  return {
+    sandbox,
+    get base() {
+      return base;
+    },
+    get receiver() {
+      return receiver!;
+    },
+  };
 }
