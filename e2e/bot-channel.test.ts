@@ -1,6 +1,5 @@
-import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { callApi, eventsOf, type Json, sandbox, sentTo, useStack } from './support/fixtures.js';
+import { callApi, type Json, onlyEvent, sandbox, sentTo, useStack } from './support/fixtures.js';
 
 // The bot channel (Telegram Bot API) through the distributed stack: an integration registers its
 // webhook with setWebhook, a Telegram Update becomes message.received with a contact keyed by the
@@ -66,10 +65,7 @@ describe('bot channel (Telegram)', () => {
       repeat: 2,
     });
     expect(inbound.body).toMatchObject({ ok: true, delivered_statuses: [200, 200] });
-    await waitFor(() => eventsOf(fixture.receiver, workspaceId, 'message.received').length === 1, {
-      what: 'message.received',
-    });
-    const [received] = eventsOf(fixture.receiver, workspaceId, 'message.received');
+    const received = await onlyEvent(fixture.receiver, workspaceId, 'message.received');
     expect(received).toMatchObject({
       contact: { id: expect.any(String), phone: null, name: 'Joana Prado' },
       message: { text: 'Olá, bot!', type: 'text' },

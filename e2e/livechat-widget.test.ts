@@ -1,10 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '@inbox/testkit';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callApi, eventsOf, useStack } from './support/fixtures.js';
+import { callApi, onlyEvent, useStack } from './support/fixtures.js';
 
 // The live chat round trip as a visitor lives it: a real (headless) Chromium opens the demo page the
 // connector serves, starts a chat and writes; the workspace's webhook receiver gets message.received;
@@ -74,10 +73,7 @@ describe('the live chat widget in Chromium', () => {
     const log = page.getByRole('log');
     await log.locator('li[data-author="visitor"]', { hasText: 'Olá, vocês entregam amanhã?' }).waitFor(seen);
 
-    await waitFor(() => eventsOf(fixture.receiver, workspaceId, 'message.received').length === 1, {
-      what: 'message.received',
-    });
-    const [received] = eventsOf(fixture.receiver, workspaceId, 'message.received');
+    const received = await onlyEvent(fixture.receiver, workspaceId, 'message.received');
     expect(received).toMatchObject({
       contact: { phone: null, name: 'Visitante Chromium' },
       message: { text: 'Olá, vocês entregam amanhã?', type: 'text' },

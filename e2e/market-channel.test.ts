@@ -1,6 +1,5 @@
-import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { callApi, eventsOf, type Json, sandbox, sentTo, useStack } from './support/fixtures.js';
+import { callApi, type Json, onlyEvent, sandbox, sentTo, useStack } from './support/fixtures.js';
 
 // The market channel (Mercado Livre) through the distributed stack: the integration answers which
 // notification URL to set in ML's developer console, a buyer's question notified there becomes
@@ -66,10 +65,7 @@ describe('market channel (Mercado Livre)', () => {
       repeat: 2,
     });
     expect(asked.body).toMatchObject({ ok: true, delivered_statuses: [200, 200] });
-    await waitFor(() => eventsOf(fixture.receiver, workspaceId, 'message.received').length === 1, {
-      what: 'message.received',
-    });
-    const [received] = eventsOf(fixture.receiver, workspaceId, 'message.received');
+    const received = await onlyEvent(fixture.receiver, workspaceId, 'message.received');
     expect(received).toMatchObject({
       contact: { id: expect.any(String), phone: null, name: 'COMPRADORA_JOANA' },
       message: { text: 'Serve no modelo 2020?', type: 'text' },

@@ -1,7 +1,6 @@
-import { waitFor } from '@inbox/testkit';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { callApi, eventsOf, type Json, sandbox, sentTo, useStack } from './support/fixtures.js';
+import { callApi, type Json, onlyEvent, sandbox, sentTo, useStack } from './support/fixtures.js';
 
 // The Meta messaging channels through the distributed stack: social (Messenger) and photo (Instagram).
 // The integration subscribes the account to the app; the operator points the app's callback URL at the
@@ -90,10 +89,7 @@ describe('Meta messaging channels', () => {
         repeat: 2,
       });
       expect(inbound.body).toMatchObject({ ok: true, delivered_statuses: [200, 200] });
-      await waitFor(() => eventsOf(fixture.receiver, workspaceId, 'message.received').length === 1, {
-        what: 'message.received',
-      });
-      const [received] = eventsOf(fixture.receiver, workspaceId, 'message.received');
+      const received = await onlyEvent(fixture.receiver, workspaceId, 'message.received');
       expect(received).toMatchObject({
         contact: { id: expect.any(String), phone: null, name: null },
         message: { text: 'Olá! Vocês entregam?', type: 'text' },

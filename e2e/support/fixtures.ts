@@ -1,4 +1,5 @@
 import { type EventType, eventCatalogue } from '@inbox/contracts';
+import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll } from 'vitest';
 import { startReceiver, startTestStack, type TestStack } from './test-stack.js';
 
@@ -34,6 +35,12 @@ export function eventsOf(receiver: Receiver, workspaceId: string, type?: string)
     .map((request) => JSON.parse(request.rawBody) as Json)
     .filter((payload) => payload.workspace_id === workspaceId && (!type || payload.event === type))
     .map((payload) => eventCatalogue[payload.event as EventType].parse(payload) as Json);
+}
+
+/** The one event of a type the workspace has received, once it has arrived (more than one fails the wait). */
+export async function onlyEvent(receiver: Receiver, workspaceId: string, type: string): Promise<Json> {
+  await waitFor(() => eventsOf(receiver, workspaceId, type).length === 1, { what: `one ${type}` });
+  return eventsOf(receiver, workspaceId, type)[0]!;
 }
 
 /** A public API call with any method, as a workspace's key. */
