@@ -125,12 +125,11 @@ export async function createIntegration(
 function callbackUrlProblems(url: string, rules: CallbackUrlRules | undefined): string[] {
   if (!rules) return [];
   const problems: string[] = [];
-  if (rules.httpsOnly && new URL(url).protocol !== 'https:')
-    problems.push(platformTexts.callbackUrlNotHttps(url));
+  const parsed = new URL(url);
+  if (rules.httpsOnly && parsed.protocol !== 'https:') problems.push(platformTexts.callbackUrlNotHttps(url));
   if (rules.maxLength !== undefined && url.length > rules.maxLength) {
     problems.push(platformTexts.callbackUrlTooLong(url.length, rules.maxLength));
   }
-  const parsed = new URL(url);
   const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
   if (rules.ports && !rules.ports.includes(port))
     problems.push(platformTexts.callbackUrlPort(port, rules.ports));
