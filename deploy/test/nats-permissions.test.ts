@@ -96,6 +96,22 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
     expect(fromMessaging.provider_message_id).toBe(messageId);
   });
 
+  it('lets a handler that works for seconds send its caller signs of life before its answer', async () => {
+    await buses.messaging.handle('cmd.messaging.get-conversation', async ({ conversation_id }) => {
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      return { answered: conversation_id } as never;
+    });
+    const conversationId = randomUUID();
+    // Four seconds of work against 2.5 s of allowed silence: the answer arrives only if the server lets
+    // the handler send more than one message to the reply subject.
+    const answer = await buses.gateway.request(
+      'cmd.messaging.get-conversation',
+      { workspace_id: workspaceId, conversation_id: conversationId },
+      { silenceMs: 2_500 },
+    );
+    expect(answer).toEqual({ answered: conversationId });
+  });
+
   it('lets each emitter publish its events and each consumer read them through its own durable', async () => {
     // The services' own durables and filters (services/messaging and services/webhook-dispatcher).
     const inbound = collect(buses.messaging, 'messaging', 'inbound.>');

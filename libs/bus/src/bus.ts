@@ -8,7 +8,13 @@ import type {
 } from '@inbox/contracts';
 
 export interface RequestOptions {
+  /** The longest the caller waits for the answer; the command's own timeout when absent. */
   timeoutMs?: number;
+  /**
+   * How long the caller waits without a sign of life from the handler (sent every second while it
+   * works) before it takes the handler for dead and answers 504; `commandLiveness.silenceMs` when absent.
+   */
+  silenceMs?: number;
 }
 
 export interface ConsumeOptions {

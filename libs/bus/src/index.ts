@@ -8,6 +8,7 @@ export type {
   RequestOptions,
 } from './bus.js';
 export { busDefaults } from './bus.js';
+export { commandLiveness } from './command-liveness.js';
 export { type BusConnectOptions, type BusKind, busKindOf, connectBus } from './connect.js';
 export {
   consumeEvents,

@@ -28,13 +28,15 @@ import {
 } from '@nats-io/jetstream';
 import {
   connect,
+  createInbox,
+  Empty,
   headers as createHeaders,
+  type Msg,
   type MsgHdrs,
   type NatsConnection,
   NoRespondersError,
   nanos,
-  RequestError,
-  TimeoutError,
+  PermissionViolationError,
 } from '@nats-io/transport-node';
 import {
   type Bus,
@@ -45,6 +47,7 @@ import {
   type EventHandler,
   type RequestOptions,
 } from './bus.js';
+import { AliveSignals, commandLiveness, watchCall } from './command-liveness.js';
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
 import { InFlight } from './in-flight.js';
 import { notePending, redeliveries, timeCommand } from './metrics.js';
@@ -78,6 +81,15 @@ function outgoingHeaders(): MsgHdrs {
   return h;
 }
 
+/** A command waiting for its reply: settled by the reply, a 503 from the server, or its watch. */
+interface PendingCall {
+  subject: string;
+  /** The subject as sent on the wire, to match the server's refusal to publish it. */
+  wire: string;
+  heard: () => void;
+  settle: (outcome: { reply: Msg } | { error: AppError }) => void;
+}
+
 const twoMinutes = 120_000;
 const day = 86_400_000;
 
@@ -85,6 +97,11 @@ export class NatsBus implements Bus {
   private readonly names: SubjectNames;
   private readonly inFlight = new InFlight();
   private readonly stoppers: Array<() => Promise<void>> = [];
+  private readonly alive = new AliveSignals();
+  /** Replies, signs of life and no-responder statuses of every command this connection sends. */
+  private readonly replies: string;
+  private readonly calls = new Map<string, PendingCall>();
+  private callCount = 0;
   private draining = false;
   // The client reconnects forever, so "closed" never tells of an outage; the status stream does.
   private connected = true;
@@ -94,12 +111,22 @@ export class NatsBus implements Bus {
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly options: NatsBusOptions,
+    inboxPrefix: string,
   ) {
     this.names = new SubjectNames(options.prefix);
+    // One subscription for all replies (as the client's own request() does), read here so that a
+    // handler's signs of life keep a call waiting instead of being taken for its answer.
+    this.replies = createInbox(inboxPrefix);
+    nc.subscribe(`${this.replies}.*`, {
+      callback: (error, msg) => {
+        if (!error) this.replied(msg);
+      },
+    });
     void (async () => {
       for await (const status of nc.status()) {
         if (status.type === 'disconnect') this.connected = false;
         if (status.type === 'reconnect') this.connected = true;
+        if (status.type === 'error') this.refused(status.error);
       }
     })().catch(() => undefined);
   }
@@ -110,13 +137,14 @@ export class NatsBus implements Bus {
     // (deploy/nats/nats-server.conf) let only that user subscribe to: no service reads another's replies.
     const url = URL.canParse(options.url) ? new URL(options.url) : undefined;
     const user = url?.username ? decodeURIComponent(url.username) : undefined;
+    const inboxPrefix = user ? `_INBOX_${user}` : '_INBOX';
     const server =
       url && user
         ? {
             servers: `${url.protocol}//${url.host}`,
             user,
             pass: decodeURIComponent(url.password),
-            inboxPrefix: `_INBOX_${user}`,
+            inboxPrefix,
           }
         : { servers: options.url };
     const nc = await connect({
@@ -128,7 +156,7 @@ export class NatsBus implements Bus {
       noAsyncTraces: true,
     });
     const jsm = await jetstreamManager(nc);
-    const bus = new NatsBus(nc, jetstream(nc), jsm, options);
+    const bus = new NatsBus(nc, jetstream(nc), jsm, options, inboxPrefix);
     await bus.ensureStreams();
     return bus;
   }
@@ -172,24 +200,55 @@ export class NatsBus implements Bus {
     const wire = this.names.command(subject);
     return timeCommand(subject, () =>
       withProducerSpan({ system: 'nats', destination: subject, operation: 'send' }, async () => {
+        const token = String(++this.callCount);
+        const result = await new Promise<{ reply: Msg } | { error: AppError }>((resolve) => {
+          const watch = watchCall(
+            options.timeoutMs ?? commandTimeoutMs(subject),
+            options.silenceMs ?? commandLiveness.silenceMs,
+            (reason) => settle({ error: timeoutError(subject, reason) }),
+          );
+          const settle = (outcome: { reply: Msg } | { error: AppError }) => {
+            watch.stop();
+            this.calls.delete(token);
+            resolve(outcome);
+          };
+          this.calls.set(token, { subject, wire, heard: watch.heard, settle });
+          try {
+            this.nc.publish(wire, encode(payload), {
+              reply: `${this.replies}.${token}`,
+              headers: outgoingHeaders(),
+            });
+          } catch (error) {
+            settle({ error: AppError.unavailable(error) });
+          }
+        });
+        if ('error' in result) throw result.error;
         try {
-          const reply = await this.nc.request(wire, encode(payload), {
-            timeout: options.timeoutMs ?? commandTimeoutMs(subject),
-            headers: outgoingHeaders(),
-          });
-          return resultFromReply(decode(reply.data)) as CommandResult<S>;
+          return resultFromReply(decode(result.reply.data)) as CommandResult<S>;
         } catch (error) {
           if (error instanceof AppError) throw error;
-          if (error instanceof TimeoutError) throw timeoutError(subject, error);
-          if (error instanceof NoRespondersError) throw noResponderError(subject, error);
-          if (error instanceof RequestError) {
-            if (error.isNoResponders()) throw noResponderError(subject, error);
-            if (error.cause instanceof TimeoutError) throw timeoutError(subject, error);
-          }
           throw AppError.unavailable(error);
         }
       }),
     );
+  }
+
+  /** A message on the reply inbox: the answer, a sign of life (empty), or the server's 503 (no one listens). */
+  private replied(msg: Msg): void {
+    const call = this.calls.get(msg.subject.slice(this.replies.length + 1));
+    // A reply after its caller gave up finds no call.
+    if (!call) return;
+    if (msg.data.length > 0) return call.settle({ reply: msg });
+    if (msg.headers?.code === 503)
+      return call.settle({ error: noResponderError(call.subject, new NoRespondersError(call.subject)) });
+    call.heard();
+  }
+
+  /** The server refused to carry a command this connection may not send: its callers hear it now. */
+  private refused(error: unknown): void {
+    if (!(error instanceof PermissionViolationError) || error.operation !== 'publish') return;
+    for (const call of this.calls.values())
+      if (call.wire === error.subject) call.settle({ error: AppError.unavailable(error) });
   }
 
   async handle<S extends CommandSubject>(subject: S, handler: CommandHandler<S>): Promise<void> {
@@ -207,7 +266,13 @@ export class NatsBus implements Bus {
               let reply: unknown;
               try {
                 const payload = schema.parse(decode(msg.data));
-                reply = { ok: true, data: await handler(payload as Parameters<CommandHandler<S>>[0]) };
+                reply = {
+                  ok: true,
+                  data: await this.alive.during(
+                    () => this.signalAlive(msg),
+                    () => handler(payload as Parameters<CommandHandler<S>>[0]),
+                  ),
+                };
               } catch (failure) {
                 if (!(failure instanceof AppError)) this.options.onHandlerError?.(failure, { subject });
                 reply = replyFromError(failure);
@@ -228,6 +293,15 @@ export class NatsBus implements Bus {
     // Once handle() resolves the server knows the subscription, so a replica that says it is ready
     // is really in the queue group.
     await this.nc.flush();
+  }
+
+  /** An empty message to the caller's inbox: still working on it. */
+  private signalAlive(msg: Msg): void {
+    try {
+      msg.respond(Empty);
+    } catch {
+      // The connection is closing; the caller will hear the silence.
+    }
   }
 
   /**
@@ -431,6 +505,7 @@ export class NatsBus implements Bus {
   /** Closes the connection at once, in-flight deliveries left unacknowledged, as a crash would. */
   async abort(): Promise<void> {
     this.draining = true;
+    this.alive.stop();
     await this.nc.close();
   }
 
@@ -444,6 +519,7 @@ export class NatsBus implements Bus {
     await Promise.all(this.stoppers.splice(0).map((stop) => stop()));
     await this.inFlight.idle();
     await beforeClose?.();
+    this.alive.stop();
     await this.nc.drain();
   }
 }

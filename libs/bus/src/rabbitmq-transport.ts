@@ -34,6 +34,7 @@ import {
   type EventHandler,
   type RequestOptions,
 } from './bus.js';
+import { AliveSignals, commandLiveness, watchCall } from './command-liveness.js';
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
 import { filterFor } from './event-subscription.js';
 import { InFlight } from './in-flight.js';
@@ -65,6 +66,8 @@ export interface RabbitBusOptions {
 /** RabbitMQ's pseudo-queue for direct reply-to: replies go straight to the requesting channel. */
 const directReplyTo = 'amq.rabbitmq.reply-to';
 const json = 'application/json';
+/** The type of a handler's sign of life on a command's reply-to address, beside its one answer. */
+const aliveType = 'alive';
 // Seconds between heartbeats: a peer gone without closing its socket is noticed within two of them.
 const heartbeatSeconds = 10;
 const maxErrorLength = 4_000;
@@ -91,6 +94,7 @@ type Subscription = (session: Session) => Promise<void>;
 
 interface PendingCall {
   subject: string;
+  heard: () => void;
   settle: (outcome: { reply: unknown } | { error: AppError }) => void;
 }
 
@@ -138,6 +142,7 @@ function settle(action: () => void): void {
 export class RabbitBus implements Bus {
   private readonly names: RabbitNames;
   private readonly inFlight = new InFlight();
+  private readonly alive = new AliveSignals();
   private readonly subscriptions: Subscription[] = [];
   private readonly calls = new Map<string, PendingCall>();
   private readonly stoppers: Array<() => void> = [];
@@ -321,15 +326,16 @@ export class RabbitBus implements Bus {
       withProducerSpan({ system: 'rabbitmq', destination: subject, operation: 'send' }, async () => {
         const timeoutMs = options.timeoutMs ?? commandTimeoutMs(subject);
         const id = randomUUID();
-        let timer: NodeJS.Timeout | undefined;
         const outcome = new Promise<{ reply: unknown } | { error: AppError }>((resolve) => {
+          const watch = watchCall(timeoutMs, options.silenceMs ?? commandLiveness.silenceMs, (reason) =>
+            finish({ error: timeoutError(subject, reason) }),
+          );
           const finish = (result: { reply: unknown } | { error: AppError }) => {
-            clearTimeout(timer);
+            watch.stop();
             this.calls.delete(id);
             resolve(result);
           };
-          timer = setTimeout(() => finish({ error: timeoutError(subject) }), timeoutMs);
-          this.calls.set(id, { subject, settle: finish });
+          this.calls.set(id, { subject, heard: watch.heard, settle: finish });
         });
         try {
           this.current().requester.publish('', this.names.commandQueue(subject), encode(payload), {
@@ -362,6 +368,7 @@ export class RabbitBus implements Bus {
     // A reply after its caller gave up finds no call.
     const call = typeof id === 'string' ? this.calls.get(id) : undefined;
     if (!call) return;
+    if (message.properties.type === aliveType) return call.heard();
     try {
       call.settle({ reply: decode(message.content) });
     } catch (error) {
@@ -396,14 +403,20 @@ export class RabbitBus implements Bus {
       { system: 'rabbitmq', destination: subject, operation: 'process' },
       headerCarrier(headers),
       async () => {
+        const replyTo = message.properties.replyTo;
         let reply: unknown;
         try {
-          reply = { ok: true, data: await run(decode(message.content)) };
+          reply = {
+            ok: true,
+            data: await this.alive.during(
+              () => this.signalAlive(replyTo, message.properties.correlationId),
+              () => run(decode(message.content)),
+            ),
+          };
         } catch (failure) {
           if (!(failure instanceof AppError)) this.report(failure, subject);
           reply = replyFromError(failure);
         }
-        const replyTo = message.properties.replyTo;
         if (typeof replyTo !== 'string') return;
         try {
           // Any connection may answer: the reply-to address names the caller's channel, not ours.
@@ -417,6 +430,19 @@ export class RabbitBus implements Bus {
         }
       },
     );
+  }
+
+  /** An empty message of type `alive` to the caller's reply-to address: still working on it. */
+  private signalAlive(replyTo: unknown, correlationId: unknown): void {
+    if (typeof replyTo !== 'string') return;
+    try {
+      this.current().responder.publish('', replyTo, Buffer.alloc(0), {
+        correlationId: typeof correlationId === 'string' ? correlationId : undefined,
+        type: aliveType,
+      });
+    } catch {
+      // The connection is gone; the caller will hear the silence.
+    }
   }
 
   /** The broker cancelled a consumer (its queue was deleted): a fresh connection declares and consumes again. */
@@ -676,6 +702,7 @@ export class RabbitBus implements Bus {
 
   private async close(): Promise<void> {
     for (const stop of this.stoppers.splice(0)) stop();
+    this.alive.stop();
     this.closing = true;
     this.connected = false;
     await this.connection?.close();

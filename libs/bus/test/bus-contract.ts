@@ -91,6 +91,39 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
       ).rejects.toMatchObject({ status: 504 });
     });
 
+    it('keeps waiting past the silence limit for a handler that is still working on it', async () => {
+      const [caller, handler] = await make(2);
+      await handler!.handle(
+        'cmd.messaging.send-message',
+        () => new Promise((resolve) => setTimeout(() => resolve(reply), 5_000)),
+      );
+      // Five seconds of work against 2.5 s of allowed silence: only its signs of life keep the call.
+      await expect(
+        caller!.request('cmd.messaging.send-message', sendMessage, { silenceMs: 2_500 }),
+      ).resolves.toEqual(reply);
+    });
+
+    it.skipIf(!abilities.kill)(
+      'answers 504 soon after the replica handling a command dies, not at the end of its timeout',
+      { timeout: 20_000 },
+      async () => {
+        const [caller, doomed] = await make(2);
+        let started = false;
+        await doomed!.handle('cmd.messaging.send-message', () => {
+          started = true;
+          return new Promise(() => undefined);
+        });
+        const call = caller!
+          .request('cmd.messaging.send-message', sendMessage, { timeoutMs: 120_000, silenceMs: 2_000 })
+          .catch((error: unknown) => error);
+        await waitFor(() => started, { what: 'the doomed replica to take the command' });
+        await abilities.kill!(doomed!);
+        open.splice(open.indexOf(doomed!), 1);
+        // The test's own 20 s bound is far inside the command's two minutes: only the silence ends it.
+        expect(await call).toMatchObject({ status: 504 });
+      },
+    );
+
     it('spreads commands over the replicas of a service, each answered once', async () => {
       const buses = await make(2);
       const counts = [0, 0];
