@@ -28,9 +28,9 @@ import {
 } from '@nats-io/jetstream';
 import {
   connect,
+  headers as createHeaders,
   createInbox,
   Empty,
-  headers as createHeaders,
   type Msg,
   type MsgHdrs,
   type NatsConnection,
@@ -238,10 +238,10 @@ export class NatsBus implements Bus {
     const call = this.calls.get(msg.subject.slice(this.replies.length + 1));
     // A reply after its caller gave up finds no call.
     if (!call) return;
-    if (msg.data.length > 0) return call.settle({ reply: msg });
-    if (msg.headers?.code === 503)
-      return call.settle({ error: noResponderError(call.subject, new NoRespondersError(call.subject)) });
-    call.heard();
+    if (msg.data.length > 0) call.settle({ reply: msg });
+    else if (msg.headers?.code === 503)
+      call.settle({ error: noResponderError(call.subject, new NoRespondersError(call.subject)) });
+    else call.heard();
   }
 
   /** The server refused to carry a command this connection may not send: its callers hear it now. */

@@ -368,7 +368,10 @@ export class RabbitBus implements Bus {
     // A reply after its caller gave up finds no call.
     const call = typeof id === 'string' ? this.calls.get(id) : undefined;
     if (!call) return;
-    if (message.properties.type === aliveType) return call.heard();
+    if (message.properties.type === aliveType) {
+      call.heard();
+      return;
+    }
     try {
       call.settle({ reply: decode(message.content) });
     } catch (error) {
