@@ -48,8 +48,10 @@ export function idempotency({
   waitMs = 15_000,
   maxWaitersPerWorkspace = 20,
   maxWaiters = 200,
-  leaseMs = 6_000,
-  heartbeatMs = 2_000,
+  // A dead gateway's keys are free again within 4 s, so a client retrying after a crash is answered well
+  // within 10 s; three renewals may be missed before a live holder loses its key.
+  leaseMs = 4_000,
+  heartbeatMs = 1_000,
 }: IdempotencyOptions): (endpoint: string, handler: RequestHandler) => RequestHandler {
   if (heartbeatMs >= leaseMs) throw new Error('idempotency heartbeatMs must be shorter than leaseMs');
   const lease: Lease = { leaseMs, heartbeatMs };
