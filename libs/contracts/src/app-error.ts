@@ -15,7 +15,12 @@ export class AppError extends Error {
     readonly body: ErrorResponse,
     options?: { cause?: unknown; detail?: string },
   ) {
+    // A refusal the caller caused is an answer, not a fault: no stack trace is captured for it (the
+    // door answers thousands a second, and a span that records the error would format the trace too).
+    const stackTraceLimit = Error.stackTraceLimit;
+    if (status < 500) Error.stackTraceLimit = 0;
     super(body.error, options);
+    Error.stackTraceLimit = stackTraceLimit;
     this.detail = options?.detail ?? (options?.cause instanceof Error ? options.cause.message : undefined);
   }
 
