@@ -115,6 +115,10 @@ describe('one trace from the API call to the webhook', () => {
       { what: 'spans from every process', timeoutMs: 20_000 },
     );
     const trace = inTrace(traceId);
+    // The HTTP server span is named by its route pattern (service-kit names it; no express spans).
+    expect(trace.find((span) => span.service === 'gateway' && span.kind === SERVER)?.name).toBe(
+      'POST /api/v1/send-message',
+    );
 
     const find = (service: string, kind: number, name: string) =>
       trace.find((span) => span.service === service && span.kind === kind && span.name === name);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
-import { annotateActiveSpan, meter, serveMetrics } from '@inbox/telemetry';
+import { annotateActiveSpan, meter, serveMetrics, serverSpanRouteSetter } from '@inbox/telemetry';
 import express, { type ErrorRequestHandler, type Express as ExpressApp, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 
@@ -46,13 +46,20 @@ function accessLog(logger: Logger): RequestHandler {
     req.id = incoming && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', req.id);
     annotateActiveSpan({ 'request.id': req.id });
+    const nameServerSpan = serverSpanRouteSetter();
     res.on('finish', () => {
       if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') return;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      // The route pattern, never the raw path: ids in paths would make every request its own series.
+      const route = req.route
+        ? `${req.baseUrl}${req.route.path}`
+        : res.statusCode === 404
+          ? 'unknown'
+          : req.baseUrl || 'unknown';
+      nameServerSpan(route);
       requestDuration.record(seconds, {
         'http.request.method': req.method,
-        // The route pattern, never the raw path: ids in paths would make every request its own series.
-        'http.route': req.route?.path ?? (res.statusCode === 404 ? 'unknown' : req.baseUrl || 'unknown'),
+        'http.route': route,
         'http.response.status_code': res.statusCode,
       });
       logger.info(

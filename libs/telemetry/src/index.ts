@@ -9,6 +9,7 @@ export {
   injectContext,
   type MessagingSpanInfo,
   outsideSpans,
+  serverSpanRouteSetter,
   startSpan,
   withCapturedContext,
   withConsumerSpan,

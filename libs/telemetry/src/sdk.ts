@@ -49,9 +49,10 @@ export function sdkConfiguration(
         // The bus makes its own messaging spans on every transport; amqplib's patch would add a second
         // publish span and overwrite the traceparent header, re-parenting the consumer's span under it.
         '@opentelemetry/instrumentation-amqplib': { enabled: false },
-        // A span per express middleware (json parser, auth, …) costs more than it tells: the route's
-        // own handler span and the HTTP server span carry what matters.
-        '@opentelemetry/instrumentation-express': { ignoreLayersType: ['middleware' as never] },
+        // Express's wrappers around every layer cost a quarter of a refused request's CPU (bench/RESULTS.md)
+        // for spans that tell no more than the HTTP server span, which service-kit names by its route
+        // (serverSpanRouteSetter).
+        '@opentelemetry/instrumentation-express': { enabled: false },
         // Express 5 routes through the `router` package, whose own instrumentation made a span per layer
         // again (middleware included) beside express's: a fifth of the gateway's CPU under load.
         '@opentelemetry/instrumentation-router': { enabled: false },

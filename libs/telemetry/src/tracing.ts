@@ -9,8 +9,22 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
+import { getRPCMetadata, RPCType } from '@opentelemetry/core';
 
 const tracer = () => trace.getTracer('inbox');
+
+/**
+ * Names the HTTP server span of the request being handled by its route pattern, the way the express
+ * instrumentation did (`http.route`, span `POST /api/v1/send-message`) without its per-layer wrappers,
+ * which cost a quarter of a refused request's CPU. Call it while the request's context is active; the
+ * returned function takes the route once it is known, before the response closes.
+ */
+export function serverSpanRouteSetter(): (route: string) => void {
+  const rpc = getRPCMetadata(context.active());
+  return (route) => {
+    if (rpc?.type === RPCType.HTTP) rpc.route = route;
+  };
+}
 
 function recordFailure(span: Span, error: unknown): void {
   span.recordException(error instanceof Error ? error : new Error(String(error)));
