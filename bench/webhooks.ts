@@ -3,6 +3,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { type Bus, connectBus } from '@inbox/bus';
 import { type ServiceProcessSpec, serviceProcessSpecs, startServiceProcess } from '@inbox/runtime';
 import {
@@ -66,6 +67,9 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
         sandbox: 0,
       },
     }).find((s) => s.name === 'webhook-dispatcher') as ServiceProcessSpec;
+    // BENCH_CPU_PROF=webhook-dispatcher writes the dispatcher's CPU profile, as in the send-path bench.
+    if (process.env.BENCH_CPU_PROF === 'webhook-dispatcher')
+      spec.nodeArgs = ['--cpu-prof', '--cpu-prof-dir', fileURLToPath(new URL('./profiles/', import.meta.url))];
     dispatcher = await startServiceProcess(spec);
     bus = await connectBus({ url: brokerServer.url });
     const workspace = randomUUID();
