@@ -228,6 +228,13 @@ describe('one trace from the API call to the webhook', () => {
     };
     const gateway = await scrape('gateway');
     expect(gateway).toMatch(/^http_server_request_duration\w*_bucket\{/m);
+    // One series of requests served, by route: ours, not the HTTP instrumentation's second one.
+    const scopes = new Set(
+      [...gateway.matchAll(/^http_server_request_duration\w*_count\{[^}]*otel_scope_name="([^"]+)"/gm)].map(
+        (match) => match[1],
+      ),
+    );
+    expect([...scopes]).toEqual(['http']);
     expect(gateway).toMatch(/^bus_command_duration\w*_bucket\{.*subject="cmd\.messaging\.send-message"/m);
     const messaging = await scrape('messaging');
     expect(messaging).toMatch(/^outbox_publish_lag\w*_bucket\{/m);

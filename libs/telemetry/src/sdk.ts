@@ -1,3 +1,4 @@
+import { createNoopMeter } from '@opentelemetry/api';
 import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
@@ -6,6 +7,21 @@ import { markMeterProviderInstalled, prometheusExporter } from './metrics.js';
 import { UrlRedactingSpanProcessor } from './url-redaction.js';
 
 let sdk: NodeSDK | undefined;
+
+const noMetrics = { getMeter: () => createNoopMeter() };
+
+/**
+ * service-kit records `http.server.request.duration` itself, by route (the dashboards read that one,
+ * scope `http`); the HTTP instrumentation's own histogram of the same name, recorded on every request
+ * too, would be a second series nobody reads. Its spans stay.
+ */
+function withoutDuplicateHttpMetrics(
+  instrumentations: NonNullable<NodeSDKConfiguration['instrumentations']>,
+) {
+  for (const instrumentation of instrumentations.flat())
+    if (instrumentation.instrumentationName === '@opentelemetry/instrumentation-http')
+      instrumentation.setMeterProvider(noMetrics);
+}
 
 /**
  * Starts tracing for this process. Spans are exported over OTLP/HTTP only when
@@ -17,8 +33,10 @@ export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'i
   const exporting = Boolean(
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
   );
-  sdk = new NodeSDK(sdkConfiguration(serviceName, exporting ? new OTLPTraceExporter() : undefined));
+  const configuration = sdkConfiguration(serviceName, exporting ? new OTLPTraceExporter() : undefined);
+  sdk = new NodeSDK(configuration);
   sdk.start();
+  withoutDuplicateHttpMetrics(configuration.instrumentations ?? []);
   markMeterProviderInstalled();
 }
 
