@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DeliveryAttempt } from '@inbox/contracts';
-import { type Pool, type Queryable, withTransaction } from '@inbox/db';
+import type { Pool, Queryable } from '@inbox/db';
 import type { z } from 'zod';
 
 export interface LeasedDelivery {
@@ -54,30 +54,29 @@ export class DeliveryStore {
     ordering: { key: string; seq: number } | null;
     traceContext: Record<string, string>;
   }): Promise<number> {
-    const insert = (db: Queryable) =>
-      db.query(
-        `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, status, next_attempt_at)
+    const insert = `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, status, next_attempt_at)
          select gen_random_uuid(), e.workspace_id, e.id, $2, $3, $4, $5, $6, $7, 'pending', now()
            from endpoints e
           where e.workspace_id = $1 and e.enabled and ($3 = any(e.events) or '*' = any(e.events))
-         on conflict (endpoint_id, event_id) do nothing`,
-        [
-          event.workspaceId,
-          event.eventId,
-          event.eventType,
-          event.body,
-          event.ordering?.seq ?? 0,
-          event.ordering?.key ?? null,
-          event.traceContext,
-        ],
-      );
-    const { ordering } = event;
-    if (!ordering) return (await insert(this.pool)).rowCount ?? 0;
-    const { rowCount } = await withTransaction(this.pool, async (client) => {
-      await client.query('select note_ordering($1, $2, $3)', [event.workspaceId, ordering.key, ordering.seq]);
-      return insert(client);
-    });
-    return rowCount ?? 0;
+         on conflict (endpoint_id, event_id) do nothing`;
+    const values = [
+      event.workspaceId,
+      event.eventId,
+      event.eventType,
+      event.body,
+      event.ordering?.seq ?? 0,
+      event.ordering?.key ?? null,
+      event.traceContext,
+    ];
+    if (!event.ordering) return (await this.pool.query(insert, values)).rowCount ?? 0;
+    // One statement, so one round trip and no begin/commit: the insert runs as a data-modifying CTE and
+    // the note in the select list, which is evaluated exactly once; both commit or neither does.
+    const { rows } = await this.pool.query<{ scheduled: number }>(
+      `with scheduled as (${insert} returning 1)
+       select (select count(*) from scheduled)::int as scheduled, note_ordering($1, $6, $5)`,
+      values,
+    );
+    return rows[0]?.scheduled ?? 0;
   }
 
   /**
