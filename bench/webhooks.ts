@@ -69,7 +69,11 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
     }).find((s) => s.name === 'webhook-dispatcher') as ServiceProcessSpec;
     // BENCH_CPU_PROF=webhook-dispatcher writes the dispatcher's CPU profile, as in the send-path bench.
     if (process.env.BENCH_CPU_PROF === 'webhook-dispatcher')
-      spec.nodeArgs = ['--cpu-prof', '--cpu-prof-dir', fileURLToPath(new URL('./profiles/', import.meta.url))];
+      spec.nodeArgs = [
+        '--cpu-prof',
+        '--cpu-prof-dir',
+        fileURLToPath(new URL('./profiles/', import.meta.url)),
+      ];
     dispatcher = await startServiceProcess(spec);
     bus = await connectBus({ url: brokerServer.url });
     const workspace = randomUUID();
