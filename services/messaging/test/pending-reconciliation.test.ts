@@ -8,9 +8,10 @@ import { createPool, migrate, OutboxRelay, type Pool, withTransaction } from '@i
 import { connectorService } from '@inbox/provider-connector';
 import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
 import { serveMetrics } from '@inbox/telemetry';
-import { createDatabase, uniquePrefix } from '@inbox/testkit';
+import { createDatabase, uniquePrefix, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MessagingConfig } from '../src/config.js';
+import { externalSend } from '../src/handlers/external-send.js';
 import { PendingReconciler } from '../src/reconcile-pending.js';
 import { ConversationStore } from '../src/store/conversations.js';
 
@@ -26,7 +27,7 @@ let provider: Server;
 let providerCalls = 0;
 let providerUrl: string;
 // How the stand-in answers: a failure, an acceptance, or nothing at all (a provider that does not answer).
-let providerAnswer: 'fail' | 'accept' | 'hang' = 'fail';
+let providerAnswer: 'fail' | 'accept' | 'slow' | 'hang' = 'fail';
 
 beforeAll(async () => {
   const { natsUrl, postgresAdminUrl } = inject('infra');
@@ -35,11 +36,15 @@ beforeAll(async () => {
   provider = createServer((_req, res) => {
     providerCalls++;
     if (providerAnswer === 'hang') return;
-    if (providerAnswer === 'accept') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({ messaging_product: 'whatsapp', messages: [{ id: `wamid.${providerCalls}` }] }),
-      );
+    if (providerAnswer === 'accept' || providerAnswer === 'slow') {
+      const id = `wamid.${providerCalls}`;
+      const accept = () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ messaging_product: 'whatsapp', messages: [{ id }] }));
+      };
+      // Slow enough that a concurrent request reaches the connector while this call is under way.
+      if (providerAnswer === 'slow') setTimeout(accept, 250);
+      else accept();
       return;
     }
     res.writeHead(500).end();
@@ -302,5 +307,65 @@ describe('at most one provider call per message', () => {
     ).toEqual({
       outcome: 'unknown',
     });
+  });
+});
+
+describe('keyed external sends that race past the gateway', () => {
+  it('stores one message and calls the provider once when two requests with one key reach messaging together', async () => {
+    const world = await workspaceWithIntegration();
+    const opened = await world.pendingMessage('abre a conversa', 0);
+    providerAnswer = 'slow';
+    const start = providerCalls;
+    // As when the gateway's record of the key was lost (its lease lapsed under a stalled holder).
+    const command = {
+      workspace_id: world.workspaceId,
+      conversation_id: opened.conversationId,
+      text: 'só uma vez',
+      idempotency_key: 'ext-race',
+    };
+    const deps = { pool: messagingPool, bus, relay };
+    // Both requests look their key up before either stores a message: the conversation is held locked
+    // until both have found no message and wait to store one.
+    const holder = await messagingPool.connect();
+    await holder.query('begin');
+    await holder.query('select 1 from conversations where id = $1 for update', [opened.conversationId]);
+    const running = Promise.all(
+      [0, 1].map(() =>
+        externalSend(deps, command).then(
+          (sent) => ({ status: 200, body: sent as unknown }),
+          (error: { status?: number; body?: unknown }) => ({ status: error.status, body: error.body }),
+        ),
+      ),
+    );
+    await waitFor(
+      async () =>
+        (
+          await messagingPool.query<{ n: number }>(
+            `select count(*)::int as n from pg_stat_activity
+              where datname = current_database() and wait_event_type = 'Lock' and query like '%for update of c%'`,
+          )
+        ).rows[0]!.n === 2,
+      { what: 'both requests waiting on the conversation' },
+    );
+    await holder.query('commit');
+    holder.release();
+    const answers = await running;
+    const keyed = await messagingPool.query<{ id: string }>(
+      'select id from messages where workspace_id = $1 and idempotency_key = $2',
+      [world.workspaceId, 'ext-race'],
+    );
+    expect(keyed.rows).toHaveLength(1);
+    const messageId = keyed.rows[0]!.id;
+    // One ran the send; the other continued the same message and, its send still under way, was told
+    // so by name (the caller's retry then gets the first answer), never a second provider call.
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    expect(answers.find((a) => a.status === 200)!.body).toMatchObject({ message_id: messageId });
+    expect(answers.find((a) => a.status === 409)!.body).toEqual({
+      error: platformTexts.sendOutcomeUnknown(messageId),
+    });
+    expect(providerCalls).toBe(start + 1);
+    const retry = await externalSend(deps, command);
+    expect(retry).toEqual(answers.find((a) => a.status === 200)!.body);
+    expect(providerCalls).toBe(start + 1);
   });
 });

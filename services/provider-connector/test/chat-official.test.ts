@@ -150,6 +150,23 @@ describe('chat-official registration', () => {
     expect(await count()).toBe(before);
   });
 
+  it('does not blame the callback URL when Meta refused the WABA subscription itself', async () => {
+    const world = await startWorld({ httpCallbacks: 'refuse' });
+    const account = `pn-${randomUUID().slice(0, 8)}`;
+    // The WABA already answers to another token: ours is refused (190) before any callback is looked at.
+    const other = await fetch(`${world.sandboxUrl}/chat-official/v21.0/waba-${account}/subscribed_apps`, {
+      headers: { authorization: 'Bearer token-of-someone-else' },
+    });
+    expect(other.status).toBe(200);
+    const refused = await failure(world.create(account));
+    expect(refused.status).toBe(502);
+    expect(refused.body).toEqual({
+      error: 'Falha ao registrar o webhook de entrada no provedor do canal "chat-official"',
+    });
+    const { rows } = await pool.query('select 1 from integrations where account_id = $1', [account]);
+    expect(rows).toHaveLength(0);
+  });
+
   it('names a callback URL over 200 characters', async () => {
     // Refused for its length before Meta would even try to reach it.
     const host = ['a', 'b', 'c'].map((label) => label.repeat(60)).join('.');

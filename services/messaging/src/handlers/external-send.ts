@@ -10,7 +10,12 @@ import {
 import { withTransaction } from '@inbox/db';
 import { windowIsOpen } from '../domain/window.js';
 import { ConversationStore, type SendRecipient } from '../store/conversations.js';
-import { messageOfKey, retryIfRefused } from '../store/keyed-messages.js';
+import {
+  isUniqueViolation,
+  type KeyedMessage,
+  messageOfKey,
+  retryIfRefused,
+} from '../store/keyed-messages.js';
 import { deliverOutbound, type OutboundDeps } from './outbound-delivery.js';
 
 /** external send: a message into an existing conversation of the workspace; creates nothing else. */
@@ -22,23 +27,40 @@ export async function externalSend(
   const senderType = command.sender_type ?? 'agent';
   const key = command.idempotency_key;
   // A retry of a request whose first attempt stored its message continues that message.
-  const earlier = key ? await messageOfKey(deps.pool, workspaceId, key) : undefined;
-  const prepared = await withTransaction(deps.pool, async (client) => {
-    const store = new ConversationStore(client, workspaceId);
-    const conversation = await store.conversationForSend(earlier?.conversation_id ?? command.conversation_id);
-    if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
-    if (earlier) return { conversation, messageId: earlier.id };
-    checkReply(conversation, senderType);
-    await store.reopen(conversation);
-    const messageId = await store.addOutboundMessage({
-      conversationId: conversation.id,
-      text: command.text,
-      senderType,
-      senderName: command.sender_name,
-      idempotencyKey: key,
+  let earlier = key ? await messageOfKey(deps.pool, workspaceId, key) : undefined;
+  const prepare = (continuing: KeyedMessage | undefined) =>
+    withTransaction(deps.pool, async (client) => {
+      const store = new ConversationStore(client, workspaceId);
+      const conversation = await store.conversationForSend(
+        continuing?.conversation_id ?? command.conversation_id,
+      );
+      if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
+      if (continuing) return { conversation, messageId: continuing.id };
+      checkReply(conversation, senderType);
+      await store.reopen(conversation);
+      const messageId = await store.addOutboundMessage({
+        conversationId: conversation.id,
+        text: command.text,
+        senderType,
+        senderName: command.sender_name,
+        idempotencyKey: key,
+      });
+      return { conversation, messageId };
     });
-    return { conversation, messageId };
-  });
+  let prepared: Awaited<ReturnType<typeof prepare>>;
+  try {
+    prepared = await prepare(earlier);
+  } catch (error) {
+    // A request with the same key stored its message meanwhile (the unique key refused this one, as when
+    // the gateway's record of the key was lost): continue that message, never a second one.
+    const raced =
+      !earlier && key && isUniqueViolation(error)
+        ? await messageOfKey(deps.pool, workspaceId, key)
+        : undefined;
+    if (!raced) throw error;
+    earlier = raced;
+    prepared = await prepare(raced);
+  }
   if (earlier?.status === 'sent' && earlier.sent_at)
     return answer(workspaceId, prepared.conversation.id, prepared.messageId, earlier.sent_at.toISOString());
   if (earlier) await retryIfRefused(deps.pool, earlier);

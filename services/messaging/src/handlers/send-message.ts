@@ -12,7 +12,12 @@ import { eventPayloads } from '../domain/events.js';
 import { normalisePhone } from '../domain/phone.js';
 import { channelHasWindow, windowIsOpen } from '../domain/window.js';
 import { type ConversationRow, ConversationStore } from '../store/conversations.js';
-import { type KeyedMessage, messageOfKey, retryIfRefused } from '../store/keyed-messages.js';
+import {
+  isUniqueViolation,
+  type KeyedMessage,
+  messageOfKey,
+  retryIfRefused,
+} from '../store/keyed-messages.js';
 import { TeamStore } from '../store/team.js';
 import { deliverOutbound, type OutboundDeps } from './outbound-delivery.js';
 
@@ -305,5 +310,3 @@ async function resumeSend(
   );
   return reply(sent);
 }
-
-const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === '23505';

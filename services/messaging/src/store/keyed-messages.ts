@@ -46,3 +46,6 @@ export async function retryIfRefused(
     new ConversationStore(client, message.workspace_id).retryFailed(message.id),
   );
 }
+
+/** Postgres refused an insert for a unique constraint: here, a message with the same scoped key. */
+export const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === '23505';
