@@ -1,13 +1,13 @@
 import { platformTexts } from '@inbox/contracts';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { callApi, sandbox, useStack } from './support/fixtures.js';
+import { callApi, sandbox, sentTo, useStack } from './support/fixtures.js';
 
 // The connector gives up on a provider after one second here, so a held call is quick to test.
 const fixture = useStack({ extraEnv: { PROVIDER_TIMEOUT_MS: '1000' }, rateLimitPerMinute: 1_000 });
 
-const call = (method: string, path: string, key: string, body?: unknown) =>
-  callApi(fixture.stack, method, path, key, body);
+const call = (method: string, path: string, key: string, body?: unknown, headers?: Record<string, string>) =>
+  callApi(fixture.stack, method, path, key, body, headers);
 
 async function workspace(name: string) {
   const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
@@ -101,18 +101,25 @@ describe('a conversation longer than one bus message', () => {
 });
 
 describe('a provider that does not answer in time', () => {
-  it('answers 504 saying the outcome is unknown, and leaves the message pending rather than failed', async () => {
+  it('answers 504 saying the outcome is unknown, leaves the message pending rather than failed, and never sends it again', async () => {
     const ws = await workspace('slow-provider');
     expect(
       (await sandbox(fixture.stack, '/_sandbox/faults', { channel: 'alt-a', mode: 'timeout' })).status,
     ).toBe(200);
     try {
-      const sent = await call('POST', '/api/v1/send-message', ws.key, {
-        phone: phone(),
-        message: 'você está aí?',
-        channel: 'alt-a',
-      });
+      const request = { phone: phone(), message: 'você está aí?', channel: 'alt-a' };
+      const idempotencyKey = { 'idempotency-key': 'slow-once' };
+      const sent = await call('POST', '/api/v1/send-message', ws.key, request, idempotencyKey);
       expect(sent).toEqual({ status: 504, body: { error: platformTexts.providerTimedOut('alt-a') } });
+      // The 5xx freed the key, and the provider answers again: a retry finds the attempt of unknown
+      // outcome and says so by the message's id rather than calling the provider a second time.
+      await sandbox(fixture.stack, '/_sandbox/faults', { channel: 'alt-a', mode: 'off' });
+      const retried = await call('POST', '/api/v1/send-message', ws.key, request, idempotencyKey);
+      expect(retried.status).toBe(409);
+      expect(retried.body.error).toMatch(
+        /^O envio da mensagem [0-9a-f-]{36} ao provedor foi iniciado e o resultado é desconhecido: ela não será enviada de novo, para não duplicar o envio$/,
+      );
+      expect(await sentTo(fixture.stack, request.phone.replace('+', ''))).toHaveLength(0);
       const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
       await db.connect();
       try {

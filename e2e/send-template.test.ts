@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type EventType, eventCatalogue, platformTexts } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
+import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type Json, sandbox, sentTo as sentToSandbox, useStack } from './support/fixtures.js';
 
@@ -375,5 +376,60 @@ describe('templates we do not know', () => {
       `/admin/v1/workspaces/${flood.id}/integrations/${flood.integrationId}/templates/refresh`,
     );
     expect((await send('aprovado_agora')).status).toBe(200);
+  });
+});
+
+describe('a keyed send-template', () => {
+  const keyed = async (body: Json, key: string) => {
+    const response = await fetch(`${fixture.stack.gatewayUrl}/api/v1/send-template`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${ws.key}`,
+        'content-type': 'application/json',
+        'idempotency-key': key,
+      },
+      body: JSON.stringify(body),
+    });
+    return {
+      status: response.status,
+      replayed: response.headers.get('idempotent-replayed'),
+      body: await response.json(),
+    };
+  };
+  // As a gateway that died before recording the answer leaves it: its record of the key gone.
+  const forgetKeys = async () => {
+    const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+    await db.connect();
+    try {
+      await db.query('delete from gateway.idempotency_keys where workspace_id = $1', [ws.id]);
+    } finally {
+      await db.end();
+    }
+  };
+
+  it('is sent once: a replay gets the first answer, and so does a retry the gateway lost track of', async () => {
+    const request = {
+      phone: '+5511966660091',
+      channel: 'chat-official',
+      templateName: 'boas_vindas',
+      language: 'pt_BR',
+      variables: ['Iara', 'A-91'],
+    };
+    const first = await keyed(request, 'template-once');
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ success: true, template: { name: 'boas_vindas' } });
+    const replay = await keyed(request, 'template-once');
+    expect(replay).toEqual({ ...first, replayed: 'true' });
+    await forgetKeys();
+    // Messaging finds the message the key created and answers from it: same ids, no second provider call.
+    const retry = await keyed(request, 'template-once');
+    expect(retry).toEqual(first);
+    expect(await sentTo('5511966660091')).toHaveLength(1);
+    const other = await keyed({ ...request, variables: ['Iara', 'B-92'] }, 'template-once');
+    expect(other).toMatchObject({
+      status: 422,
+      body: { error: platformTexts.idempotencyKeyReused },
+    });
+    expect(await sentTo('5511966660091')).toHaveLength(1);
   });
 });

@@ -44,10 +44,17 @@ export async function onlyEvent(receiver: Receiver, workspaceId: string, type: s
 }
 
 /** A public API call with any method, as a workspace's key. */
-export async function callApi(stack: TestStack, method: string, path: string, key: string, body?: unknown) {
+export async function callApi(
+  stack: TestStack,
+  method: string,
+  path: string,
+  key: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
   const response = await fetch(`${stack.gatewayUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: response.status, body: (await response.json()) as Json };

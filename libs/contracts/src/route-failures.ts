@@ -42,6 +42,10 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       'the provider did not answer in time: it may have accepted the message, which is not sent again',
       new AppError(504, { error: platformTexts.providerTimedOut(channel) }),
     ),
+    answers(
+      'a retry (same Idempotency-Key) of a request whose provider call began and never reported back: the message, named by its id, is not sent again and stays pending (the conversation read shows why)',
+      new AppError(409, { error: platformTexts.sendOutcomeUnknown('0b6f3c8e-2f4a-4c1e-9a57-5d2e8c7b1a90') }),
+    ),
   ];
   // What the connector answers to the official provider's refusals it acts on; with its code.
   const officialRefusals = [

@@ -1499,7 +1499,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description A request with this Idempotency-Key is still under way */
+      /**
+       * @description - a request with this Idempotency-Key is still under way
+       *     - a retry (same Idempotency-Key) of a request whose provider call began and never reported back: the message, named by its id, is not sent again and stays pending (the conversation read shows why)
+       */
       409: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -1736,7 +1739,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description A request with this Idempotency-Key is still under way */
+      /**
+       * @description - a request with this Idempotency-Key is still under way
+       *     - a retry (same Idempotency-Key) of a request whose provider call began and never reported back: the message, named by its id, is not sent again and stays pending (the conversation read shows why)
+       */
       409: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -1936,7 +1942,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description A request with this Idempotency-Key is still under way */
+      /**
+       * @description - a request with this Idempotency-Key is still under way
+       *     - a retry (same Idempotency-Key) of a request whose provider call began and never reported back: the message, named by its id, is not sent again and stays pending (the conversation read shows why)
+       */
       409: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -4078,6 +4087,16 @@ export interface operations {
        *     - the conversation is not one of this workspace
        */
       404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description A retry (same Idempotency-Key) of a request whose provider call began and never reported back: the message, named by its id, is not sent again and stays pending (the conversation read shows why) */
+      409: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
           [name: string]: unknown;
