@@ -12,6 +12,7 @@ import { createDatabase, uniquePrefix, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MessagingConfig } from '../src/config.js';
 import { externalSend } from '../src/handlers/external-send.js';
+import { applyStatus } from '../src/handlers/inbound.js';
 import { PendingReconciler } from '../src/reconcile-pending.js';
 import { ConversationStore } from '../src/store/conversations.js';
 
@@ -224,6 +225,47 @@ describe('pending message reconciliation', () => {
     // Settled once: a second pass finds nothing left to settle and announces nothing again.
     expect(await reconciler.reconcile()).toMatchObject({ sent: 0, failed: 0, unknown: 0 });
     expect(await world.sentEvents()).toHaveLength(1);
+    expect(providerCalls).toBe(0);
+  });
+
+  it("asks again about a send of unknown outcome once the provider's status names it, and settles it", async () => {
+    const world = await workspaceWithIntegration();
+    const attempted = await world.pendingMessage('Chegou, afinal?', 10);
+    await connectorPool.query(
+      'insert into sends (message_id, workspace_id, integration_id) values ($1, $2, $3)',
+      [attempted.id, world.workspaceId, world.integrationId],
+    );
+    const reconciler = new PendingReconciler({ pool: messagingPool, bus, relay, logger, afterMinutes: 5 });
+    expect(await reconciler.reconcile()).toMatchObject({ unknown: 1 });
+    // Not asked about again until something new is known.
+    expect(await reconciler.reconcile()).toMatchObject({ unknown: 0, sent: 0 });
+
+    // The provider's status echoed our id: the connector recorded the send from it, and named it.
+    const sentAt = new Date('2026-03-02T08:00:00.000Z');
+    await connectorPool.query(
+      'update sends set provider_message_id = $2, sent_at = $3 where message_id = $1',
+      [attempted.id, 'wamid.by-status', sentAt],
+    );
+    await applyStatus(
+      { pool: messagingPool, relay },
+      {
+        workspace_id: world.workspaceId,
+        integration_id: world.integrationId,
+        provider_message_id: 'wamid.by-status',
+        status: 'delivered',
+        error: null,
+        message_id: attempted.id,
+        error_code: null,
+      },
+    );
+    expect(await reconciler.reconcile()).toMatchObject({ sent: 1 });
+    expect(await world.message(attempted.id)).toEqual({
+      status: 'sent',
+      provider_message_id: 'wamid.by-status',
+      sent_at: sentAt,
+      error: null,
+    });
+    expect((await world.sentEvents()).map((event) => event.message.id)).toEqual([attempted.id]);
     expect(providerCalls).toBe(0);
   });
 

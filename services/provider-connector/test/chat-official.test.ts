@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { InProcessBus } from '@inbox/bus';
-import type { AppError } from '@inbox/contracts';
+import { type AppError, platformTexts } from '@inbox/contracts';
 import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createSandbox, type Sandbox } from '@inbox/provider-sandbox';
@@ -252,6 +252,107 @@ describe('chat-official sends', () => {
 });
 
 describe('chat-official callbacks into the connector', () => {
+  it("settles a send whose answer was lost from Meta's first status of it, which names our message", async () => {
+    const world = await startWorld();
+    const target = await world.create();
+    const account = target.config.phone_number_id;
+    await world.control('/windows', {
+      channel: 'chat-official',
+      account,
+      number: '5511944440031',
+      last_inbound_at: new Date().toISOString(),
+    });
+    // Meta takes the message and sends it; its answer never reaches the connector.
+    await world.control('/faults', { channel: 'chat-official', account, mode: 'lost_answer' });
+    const messageId = randomUUID();
+    const command = {
+      workspace_id: target.workspaceId,
+      integration_id: target.integration.id,
+      message_id: messageId,
+      to: '+5511944440031',
+      text: 'chegou?',
+    };
+    const quickly = { ...world.deps, providerTimeoutMs: 300 };
+    expect(await failure(sendText(quickly, command))).toMatchObject({ status: 504 });
+    await world.control('/faults', { channel: 'chat-official', account, mode: 'off' });
+    const [atMeta] = (await world.sent()) as Array<{
+      provider_message_id: string;
+      body: Record<string, unknown>;
+    }>;
+    expect(atMeta!.body.biz_opaque_callback_data).toBe(messageId);
+    // Not sent again while its outcome is unknown.
+    expect(await failure(sendText(world.deps, command))).toMatchObject({
+      status: 409,
+      body: { error: platformTexts.sendOutcomeUnknown(messageId) },
+    });
+
+    // Meta's status repeats the reference: the attempt is known as sent, with Meta's id.
+    const status = await world.control('/status', {
+      channel: 'chat-official',
+      account,
+      message_id: atMeta!.provider_message_id,
+      status: 'delivered',
+      app_secret: target.config.app_secret,
+    });
+    expect(status.body.delivered_status).toBe(200);
+    const [event] = await world.events(target.workspaceId, 'inbound.status');
+    expect(event).toMatchObject({
+      provider_message_id: atMeta!.provider_message_id,
+      status: 'delivered',
+      message_id: messageId,
+    });
+    const settled = await sendText(world.deps, command);
+    expect(settled.provider_message_id).toBe(atMeta!.provider_message_id);
+    expect(await world.sent()).toHaveLength(1);
+  });
+
+  it('takes no reference of another integration, nor one that is not our id', async () => {
+    const world = await startWorld();
+    const mine = await world.create();
+    const theirs = await world.create();
+    const account = mine.config.phone_number_id;
+    await world.control('/windows', {
+      channel: 'chat-official',
+      account,
+      number: '5511944440032',
+      last_inbound_at: new Date().toISOString(),
+    });
+    // Their message's send of unknown outcome, which a status of ours must not settle.
+    const theirMessage = randomUUID();
+    await pool.query('insert into sends (message_id, workspace_id, integration_id) values ($1, $2, $3)', [
+      theirMessage,
+      theirs.workspaceId,
+      theirs.integration.id,
+    ]);
+    for (const reference of [theirMessage, 'not-a-uuid']) {
+      const response = await fetch(`${world.sandboxUrl}/chat-official/v21.0/${account}/messages`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${mine.config.access_token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          messaging_product: 'whatsapp',
+          to: '5511944440032',
+          type: 'text',
+          text: { body: 'referência alheia' },
+          biz_opaque_callback_data: reference,
+        }),
+      });
+      const { messages } = (await response.json()) as { messages: Array<{ id: string }> };
+      await world.control('/status', {
+        channel: 'chat-official',
+        account,
+        message_id: messages[0]!.id,
+        status: 'sent',
+        app_secret: mine.config.app_secret,
+      });
+    }
+    const events = await world.events(mine.workspaceId, 'inbound.status');
+    expect(events.map((event) => event.message_id)).toEqual([null, null]);
+    const { rows } = await pool.query('select provider_message_id from sends where message_id = $1', [
+      theirMessage,
+    ]);
+    expect(rows).toEqual([{ provider_message_id: null }]);
+  });
+
   it('takes a batched notification in once however often Meta redelivers it', async () => {
     const world = await startWorld();
     const target = await world.create();

@@ -99,6 +99,11 @@ export interface ChannelEmulator {
    * Absent when the provider documents none; the `rate_limit` fault is then refused for the channel.
    */
   rateLimited?(res: Response): void;
+  /**
+   * True when the channel's sends emulate the `lost_answer` fault (the message taken and sent, the answer
+   * held); the fault is refused for the others.
+   */
+  losesAnswers?: boolean;
   /** Forgets the channel's own state (webhook registrations and the like). */
   reset(): void;
   /** Settles once nothing the channel posts of its own accord (e.g. a late failure status) is under way. */

@@ -145,6 +145,7 @@ export function chatOfficialControls(deps: ChatOfficialControlDeps): Router {
             wamid: status.message_id,
             status: status.status,
             recipient: issued.to,
+            callbackData: issued.callbackData,
             ...(status.error_code === undefined ? {} : { errorCode: status.error_code }),
           },
           at,

@@ -4,7 +4,7 @@ import type { SandboxStores } from './channel-emulator.js';
 import { CHAT_OFFICIAL, type ChatOfficialState, newWamid } from './chat-official-state.js';
 import { checkTemplateSend, type MediaHeader, mediaHeaderOf } from './chat-official-template-checks.js';
 import type { StatusErrorCode } from './chat-official-webhooks.js';
-import { answerFault } from './faults.js';
+import { answerFault, FaultMode, holdAnswer } from './faults.js';
 import { invalidParameter, somethingWentWrong, throttled } from './graph-error.js';
 import { toDigits } from './phone-digits.js';
 
@@ -20,7 +20,7 @@ export type LateVerdict = { errorCode: StatusErrorCode; reason?: string } | unde
  */
 export type AfterAccept = (
   account: string,
-  message: { wamid: string; to: string },
+  message: { wamid: string; to: string; callbackData?: string },
   verdict: () => Promise<LateVerdict>,
 ) => void;
 
@@ -33,6 +33,12 @@ const envelope = z.object(
       .refine((to) => toDigits(to).length > 0, 'to must contain digits'),
     // Meta takes a message without a type as text.
     type: z.enum(['text', 'template'], { error: 'type must be text or template' }).default('text'),
+    // "An arbitrary string, useful for tracking", echoed in the message's status webhooks; at most 512
+    // characters.
+    biz_opaque_callback_data: z
+      .string({ error: 'biz_opaque_callback_data must be a string' })
+      .max(512, 'biz_opaque_callback_data must be at most 512 characters')
+      .optional(),
   },
   { error: 'body must be a JSON object' },
 );
@@ -104,11 +110,12 @@ export function sendMessage({ stores, state, afterAccept, fetchImpl }: SendDeps)
   return (req: Request<{ phoneNumberId: string }>, res: Response): void => {
     const account = req.params.phoneNumberId;
     const fault = stores.faults.find(CHAT_OFFICIAL, account);
-    if (fault) {
-      answerFault(fault, res, (status) => somethingWentWrong(status).toBody(), stores.faultHoldMs);
+    const errorBody = (status: number) => somethingWentWrong(status).toBody();
+    if (fault && fault.mode !== FaultMode.lostAnswer) {
+      answerFault(fault, res, errorBody, stores.faultHoldMs);
       return;
     }
-    const { to, type } = parse(envelope, req.body);
+    const { to, type, biz_opaque_callback_data: callbackData } = parse(envelope, req.body);
     const recipient = toDigits(to);
     const throttle = takeThrottle(state, account, recipient);
     if (throttle) throw throttled(throttle);
@@ -126,7 +133,8 @@ export function sendMessage({ stores, state, afterAccept, fetchImpl }: SendDeps)
     }
 
     const id = newWamid();
-    state.issued.set(id, { account, to: recipient });
+    const issued = { account, to: recipient, ...(callbackData === undefined ? {} : { callbackData }) };
+    state.issued.set(id, issued);
     stores.sent.record({
       channel: CHAT_OFFICIAL,
       account,
@@ -137,12 +145,15 @@ export function sendMessage({ stores, state, afterAccept, fetchImpl }: SendDeps)
       provider_message_id: id,
       received_at: now.toISOString(),
     });
-    res.json({
-      messaging_product: 'whatsapp',
-      contacts: [{ input: to, wa_id: recipient }],
-      messages: [type === 'template' ? { id, message_status: 'accepted' } : { id }],
-    });
-    afterAccept(account, { wamid: id, to: recipient }, verdict);
+    // Sent all the same: only the answer is lost on its way back.
+    if (fault?.mode === FaultMode.lostAnswer) holdAnswer(res, errorBody, stores.faultHoldMs);
+    else
+      res.json({
+        messaging_product: 'whatsapp',
+        contacts: [{ input: to, wa_id: recipient }],
+        messages: [type === 'template' ? { id, message_status: 'accepted' } : { id }],
+      });
+    afterAccept(account, { wamid: id, to: recipient, callbackData }, verdict);
   };
 }
 

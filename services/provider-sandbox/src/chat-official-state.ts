@@ -20,6 +20,8 @@ export interface WabaSubscription {
 export interface IssuedMessage {
   account: string;
   to: string;
+  /** The sender's `biz_opaque_callback_data`, which Meta echoes in the message's statuses. */
+  callbackData?: string;
 }
 
 /** Throttling errors a phone number's next sends answer (to one recipient, or to any when `to` is absent). */

@@ -43,6 +43,8 @@ export interface StatusChange {
   errorCode?: StatusErrorCode;
   /** Appended to the code's details, e.g. why a media link could not be fetched. */
   reason?: string;
+  /** The `biz_opaque_callback_data` the message was sent with; every status of it carries it. */
+  callbackData?: string;
 }
 
 /** One `changes[]` item: its `value` carries one kind of news for the phone number. */
@@ -75,6 +77,7 @@ export function statusChange(change: StatusChange, at: Date): ChangeValue {
         status: change.status,
         timestamp: String(unixSeconds(at)),
         recipient_id: change.recipient,
+        ...(change.callbackData === undefined ? {} : { biz_opaque_callback_data: change.callbackData }),
         ...(change.status === 'failed'
           ? {
               errors: [

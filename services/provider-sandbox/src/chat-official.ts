@@ -156,7 +156,13 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
       const to = notifier(account);
       if (!to) return;
       const change = statusChange(
-        { wamid: message.wamid, status: 'failed', recipient: message.to, ...failure },
+        {
+          wamid: message.wamid,
+          status: 'failed',
+          recipient: message.to,
+          callbackData: message.callbackData,
+          ...failure,
+        },
         new Date(),
       );
       // Meta keeps retrying an undelivered notification; here it stays available to `redeliver`.
@@ -196,6 +202,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
         wamid: update.messageId,
         status: update.status,
         recipient: issued.to,
+        callbackData: issued.callbackData,
         ...(errorCode ? { errorCode } : {}),
       },
       new Date(),
@@ -221,6 +228,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     controlRouter: chatOfficialControls({ stores, state, notifier, post }),
     inboundDelivery,
     statusDelivery,
+    losesAnswers: true,
     reset,
     idle,
   };

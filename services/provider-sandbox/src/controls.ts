@@ -148,6 +148,9 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
     if (mode === FaultMode.rateLimit && !channels.get(channel)!.rateLimited) {
       throw new ControlError(400, `${channel} documents no rate-limit answer to emulate`);
     }
+    if (mode === FaultMode.lostAnswer && !channels.get(channel)!.losesAnswers) {
+      throw new ControlError(400, `${channel} does not emulate the lost_answer fault`);
+    }
     if (mode === FaultMode.off) stores.faults.off(channel, account);
     else if (mode === FaultMode.error)
       stores.faults.set(channel, account, { mode, status: status ?? DEFAULT_FAULT_STATUS });

@@ -1,11 +1,19 @@
 import type { Response } from 'express';
 
-export const FaultMode = { error: 'error', timeout: 'timeout', rateLimit: 'rate_limit', off: 'off' } as const;
+export const FaultMode = {
+  error: 'error',
+  timeout: 'timeout',
+  rateLimit: 'rate_limit',
+  /** The provider takes the message (it is sent, with an id) but its answer never reaches the caller. */
+  lostAnswer: 'lost_answer',
+  off: 'off',
+} as const;
 export type FaultMode = (typeof FaultMode)[keyof typeof FaultMode];
 
 export type ActiveFault =
   | { mode: typeof FaultMode.error; status: number }
   | { mode: typeof FaultMode.timeout }
+  | { mode: typeof FaultMode.lostAnswer }
   | { mode: typeof FaultMode.rateLimit };
 
 export const DEFAULT_FAULT_STATUS = 500;
@@ -68,6 +76,11 @@ export function answerFault(
     else res.status(429).json(errorBody(429));
     return;
   }
+  holdAnswer(res, errorBody, holdMs);
+}
+
+/** Answers nothing for `holdMs` (then 504), like a provider, or a network, that does not answer. */
+export function holdAnswer(res: Response, errorBody: (status: number) => unknown, holdMs: number): void {
   const timer = setTimeout(() => {
     if (!res.writableEnded) res.status(HELD_RESPONSE_STATUS).json(errorBody(HELD_RESPONSE_STATUS));
   }, holdMs);

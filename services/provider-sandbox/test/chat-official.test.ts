@@ -269,6 +269,37 @@ describe('chat-official (Cloud API) emulation', () => {
       ]);
     });
 
+    it('repeats biz_opaque_callback_data in the statuses of the message, and refuses one over 512 characters', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      await control('/chat-official/app-secret', { account: PHONE_ID, app_secret: APP_SECRET });
+      const res = await send({ ...textMessage(), biz_opaque_callback_data: 'pedido-77' });
+      const wamid = ((await res.json()) as SendAnswer).messages[0]?.id;
+      const failure = await waitFor(() => receiver.posts()[0], { what: 'the failed status notification' });
+      const notification = JSON.parse(failure.rawBody) as Notification;
+      expect(notification.entry[0]?.changes[0]?.value.statuses).toEqual([
+        expect.objectContaining({ id: wamid, status: 'failed', biz_opaque_callback_data: 'pedido-77' }),
+      ]);
+      await control('/status', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        message_id: wamid,
+        status: 'read',
+        app_secret: APP_SECRET,
+      });
+      const read = await waitFor(() => receiver.posts()[1], { what: 'the read status notification' });
+      expect((JSON.parse(read.rawBody) as Notification).entry[0]?.changes[0]?.value.statuses).toEqual([
+        expect.objectContaining({ id: wamid, status: 'read', biz_opaque_callback_data: 'pedido-77' }),
+      ]);
+
+      const error = await expectGraphError(
+        await send({ ...textMessage(), biz_opaque_callback_data: 'x'.repeat(513) }),
+        400,
+        100,
+        '(#100) Invalid parameter',
+      );
+      expect(error.error_data.details).toContain('biz_opaque_callback_data');
+    });
+
     it('fails free text once the last inbound is 25 hours old, and delivers it at 23 hours', async () => {
       await registerOverride(`${receiver.url}/hooks/meta`);
       await control('/chat-official/app-secret', { account: PHONE_ID, app_secret: APP_SECRET });
@@ -561,6 +592,29 @@ describe('chat-official (Cloud API) emulation', () => {
         190,
         'Invalid OAuth access token - Cannot parse access token',
       );
+    });
+
+    it('takes and records the message in lost_answer mode, holding only the answer', async () => {
+      await control('/faults', { channel: 'chat-official', mode: 'lost_answer' });
+      const controller = new AbortController();
+      const settled = fetch(`${base}/chat-official/v21.0/${PHONE_ID}/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify(textMessage()),
+        signal: controller.signal,
+      }).then(
+        () => 'answered',
+        () => 'aborted',
+      );
+      const outcome = await Promise.race([settled, new Promise((r) => setTimeout(r, 300, 'held'))]);
+      expect(outcome).toBe('held');
+      controller.abort();
+      expect(await settled).toBe('aborted');
+      expect(await sent()).toEqual([
+        expect.objectContaining({ provider_message_id: expect.stringMatching(WAMID) }),
+      ]);
+      const elsewhere = await control('/faults', { channel: 'alt-b', mode: 'lost_answer' });
+      expect(elsewhere.status).toBe(400);
     });
 
     it('holds the call in timeout mode', async () => {

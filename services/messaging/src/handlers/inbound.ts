@@ -70,8 +70,11 @@ export async function applyStatus(deps: InboundDeps, update: InboundStatusEvent)
       id: string;
       channel: string;
       delivery_status: DeliveryStatus | null;
+      outcome_unknown: boolean;
     }>(
-      `select m.id, c.channel, m.delivery_status from messages m
+      `select m.id, c.channel, m.delivery_status,
+              m.status = 'pending' and m.outcome_unknown_since is not null as outcome_unknown
+         from messages m
          join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
         where m.workspace_id = $1 and c.integration_id = $2 and m.direction = 'outbound'
           and (m.id = $4 or ($4::uuid is null and m.provider_message_id = $3))
@@ -79,6 +82,13 @@ export async function applyStatus(deps: InboundDeps, update: InboundStatusEvent)
       [update.workspace_id, update.integration_id, update.provider_message_id, update.message_id ?? null],
     );
     for (const row of rows) {
+      // A send whose outcome was unknown, now named by the provider's status (the connector recorded it
+      // as sent): the reconciliation job asks about it again, and settles it from that record.
+      if (row.outcome_unknown && update.message_id)
+        await client.query(
+          `update messages set outcome_unknown_since = null where workspace_id = $1 and id = $2 and status = 'pending'`,
+          [update.workspace_id, row.id],
+        );
       const next = nextDeliveryStatus(row.delivery_status, update.status);
       if (next === row.delivery_status) continue;
       const failed = next === 'failed';

@@ -234,7 +234,8 @@ export class ConversationStore {
     sent: { provider_message_id: string; sent_at: string },
   ): AlongStatement {
     return {
-      text: `update messages set status = 'sent', provider_message_id = $3, sent_at = $4 where workspace_id = $1 and id = $2`,
+      text: `update messages set status = 'sent', provider_message_id = $3, sent_at = $4, error = null, outcome_unknown_since = null
+              where workspace_id = $1 and id = $2`,
       values: [workspaceId, messageId, sent.provider_message_id, sent.sent_at],
     };
   }

@@ -62,6 +62,8 @@ export interface StatusUpdate {
   errorCode?: number | null;
   /** When the provider says the status changed. */
   at?: Date;
+  /** Our message id, where the provider echoes the reference we sent with the message. */
+  ourMessageId?: string;
 }
 
 export interface InboundRequest {
@@ -90,6 +92,11 @@ export interface ProviderCall {
   oauth?: OAuthTokens;
   /** Where replies to a sender go, for providers whose replies answer a thread. */
   replyContexts?: ReplyContexts;
+  /**
+   * Our id of the message a send call sends, for providers that echo a reference of ours in their
+   * status callbacks: a send whose answer was lost is then known by its first status.
+   */
+  messageId?: string;
 }
 
 /** A rotated pair, as the provider's token endpoint answers it. */

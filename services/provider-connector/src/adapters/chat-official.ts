@@ -125,6 +125,7 @@ const Change = z.object({
           id: z.string(),
           status: z.string(),
           timestamp: z.string().optional(),
+          biz_opaque_callback_data: z.string().optional(),
           errors: z
             .array(
               z.object({
@@ -160,7 +161,14 @@ async function postMessage(config: ChatOfficialConfig, message: Record<string, u
     const answer = await callProvider(call, 'chat-official', url, {
       method: 'POST',
       headers: bearer(config),
-      body: { messaging_product: 'whatsapp', recipient_type: 'individual', ...message },
+      body: {
+        messaging_product: 'whatsapp',
+        recipient_type: 'individual',
+        ...message,
+        // Meta echoes it in the message's statuses: a send whose answer never reached us (the process
+        // died during the call) is still recognised as ours, and as sent, by its first status.
+        ...(call.messageId ? { biz_opaque_callback_data: call.messageId } : {}),
+      },
     });
     if (answer.ok) {
       const parsed = SendAnswer.safeParse(answer.body);
@@ -204,6 +212,7 @@ function statusesOf(change: Change): StatusUpdate[] {
         : null,
       errorCode: error?.code ?? null,
       ...(s.timestamp && /^\d+$/.test(s.timestamp) ? { at: new Date(Number(s.timestamp) * 1000) } : {}),
+      ...(s.biz_opaque_callback_data ? { ourMessageId: s.biz_opaque_callback_data } : {}),
     });
   }
   return statuses;

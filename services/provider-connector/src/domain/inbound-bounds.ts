@@ -67,5 +67,11 @@ export function boundStatus(status: StatusUpdate): StatusUpdate {
     errorCode: Number.isSafeInteger(errorCode) && Math.abs(errorCode!) <= 2 ** 31 - 1 ? errorCode! : null,
     // Out of Date's range, or ahead of our clock: when it reached us is the better guess.
     at: at === undefined || Number.isNaN(at.getTime()) || at.getTime() > Date.now() ? new Date() : at,
+    // Ours are UUIDs; anything else echoed back is someone else's text and names nothing of ours.
+    ...(status.ourMessageId !== undefined && uuidPattern.test(status.ourMessageId)
+      ? { ourMessageId: status.ourMessageId.toLowerCase() }
+      : {}),
   };
 }
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

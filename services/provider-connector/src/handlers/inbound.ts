@@ -16,7 +16,7 @@ import { firstSighting } from '../store/inbound-seen.js';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
 import { oauthTokens } from '../store/oauth-tokens.js';
 import { rememberReplyContext } from '../store/reply-contexts.js';
-import { sentMessageId } from '../store/sends.js';
+import { sendKnownByStatus, sentMessageId } from '../store/sends.js';
 import { type Admission, CallbackAdmission, type CallbackLimits } from './callback-admission.js';
 
 export interface RecordDeps {
@@ -254,7 +254,9 @@ export async function recordInTransaction(
       error: status.error,
       // Named by our id when we sent it: a status the provider posts right after accepting a message
       // (a late failure) may reach messaging before the send's answer recorded the provider's id.
-      message_id: await sentMessageId(client, integration.id, status.providerMessageId),
+      message_id:
+        (await sentMessageId(client, integration.id, status.providerMessageId)) ??
+        (await sendKnownByStatus(client, workspaceId, integration.id, status)),
       error_code: status.errorCode ?? null,
       ...(status.at ? { at: status.at.toISOString() } : {}),
     };

@@ -51,6 +51,7 @@ export async function sendOnce(
       logger,
       signal,
       oauth: oauthTokens(store, ids.workspaceId, stored.integration.id),
+      messageId: ids.messageId,
       ...(visitors ? { visitors: visitors(stored.integration.id, ids.messageId) } : {}),
       ...(replyContexts ? { replyContexts: replyContexts(stored.integration.id) } : {}),
     });
