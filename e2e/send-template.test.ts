@@ -115,6 +115,8 @@ describe('POST /api/v1/send-template', () => {
     expect(atProvider!.body).toEqual({
       messaging_product: 'whatsapp',
       recipient_type: 'individual',
+      // Our id, which Meta repeats in the message's statuses.
+      biz_opaque_callback_data: sent.body.messageId,
       to: '5511966660001',
       type: 'template',
       template: {
