@@ -352,7 +352,44 @@ describe('at most one provider call per message', () => {
   });
 });
 
-describe('keyed external sends that race past the gateway', () => {
+describe('external sends racing other writers', () => {
+  it('reopens by what the conversation became when it changed between the read and the store', async () => {
+    const world = await workspaceWithIntegration();
+    const opened = await world.pendingMessage('abre a conversa', 0);
+    providerAnswer = 'accept';
+    const holder = await messagingPool.connect();
+    await holder.query('begin');
+    // Assigned to a person and resolved meanwhile: a reply must reopen it as assigned, not as open.
+    await holder.query(
+      `update conversations set assigned_to_type = 'human', assigned_to_id = $2, status = 'resolved' where id = $1`,
+      [opened.conversationId, randomUUID()],
+    );
+    const sending = externalSend(
+      { pool: messagingPool, bus, relay },
+      { workspace_id: world.workspaceId, conversation_id: opened.conversationId, text: 'e agora?' },
+    );
+    await waitFor(
+      async () =>
+        (
+          await messagingPool.query<{ n: number }>(
+            `select count(*)::int as n from pg_stat_activity
+              where datname = current_database() and wait_event_type = 'Lock'`,
+          )
+        ).rows[0]!.n === 1,
+      { what: 'the send waiting on the conversation' },
+    );
+    await holder.query('commit');
+    holder.release();
+    const sent = await sending;
+    const { rows } = await messagingPool.query<{ status: string; texts: string[] }>(
+      `select c.status, array(select text from messages m where m.conversation_id = c.id order by m.created_at) as texts
+         from conversations c where c.id = $1`,
+      [opened.conversationId],
+    );
+    expect(rows).toEqual([{ status: 'assigned', texts: ['abre a conversa', 'e agora?'] }]);
+    expect(sent.message_id).toEqual(expect.any(String));
+  });
+
   it('stores one message and calls the provider once when two requests with one key reach messaging together', async () => {
     const world = await workspaceWithIntegration();
     const opened = await world.pendingMessage('abre a conversa', 0);
@@ -367,7 +404,7 @@ describe('keyed external sends that race past the gateway', () => {
     };
     const deps = { pool: messagingPool, bus, relay };
     // Both requests look their key up before either stores a message: the conversation is held locked
-    // until both have found no message and wait to store one.
+    // until both have found no message and wait on it to store one.
     const holder = await messagingPool.connect();
     await holder.query('begin');
     await holder.query('select 1 from conversations where id = $1 for update', [opened.conversationId]);
@@ -384,7 +421,7 @@ describe('keyed external sends that race past the gateway', () => {
         (
           await messagingPool.query<{ n: number }>(
             `select count(*)::int as n from pg_stat_activity
-              where datname = current_database() and wait_event_type = 'Lock' and query like '%for update of c%'`,
+              where datname = current_database() and wait_event_type = 'Lock'`,
           )
         ).rows[0]!.n === 2,
       { what: 'both requests waiting on the conversation' },

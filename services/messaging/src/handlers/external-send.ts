@@ -28,8 +28,25 @@ export async function externalSend(
   const key = command.idempotency_key;
   // A retry of a request whose first attempt stored its message continues that message.
   let earlier = key ? await messageOfKey(deps.pool, workspaceId, key) : undefined;
-  const prepare = (continuing: KeyedMessage | undefined) =>
-    withTransaction(deps.pool, async (client) => {
+  const reply = {
+    text: command.text,
+    senderType,
+    senderName: command.sender_name,
+    ...(key ? { idempotencyKey: key } : {}),
+  };
+  const prepare = async (continuing: KeyedMessage | undefined) => {
+    if (!continuing) {
+      // Read, checked, and stored in one statement while the conversation is as read: no lock held
+      // across round trips, so replies into one busy conversation do not queue behind each other.
+      const store = new ConversationStore(deps.pool, workspaceId);
+      const conversation = await store.conversationForSend(command.conversation_id, { lock: false });
+      if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
+      checkReply(conversation, senderType);
+      const messageId = await store.addOutboundMessageIfUnchanged(conversation, reply);
+      if (messageId) return { conversation, messageId };
+    }
+    // Continuing a message, or the conversation changed since it was read: under its lock.
+    return withTransaction(deps.pool, async (client) => {
       const store = new ConversationStore(client, workspaceId);
       const conversation = await store.conversationForSend(
         continuing?.conversation_id ?? command.conversation_id,
@@ -38,15 +55,10 @@ export async function externalSend(
       if (continuing) return { conversation, messageId: continuing.id };
       checkReply(conversation, senderType);
       await store.reopen(conversation);
-      const messageId = await store.addOutboundMessage({
-        conversationId: conversation.id,
-        text: command.text,
-        senderType,
-        senderName: command.sender_name,
-        idempotencyKey: key,
-      });
+      const messageId = await store.addOutboundMessage({ conversationId: conversation.id, ...reply });
       return { conversation, messageId };
     });
+  };
   let prepared: Awaited<ReturnType<typeof prepare>>;
   try {
     prepared = await prepare(earlier);

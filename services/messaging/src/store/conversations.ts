@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Integration, Provider } from '@inbox/contracts';
-import type { AlongStatement, PoolClient } from '@inbox/db';
+import type { AlongStatement, Queryable } from '@inbox/db';
 import { type Assignee, statusAfterAssignment, statusAfterNewMessage } from '../domain/conversation-state.js';
 
 export interface ContactRow {
@@ -27,10 +27,13 @@ export interface SendRecipient {
   last_inbound_at: Date | null;
 }
 
-/** Contacts and conversations of one workspace; every statement names the workspace. */
+/**
+ * Contacts and conversations of one workspace; every statement names the workspace. What says "locked
+ * for this transaction" needs a transaction's client; the rest works on the pool too.
+ */
 export class ConversationStore {
   constructor(
-    private readonly client: PoolClient,
+    private readonly client: Queryable,
     private readonly workspaceId: string,
   ) {}
 
@@ -172,17 +175,62 @@ export class ConversationStore {
 
   /**
    * The conversation with its contact's phone (or, without one, the provider's user id), locked for this
-   * transaction; undefined in another workspace.
+   * transaction unless `lock` is false; undefined in another workspace.
    */
-  async conversationForSend(conversationId: string): Promise<(ConversationRow & SendRecipient) | undefined> {
+  async conversationForSend(
+    conversationId: string,
+    { lock = true }: { lock?: boolean } = {},
+  ): Promise<(ConversationRow & SendRecipient) | undefined> {
     const { rows } = await this.client.query<ConversationRow & SendRecipient>(
       `select c.id, c.contact_id, c.integration_id, c.status, c.assigned_to_type, c.assigned_to_id, c.provider,
               c.last_inbound_at, k.phone, k.provider_user_id
          from conversations c join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
-        where c.workspace_id = $1 and c.id = $2 for update of c`,
+        where c.workspace_id = $1 and c.id = $2${lock ? ' for update of c' : ''}`,
       [this.workspaceId, conversationId],
     );
     return rows[0];
+  }
+
+  /**
+   * An outbound message stored in one statement with the conversation's reopening and touch, as long as
+   * the conversation is still as `read` (its status and assignee): what a locked read, reopen and insert
+   * do in a transaction, without holding the conversation's lock across round trips. Undefined, with
+   * nothing written, when the conversation changed since it was read.
+   */
+  async addOutboundMessageIfUnchanged(
+    read: ConversationRow,
+    input: {
+      text: string;
+      senderType: 'human' | 'agent' | 'system';
+      senderName?: string | null;
+      idempotencyKey?: string;
+    },
+  ): Promise<string | undefined> {
+    const id = randomUUID();
+    const status = statusAfterNewMessage(read.status, read.assigned_to_type !== null);
+    const { rowCount } = await this.client.query(
+      `with touched as (
+         update conversations set status = $7, updated_at = now()
+          where workspace_id = $2 and id = $3 and status = $8
+            and assigned_to_type is not distinct from $9 and assigned_to_id is not distinct from $10
+         returning id)
+       insert into messages (id, workspace_id, conversation_id, direction, sender_type, sender_name, text, type, status, idempotency_key)
+       select $1, $2, touched.id, 'outbound', $4, $5, $6, 'text', 'pending', $11 from touched`,
+      [
+        id,
+        this.workspaceId,
+        read.id,
+        input.senderType,
+        input.senderName ?? null,
+        input.text,
+        status,
+        read.status,
+        read.assigned_to_type,
+        read.assigned_to_id,
+        input.idempotencyKey ?? null,
+      ],
+    );
+    return rowCount === 1 ? id : undefined;
   }
 
   /** Stores an inbound message once per provider id; undefined when it was stored before. */
