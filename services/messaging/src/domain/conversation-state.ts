@@ -1,4 +1,5 @@
-export type ConversationStatus = 'open' | 'assigned' | 'resolved';
+export const conversationStatuses = ['open', 'assigned', 'resolved'] as const;
+export type ConversationStatus = (typeof conversationStatuses)[number];
 export type Assignee = { type: 'human' | 'agent'; id: string } | null;
 
 /**

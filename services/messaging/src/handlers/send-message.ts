@@ -64,6 +64,14 @@ async function storeOutbound(
   idempotencyKey?: string,
 ) {
   const workspaceId = recipient.workspace.id;
+  // Without an assignment to write (and announce) along, one statement does it all.
+  if (!recipient.agentId)
+    return new ConversationStore(deps.pool, workspaceId).addOutboundToPhone(
+      recipient.phone,
+      recipient.contactName,
+      integration,
+      { text, senderType: apiSenderType, idempotencyKey },
+    );
   return withTransaction(deps.pool, async (client) => {
     const store = new ConversationStore(client, workspaceId);
     const contact = await store.upsertContact(recipient.phone, recipient.contactName);

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Integration, Provider } from '@inbox/contracts';
 import type { AlongStatement, Queryable } from '@inbox/db';
-import { type Assignee, statusAfterAssignment, statusAfterNewMessage } from '../domain/conversation-state.js';
+import {
+  type Assignee,
+  conversationStatuses,
+  statusAfterAssignment,
+  statusAfterNewMessage,
+} from '../domain/conversation-state.js';
 
 export interface ContactRow {
   id: string;
@@ -102,6 +107,87 @@ export class ConversationStore {
       [this.workspaceId, contactId, integration.id],
     );
     return { conversation: rows[0]!, created: false };
+  }
+
+  /**
+   * What a send to a phone writes, in one statement: the contact found or created (a name given replaces
+   * the stored one), its conversation on the integration found or created, reopened as
+   * `statusAfterNewMessage` says and touched, and the message stored pending. The same as upsertContact,
+   * openConversation, reopen and addOutboundMessage in a transaction, without holding the conversation's
+   * lock across their round trips. Whether each row was created is told by `xmax = 0` (a row an upsert
+   * inserted has no updating transaction).
+   */
+  async addOutboundToPhone(
+    phone: string,
+    name: string | null | undefined,
+    integration: Pick<Integration, 'id' | 'channel' | 'provider'>,
+    message: { text: string; senderType: 'human' | 'agent' | 'system'; idempotencyKey?: string | undefined },
+  ): Promise<{
+    contact: { contact: ContactRow; created: boolean };
+    conversation: { conversation: ConversationRow; created: boolean };
+    messageId: string;
+  }> {
+    const messageId = randomUUID();
+    const { rows } = await this.client.query<
+      ContactRow &
+        Omit<ConversationRow, 'id'> & {
+          conversation_id: string;
+          contact_created: boolean;
+          conversation_created: boolean;
+        }
+    >(
+      `with contact as (
+         insert into contacts (id, workspace_id, phone, name) values ($1, $2, $3, $4)
+         on conflict (workspace_id, phone) do update set name = coalesce(excluded.name, contacts.name), updated_at = now()
+         returning id, phone, name, xmax = 0 as created),
+       conversation as (
+         insert into conversations (id, workspace_id, contact_id, integration_id, channel, provider)
+         select $5, $2, contact.id, $6, $7, $8 from contact
+         on conflict (workspace_id, contact_id, integration_id) do update
+           set status = coalesce($9::jsonb ->> (conversations.status || ':' || (conversations.assigned_to_type is not null)::text), conversations.status),
+               updated_at = now()
+         returning id, contact_id, integration_id, status, assigned_to_type, assigned_to_id, xmax = 0 as created),
+       message as (
+         insert into messages (id, workspace_id, conversation_id, direction, sender_type, text, type, status, idempotency_key, first_answer)
+         select $10, $2, conversation.id, 'outbound', $11, $12, 'text', 'pending', $13,
+                jsonb_build_object('contactCreated', contact.created, 'conversationCreated', conversation.created)
+           from conversation, contact)
+       select contact.id, contact.phone, contact.name, contact.created as contact_created,
+              conversation.id as conversation_id, conversation.contact_id, conversation.integration_id, conversation.status,
+              conversation.assigned_to_type, conversation.assigned_to_id, conversation.created as conversation_created
+         from contact, conversation`,
+      [
+        randomUUID(),
+        this.workspaceId,
+        phone,
+        name ?? null,
+        randomUUID(),
+        integration.id,
+        integration.channel,
+        integration.provider,
+        reopenings,
+        messageId,
+        message.senderType,
+        message.text,
+        message.idempotencyKey ?? null,
+      ],
+    );
+    const row = rows[0]!;
+    return {
+      contact: { contact: { id: row.id, phone: row.phone, name: row.name }, created: row.contact_created },
+      conversation: {
+        conversation: {
+          id: row.conversation_id,
+          contact_id: row.contact_id,
+          integration_id: row.integration_id,
+          status: row.status,
+          assigned_to_type: row.assigned_to_type,
+          assigned_to_id: row.assigned_to_id,
+        },
+        created: row.conversation_created,
+      },
+      messageId,
+    };
   }
 
   /** A message into a resolved conversation reopens it (assigned when it has an assignee, else open). */
@@ -312,3 +398,15 @@ export class ConversationStore {
     );
   }
 }
+
+/**
+ * statusAfterNewMessage for every status, with and without an assignee, keyed `status:assigned` for a
+ * statement to look up: the rule stays declared once, in the domain.
+ */
+const reopenings = JSON.stringify(
+  Object.fromEntries(
+    conversationStatuses.flatMap((status) =>
+      [false, true].map((assigned) => [`${status}:${assigned}`, statusAfterNewMessage(status, assigned)]),
+    ),
+  ),
+);
