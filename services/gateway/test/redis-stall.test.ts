@@ -111,3 +111,24 @@ describe('rate limiting in front of a Redis that does not answer', () => {
     expect(next.ms).toBeLessThan(100);
   });
 });
+
+describe('a workspace over its budget', () => {
+  it('is refused from memory until its window ends, without asking Redis again', async () => {
+    const proxy = await stallingProxy();
+    const redis = client(proxy.port);
+    await new Promise((resolve) => redis.once('ready', resolve));
+    const limiter = new WorkspaceRateLimiter(2, logger, redis);
+    const workspace = randomUUID();
+    const decisions = [];
+    for (let i = 0; i < 3; i++) decisions.push((await limiter.take(workspace)).allowed);
+    expect(decisions).toEqual([true, true, false]);
+
+    // Redis stops answering: a decision that asked it would wait for the command timeout and then let
+    // the request through on the fallback's fresh budget. This one is refused at once, from memory.
+    proxy.stall();
+    const refused = await timed(limiter.take(workspace));
+    expect(refused.value).toMatchObject({ allowed: false, remaining: 0 });
+    expect(refused.value.resetSeconds).toBeGreaterThan(50);
+    expect(refused.ms).toBeLessThan(100);
+  });
+});
