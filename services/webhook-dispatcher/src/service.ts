@@ -12,6 +12,7 @@ import { webhooks } from './handlers/endpoints.js';
 import { scheduleEvent } from './handlers/schedule-event.js';
 import { DeliveryStore } from './store/deliveries.js';
 import { EndpointStore } from './store/endpoints.js';
+import { ScheduleBatches } from './store/schedule-batches.js';
 
 export interface DispatcherOptions {
   encryptionKey: string;
@@ -51,6 +52,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
       const agent = guardedAgent(policy, timeoutMs, perEndpointConcurrency);
       const endpoints = new EndpointStore(pool, new SecretBox(options.encryptionKey));
       const deliveries = new DeliveryStore(pool);
+      const batches = new ScheduleBatches(deliveries);
       const worker = new DeliveryWorker({
         pool,
         deliveries,
@@ -113,15 +115,15 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
           await bus.handle('cmd.dispatcher.resend-delivery', (command) => webhooks.resend(deps, command));
           await bus.handle('cmd.dispatcher.send-test', (command) => webhooks.sendTest(deps, command));
           await bus.handle('cmd.dispatcher.replay-failed', (command) => webhooks.replayFailed(deps, command));
-          // Scheduling is quick (one insert); the attempts run in the worker, so no receiver can hold
-          // the stream back. It takes milliseconds, so a short ack wait lets another replica take over
+          // Scheduling is quick (one insert, shared by the events that arrive while the previous one
+          // runs); the attempts run in the worker, so no receiver can hold the stream back. It takes milliseconds, so a short ack wait lets another replica take over
           // quickly after a crash; heartbeats keep a slow one from being redelivered meanwhile.
           await forwardEvents(
             bus,
             { durable, concurrency: 32, ackWaitMs: 10_000 },
             eventConsumers[durable],
             async (event) => {
-              if ((await scheduleEvent(deliveries, event)) > 0) worker.wake();
+              if ((await scheduleEvent(batches, event)) > 0) worker.wake();
             },
           );
           worker.start();

@@ -1,7 +1,7 @@
 import type { ForwardedEvent } from '@inbox/bus';
 import type { PublicEventType } from '@inbox/contracts';
 import { captureContext } from '@inbox/telemetry';
-import type { DeliveryStore } from '../store/deliveries.js';
+import type { ScheduleBatches } from '../store/schedule-batches.js';
 
 /**
  * A public event becomes one scheduled delivery per enabled endpoint of its workspace that subscribed to
@@ -9,10 +9,10 @@ import type { DeliveryStore } from '../store/deliveries.js';
  * attempt sends these bytes, which is what is signed. Returns how many were scheduled.
  */
 export function scheduleEvent(
-  deliveries: DeliveryStore,
+  batches: ScheduleBatches,
   event: ForwardedEvent<PublicEventType>,
 ): Promise<number> {
-  return deliveries.schedule({
+  return batches.schedule({
     workspaceId: event.workspace_id,
     eventId: event.id,
     eventType: event.type,

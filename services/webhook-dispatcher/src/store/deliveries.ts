@@ -34,6 +34,16 @@ export interface DeliveryFilter {
   limit: number;
 }
 
+/** A public event to schedule deliveries of: its body is the bytes every attempt sends and signs. */
+export interface EventToSchedule {
+  workspaceId: string;
+  eventId: string;
+  eventType: string;
+  body: string;
+  ordering: { key: string; seq: number } | null;
+  traceContext: Record<string, string>;
+}
+
 const iso = (value: Date | null) => (value ? value.toISOString() : null);
 
 /** Deliveries and their attempts. Queries that serve one workspace name it; the worker's span them all. */
@@ -43,40 +53,48 @@ export class DeliveryStore {
   /**
    * One delivery per enabled endpoint of the event's workspace that subscribed to its type, due now; a
    * redelivered event creates none again. An ordered event is also noted in its conversation's
-   * progress, whether or not any endpoint takes it, in the same transaction. Returns how many were
+   * progress, whether or not any endpoint takes it, in the same statement. Returns how many were
    * scheduled.
    */
-  async schedule(event: {
-    workspaceId: string;
-    eventId: string;
-    eventType: string;
-    body: string;
-    ordering: { key: string; seq: number } | null;
-    traceContext: Record<string, string>;
-  }): Promise<number> {
-    const insert = `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, status, next_attempt_at)
-         select gen_random_uuid(), e.workspace_id, e.id, $2, $3, $4, $5, $6, $7, 'pending', now()
-           from endpoints e
-          where e.workspace_id = $1 and e.enabled and ($3 = any(e.events) or '*' = any(e.events))
-         on conflict (endpoint_id, event_id) do nothing`;
-    const values = [
-      event.workspaceId,
-      event.eventId,
-      event.eventType,
-      event.body,
-      event.ordering?.seq ?? 0,
-      event.ordering?.key ?? null,
-      event.traceContext,
-    ];
-    if (!event.ordering) return (await this.pool.query(insert, values)).rowCount ?? 0;
-    // One statement, so one round trip and no begin/commit: the insert runs as a data-modifying CTE and
-    // the note in the select list, which is evaluated exactly once; both commit or neither does.
+  async schedule(event: EventToSchedule): Promise<number> {
+    return (await this.scheduleMany([event]))[0]!;
+  }
+
+  /**
+   * `schedule` for several events in one statement (one round trip, one commit), each event still
+   * scoped to its own workspace's endpoints; how many deliveries each got, in their order. Either all
+   * are scheduled or none is.
+   */
+  async scheduleMany(events: readonly EventToSchedule[]): Promise<number[]> {
+    // The insert runs as a data-modifying CTE and the ordering notes in the select list, evaluated once
+    // per event, so everything commits together with no begin/commit around it.
     const { rows } = await this.pool.query<{ scheduled: number }>(
-      `with scheduled as (${insert} returning 1)
-       select (select count(*) from scheduled)::int as scheduled, note_ordering($1, $6, $5)`,
-      values,
+      `with ev as (
+         select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[])
+           with ordinality as ev (workspace_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, n)),
+       scheduled as (
+         insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, status, next_attempt_at)
+         select gen_random_uuid(), e.workspace_id, e.id, ev.event_id, ev.event_type, ev.body, ev.ordering_seq, ev.ordering_key,
+                ev.trace_context::jsonb, 'pending', now()
+           from ev join endpoints e
+             on e.workspace_id = ev.workspace_id and e.enabled and (ev.event_type = any(e.events) or '*' = any(e.events))
+         on conflict (endpoint_id, event_id) do nothing
+         returning event_id)
+       select (select count(*) from scheduled s where s.event_id = ev.event_id)::int as scheduled,
+              case when ev.ordering_key is not null
+                then note_ordering(ev.workspace_id, ev.ordering_key, ev.ordering_seq)::text end as noted
+         from ev order by ev.n`,
+      [
+        events.map((e) => e.workspaceId),
+        events.map((e) => e.eventId),
+        events.map((e) => e.eventType),
+        events.map((e) => e.body),
+        events.map((e) => e.ordering?.seq ?? 0),
+        events.map((e) => e.ordering?.key ?? null),
+        events.map((e) => JSON.stringify(e.traceContext)),
+      ],
     );
-    return rows[0]?.scheduled ?? 0;
+    return rows.map((row) => row.scheduled);
   }
 
   /**
