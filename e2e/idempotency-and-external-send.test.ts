@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { type Json, sentTo, useStack } from './support/fixtures.js';
+import { forgetIdempotencyKeys, type Json, sentTo, useStack } from './support/fixtures.js';
 
 const fixture = useStack();
 
@@ -99,22 +98,7 @@ describe('external send', () => {
     const first = await post('/api/v1/send-message', ws.key, body, 'order-lost');
     expect(first.status).toBe(200);
     // As a gateway that died before recording the answer leaves it: the key's record gone, taken over.
-    const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
-    await db.connect();
-    try {
-      await db.query('delete from gateway.idempotency_keys where workspace_id = $1', [ws.id]);
-    } finally {
-      await db.end();
-    }
-    const forgetKeys = async () => {
-      const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
-      await db.connect();
-      try {
-        await db.query('delete from gateway.idempotency_keys where workspace_id = $1', [ws.id]);
-      } finally {
-        await db.end();
-      }
-    };
+    await forgetIdempotencyKeys(fixture.stack, ws.id);
     const retry = await post('/api/v1/send-message', ws.key, body, 'order-lost');
     expect(retry.status).toBe(200);
     // Messaging found the message the key created: same ids, same answer, and the provider called once.
@@ -125,7 +109,7 @@ describe('external send', () => {
     const reply = { conversation_id: first.body.conversationId, text: 'e a resposta, uma vez' };
     const external = await post('/api/external/messages/send', ws.key, reply, 'reply-lost');
     expect(external.status).toBe(200);
-    await forgetKeys();
+    await forgetIdempotencyKeys(fixture.stack, ws.id);
     const externalRetry = await post('/api/external/messages/send', ws.key, reply, 'reply-lost');
     expect(externalRetry.body).toEqual(external.body);
     expect(await sentTo(fixture.stack, '5511911110009')).toHaveLength(2);

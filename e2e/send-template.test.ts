@@ -1,9 +1,14 @@
 import { createHash } from 'node:crypto';
 import { type EventType, eventCatalogue, platformTexts } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
-import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Json, sandbox, sentTo as sentToSandbox, useStack } from './support/fixtures.js';
+import {
+  forgetIdempotencyKeys,
+  type Json,
+  sandbox,
+  sentTo as sentToSandbox,
+  useStack,
+} from './support/fixtures.js';
 
 const fixture = useStack();
 let ws: { id: string; key: string; integrationId: string };
@@ -398,17 +403,6 @@ describe('a keyed send-template', () => {
       body: await response.json(),
     };
   };
-  // As a gateway that died before recording the answer leaves it: its record of the key gone.
-  const forgetKeys = async () => {
-    const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
-    await db.connect();
-    try {
-      await db.query('delete from gateway.idempotency_keys where workspace_id = $1', [ws.id]);
-    } finally {
-      await db.end();
-    }
-  };
-
   it('is sent once: a replay gets the first answer, and so does a retry the gateway lost track of', async () => {
     const request = {
       phone: '+5511966660091',
@@ -422,7 +416,8 @@ describe('a keyed send-template', () => {
     expect(first.body).toMatchObject({ success: true, template: { name: 'boas_vindas' } });
     const replay = await keyed(request, 'template-once');
     expect(replay).toEqual({ ...first, replayed: 'true' });
-    await forgetKeys();
+    // As a gateway that died before recording the answer leaves it: its record of the key gone.
+    await forgetIdempotencyKeys(fixture.stack, ws.id);
     // Messaging finds the message the key created and answers from it: same ids, no second provider call.
     const retry = await keyed(request, 'template-once');
     expect(retry).toEqual(first);

@@ -1,5 +1,6 @@
 import { type EventType, eventCatalogue } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
+import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { startReceiver, startTestStack, type TestStack } from './test-stack.js';
 
@@ -74,4 +75,15 @@ export async function sandbox(stack: TestStack, path: string, body: Json) {
 export async function sentTo(stack: TestStack, digits: string, channel?: string): Promise<Json[]> {
   const query = new URLSearchParams({ to: digits, ...(channel ? { channel } : {}) });
   return (await (await fetch(`${stack.sandboxUrl}/_sandbox/sent?${query}`)).json()) as Json[];
+}
+
+/** As a gateway that died before recording its answers leaves them: the workspace's key records gone. */
+export async function forgetIdempotencyKeys(stack: TestStack, workspaceId: string): Promise<void> {
+  const db = new pg.Client({ connectionString: stack.databaseUrl });
+  await db.connect();
+  try {
+    await db.query('delete from gateway.idempotency_keys where workspace_id = $1', [workspaceId]);
+  } finally {
+    await db.end();
+  }
 }

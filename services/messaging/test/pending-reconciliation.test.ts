@@ -352,6 +352,19 @@ describe('at most one provider call per message', () => {
   });
 });
 
+/** Until `count` sessions of this test's database wait on a lock (held by the test's own transaction). */
+const waitForLockWaiters = (count: number, what: string) =>
+  waitFor(
+    async () =>
+      (
+        await messagingPool.query<{ n: number }>(
+          `select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock'`,
+        )
+      ).rows[0]!.n === count,
+    { what },
+  );
+
 describe('external sends racing other writers', () => {
   it('reopens by what the conversation became when it changed between the read and the store', async () => {
     const world = await workspaceWithIntegration();
@@ -368,16 +381,7 @@ describe('external sends racing other writers', () => {
       { pool: messagingPool, bus, relay },
       { workspace_id: world.workspaceId, conversation_id: opened.conversationId, text: 'e agora?' },
     );
-    await waitFor(
-      async () =>
-        (
-          await messagingPool.query<{ n: number }>(
-            `select count(*)::int as n from pg_stat_activity
-              where datname = current_database() and wait_event_type = 'Lock'`,
-          )
-        ).rows[0]!.n === 1,
-      { what: 'the send waiting on the conversation' },
-    );
+    await waitForLockWaiters(1, 'the send waiting on the conversation');
     await holder.query('commit');
     holder.release();
     const sent = await sending;
@@ -416,16 +420,7 @@ describe('external sends racing other writers', () => {
         ),
       ),
     );
-    await waitFor(
-      async () =>
-        (
-          await messagingPool.query<{ n: number }>(
-            `select count(*)::int as n from pg_stat_activity
-              where datname = current_database() and wait_event_type = 'Lock'`,
-          )
-        ).rows[0]!.n === 2,
-      { what: 'both requests waiting on the conversation' },
-    );
+    await waitForLockWaiters(2, 'both requests waiting on the conversation');
     await holder.query('commit');
     holder.release();
     const answers = await running;
