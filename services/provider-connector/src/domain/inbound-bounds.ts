@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { storableText } from '@inbox/db';
+import { z } from 'zod';
 import type { InboundMessage, StatusUpdate } from '../adapters/channel-adapter.js';
 
 /**
@@ -68,10 +69,11 @@ export function boundStatus(status: StatusUpdate): StatusUpdate {
     // Out of Date's range, or ahead of our clock: when it reached us is the better guess.
     at: at === undefined || Number.isNaN(at.getTime()) || at.getTime() > Date.now() ? new Date() : at,
     // Ours are UUIDs; anything else echoed back is someone else's text and names nothing of ours.
-    ...(status.ourMessageId !== undefined && uuidPattern.test(status.ourMessageId)
+    ...(status.ourMessageId !== undefined && ourIdShape.safeParse(status.ourMessageId).success
       ? { ourMessageId: status.ourMessageId.toLowerCase() }
       : {}),
   };
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** The shape of our message ids, as the contracts check them everywhere else. */
+const ourIdShape = z.uuid();
