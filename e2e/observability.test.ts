@@ -20,7 +20,9 @@ const CONSUMER = 5;
 
 // A real OTLP/HTTP receiver (the Collector's protocol), collecting what every process exports.
 const spans: Span[] = [];
+const exportPaths = new Set<string>();
 const collector = createServer((req, res) => {
+  exportPaths.add(req.url ?? '');
   let body = '';
   req.on('data', (chunk: Buffer) => {
     body += chunk;
@@ -55,7 +57,10 @@ beforeAll(async () => {
     extraEnv: {
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`,
       OTEL_BSP_SCHEDULE_DELAY: '200',
+      OTEL_BLRP_SCHEDULE_DELAY: '200',
     },
+    // Every request's access line is written, so an export of log lines would show.
+    logLevel: 'info',
   });
 });
 afterAll(async () => {
@@ -164,6 +169,34 @@ describe('one trace from the API call to the webhook', () => {
     // Everything hangs together: only the caller's span, outside our system, is missing.
     const orphans = trace.filter((span) => !parentOf(span));
     expect(orphans.map((span) => span.service)).toEqual(['gateway']);
+  });
+
+  it('exports spans only: log lines stay on stdout, each with its trace id once', async () => {
+    const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
+      name: 'logged',
+    });
+    const traceId = randomBytes(16).toString('hex');
+    const response = await fetch(`${stack.gatewayUrl}/api/v1/send-message`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${ws.body.api_key}`,
+        'content-type': 'application/json',
+        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+      },
+      body: JSON.stringify({ phone: 'not a phone', message: 'x', channel: 'alt-a' }),
+    });
+    expect(response.status).toBe(400);
+    const gatewayOutput = () => stack.processes.get('gateway')!.output();
+    await waitFor(() => gatewayOutput().includes(traceId), { what: "the request's access line" });
+    const line = gatewayOutput()
+      .split('\n')
+      .find((text) => text.includes(traceId))!;
+    expect(line.split('"trace_id"').length - 1).toBe(1);
+    expect(JSON.parse(line)).toMatchObject({ trace_id: traceId, status: 400 });
+    // The Collector's configuration has a traces pipeline and nothing else (deploy/observability).
+    await waitFor(() => inTrace(traceId).length > 0, { what: "the request's span" });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect([...exportPaths]).toEqual(['/v1/traces']);
   });
 
   it('carries a lead move through gateway, pipeline and messaging in one trace', async () => {

@@ -58,12 +58,18 @@ export function sdkConfiguration(
     spanProcessors: traceExporter
       ? [new UrlRedactingSpanProcessor(), new BatchSpanProcessor(traceExporter)]
       : [],
+    // Logs are pino's JSON lines on stdout, with trace ids from service-kit's mixin. The pino
+    // instrumentation would also turn every line into an OTLP log record for an exporter the SDK sets up
+    // by default, which the Collector has no pipeline for: a second copy of each line, serialised and
+    // sent to nowhere. No log record processor, and no pino instrumentation.
+    logRecordProcessors: [],
     instrumentations: [
       getNodeAutoInstrumentations({
         // File system and DNS spans drown the useful ones and cost time on every request.
         '@opentelemetry/instrumentation-fs': { enabled: false },
         '@opentelemetry/instrumentation-dns': { enabled: false },
         '@opentelemetry/instrumentation-net': { enabled: false },
+        '@opentelemetry/instrumentation-pino': { enabled: false },
         // The bus makes its own messaging spans on every transport; amqplib's patch would add a second
         // publish span and overwrite the traceparent header, re-parenting the consumer's span under it.
         '@opentelemetry/instrumentation-amqplib': { enabled: false },
