@@ -3,6 +3,7 @@
 // the same run. For each load: requests/s, latency, the ratio to its ceiling, CPU milliseconds per request
 // of every process (from /proc), Postgres statements per request (pg_stat_statements) and resident memory.
 import { randomBytes } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -34,12 +35,26 @@ const tracingMode =
     ? process.env.BENCH_TRACING
     : 'on';
 const tracing = tracingMode === 'on';
-/** BENCH_CPU_PROF=<service> writes that service's CPU profile to bench/profiles/. */
-const profiled = process.env.BENCH_CPU_PROF;
+/** BENCH_CPU_PROF=<service>[,<service>…] writes those services' CPU profiles to bench/profiles/. */
+const profiled = process.env.BENCH_CPU_PROF?.split(',').filter((name) => name.length > 0);
 /** BENCH_BUILT=on runs the services' compiled `dist/` (build first), as the images run them. */
 const built = process.env.BENCH_BUILT === 'on';
 /** BENCH_LOADS=external,door runs only the loads whose names contain one of the words (and the ceilings). */
 const onlyLoads = process.env.BENCH_LOADS?.split(',').filter((word) => word.length > 0);
+/** BENCH_NODE_ARGS="--flag …" adds Node flags to every service process (e.g. a heap setting to compare). */
+const extraNodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter((flag) => flag.length > 0) ?? [];
+const serviceNames = [
+  'gateway',
+  'messaging',
+  'provider-connector',
+  'webhook-dispatcher',
+  'pipeline',
+  'provider-sandbox',
+];
+/** BENCH_SPAN_DUMP=<file> appends every OTLP export (path, content type, then the body) to that file. */
+const spanDump = process.env.BENCH_SPAN_DUMP;
+/** BENCH_RATE=<requests/s> offers the loads (not the ceilings) at that rate instead of as fast as they go. */
+const offeredRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 /** BENCH_STATEMENTS=on lists each load's statements by calls per request. */
 const listStatements = process.env.BENCH_STATEMENTS === 'on';
 const profileDir = fileURLToPath(new URL('./profiles/', import.meta.url));
@@ -57,6 +72,9 @@ export interface LoadFigures {
   ceiling?: { name: string; perSecond: number };
   cpuMsPerRequest: Record<string, number>;
   statementsPerRequest?: number;
+  /** With tracing on: spans exported, and their OTLP bytes, per request. */
+  spansPerRequest?: number;
+  spanKiBPerRequest?: number;
 }
 
 interface Load {
@@ -77,6 +95,8 @@ async function runLoad(load: Load): Promise<autocannon.Result> {
     method: 'POST',
     connections,
     duration: durationSeconds,
+    // A fixed offered rate keeps batching alike between runs, so CPU per request compares across them.
+    ...(offeredRate && !load.name.startsWith('ceiling') ? { overallRate: offeredRate } : {}),
     headers: { 'content-type': 'application/json', ...load.headers },
     requests: [{ setupRequest: (request) => ({ ...request, body: load.body() }) }],
   });
@@ -101,6 +121,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
   let stack: RunningStack | undefined;
   let sink: Server | undefined;
   let delivered = 0;
+  const exported = { spans: 0, bytes: 0 };
   const receiver = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
@@ -118,8 +139,16 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
     const adminToken = `adm_${randomBytes(16).toString('hex')}`;
     if (tracing) {
       sink = createServer((req, res) => {
-        req.resume();
-        req.on('end', () => res.end('{}'));
+        const chunks: Buffer[] = [];
+        req.on('data', (chunk: Buffer) => chunks.push(chunk));
+        req.on('end', () => {
+          const body = Buffer.concat(chunks);
+          exported.bytes += body.length;
+          if (req.url?.endsWith('/v1/traces')) exported.spans += countSpans(body);
+          if (spanDump)
+            appendFileSync(spanDump, `${req.url} ${req.headers['content-type']}\n${body.toString()}\n`);
+          res.end('{}');
+        });
       });
       await new Promise<void>((resolve) => sink!.listen(0, '127.0.0.1', resolve));
     }
@@ -149,7 +178,15 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
           ? { OTEL_SDK_DISABLED: 'true' }
           : {}) as Record<string, string>,
       built,
-      ...(profiled ? { nodeArgs: { [profiled]: ['--cpu-prof', '--cpu-prof-dir', profileDir] } } : {}),
+      nodeArgs: Object.fromEntries(
+        serviceNames.map((name) => [
+          name,
+          [
+            ...extraNodeArgs,
+            ...(profiled?.includes(name) ? ['--cpu-prof', '--cpu-prof-dir', `${profileDir}${name}`] : []),
+          ],
+        ]),
+      ),
     };
     stack = await startStack(config);
     // A second gateway whose workspaces may make one request a minute: the door's 429 answers.
@@ -282,6 +319,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
     );
     for (const load of chosen) {
       const deliveredBefore = delivered;
+      const exportedBefore = { ...exported };
       if (listStatements) await stats.query('select pg_stat_statements_reset()');
       const cpuBefore = cpuMillis(roots);
       const statementsBefore = await statements();
@@ -304,6 +342,9 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
           console.log(`  (${load.name}: ${delivered - deliveredBefore} of ${ok} webhooks arrived)`),
         );
       const cpuAfter = cpuMillis(roots);
+      // Spans are exported in batches every few seconds: wait for the batch that holds this load's last.
+      if (tracing && !load.name.startsWith('ceiling'))
+        await new Promise((resolve) => setTimeout(resolve, 6_000));
       // The query counting statements is itself one; it is left out.
       const statementCount = (await statements()) - statementsBefore - 1;
       if (listStatements && !load.name.startsWith('ceiling')) {
@@ -341,6 +382,13 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         ...(load.name.startsWith('ceiling')
           ? {}
           : { statementsPerRequest: statementCount / Math.max(1, result.requests.total) }),
+        ...(tracing && !load.name.startsWith('ceiling')
+          ? {
+              spansPerRequest: (exported.spans - exportedBefore.spans) / Math.max(1, result.requests.total),
+              spanKiBPerRequest:
+                (exported.bytes - exportedBefore.bytes) / 1024 / Math.max(1, result.requests.total),
+            }
+          : {}),
       });
     }
     const memory = rssMiB(roots);
@@ -355,6 +403,12 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
     receiver.close();
     sink?.close();
   }
+}
+
+/** Spans in one OTLP/HTTP export, JSON or protobuf (the bench counts what the exporter really sends). */
+function countSpans(body: Buffer): number {
+  const text = body.toString('latin1');
+  return text.startsWith('{') ? text.split('"spanId"').length - 1 : Number.NaN;
 }
 
 const services = [
@@ -383,7 +437,8 @@ function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Recor
       'ceiling'.padStart(9),
     ].join(' ') +
       ['total', ...services].map((name) => name.slice(0, 10).padStart(11)).join('') +
-      '  stmts',
+      '  stmts' +
+      (tracing ? '  spans  span KiB' : ''),
   );
   for (const figure of figures) {
     const ratio = figure.ceiling
@@ -402,7 +457,10 @@ function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Recor
         ratio.padStart(9),
       ].join(' ') +
         [total, ...services.map((name) => figure.cpuMsPerRequest[name])].map(cell).join('') +
-        `  ${figure.statementsPerRequest === undefined ? '' : figure.statementsPerRequest.toFixed(1)}`,
+        `  ${figure.statementsPerRequest === undefined ? '' : figure.statementsPerRequest.toFixed(1).padStart(5)}` +
+        (figure.spansPerRequest === undefined
+          ? ''
+          : `  ${figure.spansPerRequest.toFixed(1).padStart(5)}  ${figure.spanKiBPerRequest!.toFixed(1).padStart(8)}`),
     );
     if (figure.ok !== figure.requests)
       console.log(`  ${figure.ok} of ${figure.requests} answered as expected (${figure.statuses ?? ''})`);
