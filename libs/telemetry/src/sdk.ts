@@ -1,6 +1,10 @@
 import { createNoopMeter } from '@opentelemetry/api';
-import { getNodeAutoInstrumentations } from '@opentelemetry/auto-instrumentations-node';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { markMeterProviderInstalled, prometheusExporter } from './metrics.js';
@@ -63,27 +67,24 @@ export function sdkConfiguration(
     // by default, which the Collector has no pipeline for: a second copy of each line, serialised and
     // sent to nowhere. No log record processor, and no pino instrumentation.
     logRecordProcessors: [],
+    // The auto-instrumentations for the libraries the services use, and only those: the package that
+    // bundles all of them loads some forty (each hooking module loading) for 8 MiB more per process.
+    // Left out, on purpose: fs, dns and net (their spans drown the useful ones and cost time on every
+    // request); amqplib (the bus makes its own messaging spans on every transport, and amqplib's patch
+    // would add a second publish span and overwrite the traceparent header, re-parenting the consumer's
+    // span under it); express and router (their wrappers around every layer cost a quarter of a refused
+    // request's CPU, bench/RESULTS.md, for spans that tell no more than the HTTP server span, which
+    // service-kit names by its route); pino (see above).
     instrumentations: [
-      getNodeAutoInstrumentations({
-        // File system and DNS spans drown the useful ones and cost time on every request.
-        '@opentelemetry/instrumentation-fs': { enabled: false },
-        '@opentelemetry/instrumentation-dns': { enabled: false },
-        '@opentelemetry/instrumentation-net': { enabled: false },
-        '@opentelemetry/instrumentation-pino': { enabled: false },
-        // The bus makes its own messaging spans on every transport; amqplib's patch would add a second
-        // publish span and overwrite the traceparent header, re-parenting the consumer's span under it.
-        '@opentelemetry/instrumentation-amqplib': { enabled: false },
-        // Express's wrappers around every layer cost a quarter of a refused request's CPU (bench/RESULTS.md)
-        // for spans that tell no more than the HTTP server span, which service-kit names by its route
-        // (serverSpanRouteSetter).
-        '@opentelemetry/instrumentation-express': { enabled: false },
-        // Express 5 routes through the `router` package, whose own instrumentation made a span per layer
-        // again (middleware included) beside express's: a fifth of the gateway's CPU under load.
-        '@opentelemetry/instrumentation-router': { enabled: false },
-        // Queries outside any operation (pool checks, relay polls) would each start a trace of their own.
-        // Checking a client out of the pool is not a round trip worth a span of its own.
-        '@opentelemetry/instrumentation-pg': { requireParentSpan: true, ignoreConnectSpans: true },
-      }),
+      new HttpInstrumentation(),
+      // fetch: provider calls and webhook POSTs.
+      new UndiciInstrumentation(),
+      // Queries outside any operation (pool checks, relay polls) would each start a trace of their own.
+      // Checking a client out of the pool is not a round trip worth a span of its own.
+      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
+      new IORedisInstrumentation(),
+      // nodejs_eventloop_utilization and the other runtime gauges the dashboard reads.
+      new RuntimeNodeInstrumentation(),
     ],
   };
 }
