@@ -1,11 +1,11 @@
-import { type Pool, type Queryable, withTransaction } from '@inbox/db';
+import type { Pool } from '@inbox/db';
 import type { AddressPolicy } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import { meter, startSpan, withCapturedContext } from '@inbox/telemetry';
 import type { Dispatcher } from 'undici';
 import { attemptDelivery, type HttpOutcome, storableError } from './domain/http-attempt.js';
 import { isSuccess, nextStep, type RetryPolicy } from './domain/retry-policy.js';
-import type { AttemptResult, DeliveryStore, LeasedDelivery } from './store/deliveries.js';
+import type { DeliveryStore, LeasedDelivery, RecordedAttempt } from './store/deliveries.js';
 import type { DeliveryTarget, EndpointStore, UsableTarget } from './store/endpoints.js';
 
 export interface DeliveryWorkerOptions {
@@ -58,18 +58,13 @@ const consumerLag = meter('webhook-dispatcher').createObservableGauge('webhook.c
 
 type WorkerStep = 'lease' | 'endpoints' | 'secret' | 'attempt' | 'record' | 'loop';
 
-/** An attempt's result waiting to be recorded, and whether the receiver said its endpoint is gone. */
-interface PendingRecord extends AttemptResult {
-  endpointGone: boolean;
-}
-
 // After repeated failed iterations the loop waits longer, up to this, so a database outage is not
 // met with a tight loop of errors.
 const maxBackoffMs = 5_000;
 
 /**
  * Leases due deliveries, attempts them with bounded concurrency (overall and per endpoint), and records
- * outcomes in batches: one transaction per batch for the attempts, the next schedule and the endpoints'
+ * outcomes in batches: one statement per batch for the attempts, the next schedule and the endpoints'
  * failure clocks. Runs in every replica; leases keep them from attempting the same delivery twice.
  * Deliveries of every workspace share the loop and the batches, so no single error (a database hiccup,
  * an unopenable secret, an answer that cannot be stored) may end the loop or cost other deliveries
@@ -80,7 +75,7 @@ export class DeliveryWorker {
   private loopEnded = false;
   private lastIterationAt = 0;
   private inFlight = 0;
-  private results: PendingRecord[] = [];
+  private results: RecordedAttempt[] = [];
   private flushing: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
   private loop: Promise<void> | undefined;
@@ -311,8 +306,8 @@ export class DeliveryWorker {
   }
 
   /**
-   * Records a batch in one transaction. Batches mix workspaces, so when that fails the rows are
-   * recorded one by one, each in its own transaction: a row that cannot be written costs only its own
+   * Records a batch in one statement. Batches mix workspaces, so when that fails the rows are
+   * recorded one by one, each in a statement of its own: a row that cannot be written costs only its own
    * delivery (left to its lease expiry, then attempted again), never its neighbours' records.
    */
   private async flush(): Promise<void> {
@@ -341,38 +336,21 @@ export class DeliveryWorker {
     }
   }
 
-  private async record(batch: PendingRecord[]): Promise<void> {
-    const gone = [...new Set(batch.filter((r) => r.endpointGone).map((r) => r.delivery.endpoint_id))];
-    const disabled = await withTransaction(this.options.pool, (client) => this.write(client, batch, gone));
-    for (const endpointId of gone) {
-      endpointsDisabled.add(1, { reason: 'gone' });
-      this.options.logger.warn(
-        { endpoint_id: endpointId },
-        'webhook endpoint disabled: the receiver answered 410 Gone',
-      );
-    }
-    for (const endpoint of disabled) {
-      endpointsDisabled.add(1, { reason: 'failing' });
-      this.options.logger.warn(
-        { endpoint_id: endpoint.id, workspace_id: endpoint.workspace_id },
-        'webhook endpoint disabled: no successful delivery within WEBHOOK_DISABLE_AFTER_HOURS',
-      );
-    }
-  }
-
-  private async write(client: Queryable, batch: PendingRecord[], gone: string[]) {
-    await this.options.deliveries.record(client, batch);
-    for (const endpointId of gone)
-      await this.options.endpoints.disable(client, endpointId, 'the receiver answered 410 Gone');
-    return this.options.endpoints.noteOutcomes(
-      client,
-      batch.map((r) => ({
-        workspaceId: r.delivery.workspace_id,
-        endpointId: r.delivery.endpoint_id,
-        success: r.status === 'delivered',
-      })),
+  private async record(batch: RecordedAttempt[]): Promise<void> {
+    const disabled = await this.options.deliveries.record(
+      this.options.pool,
+      batch,
       this.options.disableAfterMs,
     );
+    for (const endpoint of disabled) {
+      endpointsDisabled.add(1, { reason: endpoint.reason });
+      this.options.logger.warn(
+        { endpoint_id: endpoint.id, workspace_id: endpoint.workspace_id },
+        endpoint.reason === 'gone'
+          ? 'webhook endpoint disabled: the receiver answered 410 Gone'
+          : 'webhook endpoint disabled: no successful delivery within WEBHOOK_DISABLE_AFTER_HOURS',
+      );
+    }
   }
 
   private about(delivery: LeasedDelivery) {

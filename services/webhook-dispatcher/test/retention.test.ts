@@ -139,7 +139,7 @@ describe('webhook delivery retention', () => {
       status: 'failed',
       nextAttemptAt: null,
     };
-    await deliveries.record(pool, [result]);
+    await deliveries.record(pool, [result], 120 * 3_600_000);
     const finished = await pool.query<{ finished_at: Date }>(
       'select finished_at from deliveries where id = $1',
       [id],
@@ -153,7 +153,7 @@ describe('webhook delivery retention', () => {
 
     // Attempted again and failed for good: it counts from that attempt (dated past the retention here).
     await pool.query(`update deliveries set status = 'sending' where id = $1`, [id]);
-    await deliveries.record(pool, [result]);
+    await deliveries.record(pool, [result], 120 * 3_600_000);
     await new DeliveryPruner({ deliveries, logger, retentionDays: 30 }).prune();
     expect(await world.left()).toEqual([]);
   });

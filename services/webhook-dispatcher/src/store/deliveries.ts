@@ -26,6 +26,18 @@ export interface AttemptResult {
   nextAttemptAt: Date | null;
 }
 
+/** An attempt's result to record, and whether the receiver said its endpoint is gone (410). */
+export interface RecordedAttempt extends AttemptResult {
+  endpointGone?: boolean;
+}
+
+/** An endpoint a recorded batch disabled: its receiver answered 410, or it failed for too long. */
+export interface DisabledEndpoint {
+  id: string;
+  workspace_id: string;
+  reason: 'gone' | 'failing';
+}
+
 export interface DeliveryFilter {
   status?: 'pending' | 'delivered' | 'failed';
   eventType?: string;
@@ -204,43 +216,82 @@ export class DeliveryStore {
    * Records attempts and their outcomes (in the caller's transaction). A delivery deleted meanwhile,
    * with its endpoint, has nothing left to record: its attempt is skipped rather than failing the rest.
    */
-  async record(db: Queryable, results: AttemptResult[]): Promise<void> {
-    if (results.length === 0) return;
-    await db.query(
-      `insert into attempts (workspace_id, delivery_id, attempt, at, status_code, error, duration_ms, response_body)
-       select u.* from unnest($1::uuid[], $2::uuid[], $3::int[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::text[])
-           as u(workspace_id, delivery_id, attempt, at, status_code, error, duration_ms, response_body)
-        where exists (select 1 from deliveries d where d.id = u.delivery_id)`,
+  /**
+   * Records a batch of attempts in one statement (one round trip, one commit, no begin/commit around
+   * it): each attempt's row, its delivery's next state, and its endpoint's health. An endpoint whose
+   * receiver answered 410 is disabled; one with no success in the batch starts (or keeps) failing, and
+   * is disabled once it has failed for `disableAfterMs`; a success clears that. Returns the endpoints
+   * this batch disabled, each with why (one already disabled is not reported again).
+   */
+  async record(
+    db: Queryable,
+    results: RecordedAttempt[],
+    disableAfterMs: number,
+  ): Promise<DisabledEndpoint[]> {
+    if (results.length === 0) return [];
+    // Every data-modifying CTE runs once, on one snapshot: each table is changed by one of them only,
+    // and `before` is the endpoints as they were, so a disabling is told from an endpoint already off.
+    const { rows } = await db.query<
+      Omit<DisabledEndpoint, 'reason'> & { reason: DisabledEndpoint['reason'] | null }
+    >(
+      `with u as (
+         select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::timestamptz[], $6::int[], $7::text[],
+                              $8::int[], $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::bool[])
+           as u(id, workspace_id, endpoint_id, attempt, at, status_code, error, duration_ms, response_body,
+                status, next_at, last_error, gone)),
+       attempted as (
+         insert into attempts (workspace_id, delivery_id, attempt, at, status_code, error, duration_ms, response_body)
+         select u.workspace_id, u.id, u.attempt, u.at, u.status_code, u.error, u.duration_ms, u.response_body
+           from u where exists (select 1 from deliveries d where d.id = u.id and d.workspace_id = u.workspace_id)),
+       settled as (
+         update deliveries d set status = u.status, next_attempt_at = u.next_at, lease_until = null, last_error = u.last_error,
+                delivered_at = case when u.status = 'delivered' then u.at else d.delivered_at end,
+                finished_at = case when u.status in ('delivered', 'failed') then u.at end
+           from u
+          where d.id = u.id and d.workspace_id = u.workspace_id and d.status = 'sending'),
+       outcome as (
+         select endpoint_id, workspace_id, bool_or(status = 'delivered') as success, bool_or(gone) as gone
+           from u group by endpoint_id, workspace_id),
+       judged as (
+         select e.id, o.success,
+                case when not e.enabled then null
+                     when o.gone then 'gone'
+                     when not o.success and e.failing_since < now() - $14 * interval '1 millisecond' then 'failing'
+                end as disabling
+           from outcome o join endpoints e on e.id = o.endpoint_id and e.workspace_id = o.workspace_id)
+       update endpoints e
+          set failing_since = case when j.success then null else coalesce(e.failing_since, now()) end,
+              enabled = e.enabled and j.disabling is null,
+              disabled_reason = case j.disabling
+                when 'gone' then 'the receiver answered 410 Gone'
+                when 'failing' then 'no successful delivery for ' || $15 || ' hours'
+                else e.disabled_reason end,
+              updated_at = case when j.disabling is null then e.updated_at else now() end
+         from judged j
+        where e.id = j.id
+       returning e.id, e.workspace_id, j.disabling as reason`,
       [
-        results.map((r) => r.delivery.workspace_id),
         results.map((r) => r.delivery.id),
+        results.map((r) => r.delivery.workspace_id),
+        results.map((r) => r.delivery.endpoint_id),
         results.map((r) => r.delivery.attempts),
         results.map((r) => r.at),
         results.map((r) => r.statusCode),
         results.map((r) => r.error),
         results.map((r) => r.durationMs),
         results.map((r) => r.responseBody),
-      ],
-    );
-    await db.query(
-      `update deliveries d set status = u.status, next_attempt_at = u.next_at, lease_until = null, last_error = u.error,
-              delivered_at = case when u.status = 'delivered' then u.at else d.delivered_at end,
-              finished_at = case when u.status in ('delivered', 'failed') then u.at end
-         from unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[], $6::timestamptz[])
-           as u(id, workspace_id, status, next_at, error, at)
-        where d.id = u.id and d.workspace_id = u.workspace_id and d.status = 'sending'`,
-      [
-        results.map((r) => r.delivery.id),
-        results.map((r) => r.delivery.workspace_id),
         results.map((r) => r.status),
         results.map((r) => r.nextAttemptAt),
         results.map(
           (r) =>
             r.error ?? (r.statusCode !== null && r.status !== 'delivered' ? `HTTP ${r.statusCode}` : null),
         ),
-        results.map((r) => r.at),
+        results.map((r) => r.endpointGone === true),
+        disableAfterMs,
+        String(disableAfterMs / 3_600_000),
       ],
     );
+    return rows.filter((row): row is DisabledEndpoint => row.reason !== null);
   }
 
   async list(workspaceId: string, endpointId: string, filter: DeliveryFilter) {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Webhook } from '@inbox/contracts';
-import type { Pool, Queryable } from '@inbox/db';
+import type { Pool } from '@inbox/db';
 import { generateWebhookSecret } from '@inbox/sdk/webhooks';
 import type { SecretBox } from '@inbox/service-kit';
 import type { z } from 'zod';
@@ -201,39 +201,5 @@ export class EndpointStore {
     } catch (error) {
       return { usable: false, workspaceId: row.workspace_id, reason: unopenableSecret, cause: error };
     }
-  }
-
-  /**
-   * Keeps each endpoint's failure clock: a success clears it, a failure starts it if it is not running.
-   * Returns the endpoints that have now failed for longer than `disableAfterMs` without a success.
-   */
-  async noteOutcomes(
-    db: Queryable,
-    outcomes: Array<{ workspaceId: string; endpointId: string; success: boolean }>,
-    disableAfterMs: number,
-  ): Promise<Array<{ id: string; workspace_id: string }>> {
-    if (outcomes.length === 0) return [];
-    await db.query(
-      `update endpoints e set failing_since = case when o.success then null else coalesce(e.failing_since, now()) end
-         from (select distinct on (endpoint_id) * from unnest($1::uuid[], $2::uuid[], $3::bool[]) as t(workspace_id, endpoint_id, success)
-                order by endpoint_id, success desc) o
-        where e.id = o.endpoint_id and e.workspace_id = o.workspace_id`,
-      [outcomes.map((o) => o.workspaceId), outcomes.map((o) => o.endpointId), outcomes.map((o) => o.success)],
-    );
-    const { rows } = await db.query<{ id: string; workspace_id: string }>(
-      `update endpoints set enabled = false, updated_at = now(),
-              disabled_reason = 'no successful delivery for ' || $3 || ' hours'
-        where id = any($1) and enabled and failing_since < now() - $2 * interval '1 millisecond'
-        returning id, workspace_id`,
-      [[...new Set(outcomes.map((o) => o.endpointId))], disableAfterMs, String(disableAfterMs / 3_600_000)],
-    );
-    return rows;
-  }
-
-  async disable(db: Queryable, endpointId: string, reason: string): Promise<void> {
-    await db.query(
-      'update endpoints set enabled = false, disabled_reason = $2, updated_at = now() where id = $1',
-      [endpointId, reason],
-    );
   }
 }

@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { createPool, migrate, type Pool } from '@inbox/db';
+import { createDatabase } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DeliveryStore, type LeasedDelivery, type RecordedAttempt } from '../src/store/deliveries.js';
+
+let pool: Pool;
+let deliveries: DeliveryStore;
+const dayMs = 86_400_000;
+const disableAfterMs = 5 * dayMs;
+
+beforeAll(async () => {
+  const databaseUrl = await createDatabase(inject('infra').postgresAdminUrl);
+  pool = createPool({ url: databaseUrl, schema: 'dispatcher' });
+  await migrate(pool, {
+    schema: 'dispatcher',
+    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+  });
+  deliveries = new DeliveryStore(pool);
+});
+afterAll(async () => {
+  await pool?.end();
+});
+
+/** An endpoint with one delivery being attempted ('sending'), as the worker leased it. */
+async function leased(options: { failingForMs?: number; enabled?: boolean } = {}): Promise<LeasedDelivery> {
+  const workspaceId = randomUUID();
+  const endpointId = randomUUID();
+  await pool.query(
+    `insert into endpoints (id, workspace_id, url, events, enabled, failing_since)
+     values ($1, $2, 'https://receiver.example/hook', '{*}', $3, $4)`,
+    [
+      endpointId,
+      workspaceId,
+      options.enabled ?? true,
+      options.failingForMs === undefined ? null : new Date(Date.now() - options.failingForMs),
+    ],
+  );
+  const delivery: LeasedDelivery = {
+    id: randomUUID(),
+    workspace_id: workspaceId,
+    endpoint_id: endpointId,
+    event_id: randomUUID(),
+    event_type: 'message.sent',
+    body: '{}',
+    attempts: 1,
+    trace_context: null,
+  };
+  await pool.query(
+    `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, trace_context, status, next_attempt_at, attempts)
+     values ($1, $2, $3, $4, 'message.sent', '{}', 0, '{}', 'sending', now(), 1)`,
+    [delivery.id, workspaceId, endpointId, delivery.event_id],
+  );
+  return delivery;
+}
+
+const outcome = (
+  delivery: LeasedDelivery,
+  answer: { statusCode: number; status: RecordedAttempt['status']; endpointGone?: boolean },
+): RecordedAttempt => ({
+  delivery,
+  statusCode: answer.statusCode,
+  error: null,
+  durationMs: 12,
+  responseBody: answer.statusCode === 200 ? 'ok' : 'nope',
+  at: new Date(),
+  status: answer.status,
+  nextAttemptAt: answer.status === 'pending' ? new Date(Date.now() + 60_000) : null,
+  ...(answer.endpointGone ? { endpointGone: true } : {}),
+});
+
+async function endpointOf(delivery: LeasedDelivery) {
+  const { rows } = await pool.query<{
+    enabled: boolean;
+    failing_since: Date | null;
+    disabled_reason: string | null;
+  }>('select enabled, failing_since, disabled_reason from endpoints where id = $1', [delivery.endpoint_id]);
+  return rows[0]!;
+}
+
+async function deliveryOf(delivery: LeasedDelivery) {
+  const { rows } = await pool.query<{ status: string; last_error: string | null; lease_until: Date | null }>(
+    'select status, last_error, lease_until from deliveries where id = $1',
+    [delivery.id],
+  );
+  const attempts = await pool.query<{ status_code: number; response_body: string }>(
+    'select status_code, response_body from attempts where delivery_id = $1',
+    [delivery.id],
+  );
+  return { ...rows[0]!, attempts: attempts.rows };
+}
+
+describe('recording a batch of attempts in one statement', () => {
+  it("writes each attempt, its delivery's next state and its endpoint's failure clock, and reports what it disabled", async () => {
+    const delivered = await leased({ failingForMs: dayMs });
+    const retried = await leased();
+    const stillFailing = await leased({ failingForMs: dayMs });
+    const failedTooLong = await leased({ failingForMs: 6 * dayMs });
+    const gone = await leased();
+    const alreadyOff = await leased({ failingForMs: 6 * dayMs, enabled: false });
+
+    const disabled = await deliveries.record(
+      pool,
+      [
+        outcome(delivered, { statusCode: 200, status: 'delivered' }),
+        outcome(retried, { statusCode: 500, status: 'pending' }),
+        outcome(stillFailing, { statusCode: 503, status: 'pending' }),
+        outcome(failedTooLong, { statusCode: 500, status: 'failed' }),
+        outcome(gone, { statusCode: 410, status: 'failed', endpointGone: true }),
+        outcome(alreadyOff, { statusCode: 500, status: 'failed' }),
+      ],
+      disableAfterMs,
+    );
+
+    expect(disabled.sort((a, b) => a.reason.localeCompare(b.reason))).toEqual([
+      { id: failedTooLong.endpoint_id, workspace_id: failedTooLong.workspace_id, reason: 'failing' },
+      { id: gone.endpoint_id, workspace_id: gone.workspace_id, reason: 'gone' },
+    ]);
+
+    expect(await deliveryOf(delivered)).toMatchObject({
+      status: 'delivered',
+      last_error: null,
+      lease_until: null,
+      attempts: [{ status_code: 200, response_body: 'ok' }],
+    });
+    expect(await deliveryOf(retried)).toMatchObject({ status: 'pending', last_error: 'HTTP 500' });
+    expect(await deliveryOf(gone)).toMatchObject({ status: 'failed', attempts: [{ status_code: 410 }] });
+
+    // A success stops the clock; a first failure starts it; a running one keeps its start.
+    expect(await endpointOf(delivered)).toMatchObject({ enabled: true, failing_since: null });
+    const started = await endpointOf(retried);
+    expect(started.enabled).toBe(true);
+    expect(Date.now() - started.failing_since!.getTime()).toBeLessThan(60_000);
+    const kept = await endpointOf(stillFailing);
+    expect(kept.enabled).toBe(true);
+    expect(Date.now() - kept.failing_since!.getTime()).toBeGreaterThan(dayMs - 60_000);
+
+    expect(await endpointOf(failedTooLong)).toMatchObject({
+      enabled: false,
+      disabled_reason: 'no successful delivery for 120 hours',
+    });
+    expect(await endpointOf(gone)).toMatchObject({
+      enabled: false,
+      disabled_reason: 'the receiver answered 410 Gone',
+    });
+    // Already off: left as the operator (or an earlier batch) left it, and not reported again.
+    expect(await endpointOf(alreadyOff)).toMatchObject({ enabled: false, disabled_reason: null });
+  });
+
+  it('counts one success in a batch as the endpoint succeeding, and touches no other workspace', async () => {
+    const first = await leased({ failingForMs: 6 * dayMs });
+    const second: LeasedDelivery = { ...first, id: randomUUID(), event_id: randomUUID() };
+    await pool.query(
+      `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, trace_context, status, next_attempt_at, attempts)
+       values ($1, $2, $3, $4, 'message.sent', '{}', 0, '{}', 'sending', now(), 1)`,
+      [second.id, first.workspace_id, first.endpoint_id, second.event_id],
+    );
+    const disabled = await deliveries.record(
+      pool,
+      [
+        outcome(first, { statusCode: 500, status: 'pending' }),
+        outcome(second, { statusCode: 200, status: 'delivered' }),
+      ],
+      disableAfterMs,
+    );
+    expect(disabled).toEqual([]);
+    expect(await endpointOf(first)).toMatchObject({ enabled: true, failing_since: null });
+
+    // A result naming another workspace's endpoint and delivery changes neither.
+    const other = await leased({ failingForMs: 6 * dayMs });
+    const forged: LeasedDelivery = { ...other, workspace_id: randomUUID() };
+    expect(
+      await deliveries.record(pool, [outcome(forged, { statusCode: 500, status: 'failed' })], disableAfterMs),
+    ).toEqual([]);
+    expect(await endpointOf(other)).toMatchObject({ enabled: true });
+    expect(await deliveryOf(other)).toMatchObject({ status: 'sending', attempts: [] });
+  });
+});
