@@ -58,6 +58,10 @@ const consumerLag = meter('webhook-dispatcher').createObservableGauge('webhook.c
 
 type WorkerStep = 'lease' | 'endpoints' | 'secret' | 'attempt' | 'record' | 'loop';
 
+// How long a woken worker waits for more work before it leases (it adds this much to a delivery's
+// latency when the worker was idle; a worker with work due does not wait).
+const wakeGatherMs = 10;
+
 // After repeated failed iterations the loop waits longer, up to this, so a database outage is not
 // met with a tight loop of errors.
 const maxBackoffMs = 5_000;
@@ -204,14 +208,20 @@ export class DeliveryWorker {
     );
   }
 
-  /** Waits `ms`, or less when woken (if `wakeable`) or stopped. */
+  /**
+   * Waits `ms`, or less when woken (if `wakeable`) or stopped. A wake-up is answered `wakeGatherMs`
+   * later, so the events scheduled meanwhile share one lease (and one read of their endpoints) instead
+   * of a lease each.
+   */
   private pause(ms: number, wakeable: boolean): Promise<void> {
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      let timer = setTimeout(resolve, ms);
       this.wakeUp = () => {
         if (!wakeable && this.running) return;
         clearTimeout(timer);
-        resolve();
+        this.wakeUp = undefined;
+        if (this.running) timer = setTimeout(resolve, wakeGatherMs);
+        else resolve();
       };
     });
   }
