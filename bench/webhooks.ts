@@ -14,7 +14,9 @@ import {
   startPostgres,
   waitFor,
 } from '@inbox/testkit';
+import pg from 'pg';
 import type { BenchBroker } from './broker.js';
+import { cpuMillis } from './process-cpu.js';
 
 const eventCount = Number(process.env.BENCH_EVENTS ?? 20_000);
 
@@ -43,7 +45,7 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
     });
   });
   try {
-    servers.push(...(await Promise.all([startBroker(broker), startPostgres()])));
+    servers.push(...(await Promise.all([startBroker(broker), startPostgres({ statementStats: true })])));
     const [brokerServer, postgres] = servers as [LocalServer, LocalServer];
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
@@ -84,6 +86,12 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
       secret: 'bench-secret',
     });
 
+    const stats = new pg.Client({ connectionString: postgres.url });
+    await stats.connect();
+    await stats.query('create extension if not exists pg_stat_statements');
+    await stats.query('select pg_stat_statements_reset()');
+    const roots = { dispatcher: dispatcher.child.pid!, postgres: postgres.pid!, broker: brokerServer.pid! };
+    const cpuBefore = cpuMillis(roots);
     const started = Date.now();
     const publishing: Array<Promise<void>> = [];
     for (let i = 0; i < eventCount; i++) {
@@ -111,6 +119,21 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
       timeoutMs: 300_000,
       intervalMs: 100,
     });
+    const cpuAfter = cpuMillis(roots);
+    const cpuPerDelivery = Object.keys(roots)
+      .map((name) => `${name} ${((cpuAfter[name]! - cpuBefore[name]!) / eventCount).toFixed(2)}`)
+      .join(', ');
+    // Statements per delivery, and the time Postgres spent in each (the dispatcher waits on it).
+    const top = await stats.query<{ calls: string; ms: number; query: string }>(
+      `select calls, total_exec_time as ms, query from pg_stat_statements
+        where query not like '%pg_stat_statements%' order by total_exec_time desc limit 8`,
+    );
+    await stats.end();
+    console.log(`\nwebhooks on ${broker}: statements by time (calls per delivery, ms per delivery)`);
+    for (const row of top.rows)
+      console.log(
+        `  ${(Number(row.calls) / eventCount).toFixed(3).padStart(7)}  ${(row.ms / eventCount).toFixed(3).padStart(7)}  ${row.query.replace(/\s+/g, ' ').slice(0, 110)}`,
+      );
     const sorted = [...latencies].sort((a, b) => a - b);
     const seconds = (lastArrival - started) / 1000;
     return {
@@ -118,6 +141,7 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
       'publish rate': `${(eventCount / ((published - started) / 1000)).toFixed(0)} events/s`,
       'deliveries/s (end to end)': (eventCount / seconds).toFixed(0),
       'deliveries/s (while arriving)': (eventCount / ((lastArrival - firstArrival) / 1000)).toFixed(0),
+      'CPU ms per delivery': cpuPerDelivery,
       'commit → delivery latency': `p50 ${percentile(sorted, 50)} ms, p90 ${percentile(sorted, 90)} ms, p99 ${percentile(sorted, 99)} ms, max ${sorted.at(-1)} ms`,
     };
   } finally {
