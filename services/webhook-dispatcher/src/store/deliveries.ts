@@ -167,11 +167,13 @@ export class DeliveryStore {
           where status = 'sending' and lease_until >= now() and endpoint_id in (select endpoint_id from due)
           group by endpoint_id
        ),
-       -- Attempts started in the last second, for endpoints with a rate limit.
+       -- Attempts started in the last second, for the endpoints with a rate limit only.
        recent as (
-         select d.endpoint_id, count(*) as n from attempts a join deliveries d on d.id = a.delivery_id
-          where a.at > now() - interval '1 second' and d.endpoint_id in (select endpoint_id from due)
-          group by d.endpoint_id
+         select a.endpoint_id, count(*) as n from attempts a
+          where a.at > now() - interval '1 second'
+            and a.endpoint_id in (select e.id from endpoints e
+                                   where e.max_per_second is not null and e.id in (select endpoint_id from due))
+          group by a.endpoint_id
        ),
        candidates as (
          select d.id, d.next_attempt_at, d.ordering_seq,
@@ -213,15 +215,13 @@ export class DeliveryStore {
   }
 
   /**
-   * Records attempts and their outcomes (in the caller's transaction). A delivery deleted meanwhile,
-   * with its endpoint, has nothing left to record: its attempt is skipped rather than failing the rest.
-   */
-  /**
    * Records a batch of attempts in one statement (one round trip, one commit, no begin/commit around
    * it): each attempt's row, its delivery's next state, and its endpoint's health. An endpoint whose
    * receiver answered 410 is disabled; one with no success in the batch starts (or keeps) failing, and
-   * is disabled once it has failed for `disableAfterMs`; a success clears that. Returns the endpoints
-   * this batch disabled, each with why (one already disabled is not reported again).
+   * is disabled once it has failed for `disableAfterMs`; a success clears that. A delivery deleted
+   * meanwhile, with its endpoint, has nothing left to record: its attempt is skipped rather than failing
+   * the rest. Returns the endpoints this batch disabled, each with why (one already disabled is not
+   * reported again).
    */
   async record(
     db: Queryable,
@@ -240,8 +240,8 @@ export class DeliveryStore {
            as u(id, workspace_id, endpoint_id, attempt, at, status_code, error, duration_ms, response_body,
                 status, next_at, last_error, gone)),
        attempted as (
-         insert into attempts (workspace_id, delivery_id, attempt, at, status_code, error, duration_ms, response_body)
-         select u.workspace_id, u.id, u.attempt, u.at, u.status_code, u.error, u.duration_ms, u.response_body
+         insert into attempts (workspace_id, endpoint_id, delivery_id, attempt, at, status_code, error, duration_ms, response_body)
+         select u.workspace_id, u.endpoint_id, u.id, u.attempt, u.at, u.status_code, u.error, u.duration_ms, u.response_body
            from u where exists (select 1 from deliveries d where d.id = u.id and d.workspace_id = u.workspace_id)),
        settled as (
          update deliveries d set status = u.status, next_attempt_at = u.next_at, lease_until = null, last_error = u.last_error,
