@@ -53,6 +53,11 @@ const serviceNames = [
 ];
 /** BENCH_SPAN_DUMP=<file> appends every OTLP export (path, content type, then the body) to that file. */
 const spanDump = process.env.BENCH_SPAN_DUMP;
+/**
+ * BENCH_LOG_LEVEL=info writes every request's access line, as shipped; warn (the default, as in the
+ * earlier recorded runs) leaves it out.
+ */
+const logLevel = process.env.BENCH_LOG_LEVEL ?? 'warn';
 /** BENCH_RATE=<requests/s> offers the loads (not the ceilings) at that rate instead of as fast as they go. */
 const offeredRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 /** BENCH_STATEMENTS=on lists each load's statements by calls per request. */
@@ -162,7 +167,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
       // The send loads measure throughput, not the per-workspace limit (a gateway of its own measures 429s).
       rateLimitPerMinute: 10_000_000,
       outboundAllowedCidrs: '127.0.0.0/8',
-      logLevel: 'warn',
+      logLevel,
       ports: {
         gateway: ports[0]!,
         connector: ports[1]!,
