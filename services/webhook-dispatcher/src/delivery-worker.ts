@@ -58,6 +58,10 @@ const consumerLag = meter('webhook-dispatcher').createObservableGauge('webhook.c
 
 type WorkerStep = 'lease' | 'endpoints' | 'secret' | 'attempt' | 'record' | 'loop';
 
+// How long an attempt's result waits for others to be recorded with it. Its endpoint's slot stays taken
+// until then, so with an endpoint at its concurrency cap this is part of every delivery's cycle.
+const recordGatherMs = 5;
+
 // How long a woken worker waits for more work before it leases (it adds this much to a delivery's
 // latency when the worker was idle; a worker with work due does not wait).
 const wakeGatherMs = 10;
@@ -81,7 +85,7 @@ export class DeliveryWorker {
   private inFlight = 0;
   private results: RecordedAttempt[] = [];
   private flushing: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private wakeUp: ((gatherMs: number) => void) | undefined;
   private loop: Promise<void> | undefined;
   private idleWaiters: Array<() => void> = [];
 
@@ -113,8 +117,9 @@ export class DeliveryWorker {
       });
   }
 
+  /** New work is due (an event scheduled, an endpoint enabled): lease soon, with what comes meanwhile. */
   wake(): void {
-    this.wakeUp?.();
+    this.wakeUp?.(wakeGatherMs);
   }
 
   /**
@@ -128,7 +133,7 @@ export class DeliveryWorker {
   /** Takes no new deliveries, lets attempts under way finish, and records them. */
   async stop(): Promise<void> {
     this.running = false;
-    this.wake();
+    this.wakeUp?.(0);
     await this.loop;
     if (this.inFlight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     await this.flush();
@@ -209,18 +214,18 @@ export class DeliveryWorker {
   }
 
   /**
-   * Waits `ms`, or less when woken (if `wakeable`) or stopped. A wake-up is answered `wakeGatherMs`
-   * later, so the events scheduled meanwhile share one lease (and one read of their endpoints) instead
-   * of a lease each.
+   * Waits `ms`, or less when woken (if `wakeable`) or stopped. A wake-up for new work is answered
+   * `wakeGatherMs` later, so the events scheduled meanwhile share one lease (and one read of their
+   * endpoints) instead of a lease each.
    */
   private pause(ms: number, wakeable: boolean): Promise<void> {
     return new Promise<void>((resolve) => {
       let timer = setTimeout(resolve, ms);
-      this.wakeUp = () => {
+      this.wakeUp = (gatherMs) => {
         if (!wakeable && this.running) return;
         clearTimeout(timer);
         this.wakeUp = undefined;
-        if (this.running) timer = setTimeout(resolve, wakeGatherMs);
+        if (this.running && gatherMs > 0) timer = setTimeout(resolve, gatherMs);
         else resolve();
       };
     });
@@ -236,7 +241,8 @@ export class DeliveryWorker {
       .finally(() => {
         this.inFlight--;
         if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
-        if (this.options.concurrency - this.inFlight >= this.batchThreshold) this.wake();
+        // Its record has committed, so its endpoint's slot is free now: lease at once.
+        if (this.options.concurrency - this.inFlight >= this.batchThreshold) this.wakeUp?.(0);
       });
   }
 
@@ -311,7 +317,9 @@ export class DeliveryWorker {
 
   // Results wait a moment for others, so a busy worker writes them in batches.
   private scheduleFlush(): Promise<void> {
-    this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, 20)).then(() => this.flush());
+    this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, recordGatherMs)).then(() =>
+      this.flush(),
+    );
     return this.flushing;
   }
 

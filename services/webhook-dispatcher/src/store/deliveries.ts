@@ -167,13 +167,13 @@ export class DeliveryStore {
           where status = 'sending' and lease_until >= now() and endpoint_id in (select endpoint_id from due)
           group by endpoint_id
        ),
-       -- Attempts started in the last second, for the endpoints with a rate limit only.
+       -- Attempts started in the last second, counted for the endpoints with a rate limit only (a
+       -- subquery per such endpoint, so no plan can turn it into a scan of every recent attempt).
        recent as (
-         select a.endpoint_id, count(*) as n from attempts a
-          where a.at > now() - interval '1 second'
-            and a.endpoint_id in (select e.id from endpoints e
-                                   where e.max_per_second is not null and e.id in (select endpoint_id from due))
-          group by a.endpoint_id
+         select e.id as endpoint_id,
+                (select count(*) from attempts a where a.endpoint_id = e.id and a.at > now() - interval '1 second') as n
+           from endpoints e
+          where e.max_per_second is not null and e.id in (select endpoint_id from due)
        ),
        candidates as (
          select d.id, d.next_attempt_at, d.ordering_seq,
