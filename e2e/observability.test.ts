@@ -69,6 +69,21 @@ afterAll(async () => {
   collector.close();
 });
 
+/** A call to the gateway as part of a trace of the caller's (a new trace id, which the test then follows). */
+async function tracedCall(method: string, path: string, apiKey: string, body: unknown) {
+  const traceId = randomBytes(16).toString('hex');
+  const response = await fetch(`${stack.gatewayUrl}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${apiKey}`,
+      'content-type': 'application/json',
+      traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+    },
+    body: JSON.stringify(body),
+  });
+  return { traceId, response };
+}
+
 const inTrace = (traceId: string) => spans.filter((span) => span.traceId === traceId);
 function parentOf(span: Span): Span | undefined {
   return spans.find(
@@ -91,15 +106,10 @@ describe('one trace from the API call to the webhook', () => {
       events: ['message.sent'],
     });
 
-    const traceId = randomBytes(16).toString('hex');
-    const response = await fetch(`${stack.gatewayUrl}/api/v1/send-message`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${ws.body.api_key}`,
-        'content-type': 'application/json',
-        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
-      },
-      body: JSON.stringify({ phone: '+5511988880001', message: 'rastreado', channel: 'alt-a' }),
+    const { traceId, response } = await tracedCall('POST', '/api/v1/send-message', ws.body.api_key, {
+      phone: '+5511988880001',
+      message: 'rastreado',
+      channel: 'alt-a',
     });
     expect(response.status).toBe(200);
     await waitFor(() => receiver.received.length > 0, { what: 'the webhook' });
@@ -175,15 +185,10 @@ describe('one trace from the API call to the webhook', () => {
     const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
       name: 'logged',
     });
-    const traceId = randomBytes(16).toString('hex');
-    const response = await fetch(`${stack.gatewayUrl}/api/v1/send-message`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${ws.body.api_key}`,
-        'content-type': 'application/json',
-        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
-      },
-      body: JSON.stringify({ phone: 'not a phone', message: 'x', channel: 'alt-a' }),
+    const { traceId, response } = await tracedCall('POST', '/api/v1/send-message', ws.body.api_key, {
+      phone: 'not a phone',
+      message: 'x',
+      channel: 'alt-a',
     });
     expect(response.status).toBe(400);
     const gatewayOutput = () => stack.processes.get('gateway')!.output();
@@ -217,16 +222,12 @@ describe('one trace from the API call to the webhook', () => {
       message: 'lead',
       channel: 'alt-a',
     });
-    const traceId = randomBytes(16).toString('hex');
-    const moved = await fetch(`${stack.gatewayUrl}/api/v1/leads/${sent.body.contactId}`, {
-      method: 'PATCH',
-      headers: {
-        authorization: `Bearer ${ws.body.api_key}`,
-        'content-type': 'application/json',
-        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
-      },
-      body: JSON.stringify({ pipeline_id: pipeline.body.id, stage: 'novo' }),
-    });
+    const { traceId, response: moved } = await tracedCall(
+      'PATCH',
+      `/api/v1/leads/${sent.body.contactId}`,
+      ws.body.api_key,
+      { pipeline_id: pipeline.body.id, stage: 'novo' },
+    );
     expect(moved.status).toBe(200);
     // Each process exports its spans in batches, children (a handler's statements) often before their
     // parent: wait for the spans the test reads, not merely for one of each process.

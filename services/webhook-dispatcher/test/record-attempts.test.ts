@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { createPool, migrate, type Pool } from '@inbox/db';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Pool } from '@inbox/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryStore, type LeasedDelivery, type RecordedAttempt } from '../src/store/deliveries.js';
+import { migratedPool } from './support.js';
 
 let pool: Pool;
 let deliveries: DeliveryStore;
@@ -11,12 +10,7 @@ const dayMs = 86_400_000;
 const disableAfterMs = 5 * dayMs;
 
 beforeAll(async () => {
-  const databaseUrl = await createDatabase(inject('infra').postgresAdminUrl);
-  pool = createPool({ url: databaseUrl, schema: 'dispatcher' });
-  await migrate(pool, {
-    schema: 'dispatcher',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-  });
+  pool = await migratedPool();
   deliveries = new DeliveryStore(pool);
 });
 afterAll(async () => {

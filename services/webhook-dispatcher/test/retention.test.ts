@@ -1,23 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { createPool, migrate, type Pool } from '@inbox/db';
+import type { Pool } from '@inbox/db';
 import { createLogger } from '@inbox/service-kit';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DispatcherConfig } from '../src/config.js';
 import { DeliveryPruner } from '../src/delivery-pruner.js';
 import { type AttemptResult, DeliveryStore, type LeasedDelivery } from '../src/store/deliveries.js';
+import { migratedPool } from './support.js';
 
 let pool: Pool;
 let deliveries: DeliveryStore;
 const logger = createLogger('webhook-dispatcher', { level: 'silent' });
 
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'dispatcher' });
-  await migrate(pool, {
-    schema: 'dispatcher',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-  });
+  pool = await migratedPool();
   deliveries = new DeliveryStore(pool);
 });
 afterAll(async () => {

@@ -1,20 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { createPool, migrate, type Pool } from '@inbox/db';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Pool } from '@inbox/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryStore, type EventToSchedule } from '../src/store/deliveries.js';
 import { ScheduleBatches } from '../src/store/schedule-batches.js';
+import { migratedPool } from './support.js';
 
 let pool: Pool;
 
 beforeAll(async () => {
-  const databaseUrl = await createDatabase(inject('infra').postgresAdminUrl);
-  pool = createPool({ url: databaseUrl, schema: 'dispatcher' });
-  await migrate(pool, {
-    schema: 'dispatcher',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-  });
+  pool = await migratedPool();
 });
 afterAll(async () => {
   await pool?.end();

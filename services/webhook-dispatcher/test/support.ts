@@ -1,7 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import type { EventEnvelope } from '@inbox/contracts';
+import { createPool, migrate, type Pool } from '@inbox/db';
+import { createDatabase } from '@inbox/testkit';
+import { inject } from 'vitest';
+
+/** A pool on a fresh database of this run's Postgres, with the dispatcher's schema migrated. */
+export async function migratedPool(): Promise<Pool> {
+  const pool = createPool({
+    url: await createDatabase(inject('infra').postgresAdminUrl),
+    schema: 'dispatcher',
+  });
+  await migrate(pool, {
+    schema: 'dispatcher',
+    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+  });
+  return pool;
+}
 
 export interface Hit {
   headers: IncomingHttpHeaders;
