@@ -153,11 +153,17 @@ export class DeliveryStore {
     leaseMs: number,
     gapWaitMs: number,
   ): Promise<LeasedDelivery[]> {
-    const { rows } = await this.pool.query<LeasedDelivery>(
-      `with due as (
+    // Planned afresh on every call (a query object without a name is not kept as a prepared statement):
+    // a backlog grows faster than autoanalyze runs, and a plan cached for the connection once went on
+    // sorting every due row on each lease (bench/RESULTS.md, 2026-11-26).
+    const { rows } = await this.pool.query<LeasedDelivery>({
+      text: `with due as (
          -- Two index-backed scans rather than one OR over the table: due retries and expired leases.
-         (select id, workspace_id, endpoint_id, next_attempt_at, ordering_seq, ordering_key, created_at from deliveries
-           where status = 'pending' and next_attempt_at <= now() order by next_attempt_at limit $1 * 4)
+         -- The earliest pending ones in index order, then those of them that are due: with the due
+         -- condition inside, a plan made on stale statistics fetched every due row and sorted them.
+         (select * from (select id, workspace_id, endpoint_id, next_attempt_at, ordering_seq, ordering_key, created_at
+                           from deliveries where status = 'pending' order by next_attempt_at limit $1 * 4) earliest
+           where next_attempt_at <= now())
          union all
          (select id, workspace_id, endpoint_id, next_attempt_at, ordering_seq, ordering_key, created_at from deliveries
            where status = 'sending' and lease_until < now() order by lease_until limit $1)
@@ -209,8 +215,8 @@ export class DeliveryStore {
           set status = 'sending', lease_until = now() + $3 * interval '1 millisecond', attempts = d.attempts + 1
          from locked where d.id = locked.id
        returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts, d.trace_context`,
-      [limit, perEndpoint, leaseMs, gapWaitMs],
-    );
+      values: [limit, perEndpoint, leaseMs, gapWaitMs],
+    });
     return rows;
   }
 
