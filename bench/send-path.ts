@@ -7,7 +7,7 @@ import { appendFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { type RunningStack, startServiceProcess, startStack } from '@inbox/runtime';
+import { type RunningStack, serviceProcessSpecs, startServiceProcess, startStack } from '@inbox/runtime';
 import {
   freePort,
   type LocalServer,
@@ -43,14 +43,6 @@ const built = process.env.BENCH_BUILT === 'on';
 const onlyLoads = process.env.BENCH_LOADS?.split(',').filter((word) => word.length > 0);
 /** BENCH_NODE_ARGS="--flag …" adds Node flags to every service process (e.g. a heap setting to compare). */
 const extraNodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter((flag) => flag.length > 0) ?? [];
-const serviceNames = [
-  'gateway',
-  'messaging',
-  'provider-connector',
-  'webhook-dispatcher',
-  'pipeline',
-  'provider-sandbox',
-];
 /** BENCH_SPAN_DUMP=<file> appends every OTLP export (path, content type, then the body) to that file. */
 const spanDump = process.env.BENCH_SPAN_DUMP;
 /**
@@ -183,17 +175,18 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
           ? { OTEL_SDK_DISABLED: 'true' }
           : {}) as Record<string, string>,
       built,
-      nodeArgs: Object.fromEntries(
-        serviceNames.map((name) => [
-          name,
-          [
-            ...extraNodeArgs,
-            ...(profiled?.includes(name) ? ['--cpu-prof', '--cpu-prof-dir', `${profileDir}${name}`] : []),
-          ],
-        ]),
-      ),
     };
-    stack = await startStack(config);
+    // Node flags for every service process the stack runs, named as the runtime names them.
+    const nodeArgs = Object.fromEntries(
+      serviceProcessSpecs(config).map(({ name }) => [
+        name,
+        [
+          ...extraNodeArgs,
+          ...(profiled?.includes(name) ? ['--cpu-prof', '--cpu-prof-dir', `${profileDir}${name}`] : []),
+        ],
+      ]),
+    );
+    stack = await startStack({ ...config, nodeArgs });
     // A second gateway whose workspaces may make one request a minute: the door's 429 answers.
     const gatewaySpec = stack.specs.get('gateway')!;
     const limitedGateway = await startServiceProcess({
@@ -410,7 +403,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
   }
 }
 
-/** Spans in one OTLP/HTTP export, JSON or protobuf (the bench counts what the exporter really sends). */
+/** Spans in one OTLP/HTTP JSON export (the exporter's default here); NaN for protobuf, which it does not decode. */
 function countSpans(body: Buffer): number {
   const text = body.toString('latin1');
   return text.startsWith('{') ? text.split('"spanId"').length - 1 : Number.NaN;

@@ -1,13 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { NatsBus } from '@inbox/bus';
-import { createPool, migrate, type Pool } from '@inbox/db';
+import { createPool, type Pool } from '@inbox/db';
 import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
 import { createDatabase, uniquePrefix, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { dispatcherService } from '../src/index.js';
-import { gate, type Hit, messageSent, type Receiver, receiptsById, receiver } from './support.js';
+import {
+  gate,
+  type Hit,
+  messageSent,
+  migratedPool,
+  type Receiver,
+  receiptsById,
+  receiver,
+} from './support.js';
 
 // Deliveries of every workspace share one worker loop and one batch write: these tests put one
 // workspace's trouble in the same loop and batch as another's healthy deliveries.
@@ -224,12 +231,8 @@ describe('the delivery worker survives any single error', () => {
   });
 
   it('reports not ready once its loop can no longer complete an iteration, and once stopped', async () => {
-    const { natsUrl, postgresAdminUrl } = inject('infra');
-    const ownPool = createPool({ url: await createDatabase(postgresAdminUrl), schema: 'dispatcher' });
-    await migrate(ownPool, {
-      schema: 'dispatcher',
-      directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    });
+    const { natsUrl } = inject('infra');
+    const ownPool = await migratedPool();
     const ownBus = await NatsBus.connect({ url: natsUrl, prefix: uniquePrefix() });
     const engine = await dispatcherService({
       encryptionKey: SecretBox.generateKey(),

@@ -236,7 +236,7 @@ export class DeliveryStore {
   ): Promise<DisabledEndpoint[]> {
     if (results.length === 0) return [];
     // Every data-modifying CTE runs once, on one snapshot: each table is changed by one of them only,
-    // and `before` is the endpoints as they were, so a disabling is told from an endpoint already off.
+    // and `judged` reads the endpoints as they were, so a disabling is told from an endpoint already off.
     const { rows } = await db.query<
       Omit<DisabledEndpoint, 'reason'> & { reason: DisabledEndpoint['reason'] | null }
     >(
