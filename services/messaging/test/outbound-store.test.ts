@@ -84,3 +84,87 @@ describe('a send to a phone, stored in one statement', () => {
     expect(sends.filter((s) => s.conversation.created)).toHaveLength(1);
   });
 });
+
+describe('a reply into a conversation, read, checked and stored in one statement', () => {
+  const integration = { id: randomUUID(), channel: 'alt-a' as const, provider: 'chat' as const };
+  const anyone = { refusingProviders: [], windowedProviders: [], windowOpenAfter: new Date(0) };
+  const reply = (text: string) => ({ text, senderType: 'agent' as const, senderName: 'Bia' });
+  const messagesOf = async (conversationId: string) =>
+    (
+      await pool.query<{ text: string; sender_name: string }>(
+        'select text, sender_name from messages where conversation_id = $1 order by created_at',
+        [conversationId],
+      )
+    ).rows;
+
+  async function conversation(store: ConversationStore) {
+    const sent = await store.addOutboundToPhone('+5511933330002', 'Caio', integration, {
+      text: 'primeira',
+      senderType: 'agent',
+    });
+    return sent.conversation.conversation.id;
+  }
+
+  it('stores the reply and reopens a resolved conversation as the domain says', async () => {
+    const store = new ConversationStore(pool, randomUUID());
+    const id = await conversation(store);
+    await pool.query(`update conversations set status = 'resolved' where id = $1`, [id]);
+
+    const stored = await store.addReplyIfAllowed(id, anyone, reply('segunda'));
+    expect(stored?.messageId).toEqual(expect.any(String));
+    expect(stored?.conversation).toMatchObject({
+      id,
+      status: 'resolved',
+      provider: 'chat',
+      phone: '+5511933330002',
+    });
+    const { rows } = await pool.query('select status from conversations where id = $1', [id]);
+    expect(rows[0].status).toBe('open');
+    expect(await messagesOf(id)).toEqual([
+      { text: 'primeira', sender_name: null },
+      { text: 'segunda', sender_name: 'Bia' },
+    ]);
+  });
+
+  it('writes nothing where the rules refuse the reply, and answers the conversation as read', async () => {
+    const store = new ConversationStore(pool, randomUUID());
+    const id = await conversation(store);
+    await pool.query(`update conversations set status = 'resolved' where id = $1`, [id]);
+    const refused = await store.addReplyIfAllowed(
+      id,
+      { ...anyone, refusingProviders: ['social', 'chat'] },
+      reply('recusada'),
+    );
+    expect(refused).toMatchObject({ messageId: undefined, conversation: { id, provider: 'chat' } });
+
+    // Inside the window only: the contact last wrote an hour ago.
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    await pool.query('update conversations set last_inbound_at = $2 where id = $1', [id, hourAgo]);
+    const windowed = { ...anyone, windowedProviders: ['chat'] };
+    const closed = await store.addReplyIfAllowed(
+      id,
+      { ...windowed, windowOpenAfter: new Date(Date.now() - 60_000) },
+      reply('fora da janela'),
+    );
+    expect(closed?.messageId).toBeUndefined();
+    expect((await pool.query('select status from conversations where id = $1', [id])).rows[0].status).toBe(
+      'resolved',
+    );
+    const open = await store.addReplyIfAllowed(
+      id,
+      { ...windowed, windowOpenAfter: new Date(Date.now() - 86_400_000) },
+      reply('dentro da janela'),
+    );
+    expect(open?.messageId).toEqual(expect.any(String));
+    expect((await messagesOf(id)).map((m) => m.text)).toEqual(['primeira', 'dentro da janela']);
+  });
+
+  it('finds no conversation of another workspace, and writes nothing into it', async () => {
+    const owner = new ConversationStore(pool, randomUUID());
+    const id = await conversation(owner);
+    expect(
+      await new ConversationStore(pool, randomUUID()).addReplyIfAllowed(id, anyone, reply('intrusa')),
+    ).toBeUndefined();
+    expect((await messagesOf(id)).map((m) => m.text)).toEqual(['primeira']);
+  });
+});

@@ -5,11 +5,12 @@ import {
   errorTexts,
   externalSendChannels,
   platformTexts,
+  providers,
   replyRules,
 } from '@inbox/contracts';
 import { withTransaction } from '@inbox/db';
-import { windowIsOpen } from '../domain/window.js';
-import { ConversationStore, type SendRecipient } from '../store/conversations.js';
+import { windowIsOpen, windowMs } from '../domain/window.js';
+import { ConversationStore, type ReplyAllowance, type SendRecipient } from '../store/conversations.js';
 import {
   isUniqueViolation,
   type KeyedMessage,
@@ -38,12 +39,15 @@ export async function externalSend(
     if (!continuing) {
       // Read, checked, and stored in one statement while the conversation is as read: no lock held
       // across round trips, so replies into one busy conversation do not queue behind each other.
-      const store = new ConversationStore(deps.pool, workspaceId);
-      const conversation = await store.conversationForSend(command.conversation_id, { lock: false });
-      if (!conversation) throw AppError.notFound(errorTexts.conversationNotFound);
-      checkReply(conversation, senderType);
-      const messageId = await store.addOutboundMessageIfUnchanged(conversation, reply);
-      if (messageId) return { conversation, messageId };
+      const stored = await new ConversationStore(deps.pool, workspaceId).addReplyIfAllowed(
+        command.conversation_id,
+        replyAllowance(senderType),
+        reply,
+      );
+      if (!stored) throw AppError.notFound(errorTexts.conversationNotFound);
+      if (stored.messageId) return { conversation: stored.conversation, messageId: stored.messageId };
+      // Nothing written: the rules refused it (answered here, with the reason), or it changed meanwhile.
+      checkReply(stored.conversation, senderType);
     }
     // Continuing a message, or the conversation changed since it was read: under its lock.
     return withTransaction(deps.pool, async (client) => {
@@ -89,6 +93,32 @@ export async function externalSend(
   return answer(workspaceId, prepared.conversation.id, prepared.messageId, sent.sent_at);
 }
 
+const allowances = {
+  human: allowanceFor('human'),
+  other: allowanceFor('agent'),
+};
+
+/** Which providers refuse a reply from this sender, and which take one only inside the window. */
+function allowanceFor(senderType: string): Omit<ReplyAllowance, 'windowOpenAfter'> {
+  const rulesOf = (provider: string) => replyRules(provider)!;
+  return {
+    refusingProviders: providers.filter((provider) => !allowedBy(rulesOf(provider), senderType)),
+    windowedProviders: providers.filter((provider) => rulesOf(provider).windowWithoutTemplates),
+  };
+}
+
+/** checkReply's rules, for a statement to apply (addReplyIfAllowed) as they stand now. */
+function replyAllowance(senderType: string): ReplyAllowance {
+  return {
+    ...allowances[senderType === 'human' ? 'human' : 'other'],
+    windowOpenAfter: new Date(Date.now() - windowMs),
+  };
+}
+
+function allowedBy(rules: NonNullable<ReturnType<typeof replyRules>>, senderType: string): boolean {
+  return senderType === 'human' ? rules.panelReply : rules.externalSend;
+}
+
 /**
  * Decided before anything is written or sent. External send reaches the channels the spec lists; a
  * person of the team (`human`, the panel's replies) may also reply on channels the descriptor allows.
@@ -98,7 +128,7 @@ export async function externalSend(
 function checkReply(conversation: SendRecipient, senderType: string): void {
   const rules = replyRules(conversation.provider);
   if (!rules) return;
-  if (!(senderType === 'human' ? rules.panelReply : rules.externalSend))
+  if (!allowedBy(rules, senderType))
     throw AppError.badRequest(platformTexts.externalSendChannel(conversation.provider, externalSendChannels));
   if (rules.windowWithoutTemplates && !windowIsOpen(conversation.last_inbound_at, new Date()))
     throw AppError.badRequest(platformTexts.replyWindowClosed(conversation.provider));

@@ -24,6 +24,17 @@ export interface ConversationRow {
   assigned_to_id: string | null;
 }
 
+/**
+ * The reply rules as a statement applies them: providers that take no reply from this sender, and
+ * providers that take one only inside the window, which is open for a contact who wrote after
+ * `windowOpenAfter`.
+ */
+export interface ReplyAllowance {
+  refusingProviders: readonly string[];
+  windowedProviders: readonly string[];
+  windowOpenAfter: Date;
+}
+
 export interface SendRecipient {
   provider: Provider;
   phone: string | null;
@@ -261,62 +272,81 @@ export class ConversationStore {
 
   /**
    * The conversation with its contact's phone (or, without one, the provider's user id), locked for this
-   * transaction unless `lock` is false; undefined in another workspace.
+   * transaction; undefined in another workspace.
    */
-  async conversationForSend(
-    conversationId: string,
-    { lock = true }: { lock?: boolean } = {},
-  ): Promise<(ConversationRow & SendRecipient) | undefined> {
+  async conversationForSend(conversationId: string): Promise<(ConversationRow & SendRecipient) | undefined> {
     const { rows } = await this.client.query<ConversationRow & SendRecipient>(
       `select c.id, c.contact_id, c.integration_id, c.status, c.assigned_to_type, c.assigned_to_id, c.provider,
               c.last_inbound_at, k.phone, k.provider_user_id
          from conversations c join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
-        where c.workspace_id = $1 and c.id = $2${lock ? ' for update of c' : ''}`,
+        where c.workspace_id = $1 and c.id = $2 for update of c`,
       [this.workspaceId, conversationId],
     );
     return rows[0];
   }
 
   /**
-   * An outbound message stored in one statement with the conversation's reopening and touch, as long as
-   * the conversation is still as `read` (its status and assignee): what a locked read, reopen and insert
-   * do in a transaction, without holding the conversation's lock across round trips. Undefined, with
-   * nothing written, when the conversation changed since it was read.
+   * A reply read, checked and stored in one statement: the conversation read with its contact, the reply
+   * rules applied to what was read, and, where they allow it, the conversation reopened and touched and
+   * the message stored pending, as long as the conversation is still as read (its status and assignee).
+   * What a locked read, reopen and insert do in a transaction, without holding the conversation's lock
+   * across round trips, and in one round trip.
+   *
+   * Answers the conversation as read (undefined in another workspace) and the new message's id, which is
+   * undefined when nothing was written: the rules refused the reply, or the conversation changed since
+   * it was read. The caller tells these apart on the conversation it gets back.
    */
-  async addOutboundMessageIfUnchanged(
-    read: ConversationRow,
+  async addReplyIfAllowed(
+    conversationId: string,
+    rules: ReplyAllowance,
     input: {
       text: string;
       senderType: 'human' | 'agent' | 'system';
       senderName?: string | null;
       idempotencyKey?: string;
     },
-  ): Promise<string | undefined> {
+  ): Promise<{ conversation: ConversationRow & SendRecipient; messageId: string | undefined } | undefined> {
     const id = randomUUID();
-    const status = statusAfterNewMessage(read.status, read.assigned_to_type !== null);
-    const { rowCount } = await this.client.query(
-      `with touched as (
-         update conversations set status = $7, updated_at = now()
-          where workspace_id = $2 and id = $3 and status = $8
-            and assigned_to_type is not distinct from $9 and assigned_to_id is not distinct from $10
+    const { rows } = await this.client.query<ConversationRow & SendRecipient & { message_id: string | null }>(
+      `with c as (
+         select c.id, c.contact_id, c.integration_id, c.status, c.assigned_to_type, c.assigned_to_id, c.provider,
+                c.last_inbound_at, k.phone, k.provider_user_id
+           from conversations c join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
+          where c.workspace_id = $2 and c.id = $3),
+       touched as (
+         update conversations u
+            set status = $7::jsonb ->> (c.status || ':' || (c.assigned_to_type is not null)::text), updated_at = now()
+           from c
+          where u.workspace_id = $2 and u.id = c.id
+            and c.provider <> all($8::text[])
+            and (c.provider <> all($9::text[]) or c.last_inbound_at > $10)
+            and u.status = c.status
+            and u.assigned_to_type is not distinct from c.assigned_to_type
+            and u.assigned_to_id is not distinct from c.assigned_to_id
+         returning u.id),
+       inserted as (
+         insert into messages (id, workspace_id, conversation_id, direction, sender_type, sender_name, text, type, status, idempotency_key)
+         select $1, $2, touched.id, 'outbound', $4, $5, $6, 'text', 'pending', $11 from touched
          returning id)
-       insert into messages (id, workspace_id, conversation_id, direction, sender_type, sender_name, text, type, status, idempotency_key)
-       select $1, $2, touched.id, 'outbound', $4, $5, $6, 'text', 'pending', $11 from touched`,
+       select c.*, (select id from inserted) as message_id from c`,
       [
         id,
         this.workspaceId,
-        read.id,
+        conversationId,
         input.senderType,
         input.senderName ?? null,
         input.text,
-        status,
-        read.status,
-        read.assigned_to_type,
-        read.assigned_to_id,
+        reopenings,
+        rules.refusingProviders,
+        rules.windowedProviders,
+        rules.windowOpenAfter,
         input.idempotencyKey ?? null,
       ],
     );
-    return rowCount === 1 ? id : undefined;
+    const row = rows[0];
+    if (!row) return undefined;
+    const { message_id: messageId, ...conversation } = row;
+    return { conversation, messageId: messageId ?? undefined };
   }
 
   /** Stores an inbound message once per provider id; undefined when it was stored before. */
