@@ -167,7 +167,7 @@ export class DeliveryWorker {
     const free = this.options.concurrency - this.inFlight;
     if (free < this.batchThreshold && this.inFlight > 0) return 0;
     this.readLag();
-    let leased: LeasedDelivery[];
+    let leased: Awaited<ReturnType<DeliveryStore['lease']>>;
     try {
       leased = await this.options.deliveries.lease(
         Math.min(free, 500),
@@ -180,24 +180,24 @@ export class DeliveryWorker {
       return 'failed';
     }
     if (leased.length === 0) return 0;
-    let targets: Map<string, DeliveryTarget>;
-    try {
-      targets = await this.options.endpoints.forDelivery([...new Set(leased.map((d) => d.endpoint_id))]);
-    } catch (error) {
-      // Their leases expire and they are attempted again: at least once, never lost.
-      this.noteError('endpoints', error, 'reading the endpoints of leased deliveries failed', {
-        deliveries: leased.length,
-      });
-      return 'failed';
-    }
-    for (const [endpointId, target] of targets) {
-      if (!target.usable)
+    const targets = new Map<string, DeliveryTarget | undefined>();
+    for (const row of leased) {
+      if (targets.has(row.endpoint_id)) continue;
+      const target = this.options.endpoints.targetOf(row);
+      targets.set(row.endpoint_id, target);
+      if (target && !target.usable)
         this.noteError('secret', target.cause, `webhook endpoint unusable: ${target.reason}`, {
-          endpoint_id: endpointId,
+          endpoint_id: row.endpoint_id,
           workspace_id: target.workspaceId,
         });
     }
-    for (const delivery of leased) this.dispatch(delivery, targets.get(delivery.endpoint_id));
+    for (const {
+      endpoint_url,
+      endpoint_secret_sealed,
+      endpoint_previous_secret_sealed,
+      ...delivery
+    } of leased)
+      this.dispatch(delivery, targets.get(delivery.endpoint_id));
     return leased.length;
   }
 

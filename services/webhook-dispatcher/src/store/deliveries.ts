@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DeliveryAttempt } from '@inbox/contracts';
 import type { Pool, Queryable } from '@inbox/db';
 import type { z } from 'zod';
+import { type TargetColumns, targetColumns } from './endpoints.js';
 
 export interface LeasedDelivery {
   trace_context: Record<string, string> | null;
@@ -152,11 +153,11 @@ export class DeliveryStore {
     perEndpoint: number,
     leaseMs: number,
     gapWaitMs: number,
-  ): Promise<LeasedDelivery[]> {
+  ): Promise<Array<LeasedDelivery & TargetColumns>> {
     // Planned afresh on every call (a query object without a name is not kept as a prepared statement):
     // a backlog grows faster than autoanalyze runs, and a plan cached for the connection once went on
     // sorting every due row on each lease (bench/RESULTS.md, 2026-11-26).
-    const { rows } = await this.pool.query<LeasedDelivery>({
+    const { rows } = await this.pool.query<LeasedDelivery & TargetColumns>({
       text: `with due as (
          -- Two index-backed scans rather than one OR over the table: due retries and expired leases.
          -- The earliest pending ones in index order, then those of them that are due: with the due
@@ -210,11 +211,16 @@ export class DeliveryStore {
           where id in (select id from capped)
             and ((status = 'pending' and next_attempt_at <= now()) or (status = 'sending' and lease_until < now()))
           for update skip locked
+       ),
+       leased as (
+         update deliveries d
+            set status = 'sending', lease_until = now() + $3 * interval '1 millisecond', attempts = d.attempts + 1
+           from locked where d.id = locked.id
+         returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts, d.trace_context
        )
-       update deliveries d
-          set status = 'sending', lease_until = now() + $3 * interval '1 millisecond', attempts = d.attempts + 1
-         from locked where d.id = locked.id
-       returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts, d.trace_context`,
+       -- Where each one posts, read along rather than in a statement of its own.
+       select l.*, ${targetColumns}
+         from leased l left join endpoints e on e.id = l.endpoint_id and e.workspace_id = l.workspace_id`,
       values: [limit, perEndpoint, leaseMs, gapWaitMs],
     });
     return rows;

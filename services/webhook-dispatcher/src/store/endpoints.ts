@@ -39,6 +39,17 @@ const columns = `id, workspace_id, url, events, enabled, ordered, max_per_second
   case when previous_secret_expires_at > now() then previous_secret_sealed end as previous_secret_sealed,
   case when previous_secret_expires_at > now() then previous_secret_expires_at end as previous_secret_expires_at,
   disabled_reason, failing_since, created_at, updated_at`;
+/** What a delivery needs of its endpoint, read along with its lease (null when the endpoint is gone). */
+export interface TargetColumns {
+  endpoint_url: string | null;
+  endpoint_secret_sealed: string | null;
+  endpoint_previous_secret_sealed: string | null;
+}
+
+/** The select list giving TargetColumns from the endpoints row `e`, in the statement that leases. */
+export const targetColumns = `e.url as endpoint_url, e.secret_sealed as endpoint_secret_sealed,
+  case when e.previous_secret_expires_at > now() then e.previous_secret_sealed end as endpoint_previous_secret_sealed`;
+
 // Secrets are sealed to their endpoint: a sealed value copied elsewhere does not open.
 const sealContext = (workspaceId: string, id: string) => `endpoints:${workspaceId}:${id}`;
 const toEndpoint = (row: EndpointRow): Endpoint => ({
@@ -177,19 +188,26 @@ export class EndpointStore {
   }
 
   /**
-   * Where each endpoint of a batch of deliveries posts, with its opened secret. A secret that does not
-   * open (a corrupted row, a changed ENCRYPTION_KEY) makes only its own endpoint unusable: the others'
-   * deliveries go on, and nothing is ever sent unsigned in its place.
+   * Where a leased delivery posts, from its endpoint's columns the lease read along (undefined when the
+   * endpoint is gone). A secret that does not open (a corrupted row, a changed ENCRYPTION_KEY) makes only
+   * its own endpoint unusable: the others' deliveries go on, and nothing is ever sent unsigned in its place.
    */
-  async forDelivery(ids: string[]): Promise<Map<string, DeliveryTarget>> {
-    const { rows } = await this.pool.query<EndpointRow>(
-      `select ${columns} from endpoints where id = any($1)`,
-      [ids],
-    );
-    return new Map(rows.map((row) => [row.id, this.target(row)]));
+  targetOf(
+    delivery: { endpoint_id: string; workspace_id: string } & TargetColumns,
+  ): DeliveryTarget | undefined {
+    if (delivery.endpoint_url === null) return undefined;
+    return this.target({
+      id: delivery.endpoint_id,
+      workspace_id: delivery.workspace_id,
+      url: delivery.endpoint_url,
+      secret_sealed: delivery.endpoint_secret_sealed,
+      previous_secret_sealed: delivery.endpoint_previous_secret_sealed,
+    });
   }
 
-  private target(row: EndpointRow): DeliveryTarget {
+  private target(
+    row: Pick<EndpointRow, 'id' | 'workspace_id' | 'url' | 'secret_sealed' | 'previous_secret_sealed'>,
+  ): DeliveryTarget {
     if (!row.secret_sealed) return { usable: true, url: row.url, secret: null, previousSecret: null };
     const context = sealContext(row.workspace_id, row.id);
     try {
