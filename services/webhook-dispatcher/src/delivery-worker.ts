@@ -215,7 +215,7 @@ export class DeliveryWorker {
 
   /**
    * Waits `ms`, or less when woken (if `wakeable`) or stopped. A wake-up for new work is answered
-   * `wakeGatherMs` later, so the events scheduled meanwhile share one lease (and one read of their
+   * `wakeGatherMs` later, so the events scheduled meanwhile share one lease (which reads their
    * endpoints) instead of a lease each.
    */
   private pause(ms: number, wakeable: boolean): Promise<void> {
