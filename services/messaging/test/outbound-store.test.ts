@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { createPool, migrate, type Pool } from '@inbox/db';
-import { createDatabase } from '@inbox/testkit';
+import { createDatabase, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ConversationStore } from '../src/store/conversations.js';
 
@@ -157,6 +157,38 @@ describe('a reply into a conversation, read, checked and stored in one statement
     );
     expect(open?.messageId).toEqual(expect.any(String));
     expect((await messagesOf(id)).map((m) => m.text)).toEqual(['primeira', 'dentro da janela']);
+  });
+
+  it('writes nothing when the conversation changes between its read and its write', async () => {
+    const store = new ConversationStore(pool, randomUUID());
+    const id = await conversation(store);
+    // Another transaction assigns the conversation and holds its row until the statement below waits on it.
+    const other = await pool.connect();
+    try {
+      await other.query('begin');
+      await other.query(
+        `update conversations set status = 'assigned', assigned_to_type = 'human', assigned_to_id = $2 where id = $1`,
+        [id, randomUUID()],
+      );
+      const storing = store.addReplyIfAllowed(id, anyone, reply('atrasada'));
+      await waitFor(
+        async () =>
+          (
+            await pool.query(
+              `select 1 from pg_stat_activity
+                where datname = current_database() and wait_event_type = 'Lock' and query like '%touched as%'`,
+            )
+          ).rowCount === 1,
+        { what: 'the reply to wait on the row lock' },
+      );
+      await other.query('commit');
+      const stored = await storing;
+      // Read before the assignment: as it was, and nothing written, so the caller takes the locked path.
+      expect(stored).toMatchObject({ messageId: undefined, conversation: { id, status: 'open' } });
+    } finally {
+      other.release();
+    }
+    expect((await messagesOf(id)).map((m) => m.text)).toEqual(['primeira']);
   });
 
   it('finds no conversation of another workspace, and writes nothing into it', async () => {
