@@ -56,7 +56,7 @@ const consumerLag = meter('webhook-dispatcher').createObservableGauge('webhook.c
   description: 'Events in the stream not yet taken by the dispatcher',
 });
 
-type WorkerStep = 'lease' | 'endpoints' | 'secret' | 'attempt' | 'record' | 'loop';
+type WorkerStep = 'lease' | 'secret' | 'attempt' | 'record' | 'loop';
 
 // How long an attempt's result waits for others to be recorded with it. Its endpoint's slot stays taken
 // until then, so with an endpoint at its concurrency cap this is part of every delivery's cycle.

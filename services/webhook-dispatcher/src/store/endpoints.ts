@@ -35,9 +35,11 @@ interface EndpointRow {
 }
 
 // A replaced secret past its expiry reads as absent: nothing signs with it or reports it any more.
+const unexpired = (column: string, table = '') =>
+  `case when ${table}previous_secret_expires_at > now() then ${table}${column} end`;
 const columns = `id, workspace_id, url, events, enabled, ordered, max_per_second, secret_sealed,
-  case when previous_secret_expires_at > now() then previous_secret_sealed end as previous_secret_sealed,
-  case when previous_secret_expires_at > now() then previous_secret_expires_at end as previous_secret_expires_at,
+  ${unexpired('previous_secret_sealed')} as previous_secret_sealed,
+  ${unexpired('previous_secret_expires_at')} as previous_secret_expires_at,
   disabled_reason, failing_since, created_at, updated_at`;
 /** What a delivery needs of its endpoint, read along with its lease (null when the endpoint is gone). */
 export interface TargetColumns {
@@ -48,7 +50,7 @@ export interface TargetColumns {
 
 /** The select list giving TargetColumns from the endpoints row `e`, in the statement that leases. */
 export const targetColumns = `e.url as endpoint_url, e.secret_sealed as endpoint_secret_sealed,
-  case when e.previous_secret_expires_at > now() then e.previous_secret_sealed end as endpoint_previous_secret_sealed`;
+  ${unexpired('previous_secret_sealed', 'e.')} as endpoint_previous_secret_sealed`;
 
 // Secrets are sealed to their endpoint: a sealed value copied elsewhere does not open.
 const sealContext = (workspaceId: string, id: string) => `endpoints:${workspaceId}:${id}`;
