@@ -141,12 +141,22 @@ export class DeliveryStore {
   }
 
   /**
-   * Leases up to `limit` due deliveries for this worker. Due: pending and its time has come, or leased
-   * by a worker that died (lease expired). Skipped: disabled endpoints, endpoints already at their
-   * in-flight cap, and, for ordered endpoints, any delivery with an earlier one of the same
-   * conversation still undelivered, or whose conversation has an earlier event not yet scheduled (still
-   * on its way through the broker). A gap older than `gapWaitMs` stops holding: its event was lost to the
-   * dispatcher (dead-lettered), and holding the conversation for ever would lose every later one too.
+   * Leases up to `limit` due deliveries for this worker, the oldest due first. Due: pending and its time
+   * has come, or leased by a worker that died (lease expired). Each endpoint gets no more than its room:
+   * its concurrency cap less its attempts in flight, and for an endpoint with a rate limit also less its
+   * attempts of the last second; a disabled endpoint gets none. For ordered endpoints, skipped: any
+   * delivery with an earlier one of the same conversation still undelivered, or whose conversation has
+   * an earlier event not yet scheduled (still on its way through the broker). A gap older than
+   * `gapWaitMs` stops holding: its event was lost to the dispatcher (dead-lettered), and holding the
+   * conversation for ever would lose every later one too. An ordered endpoint is read four times its
+   * cap deep, so a conversation held behind a failing delivery holds back the endpoint's other
+   * conversations only once more than that many of its deliveries wait due before theirs.
+   *
+   * The endpoints with pending deliveries are visited one by one (a loose scan of their index, one probe
+   * per endpoint however long its queue), from a random one on, at most `4 × limit` of them; each is
+   * asked for its earliest due deliveries up to its room. So an endpoint at its cap with a backlog of any
+   * size holds back no other endpoint's deliveries, and a lease reads in proportion to what it can take,
+   * not to the backlog.
    */
   async lease(
     limit: number,
@@ -158,58 +168,95 @@ export class DeliveryStore {
     // a backlog grows faster than autoanalyze runs, and a plan cached for the connection once went on
     // sorting every due row on each lease (bench/RESULTS.md, 2026-11-26).
     const { rows } = await this.pool.query<LeasedDelivery & TargetColumns>({
-      text: `with due as (
-         -- Two index-backed scans rather than one OR over the table: due retries and expired leases.
-         -- The earliest pending ones in index order, then those of them that are due: with the due
-         -- condition inside, a plan made on stale statistics fetched every due row and sorted them.
-         (select * from (select id, workspace_id, endpoint_id, next_attempt_at, ordering_seq, ordering_key, created_at
-                           from deliveries where status = 'pending' order by next_attempt_at limit $1 * 4) earliest
-           where next_attempt_at <= now())
+      text: `with recursive
+       -- Endpoints with a pending delivery, each with its earliest: from $5 to the end, then from the
+       -- start up to $5.
+       from_start(endpoint_id, earliest) as (
+         (select endpoint_id, next_attempt_at from deliveries
+           where status = 'pending' and endpoint_id >= $5 order by endpoint_id, next_attempt_at limit 1)
          union all
-         (select id, workspace_id, endpoint_id, next_attempt_at, ordering_seq, ordering_key, created_at from deliveries
-           where status = 'sending' and lease_until < now() order by lease_until limit $1)
+         select n.* from from_start f cross join lateral (
+           select d.endpoint_id, d.next_attempt_at from deliveries d
+            where d.status = 'pending' and d.endpoint_id > f.endpoint_id order by d.endpoint_id, d.next_attempt_at limit 1) n
        ),
+       wrapped(endpoint_id, earliest) as (
+         (select endpoint_id, next_attempt_at from deliveries
+           where status = 'pending' and endpoint_id < $5 order by endpoint_id, next_attempt_at limit 1)
+         union all
+         select n.* from wrapped w cross join lateral (
+           select d.endpoint_id, d.next_attempt_at from deliveries d
+            where d.status = 'pending' and d.endpoint_id > w.endpoint_id and d.endpoint_id < $5
+            order by d.endpoint_id, d.next_attempt_at limit 1) n
+       ),
+       -- Only as many as are read: the scans stop at the limit. An endpoint whose earliest is not due
+       -- (its receiver failing, say, and its retries waiting) costs this one probe.
+       visited as (
+         select endpoint_id from (
+           select * from (select * from from_start union all select * from wrapped) v limit $1 * 4) v
+          where earliest <= now()
+       ),
+       expired as (
+         select id, workspace_id, endpoint_id, next_attempt_at, ordering_seq, ordering_key, created_at from deliveries
+          where status = 'sending' and lease_until < now() order by lease_until limit $1
+       ),
+       considered as (select endpoint_id from visited union select endpoint_id from expired),
        busy as (
          select endpoint_id, count(*) as n from deliveries
-          where status = 'sending' and lease_until >= now() and endpoint_id in (select endpoint_id from due)
+          where status = 'sending' and lease_until >= now() and endpoint_id in (select endpoint_id from considered)
           group by endpoint_id
        ),
-       -- Attempts started in the last second, counted for the endpoints with a rate limit only (a
-       -- subquery per such endpoint, so no plan can turn it into a scan of every recent attempt).
-       recent as (
-         select e.id as endpoint_id,
-                (select count(*) from attempts a where a.endpoint_id = e.id and a.at > now() - interval '1 second') as n
+       room as (
+         select e.id, e.workspace_id, e.ordered,
+                greatest(0, least($2 - coalesce(b.n, 0),
+                  case when e.max_per_second is null then $2
+                       -- Attempts started in the last second, counted for endpoints with a rate limit only.
+                       else e.max_per_second - coalesce(b.n, 0)
+                            - (select count(*) from attempts a where a.endpoint_id = e.id and a.at > now() - interval '1 second')
+                  end)) as free
            from endpoints e
-          where e.max_per_second is not null and e.id in (select endpoint_id from due)
+           left join busy b on b.endpoint_id = e.id
+          where e.id in (select endpoint_id from considered) and e.enabled
        ),
        candidates as (
-         select d.id, d.next_attempt_at, d.ordering_seq,
-                greatest(coalesce(b.n, 0),
-                         case when e.max_per_second is null then 0
-                              else coalesce(b.n, 0) + coalesce(r.n, 0) + $2 - e.max_per_second end) as busy,
-                row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.ordering_seq) as place
-           from due d
-           join endpoints e on e.id = d.endpoint_id and e.workspace_id = d.workspace_id
-           left join busy b on b.endpoint_id = d.endpoint_id
-           left join recent r on r.endpoint_id = d.endpoint_id
-           left join ordering_progress o on e.ordered and o.ordering_key = d.ordering_key
-          where e.enabled
-            and (not e.ordered or d.ordering_key is null or (
-                  (d.ordering_seq <= coalesce(o.upto, 0) or d.created_at < now() - $4 * interval '1 millisecond')
+         select c.*, r.ordered, r.free
+           from room r
+           cross join lateral (
+             select d.id, d.endpoint_id, d.next_attempt_at, d.ordering_seq, d.ordering_key, d.created_at from deliveries d
+              where d.endpoint_id = r.id and d.workspace_id = r.workspace_id
+                and d.status = 'pending' and d.next_attempt_at <= now()
+              order by d.next_attempt_at
+              -- An ordered endpoint's held deliveries are skipped below, so it is asked for more: four
+              -- times its cap, a bound on what one endpoint's held conversations cost every lease.
+              limit case when r.ordered then 4 * $2 else r.free end) c
+          where r.free > 0
+         union all
+         select x.id, x.endpoint_id, x.next_attempt_at, x.ordering_seq, x.ordering_key, x.created_at, r.ordered, r.free
+           from expired x join room r on r.id = x.endpoint_id and r.workspace_id = x.workspace_id
+          where r.free > 0
+       ),
+       eligible as (
+         select c.id, c.next_attempt_at, c.ordering_seq, c.free,
+                row_number() over (partition by c.endpoint_id order by c.next_attempt_at, c.ordering_seq) as place
+           from candidates c
+           left join ordering_progress o on c.ordered and o.ordering_key = c.ordering_key
+          where not c.ordered or c.ordering_key is null or (
+                  (c.ordering_seq <= coalesce(o.upto, 0) or c.created_at < now() - $4 * interval '1 millisecond')
                   and not exists (
                     select 1 from deliveries p
-                     where p.endpoint_id = d.endpoint_id and p.ordering_key = d.ordering_key
-                       and p.ordering_seq < d.ordering_seq and p.status in ('pending', 'sending'))))
+                     where p.endpoint_id = c.endpoint_id and p.ordering_key = c.ordering_key
+                       and p.ordering_seq < c.ordering_seq and p.status in ('pending', 'sending')))
        ),
        capped as (
-         select id from candidates where place <= $2 - busy order by next_attempt_at, ordering_seq limit $1
+         select id from eligible where place <= free order by next_attempt_at, ordering_seq limit $1
        ),
        -- The due condition again, on the row as it is now: under read committed a row another
        -- replica leased (and committed) since this statement's snapshot is re-checked and skipped.
+       -- Found by key. Written as a case, the condition matches no partial index: otherwise a plan made
+       -- on stale statistics read every pending row through those indexes to find these few.
        locked as (
          select id from deliveries
-          where id in (select id from capped)
-            and ((status = 'pending' and next_attempt_at <= now()) or (status = 'sending' and lease_until < now()))
+          where id = any(array(select id from capped))
+            and case status when 'pending' then next_attempt_at <= now() when 'sending' then lease_until < now() else false end
           for update skip locked
        ),
        leased as (
@@ -221,7 +268,9 @@ export class DeliveryStore {
        -- Where each one posts, read along rather than in a statement of its own.
        select l.*, ${targetColumns}
          from leased l left join endpoints e on e.id = l.endpoint_id and e.workspace_id = l.workspace_id`,
-      values: [limit, perEndpoint, leaseMs, gapWaitMs],
+      // A random first endpoint, so that when more endpoints wait than one lease visits, none is always
+      // the last one visited.
+      values: [limit, perEndpoint, leaseMs, gapWaitMs, randomUUID()],
     });
     return rows;
   }

@@ -1,0 +1,192 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool } from '@inbox/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryStore, type EventToSchedule } from '../src/store/deliveries.js';
+import { migratedPool } from './support.js';
+
+let pool: Pool;
+let store: DeliveryStore;
+
+beforeAll(async () => {
+  pool = await migratedPool();
+  store = new DeliveryStore(pool);
+});
+afterAll(async () => {
+  await pool?.end();
+});
+
+const leaseMs = 60_000;
+const gapWaitMs = 600_000;
+
+async function endpoint(options: { ordered?: boolean; enabled?: boolean } = {}) {
+  const id = randomUUID();
+  const workspaceId = randomUUID();
+  await pool.query(
+    'insert into endpoints (id, workspace_id, url, events, ordered, enabled) values ($1, $2, $3, $4, $5, $6)',
+    [
+      id,
+      workspaceId,
+      'https://receiver.example/hook',
+      ['*'],
+      options.ordered ?? false,
+      options.enabled ?? true,
+    ],
+  );
+  return { id, workspaceId };
+}
+
+const event = (workspaceId: string, ordering: EventToSchedule['ordering'] = null): EventToSchedule => ({
+  workspaceId,
+  eventId: randomUUID(),
+  eventType: 'message.sent',
+  body: '{}',
+  ordering,
+  traceContext: {},
+});
+
+/** Schedules `count` events for the endpoint's workspace, each due a millisecond after the one before. */
+async function schedule(
+  target: { workspaceId: string },
+  count: number,
+  ordering?: (i: number) => EventToSchedule['ordering'],
+) {
+  const events = Array.from({ length: count }, (_, i) => event(target.workspaceId, ordering?.(i)));
+  await store.scheduleMany(events);
+  await pool.query(
+    `update deliveries d set next_attempt_at = now() - interval '1 hour' + o.i * interval '1 millisecond'
+       from unnest($1::uuid[]) with ordinality as o(event_id, i) where d.event_id = o.event_id`,
+    [events.map((e) => e.eventId)],
+  );
+  return events.map((e) => e.eventId);
+}
+
+// Everything still pending or in flight is finished, so each test leases only its own deliveries.
+async function clear() {
+  await pool.query(
+    "update deliveries set status = 'delivered', lease_until = null where status in ('pending', 'sending')",
+  );
+}
+
+/** The leased deliveries' events (of one endpoint if given), sorted: a lease returns them in no order. */
+const eventsOf = (leased: Array<{ endpoint_id: string; event_id: string }>, endpointId?: string) =>
+  leased
+    .filter((d) => !endpointId || d.endpoint_id === endpointId)
+    .map((d) => d.event_id)
+    .sort();
+
+const lease = (limit: number, perEndpoint: number) => store.lease(limit, perEndpoint, leaseMs, gapWaitMs);
+
+describe('leasing due deliveries', () => {
+  it("leases another endpoint's delivery while an endpoint with a long queue is at its cap", async () => {
+    await clear();
+    const flooding = await endpoint();
+    await schedule(flooding, 2_000);
+    expect(await lease(8, 8)).toHaveLength(8);
+    const quiet = await endpoint();
+    const [waiting] = await schedule(quiet, 1);
+    await pool.query('update deliveries set next_attempt_at = now() where event_id = $1', [waiting]);
+
+    const leased = await lease(128, 8);
+    expect(leased.map((d) => [d.endpoint_id, d.event_id])).toEqual([[quiet.id, waiting]]);
+  });
+
+  it("takes the earliest due deliveries up to each endpoint's room, and none not yet due", async () => {
+    await clear();
+    const a = await endpoint();
+    const b = await endpoint();
+    const aEvents = await schedule(a, 12);
+    const bEvents = await schedule(b, 3);
+    const later = await schedule(b, 1);
+    await pool.query(
+      "update deliveries set next_attempt_at = now() + interval '1 hour' where event_id = $1",
+      [later[0]],
+    );
+
+    const first = await lease(128, 5);
+    expect(eventsOf(first, a.id)).toEqual(aEvents.slice(0, 5).sort());
+    expect(eventsOf(first, b.id)).toEqual(bEvents.sort());
+    // a is at its cap, b has nothing due.
+    expect(await lease(128, 5)).toEqual([]);
+    expect(await lease(128, 6)).toEqual([
+      expect.objectContaining({ endpoint_id: a.id, event_id: aEvents[5], workspace_id: a.workspaceId }),
+    ]);
+  });
+
+  it('takes the oldest due first across endpoints, no more than asked', async () => {
+    await clear();
+    const a = await endpoint();
+    const b = await endpoint();
+    const aEvents = await schedule(a, 3);
+    const bEvents = await schedule(b, 3);
+    await pool.query(
+      "update deliveries set next_attempt_at = next_attempt_at - interval '1 second' where event_id = any($1)",
+      [bEvents],
+    );
+    expect(eventsOf(await lease(4, 8))).toEqual([...bEvents, aEvents[0]].sort());
+  });
+
+  it('finds the due deliveries among many endpoints whose retries are not yet due', async () => {
+    await clear();
+    const failing = await Promise.all(Array.from({ length: 300 }, () => endpoint()));
+    const retries = (await Promise.all(failing.map((e) => schedule(e, 1)))).flat();
+    await pool.query(
+      "update deliveries set next_attempt_at = now() + interval '1 hour' where event_id = any($1)",
+      [retries],
+    );
+    const healthy = await endpoint();
+    const due = await schedule(healthy, 2);
+    expect(eventsOf(await lease(128, 8))).toEqual(due.sort());
+  });
+
+  it('never leases one delivery to two workers leasing at once', async () => {
+    await clear();
+    const targets = await Promise.all(Array.from({ length: 4 }, () => endpoint()));
+    const all = (await Promise.all(targets.map((e) => schedule(e, 30)))).flat();
+    const leases = await Promise.all(Array.from({ length: 6 }, () => lease(16, 8)));
+    const leased = leases.flatMap((l) => l.map((d) => d.event_id));
+    expect(leased.length).toBeGreaterThanOrEqual(16);
+    expect(new Set(leased).size).toBe(leased.length);
+    expect(leased.every((id) => all.includes(id))).toBe(true);
+  });
+
+  it("takes over a crashed worker's expired lease, within its endpoint's room", async () => {
+    await clear();
+    const a = await endpoint();
+    const [crashed, waiting] = await schedule(a, 2);
+    expect((await lease(1, 8)).map((d) => d.event_id)).toEqual([crashed]);
+    await pool.query("update deliveries set lease_until = now() - interval '1 second' where event_id = $1", [
+      crashed,
+    ]);
+
+    // Room for one: the expired lease counts as not in flight, and is the older of the two.
+    const again = await lease(128, 1);
+    expect(again.map((d) => [d.event_id, d.attempts])).toEqual([[crashed, 2]]);
+    expect((await lease(128, 2)).map((d) => d.event_id)).toEqual([waiting]);
+  });
+
+  it('leases nothing of a disabled endpoint, nor a delivery whose workspace is not its endpoint’s', async () => {
+    await clear();
+    const off = await endpoint({ enabled: false });
+    await schedule(off, 2);
+    const a = await endpoint();
+    const [foreign] = await schedule(a, 1);
+    await pool.query('update deliveries set workspace_id = $2 where event_id = $1', [foreign, randomUUID()]);
+    expect(await lease(128, 8)).toEqual([]);
+  });
+
+  it("holds an ordered endpoint's conversation behind its earlier delivery, and leases its other conversations", async () => {
+    await clear();
+    const a = await endpoint({ ordered: true });
+    const held = `${a.workspaceId}:${randomUUID()}`;
+    const other = `${a.workspaceId}:${randomUUID()}`;
+    // Seven events of one conversation first, then one of another: within the eight (four times the
+    // cap of 2) that the lease reads of an ordered endpoint.
+    const heldEvents = await schedule(a, 7, (i) => ({ key: held, seq: i + 1 }));
+    const [otherEvent] = await schedule(a, 1, () => ({ key: other, seq: 1 }));
+    await pool.query('update deliveries set next_attempt_at = now() where event_id = $1', [otherEvent]);
+
+    expect(eventsOf(await lease(128, 2))).toEqual([heldEvents[0], otherEvent].sort());
+    // Both in flight: the rest of the first conversation waits behind its head.
+    expect(await lease(128, 8)).toEqual([]);
+  });
+});
