@@ -167,8 +167,8 @@ export class DeliveryStore {
     // Planned afresh on every call (a query object without a name is not kept as a prepared statement):
     // a backlog grows faster than autoanalyze runs, and a plan cached for the connection once went on
     // sorting every due row on each lease (bench/RESULTS.md, 2026-11-26).
-    const { rows } = await this.pool.query<LeasedDelivery & TargetColumns>({
-      text: `with recursive
+    const { rows } = await this.pool.query<LeasedDelivery & TargetColumns>(
+      `with recursive
        -- Endpoints with a pending delivery, each with its earliest: from $5 to the end, then from the
        -- start up to $5.
        from_start(endpoint_id, earliest) as (
@@ -200,21 +200,24 @@ export class DeliveryStore {
           where status = 'sending' and lease_until < now() order by lease_until limit $1
        ),
        considered as (select endpoint_id from visited union select endpoint_id from expired),
-       busy as (
-         select endpoint_id, count(*) as n from deliveries
-          where status = 'sending' and lease_until >= now() and endpoint_id in (select endpoint_id from considered)
-          group by endpoint_id
-       ),
+       -- Each endpoint's attempts in flight, counted through its own entries in the index of leased
+       -- deliveries (one scan of the whole index read every delivery finished since the last vacuum: a
+       -- finished one leaves its entry behind until then).
        room as (
          select e.id, e.workspace_id, e.ordered,
-                greatest(0, least($2 - coalesce(b.n, 0),
+                greatest(0, least($2 - b.n,
                   case when e.max_per_second is null then $2
                        -- Attempts started in the last second, counted for endpoints with a rate limit only.
-                       else e.max_per_second - coalesce(b.n, 0)
+                       else e.max_per_second - b.n
                             - (select count(*) from attempts a where a.endpoint_id = e.id and a.at > now() - interval '1 second')
                   end)) as free
            from endpoints e
-           left join busy b on b.endpoint_id = e.id
+           -- In the index's order and no further than the cap, past which the count changes nothing.
+           cross join lateral (
+             select count(*) as n from (
+               select 1 from deliveries s
+                where s.endpoint_id = e.id and s.status = 'sending' and s.lease_until >= now()
+                order by s.lease_until limit $2) inflight) b
           where e.id in (select endpoint_id from considered) and e.enabled
        ),
        candidates as (
@@ -262,7 +265,7 @@ export class DeliveryStore {
        leased as (
          update deliveries d
             set status = 'sending', lease_until = now() + $3 * interval '1 millisecond', attempts = d.attempts + 1
-           from locked where d.id = locked.id
+          where d.id = any(array(select id from locked))
          returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts, d.trace_context
        )
        -- Where each one posts, read along rather than in a statement of its own.
@@ -270,8 +273,8 @@ export class DeliveryStore {
          from leased l left join endpoints e on e.id = l.endpoint_id and e.workspace_id = l.workspace_id`,
       // A random first endpoint, so that when more endpoints wait than one lease visits, none is always
       // the last one visited.
-      values: [limit, perEndpoint, leaseMs, gapWaitMs, randomUUID()],
-    });
+      [limit, perEndpoint, leaseMs, gapWaitMs, randomUUID()],
+    );
     return rows;
   }
 
@@ -309,7 +312,8 @@ export class DeliveryStore {
                 delivered_at = case when u.status = 'delivered' then u.at else d.delivered_at end,
                 finished_at = case when u.status in ('delivered', 'failed') then u.at end
            from u
-          where d.id = u.id and d.workspace_id = u.workspace_id and d.status = 'sending'),
+          -- As in the lease, a condition no partial index matches: the rows are found by key.
+          where d.id = u.id and d.workspace_id = u.workspace_id and case d.status when 'sending' then true else false end),
        outcome as (
          select endpoint_id, workspace_id, bool_or(status = 'delivered') as success, bool_or(gone) as gone
            from u group by endpoint_id, workspace_id),
@@ -329,7 +333,10 @@ export class DeliveryStore {
                 else e.disabled_reason end,
               updated_at = case when j.disabling is null then e.updated_at else now() end
          from judged j
+        -- Only an endpoint whose state changes: rewriting an unchanged row on every batch left a dead
+        -- version of it behind each time, and held its row lock against every other batch.
         where e.id = j.id
+          and (j.disabling is not null or (j.success = (e.failing_since is not null)))
        returning e.id, e.workspace_id, j.disabling as reason`,
       [
         results.map((r) => r.delivery.id),
