@@ -86,6 +86,9 @@ export class DeliveryWorker {
   private results: RecordedAttempt[] = [];
   private flushing: Promise<void> | undefined;
   private wakeUp: ((gatherMs: number) => void) | undefined;
+  // A wake-up that came while the loop was not paused (leasing, say): the next pause answers it at once,
+  // rather than sleeping through work that arrived meanwhile until the next poll.
+  private missedWake: number | undefined;
   private loop: Promise<void> | undefined;
   private idleWaiters: Array<() => void> = [];
 
@@ -119,7 +122,12 @@ export class DeliveryWorker {
 
   /** New work is due (an event scheduled, an endpoint enabled): lease soon, with what comes meanwhile. */
   wake(): void {
-    this.wakeUp?.(wakeGatherMs);
+    this.signal(wakeGatherMs);
+  }
+
+  private signal(gatherMs: number): void {
+    if (this.wakeUp) this.wakeUp(gatherMs);
+    else this.missedWake = Math.min(this.missedWake ?? gatherMs, gatherMs);
   }
 
   /**
@@ -168,6 +176,8 @@ export class DeliveryWorker {
     if (free < this.batchThreshold && this.inFlight > 0) return 0;
     this.readLag();
     let leased: Awaited<ReturnType<DeliveryStore['lease']>>;
+    // What was scheduled or freed before this lease starts, it sees.
+    this.missedWake = undefined;
     try {
       leased = await this.options.deliveries.lease(
         Math.min(free, 500),
@@ -219,6 +229,9 @@ export class DeliveryWorker {
    * endpoints) instead of a lease each.
    */
   private pause(ms: number, wakeable: boolean): Promise<void> {
+    const missed = wakeable ? this.missedWake : undefined;
+    this.missedWake = undefined;
+    if (missed !== undefined) return new Promise<void>((resolve) => setTimeout(resolve, missed));
     return new Promise<void>((resolve) => {
       let timer = setTimeout(resolve, ms);
       this.wakeUp = (gatherMs) => {
@@ -242,7 +255,7 @@ export class DeliveryWorker {
         this.inFlight--;
         if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
         // Its record has committed, so its endpoint's slot is free now: lease at once.
-        if (this.options.concurrency - this.inFlight >= this.batchThreshold) this.wakeUp?.(0);
+        if (this.options.concurrency - this.inFlight >= this.batchThreshold) this.signal(0);
       });
   }
 

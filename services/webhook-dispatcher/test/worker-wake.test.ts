@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool } from '@inbox/db';
+import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
+import { createLogger, SecretBox } from '@inbox/service-kit';
+import { waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DeliveryWorker } from '../src/delivery-worker.js';
+import { DeliveryStore } from '../src/store/deliveries.js';
+import { EndpointStore } from '../src/store/endpoints.js';
+import { gate, migratedPool, type Receiver, receiver } from './support.js';
+
+let pool: Pool;
+let target: Receiver;
+
+beforeAll(async () => {
+  pool = await migratedPool();
+  target = await receiver();
+});
+afterAll(async () => {
+  await pool?.end();
+  await target?.close();
+});
+
+/** The real store, whose first lease answers only once `held` opens: the worker is mid-lease until then. */
+class HeldStore extends DeliveryStore {
+  leases = 0;
+  constructor(
+    pool: Pool,
+    private readonly held: { opened: Promise<void> },
+  ) {
+    super(pool);
+  }
+  override async lease(...args: Parameters<DeliveryStore['lease']>) {
+    const leased = await super.lease(...args);
+    if (this.leases++ === 0) await this.held.opened;
+    return leased;
+  }
+}
+
+it('answers a wake-up that came while it was leasing, not at the next poll', async () => {
+  const workspaceId = randomUUID();
+  const policy = AddressPolicy.fromSetting('127.0.0.0/8');
+  const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
+  await endpoints.create(workspaceId, { url: target.url, events: ['*'] });
+  const held = gate();
+  const deliveries = new HeldStore(pool, held);
+  const worker = new DeliveryWorker({
+    pool,
+    deliveries,
+    endpoints,
+    agent: guardedAgent(policy, 2_000, 8),
+    policy,
+    logger: createLogger('worker-wake-test', { level: 'silent' }),
+    timeoutMs: 2_000,
+    retry: { scheduleSeconds: [1] },
+    concurrency: 8,
+    perEndpointConcurrency: 8,
+    disableAfterMs: 3_600_000,
+    // Far beyond the test's time: only a wake-up can start the next lease.
+    pollMs: 600_000,
+    consumerLag: async () => 0,
+  });
+  worker.start();
+  try {
+    await waitFor(() => deliveries.leases === 1, { what: 'the first lease under way' });
+    // Scheduled and announced while that lease, which found nothing, has not answered yet.
+    await deliveries.scheduleMany([
+      {
+        workspaceId,
+        eventId: randomUUID(),
+        eventType: 'message.sent',
+        body: '{}',
+        ordering: null,
+        traceContext: {},
+      },
+    ]);
+    worker.wake();
+    held.open();
+    await waitFor(() => target.hits.length === 1, { what: 'the delivery', timeoutMs: 5_000 });
+    expect(deliveries.leases).toBeGreaterThanOrEqual(2);
+  } finally {
+    await worker.stop();
+  }
+});
