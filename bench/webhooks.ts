@@ -19,6 +19,10 @@ import type { BenchBroker } from './broker.js';
 import { cpuMillis } from './process-cpu.js';
 
 const eventCount = Number(process.env.BENCH_EVENTS ?? 20_000);
+// BENCH_EVENT_RATE=1000 publishes the events at that steady rate (events/s) instead of as fast as the
+// bench can, so "commit → delivery" is the dispatcher's latency rather than the queue behind it.
+const eventRate = process.env.BENCH_EVENT_RATE ? Number(process.env.BENCH_EVENT_RATE) : undefined;
+const tickMs = 10;
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -60,6 +64,8 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
         OTEL_SDK_DISABLED: 'true',
         WEBHOOK_PER_ENDPOINT_CONCURRENCY: '64',
       },
+      // BENCH_BUILT=on runs the dispatcher's compiled dist/ (build first), as the image runs it.
+      built: process.env.BENCH_BUILT === 'on',
       ports: {
         gateway: 0,
         connector: 0,
@@ -95,6 +101,12 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
     const started = Date.now();
     const publishing: Array<Promise<void>> = [];
     for (let i = 0; i < eventCount; i++) {
+      // At a steady rate: each tick's share of events, then a wait until the next tick is due.
+      if (eventRate && i > 0 && i % Math.max(1, Math.round((eventRate * tickMs) / 1000)) === 0) {
+        await Promise.all(publishing.splice(0));
+        const due = started + (i / eventRate) * 1000;
+        if (due > Date.now()) await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
+      }
       const now = Date.now();
       publishing.push(
         bus.publish({
@@ -137,7 +149,7 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
     const sorted = [...latencies].sort((a, b) => a - b);
     const seconds = (lastArrival - started) / 1000;
     return {
-      events: String(eventCount),
+      events: eventRate ? `${eventCount} at ${eventRate}/s` : String(eventCount),
       'publish rate': `${(eventCount / ((published - started) / 1000)).toFixed(0)} events/s`,
       'deliveries/s (end to end)': (eventCount / seconds).toFixed(0),
       'deliveries/s (while arriving)': (eventCount / ((lastArrival - firstArrival) / 1000)).toFixed(0),
