@@ -164,9 +164,9 @@ export class DeliveryStore {
     leaseMs: number,
     gapWaitMs: number,
   ): Promise<Array<LeasedDelivery & TargetColumns>> {
-    // Planned afresh on every call (a query object without a name is not kept as a prepared statement):
-    // a backlog grows faster than autoanalyze runs, and a plan cached for the connection once went on
-    // sorting every due row on each lease (bench/RESULTS.md, 2026-11-26).
+    // Prepared once per connection, as every statement is: planning it cost more than running it. Its
+    // plan cannot turn into a scan of the backlog on statistics older than the backlog (which a backlog
+    // outgrows before autoanalyze runs): every step goes by index probe or by key.
     const { rows } = await this.pool.query<LeasedDelivery & TargetColumns>(
       `with recursive
        -- Endpoints with a pending delivery, each with its earliest: from $5 to the end, then from the
