@@ -170,4 +170,28 @@ describe('recording a batch of attempts in one statement', () => {
     expect(await endpointOf(other)).toMatchObject({ enabled: true });
     expect(await deliveryOf(other)).toMatchObject({ status: 'sending', attempts: [] });
   });
+
+  it('leaves an endpoint whose state does not change unwritten', async () => {
+    const healthy = await leased();
+    const failing = await leased({ failingForMs: dayMs });
+    // xmin names the transaction that wrote the row's current version.
+    const versions = async () =>
+      (
+        await pool.query<{ id: string; xmin: string }>(
+          'select id, xmin from endpoints where id = any($1) order by id',
+          [[healthy.endpoint_id, failing.endpoint_id]],
+        )
+      ).rows;
+    const before = await versions();
+    await deliveries.record(
+      pool,
+      [
+        outcome(healthy, { statusCode: 200, status: 'delivered' }),
+        outcome(failing, { statusCode: 500, status: 'pending' }),
+      ],
+      disableAfterMs,
+    );
+    expect(await versions()).toEqual(before);
+    expect(await deliveryOf(healthy)).toMatchObject({ status: 'delivered' });
+  });
 });

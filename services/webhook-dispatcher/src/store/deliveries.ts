@@ -266,11 +266,15 @@ export class DeliveryStore {
          update deliveries d
             set status = 'sending', lease_until = now() + $3 * interval '1 millisecond', attempts = d.attempts + 1
           where d.id = any(array(select id from locked))
-         returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts, d.trace_context
+         returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts, d.trace_context,
+                   d.next_attempt_at, d.ordering_seq
        )
-       -- Where each one posts, read along rather than in a statement of its own.
-       select l.*, ${targetColumns}
-         from leased l left join endpoints e on e.id = l.endpoint_id and e.workspace_id = l.workspace_id`,
+       -- Where each one posts, read along rather than in a statement of its own; the oldest first, so
+       -- that they are attempted in the order they came due.
+       select l.id, l.workspace_id, l.endpoint_id, l.event_id, l.event_type, l.body, l.attempts, l.trace_context,
+              ${targetColumns}
+         from leased l left join endpoints e on e.id = l.endpoint_id and e.workspace_id = l.workspace_id
+        order by l.next_attempt_at, l.ordering_seq`,
       // A random first endpoint, so that when more endpoints wait than one lease visits, none is always
       // the last one visited.
       [limit, perEndpoint, leaseMs, gapWaitMs, randomUUID()],
