@@ -174,19 +174,21 @@ describe('leasing due deliveries', () => {
     expect(await lease(128, 8)).toEqual([]);
   });
 
-  it("holds an ordered endpoint's conversation behind its earlier delivery, and leases its other conversations", async () => {
+  it("holds an ordered endpoint's conversation behind its earlier delivery, and leases its other conversations however many wait", async () => {
     await clear();
     const a = await endpoint({ ordered: true });
-    const held = `${a.workspaceId}:${randomUUID()}`;
-    const other = `${a.workspaceId}:${randomUUID()}`;
-    // Seven events of one conversation first, then one of another: within the eight (four times the
-    // cap of 2) that the lease reads of an ordered endpoint.
-    const heldEvents = await schedule(a, 7, (i) => ({ key: held, seq: i + 1 }));
+    const held = randomUUID();
+    const other = randomUUID();
+    // Two hundred events of one conversation first, then one of another and one of no conversation.
+    const heldEvents = await schedule(a, 200, (i) => ({ key: held, seq: i + 1 }));
     const [otherEvent] = await schedule(a, 1, () => ({ key: other, seq: 1 }));
-    await pool.query('update deliveries set next_attempt_at = now() where event_id = $1', [otherEvent]);
+    const [loose] = await schedule(a, 1);
+    await pool.query('update deliveries set next_attempt_at = now() where event_id = any($1)', [
+      [otherEvent, loose],
+    ]);
 
-    expect(eventsOf(await lease(128, 2))).toEqual([heldEvents[0], otherEvent].sort());
-    // Both in flight: the rest of the first conversation waits behind its head.
+    expect(eventsOf(await lease(128, 3))).toEqual([heldEvents[0], otherEvent, loose].sort());
+    // All in flight: the rest of the first conversation waits behind its first.
     expect(await lease(128, 8)).toEqual([]);
   });
 });

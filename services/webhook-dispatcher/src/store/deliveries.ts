@@ -148,9 +148,9 @@ export class DeliveryStore {
    * delivery with an earlier one of the same conversation still undelivered, or whose conversation has
    * an earlier event not yet scheduled (still on its way through the broker). A gap older than
    * `gapWaitMs` stops holding: its event was lost to the dispatcher (dead-lettered), and holding the
-   * conversation for ever would lose every later one too. An ordered endpoint is read four times its
-   * cap deep, so a conversation held behind a failing delivery holds back the endpoint's other
-   * conversations only once more than that many of its deliveries wait due before theirs.
+   * conversation for ever would lose every later one too. An ordered endpoint is read conversation by
+   * conversation (the first undelivered delivery of each, one probe however many wait behind it), so a
+   * conversation held behind a failing delivery holds back none of the endpoint's others.
    *
    * The endpoints with pending deliveries are visited one by one (a loose scan of their index, one probe
    * per endpoint however long its queue), from a random one on, at most `4 × limit` of them; each is
@@ -227,11 +227,47 @@ export class DeliveryStore {
              select d.id, d.endpoint_id, d.next_attempt_at, d.ordering_seq, d.ordering_key, d.created_at from deliveries d
               where d.endpoint_id = r.id and d.workspace_id = r.workspace_id
                 and d.status = 'pending' and d.next_attempt_at <= now()
-              order by d.next_attempt_at
-              -- An ordered endpoint's held deliveries are skipped below, so it is asked for more: four
-              -- times its cap, a bound on what one endpoint's held conversations cost every lease.
-              limit case when r.ordered then 4 * $2 else r.free end) c
-          where r.free > 0
+              order by d.next_attempt_at limit r.free) c
+          where r.free > 0 and not r.ordered
+         union all
+         -- An ordered endpoint: the first undelivered delivery of each of its conversations, one probe of
+         -- deliveries_in_order per conversation however many wait behind it (from $5 on, then from the
+         -- start, at most 4 × limit conversations), if it is pending and due.
+         select c.*, r.ordered, r.free
+           from room r
+           cross join lateral (
+             with recursive from_start as (
+               (select d.* from deliveries d
+                 where d.endpoint_id = r.id and d.status in ('pending', 'sending') and d.ordering_key >= $5::text
+                 order by d.ordering_key, d.ordering_seq limit 1)
+               union all
+               select n.* from from_start f cross join lateral (
+                 select d.* from deliveries d
+                  where d.endpoint_id = r.id and d.status in ('pending', 'sending') and d.ordering_key > f.ordering_key
+                  order by d.ordering_key, d.ordering_seq limit 1) n
+             ),
+             wrapped as (
+               (select d.* from deliveries d
+                 where d.endpoint_id = r.id and d.status in ('pending', 'sending') and d.ordering_key < $5::text
+                 order by d.ordering_key, d.ordering_seq limit 1)
+               union all
+               select n.* from wrapped w cross join lateral (
+                 select d.* from deliveries d
+                  where d.endpoint_id = r.id and d.status in ('pending', 'sending')
+                    and d.ordering_key > w.ordering_key and d.ordering_key < $5::text
+                  order by d.ordering_key, d.ordering_seq limit 1) n
+             )
+             select h.id, h.endpoint_id, h.next_attempt_at, h.ordering_seq, h.ordering_key, h.created_at
+               from (select * from (select * from from_start union all select * from wrapped) v limit $1 * 4) h
+              where h.status = 'pending' and h.next_attempt_at <= now() and h.workspace_id = r.workspace_id
+             union all
+             -- Its deliveries of no conversation are not ordered. Read in deliveries_in_order's order, so
+             -- that the scan never steps over a conversation's held deliveries.
+             (select d.id, d.endpoint_id, d.next_attempt_at, d.ordering_seq, d.ordering_key, d.created_at from deliveries d
+               where d.endpoint_id = r.id and d.status in ('pending', 'sending') and d.ordering_key is null
+                 and d.workspace_id = r.workspace_id and d.status = 'pending' and d.next_attempt_at <= now()
+               order by d.ordering_key, d.ordering_seq limit r.free)) c
+          where r.free > 0 and r.ordered
          union all
          select x.id, x.endpoint_id, x.next_attempt_at, x.ordering_seq, x.ordering_key, x.created_at, r.ordered, r.free
            from expired x join room r on r.id = x.endpoint_id and r.workspace_id = x.workspace_id
