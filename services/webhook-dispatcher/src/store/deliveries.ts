@@ -59,6 +59,58 @@ export interface EventToSchedule {
 
 const iso = (value: Date | null) => (value ? value.toISOString() : null);
 
+/**
+ * Two recursive CTEs, `<name>_from_start` and `<name>_wrapped`, that together give the first row (in
+ * `order`, which starts with `key`) of each distinct `key` among the deliveries matching `where`: a loose
+ * index scan, one probe per key however many rows share it. It starts at `start` and runs to the end,
+ * then from the beginning up to `start`; `rotatedScan(name)` reads them in that order, so a reader that
+ * stops early has begun at `start`.
+ */
+function rotatedLooseScan(
+  name: string,
+  {
+    columns,
+    where,
+    key,
+    order,
+    start,
+  }: { columns: string; where: string; key: string; order: string; start: string },
+): string {
+  const probe = (bound: string) =>
+    `select ${columns} from deliveries d where ${where} and ${bound} order by ${order} limit 1`;
+  const half = (half: string, first: string, next: (previous: string) => string) =>
+    `${name}_${half} as (
+         (${probe(first)})
+         union all
+         select n.* from ${name}_${half} p cross join lateral (${probe(next(`p.${key}`))}) n
+       )`;
+  return `${half('from_start', `d.${key} >= ${start}`, (previous) => `d.${key} > ${previous}`)},
+       ${half('wrapped', `d.${key} < ${start}`, (previous) => `d.${key} > ${previous} and d.${key} < ${start}`)}`;
+}
+
+const rotatedScan = (name: string) =>
+  `(select * from ${name}_from_start union all select * from ${name}_wrapped)`;
+
+// Endpoints with a pending delivery, each with its earliest: one probe of deliveries_pending_by_endpoint
+// per endpoint however long its queue.
+const pendingEndpoints = rotatedLooseScan('endpoints', {
+  columns: 'd.endpoint_id, d.next_attempt_at',
+  where: "d.status = 'pending'",
+  key: 'endpoint_id',
+  order: 'd.endpoint_id, d.next_attempt_at',
+  start: '$5',
+});
+
+// An ordered endpoint's conversations, each with its first undelivered delivery: one probe of
+// deliveries_in_order per conversation however many wait behind it.
+const conversationHeads = rotatedLooseScan('heads', {
+  columns: 'd.*',
+  where: "d.endpoint_id = r.id and d.status in ('pending', 'sending')",
+  key: 'ordering_key',
+  order: 'd.ordering_key, d.ordering_seq',
+  start: '$5::text',
+});
+
 /** Deliveries and their attempts. Queries that serve one workspace name it; the worker's span them all. */
 export class DeliveryStore {
   constructor(private readonly pool: Pool) {}
@@ -169,31 +221,13 @@ export class DeliveryStore {
     // outgrows before autoanalyze runs): every step goes by index probe or by key.
     const { rows } = await this.pool.query<LeasedDelivery & TargetColumns>(
       `with recursive
-       -- Endpoints with a pending delivery, each with its earliest: from $5 to the end, then from the
-       -- start up to $5.
-       from_start(endpoint_id, earliest) as (
-         (select endpoint_id, next_attempt_at from deliveries
-           where status = 'pending' and endpoint_id >= $5 order by endpoint_id, next_attempt_at limit 1)
-         union all
-         select n.* from from_start f cross join lateral (
-           select d.endpoint_id, d.next_attempt_at from deliveries d
-            where d.status = 'pending' and d.endpoint_id > f.endpoint_id order by d.endpoint_id, d.next_attempt_at limit 1) n
-       ),
-       wrapped(endpoint_id, earliest) as (
-         (select endpoint_id, next_attempt_at from deliveries
-           where status = 'pending' and endpoint_id < $5 order by endpoint_id, next_attempt_at limit 1)
-         union all
-         select n.* from wrapped w cross join lateral (
-           select d.endpoint_id, d.next_attempt_at from deliveries d
-            where d.status = 'pending' and d.endpoint_id > w.endpoint_id and d.endpoint_id < $5
-            order by d.endpoint_id, d.next_attempt_at limit 1) n
-       ),
+       -- Endpoints with a pending delivery, from $5 on.
+       ${pendingEndpoints},
        -- Only as many as are read: the scans stop at the limit. An endpoint whose earliest is not due
        -- (its receiver failing, say, and its retries waiting) costs this one probe.
        visited as (
-         select endpoint_id from (
-           select * from (select * from from_start union all select * from wrapped) v limit $1 * 4) v
-          where earliest <= now()
+         select endpoint_id from (select * from ${rotatedScan('endpoints')} v limit $1 * 4) v
+          where next_attempt_at <= now()
        ),
        expired as (
          select id, workspace_id, endpoint_id, next_attempt_at, ordering_seq, ordering_key, created_at from deliveries
@@ -236,29 +270,9 @@ export class DeliveryStore {
          select c.*, r.ordered, r.free
            from room r
            cross join lateral (
-             with recursive from_start as (
-               (select d.* from deliveries d
-                 where d.endpoint_id = r.id and d.status in ('pending', 'sending') and d.ordering_key >= $5::text
-                 order by d.ordering_key, d.ordering_seq limit 1)
-               union all
-               select n.* from from_start f cross join lateral (
-                 select d.* from deliveries d
-                  where d.endpoint_id = r.id and d.status in ('pending', 'sending') and d.ordering_key > f.ordering_key
-                  order by d.ordering_key, d.ordering_seq limit 1) n
-             ),
-             wrapped as (
-               (select d.* from deliveries d
-                 where d.endpoint_id = r.id and d.status in ('pending', 'sending') and d.ordering_key < $5::text
-                 order by d.ordering_key, d.ordering_seq limit 1)
-               union all
-               select n.* from wrapped w cross join lateral (
-                 select d.* from deliveries d
-                  where d.endpoint_id = r.id and d.status in ('pending', 'sending')
-                    and d.ordering_key > w.ordering_key and d.ordering_key < $5::text
-                  order by d.ordering_key, d.ordering_seq limit 1) n
-             )
+             with recursive ${conversationHeads}
              select h.id, h.endpoint_id, h.next_attempt_at, h.ordering_seq, h.ordering_key, h.created_at
-               from (select * from (select * from from_start union all select * from wrapped) v limit $1 * 4) h
+               from (select * from ${rotatedScan('heads')} v limit $1 * 4) h
               where h.status = 'pending' and h.next_attempt_at <= now() and h.workspace_id = r.workspace_id
              union all
              -- Its deliveries of no conversation are not ordered. Read in deliveries_in_order's order, so
