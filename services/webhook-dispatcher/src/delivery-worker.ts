@@ -229,6 +229,8 @@ export class DeliveryWorker {
    * endpoints) instead of a lease each.
    */
   private pause(ms: number, wakeable: boolean): Promise<void> {
+    // Stopped while not paused (mid-lease, say): no wait for the poll or the backoff.
+    if (!this.running) return Promise.resolve();
     const missed = wakeable ? this.missedWake : undefined;
     this.missedWake = undefined;
     if (missed !== undefined) return new Promise<void>((resolve) => setTimeout(resolve, missed));

@@ -79,6 +79,8 @@ it('answers a wake-up that came while it was leasing, not at the next poll', asy
     await waitFor(() => target.hits.length === 1, { what: 'the delivery', timeoutMs: 5_000 });
     expect(deliveries.leases).toBeGreaterThanOrEqual(2);
   } finally {
+    held.open();
+    // Stopped while it leases again (it does after every attempt): the stop must not wait for the poll.
     await worker.stop();
   }
 });
