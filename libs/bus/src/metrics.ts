@@ -13,6 +13,11 @@ export const redeliveries = busMeter().createCounter('bus.consumer.redeliveries'
   description: 'Events redelivered to a durable consumer',
 });
 
+/** Commands taken from the queue after their caller had given up, dropped unanswered. */
+export const lateCommands = busMeter().createCounter('bus.command.late', {
+  description: 'Commands dropped by the handler side because their caller had already timed out',
+});
+
 const positions = new Map<string, number>();
 busMeter()
   .createObservableGauge('bus.consumer.pending', {

@@ -10,6 +10,18 @@ export type Headers = Record<string, unknown>;
 export const attemptsHeader = 'x-inbox-attempts';
 /** Why a handler gave the event up, on a dead letter the transport wrote. */
 export const errorHeader = 'x-inbox-error';
+/**
+ * When the caller of a command gives up, in milliseconds since the epoch by the caller's clock. The
+ * broker's per-message expiration counts from when the message was enqueued, later than the caller's
+ * timer started, so a command could still be taken up to one publish delay after its caller gave up.
+ */
+export const deadlineHeader = 'x-inbox-deadline';
+
+/** Whether the command's caller has given up by now (a command without the header never expires here). */
+export function callerGaveUp(message: Message, now = Date.now()): boolean {
+  const deadline = headersOf(message)[deadlineHeader];
+  return typeof deadline === 'number' && now >= deadline;
+}
 
 export const encode = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
 export const decode = (content: Buffer): unknown => JSON.parse(content.toString('utf8'));

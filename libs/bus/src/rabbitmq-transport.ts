@@ -38,11 +38,13 @@ import { AliveSignals, commandLiveness, watchCall } from './command-liveness.js'
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
 import { filterFor } from './event-subscription.js';
 import { InFlight } from './in-flight.js';
-import { notePending, redeliveries, timeCommand } from './metrics.js';
+import { lateCommands, notePending, redeliveries, timeCommand } from './metrics.js';
 import {
   attemptOf,
   attemptsHeader,
+  callerGaveUp,
   carriedHeaders,
+  deadlineHeader,
   decode,
   encode,
   errorHeader,
@@ -325,6 +327,7 @@ export class RabbitBus implements Bus {
     return timeCommand(subject, () =>
       withProducerSpan({ system: 'rabbitmq', destination: subject, operation: 'send' }, async () => {
         const timeoutMs = options.timeoutMs ?? commandTimeoutMs(subject);
+        const deadline = Date.now() + timeoutMs;
         const id = randomUUID();
         const outcome = new Promise<{ reply: unknown } | { error: AppError }>((resolve) => {
           const watch = watchCall(timeoutMs, options.silenceMs ?? commandLiveness.silenceMs, (reason) =>
@@ -343,10 +346,11 @@ export class RabbitBus implements Bus {
             replyTo: directReplyTo,
             // No queue (no handler listening) sends the message back at once: a 503, not a wait.
             mandatory: true,
-            // A command still queued when its caller gives up is dropped, never handled late.
+            // A command still queued when its caller gives up is dropped, never handled late: the broker
+            // drops it once queued that long, the handler checks the caller's deadline for the rest.
             expiration: String(timeoutMs),
             contentType: json,
-            headers: outgoingHeaders(),
+            headers: { ...outgoingHeaders(), [deadlineHeader]: deadline },
           });
         } catch (error) {
           this.calls.get(id)?.settle({ error: AppError.unavailable(error) });
@@ -390,6 +394,7 @@ export class RabbitBus implements Bus {
         queue,
         (message) => {
           if (!message) return this.lost(session, queue);
+          if (callerGaveUp(message)) return void lateCommands.add(1, { subject });
           void this.inFlight.track(
             this.answer(message, subject, (raw) => handler(schema.parse(raw) as never)),
           );

@@ -140,6 +140,34 @@ describe('rabbitmq transport', () => {
     }
   });
 
+  it('drops a command that reached the queue after its caller gave up, though the broker has not expired it yet', async () => {
+    const url = inject('infra').rabbitmqUrl;
+    const prefix = uniquePrefix();
+    const bus = await connectTo(url, prefix);
+    const handled: string[] = [];
+    await bus.handle('cmd.dispatcher.list-deliveries', async ({ workspace_id }) => {
+      handled.push(workspace_id);
+      return reply;
+    });
+    // A caller's message enqueued late (a slow publish): the broker's expiration counts from the enqueue,
+    // so it is still alive, but the caller's deadline, by the caller's clock, has passed.
+    const raw = await connect(url);
+    try {
+      const channel = await raw.createChannel();
+      const late = { workspace_id: randomUUID(), webhook_id: randomUUID() };
+      channel.sendToQueue(
+        new RabbitNames(prefix).commandQueue('cmd.dispatcher.list-deliveries'),
+        Buffer.from(JSON.stringify(late)),
+        { expiration: '60000', headers: { 'x-inbox-deadline': Date.now() - 1 } },
+      );
+      const next = { workspace_id: randomUUID(), webhook_id: randomUUID() };
+      await expect(bus.request('cmd.dispatcher.list-deliveries', next)).resolves.toEqual(reply);
+      expect(handled).toEqual([next.workspace_id]);
+    } finally {
+      await raw.close();
+    }
+  });
+
   it('dead-letters an event whose consumers keep dying while they handle it, at the delivery limit', async () => {
     const url = inject('infra').rabbitmqUrl;
     const prefix = uniquePrefix();
