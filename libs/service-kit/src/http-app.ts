@@ -112,7 +112,12 @@ export function createHttpApp({
   return app;
 }
 
-function errorHandler(logger: Logger): ErrorRequestHandler {
+/**
+ * The ErrorResponse for whatever a handler threw or passed on. `finishHttpApp` puts it last in the app;
+ * a router can also end each route's chain with it, so that a refusal (401, 400, 429) is answered within
+ * its route instead of walking, path match by path match, past every later route to the app's.
+ */
+export function errorResponder(logger: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
     if (res.headersSent) return;
     if (error instanceof AppError) {
@@ -147,6 +152,6 @@ export function finishHttpApp(app: ExpressApp, logger: Logger): ExpressApp {
   app.use((_req, res) => {
     res.status(404).json({ error: platformTexts.routeNotFound });
   });
-  app.use(errorHandler(logger));
+  app.use(errorResponder(logger));
   return app;
 }

@@ -2,6 +2,7 @@ export { ConfigError, configFromEnv, loadConfig } from './config.js';
 export { env } from './env.js';
 export {
   createHttpApp,
+  errorResponder,
   finishHttpApp,
   type HttpAppOptions,
   jsonBody,
