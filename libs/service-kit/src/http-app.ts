@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
-import { annotateActiveSpan, meter, serveMetrics, serverSpanRouteSetter } from '@inbox/telemetry';
+import {
+  annotateActiveSpan,
+  bindToActiveContext,
+  meter,
+  serveMetrics,
+  serverSpanRouteSetter,
+  traceIncoming,
+} from '@inbox/telemetry';
 import express, { type ErrorRequestHandler, type Express as ExpressApp, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 
@@ -20,7 +27,15 @@ export interface HttpAppOptions {
 
 /** The JSON body parser with the service's limit, for routes that parse after other checks. */
 export function jsonBody(limit = '256kb'): RequestHandler {
-  return express.json({ limit, type: ['application/json', 'application/*+json'] });
+  return inRequestContext(express.json({ limit, type: ['application/json', 'application/*+json'] }));
+}
+
+/**
+ * A body parser whose `next` runs in the request's trace context: it calls `next` from the body's `end`
+ * event, which fires in the connection's context, so what follows would otherwise leave the trace.
+ */
+export function inRequestContext(parser: RequestHandler): RequestHandler {
+  return (req, res, next) => parser(req, res, bindToActiveContext(next));
 }
 
 declare global {
@@ -47,33 +62,37 @@ function accessLog(logger: Logger): RequestHandler {
     res.setHeader('X-Request-Id', req.id);
     annotateActiveSpan({ 'request.id': req.id });
     const nameServerSpan = serverSpanRouteSetter();
-    res.on('finish', () => {
-      if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') return;
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      // The route pattern, never the raw path: ids in paths would make every request its own series.
-      const route = req.route
-        ? `${req.baseUrl}${req.route.path}`
-        : res.statusCode === 404
-          ? 'unknown'
-          : req.baseUrl || 'unknown';
-      nameServerSpan(route);
-      requestDuration.record(seconds, {
-        'http.request.method': req.method,
-        'http.route': route,
-        'http.response.status_code': res.statusCode,
-      });
-      logger.info(
-        {
-          method: req.method,
-          route: req.route?.path ?? req.path,
-          status: res.statusCode,
-          duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
-          request_id: req.id,
-          workspace_id: res.locals.workspaceId,
-        },
-        'request',
-      );
-    });
+    // Bound: the line carries the request's trace id whatever context the response finishes in.
+    res.on(
+      'finish',
+      bindToActiveContext(() => {
+        if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') return;
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        // The route pattern, never the raw path: ids in paths would make every request its own series.
+        const route = req.route
+          ? `${req.baseUrl}${req.route.path}`
+          : res.statusCode === 404
+            ? 'unknown'
+            : req.baseUrl || 'unknown';
+        nameServerSpan(route);
+        requestDuration.record(seconds, {
+          'http.request.method': req.method,
+          'http.route': route,
+          'http.response.status_code': res.statusCode,
+        });
+        logger.info(
+          {
+            method: req.method,
+            route: req.route?.path ?? req.path,
+            status: res.statusCode,
+            duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+            request_id: req.id,
+            workspace_id: res.locals.workspaceId,
+          },
+          'request',
+        );
+      }),
+    );
     next();
   };
 }
@@ -91,6 +110,7 @@ export function createHttpApp({
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(traceIncoming);
   app.use(accessLog(logger));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

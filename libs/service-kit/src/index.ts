@@ -5,6 +5,7 @@ export {
   errorResponder,
   finishHttpApp,
   type HttpAppOptions,
+  inRequestContext,
   jsonBody,
   type ReadinessChecks,
 } from './http-app.js';

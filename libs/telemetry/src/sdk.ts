@@ -77,7 +77,9 @@ export function sdkConfiguration(
     // request's CPU, bench/RESULTS.md, for spans that tell no more than the HTTP server span, which
     // service-kit names by its route); pino (see above).
     instrumentations: [
-      new HttpInstrumentation(),
+      // Outgoing node:http calls only: every HTTP server starts its span with traceIncoming
+      // (server-span.ts), which costs a request a fraction of what the incoming side does.
+      new HttpInstrumentation({ disableIncomingRequestInstrumentation: true }),
       // fetch: provider calls and webhook POSTs.
       new UndiciInstrumentation(),
       // Queries outside any operation (pool checks, relay polls) would each start a trace of their own.

@@ -26,6 +26,11 @@ export function serverSpanRouteSetter(): (route: string) => void {
   };
 }
 
+/** `fn`, run in the context active now whenever it is called (an event listener, say). */
+export function bindToActiveContext<F extends (...args: never[]) => unknown>(fn: F): F {
+  return context.bind(context.active(), fn);
+}
+
 function recordFailure(span: Span, error: unknown): void {
   span.recordException(error instanceof Error ? error : new Error(String(error)));
   span.setStatus({

@@ -1,6 +1,7 @@
 // Credentials in URLs never reach a trace: the SDK configured exactly as the services configure it
 // (sdkConfiguration), an outgoing fetch (undici) that carries a token in its path and query, and an
-// incoming request with the chat-official subscription handshake's query, through a real HTTP server.
+// incoming request with the chat-official subscription handshake's query, through a real HTTP server
+// traced as the services trace theirs (traceIncoming).
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '@inbox/testkit';
@@ -9,6 +10,7 @@ import { NodeSDK } from '@opentelemetry/sdk-node';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdkConfiguration } from '../src/sdk.js';
+import { traceIncoming } from '../src/server-span.js';
 import { redactUrl } from '../src/url-redaction.js';
 
 const exporter = new InMemorySpanExporter();
@@ -20,7 +22,7 @@ beforeAll(async () => {
   sdk.start();
   // Required after the SDK started, so the http instrumentation patches the module the server uses.
   const http = createRequire(import.meta.url)('node:http') as typeof import('node:http');
-  server = http.createServer((_req, res) => res.end('ok'));
+  server = http.createServer((req, res) => traceIncoming(req, res, () => res.end('ok')));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { inRequestContext } from '@inbox/service-kit';
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { ChannelEmulator, InboundDelivery, InboundMessage, SandboxStores } from './channel-emulator.js';
@@ -184,7 +185,7 @@ export function createMarket(stores: SandboxStores, fetchImpl: typeof fetch): Ch
   }
 
   const router = Router();
-  router.use(express.urlencoded({ extended: false, limit: '1mb' }), jsonBody);
+  router.use(inRequestContext(express.urlencoded({ extended: false, limit: '1mb' })), jsonBody);
 
   router.post('/oauth/token', (req, res) => {
     const params = tokenParameters(req);

@@ -1,3 +1,4 @@
+import { traceIncoming } from '@inbox/telemetry';
 import express, { type ErrorRequestHandler, type Express } from 'express';
 import { createAltA } from './alt-a.js';
 import { createAltB } from './alt-b.js';
@@ -72,6 +73,8 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   const app = express();
   app.disable('x-powered-by');
+  // A server span per call, so a trace shows the provider's side of each call it made.
+  app.use(traceIncoming);
   // Keeps nothing durable and depends on nothing, so alive is ready.
   app.get(['/healthz', '/readyz'], (_req, res) => {
     res.json({ status: 'ok' });

@@ -6,7 +6,7 @@ import {
 } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, type PoolClient, withTransaction, writeEvent } from '@inbox/db';
 import type { OutboundGuard } from '@inbox/outbound-http';
-import type { Logger } from '@inbox/service-kit';
+import { inRequestContext, type Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
@@ -99,7 +99,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
   router.post(
     '/inbound/:channel/:integrationId',
     admit(unknownIntegration),
-    express.raw({ type: () => true, limit: '1mb' }),
+    inRequestContext(express.raw({ type: () => true, limit: '1mb' })),
     async (req, res) => {
       const found = admitted.get(req)!;
       const adapter = adapterFor(found.integration.channel);

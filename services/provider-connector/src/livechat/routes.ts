@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Bus } from '@inbox/bus';
 import { platformTexts } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, storableText, withTransaction } from '@inbox/db';
-import type { Logger } from '@inbox/service-kit';
+import { inRequestContext, type Logger } from '@inbox/service-kit';
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { CallbackAdmission } from '../handlers/callback-admission.js';
@@ -145,7 +145,7 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     res.status(204).end();
   });
 
-  const json = express.json({ limit: livechatBounds.bodyBytes, type: () => true });
+  const json = inRequestContext(express.json({ limit: livechatBounds.bodyBytes, type: () => true }));
   const field = (body: unknown, key: string, maxChars: number): string | undefined => {
     const value =
       typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[key] : undefined;
