@@ -28,11 +28,15 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
+const spread = (sorted: number[]) =>
+  `p50 ${percentile(sorted, 50)} ms, p90 ${percentile(sorted, 90)} ms, p99 ${percentile(sorted, 99)} ms, max ${sorted.at(-1)} ms`;
+
 export async function benchWebhooks(broker: BenchBroker): Promise<Record<string, string>> {
   const servers: LocalServer[] = [];
   let dispatcher: ManagedProcess | undefined;
   let bus: Bus | undefined;
   const latencies: number[] = [];
+  const arrivals = new Map<string, number>();
   let firstArrival = 0;
   let lastArrival = 0;
   const receiver = createServer((req, res) => {
@@ -45,6 +49,7 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
       firstArrival ||= arrived;
       lastArrival = arrived;
       latencies.push(arrived - Number((JSON.parse(body) as { sent_ms: number }).sent_ms));
+      arrivals.set(String(req.headers['x-webhook-id']), arrived);
       res.end();
     });
   });
@@ -62,7 +67,7 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
       logLevel: 'warn',
       extraEnv: {
         OTEL_SDK_DISABLED: 'true',
-        WEBHOOK_PER_ENDPOINT_CONCURRENCY: '64',
+        WEBHOOK_PER_ENDPOINT_CONCURRENCY: process.env.BENCH_ENDPOINT_CONCURRENCY ?? '64',
       },
       // BENCH_BUILT=on runs the dispatcher's compiled dist/ (build first), as the image runs it.
       built: process.env.BENCH_BUILT === 'on',
@@ -140,7 +145,18 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
       `select calls, total_exec_time as ms, query from pg_stat_statements
         where query not like '%pg_stat_statements%' order by total_exec_time desc limit 8`,
     );
+    // Where the latency is spent: commit → scheduled (the consumer's part: the broker, the batch, the
+    // insert) against the whole, so a tail can be told apart from the lease and the POST.
+    const scheduled = await stats.query<{ event_id: string; at: number; sent: string }>(
+      `select event_id, extract(epoch from created_at) * 1000 as at, body::json ->> 'sent_ms' as sent
+         from dispatcher.deliveries`,
+    );
     await stats.end();
+    const ascending = (values: number[]) => values.sort((a, b) => a - b);
+    const toScheduled = ascending(scheduled.rows.map((row) => Math.round(Number(row.at) - Number(row.sent))));
+    const scheduledToArrival = ascending(
+      scheduled.rows.map((row) => Math.round((arrivals.get(row.event_id) ?? Number.NaN) - Number(row.at))),
+    );
     console.log(`\nwebhooks on ${broker}: statements by time (calls per delivery, ms per delivery)`);
     for (const row of top.rows)
       console.log(
@@ -154,7 +170,9 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
       'deliveries/s (end to end)': (eventCount / seconds).toFixed(0),
       'deliveries/s (while arriving)': (eventCount / ((lastArrival - firstArrival) / 1000)).toFixed(0),
       'CPU ms per delivery': cpuPerDelivery,
-      'commit → delivery latency': `p50 ${percentile(sorted, 50)} ms, p90 ${percentile(sorted, 90)} ms, p99 ${percentile(sorted, 99)} ms, max ${sorted.at(-1)} ms`,
+      'commit → delivery latency': spread(sorted),
+      'of which commit → scheduled': spread(toScheduled),
+      'and scheduled → delivery': spread(scheduledToArrival),
     };
   } finally {
     await bus?.drain().catch(() => undefined);
