@@ -136,9 +136,9 @@ describe('deploy/Dockerfile', () => {
     .map((line) => line.trim())
     .filter((line) => line && !line.startsWith('#'));
 
-  it('is one multi-stage file parameterised by ARG SERVICE on node:20-bookworm-slim', () => {
+  it('is one multi-stage file parameterised by ARG SERVICE on node:24-bookworm-slim', () => {
     expect(instructions).toContain('ARG SERVICE');
-    expect(dockerfile).toMatch(/node:20-bookworm-slim/);
+    expect(dockerfile).toMatch(/node:24-bookworm-slim/);
     expect(instructions.filter((line) => line.startsWith('FROM ')).length).toBeGreaterThanOrEqual(2);
   });
 
