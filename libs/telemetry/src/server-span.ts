@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { RPCType, setRPCMetadata } from '@opentelemetry/core';
-
-const tracer = () => trace.getTracer('inbox');
+import { tracer } from './tracing.js';
 
 function pathAndQuery(url: string | undefined): { path: string; query?: string } {
   const target = url ?? '/';

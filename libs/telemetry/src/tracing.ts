@@ -11,7 +11,8 @@ import {
 } from '@opentelemetry/api';
 import { getRPCMetadata, RPCType } from '@opentelemetry/core';
 
-const tracer = () => trace.getTracer('inbox');
+/** The tracer every span of ours is started with. */
+export const tracer = () => trace.getTracer('inbox');
 
 /**
  * Names the HTTP server span of the request being handled by its route pattern, the way the express
