@@ -66,7 +66,6 @@ function accessLog(logger: Logger): RequestHandler {
     res.on(
       'finish',
       bindToActiveContext(() => {
-        if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') return;
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         // The route pattern, never the raw path: ids in paths would make every request its own series.
         const route = req.route
@@ -110,8 +109,8 @@ export function createHttpApp({
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(traceIncoming);
-  app.use(accessLog(logger));
+  // Probes and scrapes come first, so they are neither traced nor logged: the kubelet and Prometheus
+  // call every pod every few seconds, and a trace or an access line per call would bury the requests.
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -128,6 +127,8 @@ export function createHttpApp({
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks: results });
   });
   app.get('/metrics', (req, res) => serveMetrics(req, res));
+  app.use(traceIncoming);
+  app.use(accessLog(logger));
   if (parseJson) app.use(jsonBody(bodyLimit));
   return app;
 }

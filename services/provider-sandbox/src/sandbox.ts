@@ -73,12 +73,13 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   const app = express();
   app.disable('x-powered-by');
-  // A server span per call, so a trace shows the provider's side of each call it made.
-  app.use(traceIncoming);
-  // Keeps nothing durable and depends on nothing, so alive is ready.
+  // Keeps nothing durable and depends on nothing, so alive is ready. Before the tracing: probes make no
+  // traces.
   app.get(['/healthz', '/readyz'], (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // A server span per call, so a trace shows the provider's side of each call it made.
+  app.use(traceIncoming);
   app.use('/_sandbox', jsonBody, createControls({ stores, channels, fetchImpl, reset }));
   for (const emulator of channels.values()) {
     if (emulator.controlRouter) app.use('/_sandbox', emulator.controlRouter);
