@@ -21,6 +21,7 @@ import {
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { BenchBroker } from './broker.js';
+import { type PodMemoryLimits, podMemoryLimits } from './memory-cgroup.js';
 import { cpuMillis, rssMiB } from './process-cpu.js';
 
 const durationSeconds = Number(process.env.BENCH_SECONDS ?? 15);
@@ -54,6 +55,10 @@ const logLevel = process.env.BENCH_LOG_LEVEL ?? 'warn';
 const offeredRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 /** BENCH_STATEMENTS=on lists each load's statements by calls per request. */
 const listStatements = process.env.BENCH_STATEMENTS === 'on';
+/** BENCH_MEMORY_LIMIT=<MiB> runs each service in a memory cgroup of that limit, as a pod (memory-cgroup.ts). */
+const memoryLimit = process.env.BENCH_MEMORY_LIMIT ? Number(process.env.BENCH_MEMORY_LIMIT) : undefined;
+/** BENCH_MEMORY=on prints, after the loads, each service's V8 heap by space beside its resident memory. */
+const listMemory = process.env.BENCH_MEMORY === 'on';
 const profileDir = fileURLToPath(new URL('./profiles/', import.meta.url));
 
 export interface LoadFigures {
@@ -116,6 +121,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
   const servers: LocalServer[] = [];
   const extra: ManagedProcess[] = [];
   let stack: RunningStack | undefined;
+  let pods: PodMemoryLimits | undefined;
   let sink: Server | undefined;
   let delivered = 0;
   const exported = { spans: 0, bytes: 0 };
@@ -186,13 +192,19 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         ],
       ]),
     );
-    stack = await startStack({ ...config, nodeArgs });
+    if (memoryLimit)
+      pods = podMemoryLimits(
+        [...serviceProcessSpecs(config).map(({ name }) => name), 'gateway (429)'],
+        memoryLimit,
+      );
+    stack = await startStack({ ...config, nodeArgs, ...(pods ? { launchers: pods.launchers } : {}) });
     // A second gateway whose workspaces may make one request a minute: the door's 429 answers.
     const gatewaySpec = stack.specs.get('gateway')!;
     const limitedGateway = await startServiceProcess({
       ...gatewaySpec,
       port: ports[6]!,
       env: { ...gatewaySpec.env, GATEWAY_PORT: String(ports[6]), RATE_LIMIT_PER_MINUTE: '1' },
+      ...(pods ? { launcher: pods.launchers['gateway (429)'] } : {}),
     });
     extra.push(limitedGateway);
     const ceilings = {
@@ -392,14 +404,63 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
     const memory = rssMiB(roots);
     await stats.end();
     printFigures(broker, figures, memory);
+    if (listMemory)
+      await printHeapSpaces(
+        {
+          gateway: config.ports.gateway,
+          'gateway (429)': ports[6]!,
+          messaging: config.ports.messaging,
+          'provider-connector': config.ports.connector,
+          'webhook-dispatcher': config.ports.dispatcher,
+          pipeline: config.ports.pipeline,
+          'provider-sandbox': config.ports.sandbox,
+        },
+        memory,
+      );
     return figures;
   } finally {
     await stack?.stop();
     await Promise.all(extra.map((child) => child.stop()));
+    pods?.remove();
     await Promise.all(servers.map((server) => server.stop()));
     receiver.closeAllConnections();
     receiver.close();
     sink?.close();
+  }
+}
+
+/**
+ * What each service's resident memory is made of: the physical size of every V8 heap space, read from the
+ * runtime instrumentation's gauges on its /metrics, and the rest (code, stacks, buffers, malloc).
+ */
+async function printHeapSpaces(ports: Record<string, number>, memory: Record<string, number>) {
+  const spaces = ['new_space', 'old_space', 'code_space', 'large_object_space', 'new_large_object_space'];
+  console.log(
+    `\nMiB after the loads: rss, V8 heap (${spaces.join(', ')}), outside the heap; collections since start`,
+  );
+  for (const [name, port] of Object.entries(ports)) {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const physical = new Map<string, number>();
+    for (const match of text.matchAll(
+      /^v8js_memory_heap_space_physical_size\{[^}]*v8js_heap_space_name="(\w+)"[^}]*\} (\S+)/gm,
+    ))
+      physical.set(match[1]!, Number(match[2]) / 2 ** 20);
+    const used = new Map<string, number>();
+    for (const match of text.matchAll(
+      /^v8js_memory_heap_used(?:_bytes)?\{[^}]*v8js_heap_space_name="(\w+)"[^}]*\} (\S+)/gm,
+    ))
+      used.set(match[1]!, Number(match[2]) / 2 ** 20);
+    // Collections since the process started, by kind: how hard the generations' sizes make it work.
+    const collections = [
+      ...text.matchAll(/^v8js_gc_duration_(count|sum)\{[^}]*v8js_gc_type="(\w+)"[^}]*\} (\S+)/gm),
+    ];
+    const gc = (kind: string, field: string) =>
+      Number(collections.find((match) => match[2] === kind && match[1] === field)?.[3] ?? 0);
+    const heap = [...physical.values()].reduce((sum, size) => sum + size, 0);
+    const rss = memory[name] ?? Number.NaN;
+    console.log(
+      `  ${name.padEnd(20)} rss ${rss.toFixed(0).padStart(4)}  heap ${heap.toFixed(0).padStart(4)} (${spaces.map((space) => (physical.get(space) ?? 0).toFixed(0)).join(' / ')}; old space in use ${(used.get('old_space') ?? 0).toFixed(0)})  outside ${(rss - heap).toFixed(0).padStart(3)}  GC ${['minor', 'major', 'incremental'].map((kind) => `${kind} ${gc(kind, 'count')} in ${(gc(kind, 'sum') * 1000).toFixed(0)} ms`).join(', ')}`,
+    );
   }
 }
 
@@ -424,7 +485,7 @@ const services = [
 
 function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Record<string, number>): void {
   console.log(
-    `\nsend path through the distributed stack on ${broker}, tracing ${tracingMode === 'propagate' ? 'propagating, nothing recorded' : tracingMode}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`,
+    `\nsend path through the distributed stack on ${broker},${memoryLimit ? ` each service in a ${memoryLimit} MiB memory cgroup,` : ''} tracing ${tracingMode === 'propagate' ? 'propagating, nothing recorded' : tracingMode}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`,
   );
   console.log(
     [

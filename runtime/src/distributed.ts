@@ -36,6 +36,11 @@ export interface StackConfig {
   extraEnv?: Record<string, string>;
   /** Node flags for one service by name (e.g. the bench's `--cpu-prof`). */
   nodeArgs?: Record<string, string[]>;
+  /**
+   * A command that starts one service's Node process by name, given its command line as its last
+   * arguments (e.g. the bench's memory-limited cgroup, which must hold the process before V8 sizes its heap).
+   */
+  launchers?: Record<string, string[]>;
   /** Runs each service's compiled `dist/main.js` (after `npm run build`), as the images do, not its sources. */
   built?: boolean;
   onOutput?: (service: string, chunk: string) => void;
@@ -47,6 +52,7 @@ export interface ServiceProcessSpec {
   port: number;
   env: Record<string, string>;
   nodeArgs?: string[];
+  launcher?: string[];
   built?: boolean;
 }
 
@@ -141,6 +147,7 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
     ...spec,
     env: { ...spec.env, OTEL_SERVICE_NAME: spec.name, ...config.extraEnv },
     ...(config.nodeArgs?.[spec.name] ? { nodeArgs: config.nodeArgs[spec.name] } : {}),
+    ...(config.launchers?.[spec.name] ? { launcher: config.launchers[spec.name] } : {}),
     ...(config.built ? { built: true } : {}),
   }));
 }
@@ -150,9 +157,9 @@ export async function startServiceProcess(
   spec: ServiceProcessSpec,
   onOutput?: (service: string, chunk: string) => void,
 ): Promise<ManagedProcess> {
-  const child = startProcess(
+  const nodeCommandLine = [
     process.execPath,
-    spec.built
+    ...(spec.built
       ? [
           ...(spec.nodeArgs ?? []),
           '--import',
@@ -167,13 +174,14 @@ export async function startServiceProcess(
           '--import',
           '@inbox/telemetry/register',
           spec.entry,
-        ],
-    {
-      cwd: repoRoot,
-      env: { ...process.env, ...spec.env },
-      onOutput: onOutput ? (chunk) => onOutput(spec.name, chunk) : undefined,
-    },
-  );
+        ]),
+  ];
+  const [command, ...args] = [...(spec.launcher ?? []), ...nodeCommandLine] as [string, ...string[]];
+  const child = startProcess(command, args, {
+    cwd: repoRoot,
+    env: { ...process.env, ...spec.env },
+    onOutput: onOutput ? (chunk) => onOutput(spec.name, chunk) : undefined,
+  });
   try {
     await waitFor(
       async () => {
