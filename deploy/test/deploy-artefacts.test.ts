@@ -1,6 +1,7 @@
 // Static checks of the deployment artefacts: deploy/Dockerfile, .dockerignore, docker-compose.yml and
 // the Kustomize tree under k8s/. No Docker engine or cluster is needed: the files are read and parsed,
 // and compared with the services' contract (ports, environment, probes) hard-coded below.
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -193,6 +194,20 @@ describe('deploy/Dockerfile', () => {
       expect(healthcheck).toMatch(new RegExp(`'?${name}'?:${contract.port}\\b`));
     }
     expect(healthcheck).toMatch(new RegExp(`'${SANDBOX.name}':${SANDBOX.port}\\b`));
+  });
+
+  it("sets the young generation's semi-spaces to 8 MiB through NODE_OPTIONS, which Node accepts", () => {
+    const env = instructions.find((line) => line.startsWith('ENV ') && line.includes('NODE_OPTIONS='));
+    const value = /NODE_OPTIONS=(\S+)/.exec(env ?? '')?.[1];
+    expect(value).toBe('--max-semi-space-size=8');
+    // Node refuses a flag NODE_OPTIONS may not carry (exit 9); the heap's limit, which counts the young
+    // generation, shows the flag takes effect.
+    const heapLimit = (nodeOptions: string) =>
+      execFileSync(process.execPath, ['-p', 'require("node:v8").getHeapStatistics().heap_size_limit'], {
+        env: { ...process.env, NODE_OPTIONS: nodeOptions },
+        encoding: 'utf8',
+      }).trim();
+    expect(heapLimit(value!)).not.toBe(heapLimit('--max-semi-space-size=32'));
   });
 
   it('starts dist/main.js with OpenTelemetry registered first, from the service directory', () => {
