@@ -358,13 +358,13 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
       // The query counting statements is itself one; it is left out.
       const statementCount = (await statements()) - statementsBefore - 1;
       if (listStatements && !load.name.startsWith('ceiling')) {
-        const top = await stats.query<{ calls: string; query: string }>(
-          'select calls, query from pg_stat_statements order by calls desc limit 25',
+        const top = await stats.query<{ calls: string; ms: number; query: string }>(
+          'select calls, total_exec_time as ms, query from pg_stat_statements order by calls desc limit 25',
         );
-        console.log(`\n${load.name}: statements per request`);
+        console.log(`\n${load.name}: statements per request, and their execution ms per request`);
         for (const row of top.rows)
           console.log(
-            `  ${(Number(row.calls) / Math.max(1, result.requests.total)).toFixed(2).padStart(6)}  ${row.query.replace(/\s+/g, ' ').slice(0, 150)}`,
+            `  ${(Number(row.calls) / Math.max(1, result.requests.total)).toFixed(2).padStart(6)}  ${(row.ms / Math.max(1, result.requests.total)).toFixed(3).padStart(6)}  ${row.query.replace(/\s+/g, ' ').slice(0, 150)}`,
           );
       }
       const perRequest = Object.fromEntries(
