@@ -26,6 +26,7 @@ import { cpuMillis, rssMiB } from './process-cpu.js';
 
 const durationSeconds = Number(process.env.BENCH_SECONDS ?? 15);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const warmUpSeconds = 5;
 /**
  * Tracing is on as shipped (spans exported); BENCH_TRACING=off measures without the SDK, and
  * BENCH_TRACING=propagate with the SDK and its instrumentations but no exporter (context propagated, no span
@@ -91,12 +92,12 @@ interface Load {
   expectStatus?: number[];
 }
 
-async function runLoad(load: Load): Promise<autocannon.Result> {
+async function runLoad(load: Load, seconds = durationSeconds): Promise<autocannon.Result> {
   return autocannon({
     url: load.url,
     method: 'POST',
     connections,
-    duration: durationSeconds,
+    duration: seconds,
     // A fixed offered rate keeps batching alike between runs, so CPU per request compares across them.
     ...(offeredRate && !load.name.startsWith('ceiling') ? { overallRate: offeredRate } : {}),
     headers: { 'content-type': 'application/json', ...load.headers },
@@ -327,9 +328,25 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
       (load) =>
         load.name.startsWith('ceiling') || !onlyLoads || onlyLoads.some((word) => load.name.includes(word)),
     );
+    // A warm-up of external sends, not measured: the services' code is compiled and their pools filled,
+    // and the tables hold a few thousand rows before the statistics are taken, as a running deployment's
+    // do. Its webhooks arrive before the first load starts.
+    const warmUp = loads.find((load) => load.name.startsWith('external send'))!;
+    const warmUpDelivered = delivered;
+    const warmUpResult = await runLoad(warmUp, warmUpSeconds);
+    await waitFor(() => delivered - warmUpDelivered >= warmUpResult['2xx'], {
+      what: 'the warm-up webhooks',
+      timeoutMs: 120_000,
+      intervalMs: 50,
+    });
     for (const load of chosen) {
       const deliveredBefore = delivered;
       const exportedBefore = { ...exported };
+      // Current planner statistics, as a production database has them (autovacuum analyzes a table once
+      // a tenth of it changed). Without them the tables the bench has just filled still look empty, and a
+      // service's cached generic plan may pick an index that matches only the workspace: marking a message
+      // sent then read every message of the workspace through messages_by_provider_id.
+      await stats.query('analyze');
       if (listStatements) await stats.query('select pg_stat_statements_reset()');
       const cpuBefore = cpuMillis(roots);
       const statementsBefore = await statements();
