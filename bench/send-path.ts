@@ -54,7 +54,7 @@ const spanDump = process.env.BENCH_SPAN_DUMP;
 const logLevel = process.env.BENCH_LOG_LEVEL ?? 'warn';
 /** BENCH_RATE=<requests/s> offers the loads (not the ceilings) at that rate instead of as fast as they go. */
 const offeredRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
-/** BENCH_STATEMENTS=on lists each load's statements by calls per request. */
+/** BENCH_STATEMENTS=on lists each load's statements: calls and execution milliseconds per request. */
 const listStatements = process.env.BENCH_STATEMENTS === 'on';
 /** BENCH_MEMORY_LIMIT=<MiB> runs each service in a memory cgroup of that limit, as a pod (memory-cgroup.ts). */
 const memoryLimit = process.env.BENCH_MEMORY_LIMIT ? Number(process.env.BENCH_MEMORY_LIMIT) : undefined;
