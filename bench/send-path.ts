@@ -183,9 +183,10 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
           : {}) as Record<string, string>,
       built,
     };
-    // Node flags for every service process the stack runs, named as the runtime names them.
+    // The service processes the stack runs, named as the runtime names them.
+    const serviceNames = serviceProcessSpecs(config).map(({ name }) => name);
     const nodeArgs = Object.fromEntries(
-      serviceProcessSpecs(config).map(({ name }) => [
+      serviceNames.map((name) => [
         name,
         [
           ...extraNodeArgs,
@@ -193,11 +194,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         ],
       ]),
     );
-    if (memoryLimit)
-      pods = podMemoryLimits(
-        [...serviceProcessSpecs(config).map(({ name }) => name), 'gateway (429)'],
-        memoryLimit,
-      );
+    if (memoryLimit) pods = podMemoryLimits([...serviceNames, 'gateway (429)'], memoryLimit);
     stack = await startStack({ ...config, nodeArgs, ...(pods ? { launchers: pods.launchers } : {}) });
     // A second gateway whose workspaces may make one request a minute: the door's 429 answers.
     const gatewaySpec = stack.specs.get('gateway')!;
@@ -424,13 +421,8 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
     if (listMemory)
       await printHeapSpaces(
         {
-          gateway: config.ports.gateway,
+          ...Object.fromEntries([...stack.specs].map(([name, spec]) => [name, spec.port])),
           'gateway (429)': ports[6]!,
-          messaging: config.ports.messaging,
-          'provider-connector': config.ports.connector,
-          'webhook-dispatcher': config.ports.dispatcher,
-          pipeline: config.ports.pipeline,
-          'provider-sandbox': config.ports.sandbox,
         },
         memory,
       );
@@ -457,16 +449,8 @@ async function printHeapSpaces(ports: Record<string, number>, memory: Record<str
   );
   for (const [name, port] of Object.entries(ports)) {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const physical = new Map<string, number>();
-    for (const match of text.matchAll(
-      /^v8js_memory_heap_space_physical_size\{[^}]*v8js_heap_space_name="(\w+)"[^}]*\} (\S+)/gm,
-    ))
-      physical.set(match[1]!, Number(match[2]) / 2 ** 20);
-    const used = new Map<string, number>();
-    for (const match of text.matchAll(
-      /^v8js_memory_heap_used(?:_bytes)?\{[^}]*v8js_heap_space_name="(\w+)"[^}]*\} (\S+)/gm,
-    ))
-      used.set(match[1]!, Number(match[2]) / 2 ** 20);
+    const physical = mebibytesBySpace(text, 'v8js_memory_heap_space_physical_size');
+    const used = mebibytesBySpace(text, 'v8js_memory_heap_used');
     // Collections since the process started, by kind: how hard the generations' sizes make it work.
     const collections = [
       ...text.matchAll(/^v8js_gc_duration_(count|sum)\{[^}]*v8js_gc_type="(\w+)"[^}]*\} (\S+)/gm),
@@ -479,6 +463,15 @@ async function printHeapSpaces(ports: Record<string, number>, memory: Record<str
       `  ${name.padEnd(20)} rss ${rss.toFixed(0).padStart(4)}  heap ${heap.toFixed(0).padStart(4)} (${spaces.map((space) => (physical.get(space) ?? 0).toFixed(0)).join(' / ')}; old space in use ${(used.get('old_space') ?? 0).toFixed(0)})  outside ${(rss - heap).toFixed(0).padStart(3)}  GC ${['minor', 'major', 'incremental'].map((kind) => `${kind} ${gc(kind, 'count')} in ${(gc(kind, 'sum') * 1000).toFixed(0)} ms`).join(', ')}`,
     );
   }
+}
+
+/** One of the runtime instrumentation's per-space gauges, in MiB by heap space. */
+function mebibytesBySpace(metrics: string, gauge: string): Map<string, number> {
+  const pattern = new RegExp(
+    `^${gauge}(?:_bytes)?\\{[^}]*v8js_heap_space_name="(\\w+)"[^}]*\\} (\\S+)`,
+    'gm',
+  );
+  return new Map([...metrics.matchAll(pattern)].map((match) => [match[1]!, Number(match[2]) / 2 ** 20]));
 }
 
 /** Spans in one OTLP/HTTP JSON export (the exporter's default here); NaN for protobuf, which it does not decode. */
