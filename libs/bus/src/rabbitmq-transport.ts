@@ -39,6 +39,7 @@ import { noResponderError, replyFromError, resultFromReply, timeoutError } from 
 import { filterFor } from './event-subscription.js';
 import { InFlight } from './in-flight.js';
 import { lateCommands, notePending, redeliveries, timeCommand } from './metrics.js';
+import { ChannelAcks, settle } from './rabbitmq-acks.js';
 import {
   attemptOf,
   attemptsHeader,
@@ -126,14 +127,6 @@ function copiedProperties(message: Message): Options.Publish {
 }
 
 /** Acknowledges on the channel the message came by; once that channel is gone the broker has it back. */
-function settle(action: () => void): void {
-  try {
-    action();
-  } catch {
-    // The channel closed: the broker returns the message to its queue by itself.
-  }
-}
-
 /**
  * The bus over RabbitMQ (amqplib, whose own recovery reconnects with backoff). Commands go to a queue per
  * subject that the handling replicas share, and come back by direct reply-to. Events go to a topic exchange;
@@ -529,15 +522,17 @@ export class RabbitBus implements Bus {
       // No more unacknowledged deliveries than can run at once: the broker holds the rest for any replica.
       await channel.prefetch(options.concurrency ?? 1);
       await declareDurable(channel, this.names, durable, options.filter, delays);
+      const acks = new ChannelAcks(channel);
       const { consumerTag } = await channel.consume(queue, (message) => {
         if (!message) return this.lost(session, queue);
         if (this.draining) {
           // Arrived as the drain began: straight back to the queue for another replica.
-          settle(() => channel.nack(message, false, true));
+          acks.requeue(message);
           return;
         }
+        acks.received(message);
         void this.inFlight
-          .track(this.deliver(channel, message, durable, maxDeliver, delays, handler))
+          .track(this.deliver(acks, message, durable, maxDeliver, delays, handler))
           .catch((error: unknown) => this.report(error, queue));
       });
       session.consumers.push({ channel, tag: consumerTag });
@@ -551,7 +546,7 @@ export class RabbitBus implements Bus {
   }
 
   private async deliver(
-    channel: Channel,
+    acks: ChannelAcks,
     message: ConsumeMessage,
     durable: string,
     maxDeliver: number,
@@ -564,7 +559,7 @@ export class RabbitBus implements Bus {
     try {
       event = WireEvent.parse(decode(message.content));
     } catch (error) {
-      await this.giveUp(channel, message, durable, error, attempt, delays);
+      await this.giveUp(acks, message, durable, error, attempt, delays);
       return;
     }
     const headers = (message.properties.headers ?? {}) as Headers;
@@ -579,14 +574,14 @@ export class RabbitBus implements Bus {
         headerCarrier(headers),
         () => handler(event, { attempt }),
       );
-      settle(() => channel.ack(message));
+      await acks.ack(message);
     } catch (error) {
       this.report(error, eventSubject(event.type));
       if (attempt >= maxDeliver) {
-        await this.giveUp(channel, message, durable, error, attempt, delays);
+        await this.giveUp(acks, message, durable, error, attempt, delays);
       } else {
         await this.retryLater(
-          channel,
+          acks,
           message,
           durable,
           attempt,
@@ -602,7 +597,7 @@ export class RabbitBus implements Bus {
    * the broker has confirmed the copy.
    */
   private async retryLater(
-    channel: Channel,
+    acks: ChannelAcks,
     message: ConsumeMessage,
     durable: string,
     attempt: number,
@@ -614,17 +609,17 @@ export class RabbitBus implements Bus {
         ...copiedProperties(message),
         headers: carriedHeaders(message, { [attemptsHeader]: attempt }),
       });
-      settle(() => channel.ack(message));
+      await acks.ack(message);
     } catch (error) {
       this.report(error, target);
       // Left with the broker, which hands it out again at once (counted toward the delivery limit).
-      settle(() => channel.nack(message, false, true));
+      acks.requeue(message);
     }
   }
 
   /** Moves an event to the dead letters; if even that fails, it is left for redelivery, never dropped. */
   private async giveUp(
-    channel: Channel,
+    acks: ChannelAcks,
     message: ConsumeMessage,
     durable: string,
     error: unknown,
@@ -640,10 +635,10 @@ export class RabbitBus implements Bus {
           [errorHeader]: errorMessage(error).slice(0, maxErrorLength),
         }),
       });
-      settle(() => channel.ack(message));
+      await acks.ack(message);
     } catch (deadLetterError) {
       this.report(deadLetterError, this.names.deadLetterQueue(durable));
-      await this.retryLater(channel, message, durable, attempt, delays[delays.length - 1] ?? 0);
+      await this.retryLater(acks, message, durable, attempt, delays[delays.length - 1] ?? 0);
     }
   }
 
