@@ -12,7 +12,7 @@ import { webhooks } from './handlers/endpoints.js';
 import { scheduleEvent } from './handlers/schedule-event.js';
 import { DeliveryStore } from './store/deliveries.js';
 import { EndpointStore } from './store/endpoints.js';
-import { ScheduleBatches } from './store/schedule-batches.js';
+import { ScheduleBatches, scheduleBatchSize } from './store/schedule-batches.js';
 
 export interface DispatcherOptions {
   encryptionKey: string;
@@ -116,11 +116,14 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
           await bus.handle('cmd.dispatcher.send-test', (command) => webhooks.sendTest(deps, command));
           await bus.handle('cmd.dispatcher.replay-failed', (command) => webhooks.replayFailed(deps, command));
           // Scheduling is quick (one insert, shared by the events that arrive while the previous one
-          // runs); the attempts run in the worker, so no receiver can hold the stream back. It takes milliseconds, so a short ack wait lets another replica take over
-          // quickly after a crash; heartbeats keep a slow one from being redelivered meanwhile.
+          // runs); the attempts run in the worker, so no receiver can hold the stream back. It takes
+          // milliseconds, so a short ack wait lets another replica take over quickly after a crash;
+          // heartbeats keep a slow one from being redelivered meanwhile. As many events are in hand as one
+          // statement takes: with 32, a flood's statements held 10-16 events on average and RabbitMQ
+          // scheduled slower than the worker delivered (bench/RESULTS.md, 2026-11-26, sixth session).
           await forwardEvents(
             bus,
-            { durable, concurrency: 32, ackWaitMs: 10_000 },
+            { durable, concurrency: scheduleBatchSize, ackWaitMs: 10_000 },
             eventConsumers[durable],
             async (event) => {
               if ((await scheduleEvent(batches, event)) > 0) worker.wake();

@@ -1,5 +1,8 @@
 import type { DeliveryStore, EventToSchedule } from './deliveries.js';
 
+/** The most events one scheduling statement takes. */
+export const scheduleBatchSize = 64;
+
 interface Waiting {
   event: EventToSchedule;
   resolve: (scheduled: number) => void;
@@ -19,7 +22,7 @@ export class ScheduleBatches {
 
   constructor(
     private readonly deliveries: DeliveryStore,
-    private readonly maxBatch = 64,
+    private readonly maxBatch = scheduleBatchSize,
   ) {}
 
   /** How many deliveries the event got, once the statement that holds it has committed. */
