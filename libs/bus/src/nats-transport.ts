@@ -187,7 +187,12 @@ export class NatsBus implements Bus {
       try {
         await this.jsm.streams.info(config.name);
       } catch {
-        await this.jsm.streams.add({ ...config, storage: StorageType.File });
+        await this.jsm.streams.add({ ...config, storage: StorageType.File }).catch(async (error) => {
+          // Replicas starting together on a server without the stream: another one's add can be under way
+          // between this one's look and its add, and the server refuses the second ("subjects overlap with an
+          // existing stream"). The stream is there now; anything else is a real refusal.
+          await this.jsm.streams.info(config.name).catch(() => Promise.reject(error));
+        });
       }
     }
   }

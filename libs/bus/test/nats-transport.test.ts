@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { WireEvent } from '@inbox/contracts';
 import { startNats, uniquePrefix, waitFor } from '@inbox/testkit';
-import { describe, expect, inject, it } from 'vitest';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { describe, expect, inject, it, onTestFinished } from 'vitest';
 import { type Bus, NatsBus } from '../src/index.js';
+import { SubjectNames } from '../src/subjects.js';
 import { busContract } from './bus-contract.js';
 
 busContract(
@@ -80,6 +83,28 @@ describe('nats transport replies', () => {
       ).rejects.toMatchObject({ status: 500 });
     } finally {
       await bus.drain();
+    }
+  });
+});
+
+describe('nats transport start', () => {
+  it('connects replicas that start together on a server without its streams', async () => {
+    const nc = await connect({ servers: inject('infra').natsUrl });
+    const jsm = await jetstreamManager(nc);
+    onTestFinished(() => nc.close());
+    // Each creates the streams it does not find; one finds another's stream mid-creation and the server
+    // refuses its own add (`subjects overlap with an existing stream`).
+    for (let round = 0; round < 150; round++) {
+      const prefix = uniquePrefix();
+      const started = await Promise.allSettled(
+        Array.from({ length: 12 }, () => NatsBus.connect({ url: inject('infra').natsUrl, prefix })),
+      );
+      const buses = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+      await Promise.all(buses.map((bus) => bus.drain()));
+      const names = new SubjectNames(prefix);
+      for (const stream of [names.eventsStream, names.deadLetterStream])
+        await jsm.streams.delete(stream).catch(() => undefined);
+      expect(started.filter((s) => s.status === 'rejected')).toEqual([]);
     }
   });
 });
