@@ -1,7 +1,6 @@
 import { createNoopMeter } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
-import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
@@ -75,7 +74,8 @@ export function sdkConfiguration(
     // would add a second publish span and overwrite the traceparent header, re-parenting the consumer's
     // span under it); express and router (their wrappers around every layer cost a quarter of a refused
     // request's CPU, bench/RESULTS.md, for spans that tell no more than the HTTP server span, which
-    // service-kit names by its route); pino (see above).
+    // service-kit names by its route); pino (see above); ioredis (it needs the ESM loader hook, register.ts,
+    // and with auto-pipelining the gateway's rate-limit commands leave outside any span, so it recorded none).
     instrumentations: [
       // Outgoing node:http calls only: every HTTP server starts its span with traceIncoming
       // (server-span.ts), which costs a request a fraction of what the incoming side does.
@@ -85,7 +85,6 @@ export function sdkConfiguration(
       // Queries outside any operation (pool checks, relay polls) would each start a trace of their own.
       // Checking a client out of the pool is not a round trip worth a span of its own.
       new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
-      new IORedisInstrumentation(),
       // nodejs_eventloop_utilization and the other runtime gauges the dashboard reads.
       new RuntimeNodeInstrumentation(),
     ],
