@@ -280,6 +280,10 @@ describe('one trace from the API call to the webhook', () => {
     expect(dispatcher).toMatch(/^webhook_attempt_duration\w*_bucket\{/m);
     expect(dispatcher).toMatch(/^webhook_consumer_pending\{/m);
     expect(await scrape('pipeline')).toMatch(/^target_info\{service_name="pipeline"/m);
+    // The auto-instrumentations' families the dashboard reads: statements, calls out, the event loop.
+    expect(messaging).toMatch(/^db_client_operation_duration\w*_bucket\{/m);
+    expect(connector).toMatch(/^http_client_request_duration\w*_bucket\{/m);
+    expect(gateway).toMatch(/^nodejs_eventloop_utilization\w*\{/m);
     if (process.env.PRINT_METRIC_NAMES) {
       const names = new Set<string>();
       for (const text of [gateway, messaging, connector, dispatcher])

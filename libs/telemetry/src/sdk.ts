@@ -1,15 +1,45 @@
-import { createNoopMeter } from '@opentelemetry/api';
+import {
+  context,
+  createNoopMeter,
+  DiagConsoleLogger,
+  diag,
+  metrics,
+  propagation,
+  trace,
+} from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  CompositePropagator,
+  diagLogLevelFromString,
+  W3CBaggagePropagator,
+  W3CTraceContextPropagator,
+} from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { type Instrumentation, registerInstrumentations } from '@opentelemetry/instrumentation';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
-import { BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  hostDetector,
+  processDetector,
+  resourceFromAttributes,
+} from '@opentelemetry/resources';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { markMeterProviderInstalled, prometheusExporter } from './metrics.js';
 import { UrlRedactingSpanProcessor } from './url-redaction.js';
 
-let sdk: NodeSDK | undefined;
+/** What a started telemetry set-up is asked for: to flush and stop. */
+export interface StartedTelemetry {
+  shutdown(): Promise<void>;
+}
+
+let started: StartedTelemetry | undefined;
 
 const noMetrics = { getMeter: () => createNoopMeter() };
 
@@ -18,10 +48,8 @@ const noMetrics = { getMeter: () => createNoopMeter() };
  * scope `http`); the HTTP instrumentation's own histogram of the same name, recorded on every request
  * too, would be a second series nobody reads. Its spans stay.
  */
-function withoutDuplicateHttpMetrics(
-  instrumentations: NonNullable<NodeSDKConfiguration['instrumentations']>,
-) {
-  for (const instrumentation of instrumentations.flat())
+function withoutDuplicateHttpMetrics(instrumentations: Instrumentation[]) {
+  for (const instrumentation of instrumentations)
     if (instrumentation.instrumentationName === '@opentelemetry/instrumentation-http')
       instrumentation.setMeterProvider(noMetrics);
 }
@@ -32,63 +60,88 @@ function withoutDuplicateHttpMetrics(
  * headers) but nothing leaves the process.
  */
 export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'inbox'): void {
-  if (sdk || process.env.OTEL_SDK_DISABLED === 'true') return;
+  if (started || process.env.OTEL_SDK_DISABLED === 'true') return;
   const exporting = Boolean(
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
   );
-  const configuration = sdkConfiguration(serviceName, exporting ? new OTLPTraceExporter() : undefined);
-  sdk = new NodeSDK(configuration);
-  sdk.start();
-  withoutDuplicateHttpMetrics(configuration.instrumentations ?? []);
-  markMeterProviderInstalled();
+  started = startTracing(serviceName, exporting ? new OTLPTraceExporter() : undefined);
 }
 
 /**
- * The SDK's whole configuration, exported so that tests trace exactly as production does. Spans pass
- * the URL redaction before the exporter's batch (credentials ride in some providers' URLs and in the
- * subscription handshake's query); without an exporter no tracer provider is installed at all.
+ * The SDK's pieces, set up as the NodeSDK of `@opentelemetry/sdk-node` sets them up by default, without
+ * the NodeSDK itself: it loads some 940 modules (every exporter of every protocol, the logs SDK) to use a
+ * handful: 12 MiB of resident memory in an idle process, 7-18 under load (bench/RESULTS.md, 2026-11-26,
+ * sixth session).
+ * Read from the environment as the SDK reads it: the OTLP exporter's and the batch processor's settings,
+ * the sampler and span limits (sdk-trace-base), the resource (`OTEL_SERVICE_NAME`,
+ * `OTEL_RESOURCE_ATTRIBUTES`) and `OTEL_LOG_LEVEL`. Propagation is W3C trace context and baggage, the
+ * SDK's default (`OTEL_PROPAGATORS` is not read).
+ *
+ * Exported so that tests trace exactly as production does. Spans pass the URL redaction before the
+ * exporter's batch (credentials ride in some providers' URLs and in the subscription handshake's query);
+ * without an exporter no tracer provider is installed at all.
  */
-export function sdkConfiguration(
-  serviceName: string,
-  traceExporter: SpanExporter | undefined,
-): Partial<NodeSDKConfiguration> {
+export function startTracing(serviceName: string, traceExporter: SpanExporter | undefined): StartedTelemetry {
+  const logLevel = process.env.OTEL_LOG_LEVEL;
+  if (logLevel) diag.setLogger(new DiagConsoleLogger(), { logLevel: diagLogLevelFromString(logLevel) });
+  const instrumentations = serviceInstrumentations();
+  registerInstrumentations({ instrumentations });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(
+    new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
+  );
+  const resource = defaultResource()
+    .merge(detectResources({ detectors: [envDetector, processDetector, hostDetector] }))
+    .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }));
+  // Our metrics and the auto-instrumentations' are read through one Prometheus exporter, on /metrics.
+  const meterProvider = new MeterProvider({ resource, readers: [prometheusExporter()] });
+  metrics.setGlobalMeterProvider(meterProvider);
+  for (const instrumentation of instrumentations) instrumentation.setMeterProvider(meterProvider);
+  withoutDuplicateHttpMetrics(instrumentations);
+  markMeterProviderInstalled();
+  // The batch processor of sdk-trace-base reads the OTEL_BSP_* variables.
+  const tracerProvider = traceExporter
+    ? new BasicTracerProvider({
+        resource,
+        spanProcessors: [new UrlRedactingSpanProcessor(), new BatchSpanProcessor(traceExporter)],
+      })
+    : undefined;
+  if (tracerProvider) trace.setGlobalTracerProvider(tracerProvider);
   return {
-    serviceName,
-    // The SDK's meter provider reads through our Prometheus exporter, so the auto-instrumentations'
-    // metrics and ours are served together on /metrics.
-    metricReader: prometheusExporter(),
-    // The batch processor of sdk-trace-base reads the OTEL_BSP_* variables, as the SDK's own would.
-    spanProcessors: traceExporter
-      ? [new UrlRedactingSpanProcessor(), new BatchSpanProcessor(traceExporter)]
-      : [],
-    // Logs are pino's JSON lines on stdout, with trace ids from service-kit's mixin. The pino
-    // instrumentation would also turn every line into an OTLP log record for an exporter the SDK sets up
-    // by default, which the Collector has no pipeline for: a second copy of each line, serialised and
-    // sent to nowhere. No log record processor, and no pino instrumentation.
-    logRecordProcessors: [],
-    // The auto-instrumentations for the libraries the services use, and only those: the package that
-    // bundles all of them loads some forty, each hooking module loading, and puts 91 packages in an
-    // image's tree.
-    // Left out, on purpose: fs, dns and net (their spans drown the useful ones and cost time on every
-    // request); amqplib (the bus makes its own messaging spans on every transport, and amqplib's patch
-    // would add a second publish span and overwrite the traceparent header, re-parenting the consumer's
-    // span under it); express and router (their wrappers around every layer cost a quarter of a refused
-    // request's CPU, bench/RESULTS.md, for spans that tell no more than the HTTP server span, which
-    // service-kit names by its route); pino (see above); ioredis (it needs the ESM loader hook, register.ts,
-    // and with auto-pipelining the gateway's rate-limit commands leave outside any span, so it recorded none).
-    instrumentations: [
-      // Outgoing node:http calls only: every HTTP server starts its span with traceIncoming
-      // (server-span.ts), which costs a request a fraction of what the incoming side does.
-      new HttpInstrumentation({ disableIncomingRequestInstrumentation: true }),
-      // fetch: provider calls and webhook POSTs.
-      new UndiciInstrumentation(),
-      // Queries outside any operation (pool checks, relay polls) would each start a trace of their own.
-      // Checking a client out of the pool is not a round trip worth a span of its own.
-      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
-      // nodejs_eventloop_utilization and the other runtime gauges the dashboard reads.
-      new RuntimeNodeInstrumentation(),
-    ],
+    shutdown: async () => {
+      await Promise.all([tracerProvider?.shutdown(), meterProvider.shutdown()]);
+    },
   };
+}
+
+/**
+ * Logs are pino's JSON lines on stdout, with trace ids from service-kit's mixin; there is no log provider
+ * (a pino instrumentation would turn every line into an OTLP log record for a Collector that has no
+ * pipeline for them).
+ */
+function serviceInstrumentations(): Instrumentation[] {
+  // The auto-instrumentations for the libraries the services use, and only those: the package that
+  // bundles all of them loads some forty, each hooking module loading, and puts 91 packages in an
+  // image's tree.
+  // Left out, on purpose: fs, dns and net (their spans drown the useful ones and cost time on every
+  // request); amqplib (the bus makes its own messaging spans on every transport, and amqplib's patch
+  // would add a second publish span and overwrite the traceparent header, re-parenting the consumer's
+  // span under it); express and router (their wrappers around every layer cost a quarter of a refused
+  // request's CPU, bench/RESULTS.md, for spans that tell no more than the HTTP server span, which
+  // service-kit names by its route); pino (see above); ioredis (it needs the ESM loader hook, register.ts,
+  // and with auto-pipelining the gateway's rate-limit commands leave outside any span, so it recorded none).
+  return [
+    // Outgoing node:http calls only: every HTTP server starts its span with traceIncoming
+    // (server-span.ts), which costs a request a fraction of what the incoming side does.
+    new HttpInstrumentation({ disableIncomingRequestInstrumentation: true }),
+    // fetch: provider calls and webhook POSTs.
+    new UndiciInstrumentation(),
+    // Queries outside any operation (pool checks, relay polls) would each start a trace of their own.
+    // Checking a client out of the pool is not a round trip worth a span of its own.
+    new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
+    // nodejs_eventloop_utilization and the other runtime gauges the dashboard reads.
+    new RuntimeNodeInstrumentation(),
+  ];
 }
 
 /**
@@ -96,8 +149,8 @@ export function sdkConfiguration(
  * keep a stopping process past its shutdown budget.
  */
 export async function stopTelemetry(graceMs = 2_000): Promise<void> {
-  const stopping = sdk?.shutdown().catch(() => undefined);
-  sdk = undefined;
+  const stopping = started?.shutdown().catch(() => undefined);
+  started = undefined;
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
     stopping,

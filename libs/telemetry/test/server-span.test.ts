@@ -6,15 +6,14 @@ import type { AddressInfo } from 'node:net';
 import { waitFor } from '@inbox/testkit';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
-import { NodeSDK } from '@opentelemetry/sdk-node';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sdkConfiguration } from '../src/sdk.js';
+import { type StartedTelemetry, startTracing } from '../src/sdk.js';
 import { traceIncoming } from '../src/server-span.js';
 import { bindToActiveContext, serverSpanRouteSetter, startSpan } from '../src/tracing.js';
 
 const exporter = new InMemorySpanExporter();
-const sdk = new NodeSDK(sdkConfiguration('server-span-test', exporter));
+let sdk: StartedTelemetry;
 let server: import('node:http').Server;
 let base: string;
 
@@ -23,7 +22,7 @@ const callerSpanId = 'b7ad6b7169203331';
 const traceparent = `00-${traceId}-${callerSpanId}-01`;
 
 beforeAll(async () => {
-  sdk.start();
+  sdk = startTracing('server-span-test', exporter);
   const http = createRequire(import.meta.url)('node:http') as typeof import('node:http');
   server = http.createServer((req, res) =>
     traceIncoming(req, res, () => {

@@ -6,20 +6,19 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '@inbox/testkit';
 import { SpanKind, trace } from '@opentelemetry/api';
-import { NodeSDK } from '@opentelemetry/sdk-node';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sdkConfiguration } from '../src/sdk.js';
+import { type StartedTelemetry, startTracing } from '../src/sdk.js';
 import { traceIncoming } from '../src/server-span.js';
 import { redactUrl } from '../src/url-redaction.js';
 
 const exporter = new InMemorySpanExporter();
-const sdk = new NodeSDK(sdkConfiguration('redaction-test', exporter));
+let sdk: StartedTelemetry;
 let server: import('node:http').Server;
 let base: string;
 
 beforeAll(async () => {
-  sdk.start();
+  sdk = startTracing('redaction-test', exporter);
   // Required after the SDK started, so the http instrumentation patches the module the server uses.
   const http = createRequire(import.meta.url)('node:http') as typeof import('node:http');
   server = http.createServer((req, res) => traceIncoming(req, res, () => res.end('ok')));
