@@ -152,29 +152,19 @@ export function serviceProcessSpecs(config: StackConfig): ServiceProcessSpec[] {
   }));
 }
 
-/** Starts one service process from its TypeScript source and waits until it reports ready. */
+/** Starts one service process, from its TypeScript sources or its build (`built`), and waits until it reports ready. */
 export async function startServiceProcess(
   spec: ServiceProcessSpec,
   onOutput?: (service: string, chunk: string) => void,
 ): Promise<ManagedProcess> {
   const nodeCommandLine = [
     process.execPath,
-    ...(spec.built
-      ? [
-          ...(spec.nodeArgs ?? []),
-          '--import',
-          '@inbox/telemetry/register',
-          spec.entry.replace('/src/', '/dist/').replace(/\.ts$/, '.js'),
-        ]
-      : [
-          ...(spec.nodeArgs ?? []),
-          '--conditions=source',
-          '--import',
-          'tsx',
-          '--import',
-          '@inbox/telemetry/register',
-          spec.entry,
-        ]),
+    ...(spec.nodeArgs ?? []),
+    // From the sources: TypeScript through tsx, workspace packages by their `source` condition.
+    ...(spec.built ? [] : ['--conditions=source', '--import', 'tsx']),
+    '--import',
+    '@inbox/telemetry/register',
+    spec.built ? spec.entry.replace('/src/', '/dist/').replace(/\.ts$/, '.js') : spec.entry,
   ];
   const [command, ...args] = [...(spec.launcher ?? []), ...nodeCommandLine] as [string, ...string[]];
   const child = startProcess(command, args, {

@@ -30,9 +30,8 @@ export class ChannelAcks {
 
   /** Resolves once the acknowledgement is written, so a drain that waits for handlers waits for it too. */
   ack(message: Message): Promise<void> {
-    const entry = this.unsettled.get(message.fields.deliveryTag);
-    if (entry) entry.acked = true;
-    else this.unsettled.set(message.fields.deliveryTag, { message, acked: true });
+    // Setting a key the map holds keeps its place, so the delivery order stands.
+    this.unsettled.set(message.fields.deliveryTag, { message, acked: true });
     this.flushed ??= new Promise((resolve) =>
       setImmediate(() => {
         this.flushed = undefined;
@@ -65,6 +64,7 @@ export class ChannelAcks {
   }
 }
 
+/** Acknowledges on the channel the message came by; once that channel is gone the broker has it back. */
 export function settle(action: () => void): void {
   try {
     action();

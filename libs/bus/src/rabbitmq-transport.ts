@@ -126,7 +126,6 @@ function copiedProperties(message: Message): Options.Publish {
   };
 }
 
-/** Acknowledges on the channel the message came by; once that channel is gone the broker has it back. */
 /**
  * The bus over RabbitMQ (amqplib, whose own recovery reconnects with backoff). Commands go to a queue per
  * subject that the handling replicas share, and come back by direct reply-to. Events go to a topic exchange;

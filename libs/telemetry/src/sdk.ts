@@ -84,8 +84,6 @@ export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'i
 export function startTracing(serviceName: string, traceExporter: SpanExporter | undefined): StartedTelemetry {
   const logLevel = process.env.OTEL_LOG_LEVEL;
   if (logLevel) diag.setLogger(new DiagConsoleLogger(), { logLevel: diagLogLevelFromString(logLevel) });
-  const instrumentations = serviceInstrumentations();
-  registerInstrumentations({ instrumentations });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(
     new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
@@ -96,7 +94,8 @@ export function startTracing(serviceName: string, traceExporter: SpanExporter | 
   // Our metrics and the auto-instrumentations' are read through one Prometheus exporter, on /metrics.
   const meterProvider = new MeterProvider({ resource, readers: [prometheusExporter()] });
   metrics.setGlobalMeterProvider(meterProvider);
-  for (const instrumentation of instrumentations) instrumentation.setMeterProvider(meterProvider);
+  const instrumentations = serviceInstrumentations();
+  registerInstrumentations({ instrumentations, meterProvider });
   withoutDuplicateHttpMetrics(instrumentations);
   markMeterProviderInstalled();
   // The batch processor of sdk-trace-base reads the OTEL_BSP_* variables.
