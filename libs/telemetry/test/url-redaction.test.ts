@@ -87,6 +87,11 @@ describe('URL redaction in traces', () => {
     expect(redactUrl('/cb?hub%2Everify_token=v&code=c&name=ana')).toBe(
       '/cb?hub%2Everify_token=REDACTED&code=REDACTED&name=ana',
     );
+    // An escape hides the word a rule looks for, in a path segment and in a parameter's name alike.
+    expect(redactUrl('/instances/a/to%6Ben/SECRET/x?api%4Bey=k&q=1')).toBe(
+      '/instances/a/to%6Ben/REDACTED/x?api%4Bey=REDACTED&q=1',
+    );
+    expect(redactUrl('/bo%74123:AA/sendMessage')).toBe('/botREDACTED/sendMessage');
     // The secret the connector puts in the callback URLs it registers with alt-b (Z-API).
     expect(redactUrl('https://connector.example/inbound/alt-b/1f2e?callback_token=s3cret')).toBe(
       'https://connector.example/inbound/alt-b/1f2e?callback_token=REDACTED',
