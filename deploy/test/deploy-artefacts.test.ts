@@ -210,6 +210,13 @@ describe('deploy/Dockerfile', () => {
     expect(heapLimit(value!)).not.toBe(heapLimit('--max-semi-space-size=32'));
   });
 
+  it('limits glibc to two malloc arenas, in the image the services run on (glibc, not musl)', () => {
+    const env = instructions.find((line) => line.startsWith('ENV ') && line.includes('MALLOC_ARENA_MAX='));
+    expect(/MALLOC_ARENA_MAX=(\S+)/.exec(env ?? '')?.[1]).toBe('2');
+    // The variable is glibc's: an Alpine (musl) base would take it silently and change nothing.
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:\d+-(bookworm|bullseye|trixie)(-slim)?$/m);
+  });
+
   it('starts dist/main.js with OpenTelemetry registered first, from the service directory', () => {
     expect(instructions).toContain('CMD ["node", "--import", "@inbox/telemetry/register", "dist/main.js"]');
     expect(instructions.some((line) => /^WORKDIR \S*services\/\$\{SERVICE\}$/.test(line))).toBe(true);
