@@ -21,7 +21,12 @@ function memoryHierarchy(): { root: string; limitFile: string } {
   throw new Error('BENCH_MEMORY_LIMIT needs a memory cgroup this user may create (root, cgroup v1 or v2)');
 }
 
-export function podMemoryLimits(names: string[], mebibytes: number): PodMemoryLimits {
+/** `environment`: variables each pod's process starts with (the image's, imageRuntimeEnvironment). */
+export function podMemoryLimits(
+  names: string[],
+  mebibytes: number,
+  environment: Record<string, string> = {},
+): PodMemoryLimits {
   const { root, limitFile } = memoryHierarchy();
   const directories = names.map((name) => {
     const directory = `${root}/inbox-bench-${process.pid}-${name.replace(/\W+/g, '-')}`;
@@ -33,7 +38,14 @@ export function podMemoryLimits(names: string[], mebibytes: number): PodMemoryLi
     launchers: Object.fromEntries(
       names.map((name, index) => [
         name,
-        ['/bin/sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', directories[index]!],
+        [
+          'env',
+          ...Object.entries(environment).map(([variable, value]) => `${variable}=${value}`),
+          '/bin/sh',
+          '-c',
+          'echo $$ > "$0/cgroup.procs" && exec "$@"',
+          directories[index]!,
+        ],
       ]),
     ),
     remove: () => {

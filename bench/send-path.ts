@@ -21,6 +21,7 @@ import {
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { BenchBroker } from './broker.js';
+import { imageRuntimeEnvironment } from './image-environment.js';
 import { type PodMemoryLimits, podMemoryLimits } from './memory-cgroup.js';
 import { cpuMillis, rssMiB } from './process-cpu.js';
 
@@ -56,8 +57,14 @@ const logLevel = process.env.BENCH_LOG_LEVEL ?? 'warn';
 const offeredRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 /** BENCH_STATEMENTS=on lists each load's statements: calls and execution milliseconds per request. */
 const listStatements = process.env.BENCH_STATEMENTS === 'on';
-/** BENCH_MEMORY_LIMIT=<MiB> runs each service in a memory cgroup of that limit, as a pod (memory-cgroup.ts). */
+/**
+ * BENCH_MEMORY_LIMIT=<MiB> runs each service in a memory cgroup of that limit, as a pod (memory-cgroup.ts),
+ * with the image's NODE_OPTIONS and MALLOC_ARENA_MAX (image-environment.ts); BENCH_IMAGE_ENV=off leaves
+ * those out, to measure what they change.
+ */
 const memoryLimit = process.env.BENCH_MEMORY_LIMIT ? Number(process.env.BENCH_MEMORY_LIMIT) : undefined;
+const podEnvironment =
+  memoryLimit && process.env.BENCH_IMAGE_ENV !== 'off' ? imageRuntimeEnvironment() : undefined;
 /** BENCH_MEMORY=on prints, after the loads, each service's V8 heap by space beside its resident memory. */
 const listMemory = process.env.BENCH_MEMORY === 'on';
 const profileDir = fileURLToPath(new URL('./profiles/', import.meta.url));
@@ -194,7 +201,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         ],
       ]),
     );
-    if (memoryLimit) pods = podMemoryLimits([...serviceNames, 'gateway (429)'], memoryLimit);
+    if (memoryLimit) pods = podMemoryLimits([...serviceNames, 'gateway (429)'], memoryLimit, podEnvironment);
     stack = await startStack({ ...config, nodeArgs, ...(pods ? { launchers: pods.launchers } : {}) });
     // A second gateway whose workspaces may make one request a minute: the door's 429 answers.
     const gatewaySpec = stack.specs.get('gateway')!;
@@ -495,7 +502,17 @@ const services = [
 
 function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Record<string, number>): void {
   console.log(
-    `\nsend path through the distributed stack on ${broker},${memoryLimit ? ` each service in a ${memoryLimit} MiB memory cgroup,` : ''} tracing ${tracingMode === 'propagate' ? 'propagating, nothing recorded' : tracingMode}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`,
+    `\nsend path through the distributed stack on ${broker},${
+      memoryLimit
+        ? ` each service in a ${memoryLimit} MiB memory cgroup${
+            podEnvironment
+              ? ` with ${Object.entries(podEnvironment)
+                  .map(([variable, value]) => `${variable}=${value}`)
+                  .join(' ')}`
+              : ''
+          },`
+        : ''
+    } tracing ${tracingMode === 'propagate' ? 'propagating, nothing recorded' : tracingMode}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`,
   );
   console.log(
     [
