@@ -500,19 +500,15 @@ const services = [
   'redis',
 ];
 
+function podsDescription(): string {
+  if (!memoryLimit) return '';
+  const environment = Object.entries(podEnvironment ?? {}).map(([variable, value]) => `${variable}=${value}`);
+  return ` each service in a ${memoryLimit} MiB memory cgroup${environment.length ? ` with ${environment.join(' ')}` : ''},`;
+}
+
 function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Record<string, number>): void {
   console.log(
-    `\nsend path through the distributed stack on ${broker},${
-      memoryLimit
-        ? ` each service in a ${memoryLimit} MiB memory cgroup${
-            podEnvironment
-              ? ` with ${Object.entries(podEnvironment)
-                  .map(([variable, value]) => `${variable}=${value}`)
-                  .join(' ')}`
-              : ''
-          },`
-        : ''
-    } tracing ${tracingMode === 'propagate' ? 'propagating, nothing recorded' : tracingMode}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`,
+    `\nsend path through the distributed stack on ${broker},${podsDescription()} tracing ${tracingMode === 'propagate' ? 'propagating, nothing recorded' : tracingMode}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`,
   );
   console.log(
     [
