@@ -2,11 +2,14 @@
 // "as the images run" takes it from the one place it is declared instead of from flags someone must
 // remember to pass.
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 /** The runtime variables that tune Node and the C library; the rest (NODE_ENV, SERVICE…) is the image's own business. */
 const RUNTIME_TUNING = ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'] as const;
 
-export function imageRuntimeEnvironment(dockerfile = 'deploy/Dockerfile'): Record<string, string> {
+export function imageRuntimeEnvironment(
+  dockerfile = fileURLToPath(new URL('../deploy/Dockerfile', import.meta.url)),
+): Record<string, string> {
   const instructions = readFileSync(dockerfile, 'utf8')
     .replace(/\\\n/g, ' ')
     .split('\n')
