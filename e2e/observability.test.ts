@@ -204,6 +204,53 @@ describe('one trace from the API call to the webhook', () => {
     expect([...exportPaths]).toEqual(['/v1/traces']);
   });
 
+  it('traces what the gateway admits, and logs but does not trace what it refuses at the door', async () => {
+    const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
+      name: 'door',
+    });
+    const invalid = { phone: 'not a phone', message: 'x', channel: 'alt-a' };
+    const gatewayOutput = () => stack.processes.get('gateway')!.output();
+    /** A refusal has its access line, in the caller's trace. */
+    const logged = async (refused: { traceId: string }, status: number) => {
+      await waitFor(() => gatewayOutput().includes(refused.traceId), { what: 'the access line' });
+      const line = gatewayOutput()
+        .split('\n')
+        .find((text) => text.includes(refused.traceId));
+      expect(JSON.parse(line!)).toMatchObject({ trace_id: refused.traceId, status });
+    };
+    const wrongKey = await tracedCall('POST', '/api/v1/send-message', 'sk_live_wrong', invalid);
+    expect(wrongKey.response.status).toBe(401);
+    await logged(wrongKey, 401);
+    // The workspace's budget (60 a minute) spent on requests the gateway admits (and answers 400)…
+    for (let sent = 0; sent < 60; sent += 20) {
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => stack.api('/api/v1/send-message', ws.body.api_key, invalid)),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(400));
+    }
+    // …so that the next one is refused at the door.
+    const limited = await tracedCall('POST', '/api/v1/send-message', ws.body.api_key, invalid);
+    expect(limited.response.status).toBe(429);
+    await logged(limited, 429);
+    const other = await stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      {
+        name: 'door-admitted',
+      },
+    );
+    const traced = await tracedCall('POST', '/api/v1/send-message', other.body.api_key, invalid);
+    expect(traced.response.status).toBe(400);
+
+    // The gateway exports spans in the order they end: once the admitted request's is out, the refused
+    // ones' would be too.
+    await waitFor(() => inTrace(traced.traceId).length > 0, { what: "the admitted request's span" });
+    expect(
+      inTrace(traced.traceId).find((span) => span.service === 'gateway' && span.kind === SERVER)?.name,
+    ).toBe('POST /api/v1/send-message');
+    for (const refused of [wrongKey, limited]) expect(inTrace(refused.traceId)).toEqual([]);
+  });
+
   it('carries a lead move through gateway, pipeline and messaging in one trace', async () => {
     const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
       name: 'traced-lead',

@@ -83,6 +83,7 @@ try {
       logger: serviceLogger,
       bodyLimit: engine.bodyLimit,
       parseJson: engine.parseJson,
+      traceFrom: engine.traceFrom,
       readiness: { bus: () => bus.healthy() },
     });
     engine.routes?.(app);

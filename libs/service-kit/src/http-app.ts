@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
 import {
-  annotateActiveSpan,
+  annotateServerSpan,
   bindToActiveContext,
+  bindToServerSpan,
   meter,
   serveMetrics,
   serverSpanRouteSetter,
   traceIncoming,
+  traceIncomingOnceAdmitted,
 } from '@inbox/telemetry';
 import express, { type ErrorRequestHandler, type Express as ExpressApp, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
@@ -23,6 +25,11 @@ export interface HttpAppOptions {
    * so a caller without a valid key learns nothing from how its body is judged.
    */
   parseJson?: boolean;
+  /**
+   * When a request's server span starts: on arrival (the default), or once a route admits it
+   * (`traceAdmitted`), so that what is refused at the door is not traced. The gateway takes the second.
+   */
+  traceFrom?: 'arrival' | 'admission';
 }
 
 /** The JSON body parser with the service's limit, for routes that parse after other checks. */
@@ -60,12 +67,12 @@ function accessLog(logger: Logger): RequestHandler {
     const incoming = req.get('x-request-id');
     req.id = incoming && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', req.id);
-    annotateActiveSpan({ 'request.id': req.id });
+    annotateServerSpan({ 'request.id': req.id });
     const nameServerSpan = serverSpanRouteSetter();
     // Bound: the line carries the request's trace id whatever context the response finishes in.
     res.on(
       'finish',
-      bindToActiveContext(() => {
+      bindToServerSpan(() => {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         // The route pattern, never the raw path: ids in paths would make every request its own series.
         const route = req.route
@@ -105,6 +112,7 @@ export function createHttpApp({
   readiness = {},
   bodyLimit = '256kb',
   parseJson = true,
+  traceFrom = 'arrival',
 }: HttpAppOptions): ExpressApp {
   const app = express();
   app.disable('x-powered-by');
@@ -127,7 +135,7 @@ export function createHttpApp({
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks: results });
   });
   app.get('/metrics', (req, res) => serveMetrics(req, res));
-  app.use(traceIncoming);
+  app.use(traceFrom === 'arrival' ? traceIncoming : traceIncomingOnceAdmitted);
   app.use(accessLog(logger));
   if (parseJson) app.use(jsonBody(bodyLimit));
   return app;

@@ -48,6 +48,8 @@ export interface ServiceEngine {
   bodyLimit?: string;
   /** False when the service's routes parse JSON themselves (after authentication). */
   parseJson?: boolean;
+  /** When requests' server spans start (`HttpAppOptions.traceFrom`). */
+  traceFrom?: 'arrival' | 'admission';
 }
 
 export interface ServiceDefinition {
@@ -110,6 +112,7 @@ export async function hostService(
     logger,
     bodyLimit: engine.bodyLimit,
     parseJson: engine.parseJson,
+    traceFrom: engine.traceFrom,
     readiness: {
       bus: () => bus.healthy(),
       ...(definition.schema ? { database: async () => (await pool.query('select 1')).rowCount === 1 } : {}),

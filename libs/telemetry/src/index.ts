@@ -1,9 +1,15 @@
 export { meter, serveMetrics } from './metrics.js';
 export { startTelemetry, stopTelemetry } from './sdk.js';
-export { traceIncoming } from './server-span.js';
+export {
+  annotateServerSpan,
+  bindToServerSpan,
+  serverSpanRouteSetter,
+  traceAdmitted,
+  traceIncoming,
+  traceIncomingOnceAdmitted,
+} from './server-span.js';
 export {
   activeTraceIds,
-  annotateActiveSpan,
   bindToActiveContext,
   captureContext,
   extractContext,
@@ -11,7 +17,6 @@ export {
   injectContext,
   type MessagingSpanInfo,
   outsideSpans,
-  serverSpanRouteSetter,
   startSpan,
   withCapturedContext,
   withConsumerSpan,

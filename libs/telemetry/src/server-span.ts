@@ -1,7 +1,20 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { RPCType, setRPCMetadata } from '@opentelemetry/core';
+import {
+  type Attributes,
+  type Context,
+  context,
+  createContextKey,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
+import { suppressTracing } from '@opentelemetry/core';
 import { tracer } from './tracing.js';
+
+const serverSpanKey = createContextKey('inbox HTTP server span');
 
 function pathAndQuery(url: string | undefined): { path: string; query?: string } {
   const target = url ?? '/';
@@ -10,44 +23,75 @@ function pathAndQuery(url: string | undefined): { path: string; query?: string }
 }
 
 /**
- * The HTTP server span of one request, continuing the caller's trace (W3C `traceparent`), with the
- * stable semantic conventions' attributes, named `METHOD route` once the route is known
- * (`serverSpanRouteSetter`). Runs `next` inside it.
- *
- * Why not the HTTP instrumentation's incoming side (sdk.ts turns it off): it cost a refused request
- * about 0.17 ms of a 0.47 ms total (door bench, bench/RESULTS.md), mostly binding the request and the
- * response, so that every listener added to either is wrapped, and reading every attribute it knows.
- * Nothing is bound here: code continued from a listener on the request (a body parser calling `next` from
- * the body's `end` event) binds its continuation (`bindToActiveContext`), and so does a response listener
- * that logs.
+ * The HTTP server span of one request, with the stable semantic conventions' attributes, continuing the
+ * caller's trace (W3C `traceparent`) and dated from the request's arrival, whenever it is started.
  */
-export function traceIncoming(req: IncomingMessage, res: ServerResponse, next: () => void): void {
-  const method = req.method ?? 'GET';
-  const { path, query } = pathAndQuery(req.url);
-  const parent = propagation.extract(ROOT_CONTEXT, req.headers);
-  const span = tracer().startSpan(
-    method,
-    {
-      kind: SpanKind.SERVER,
-      attributes: {
-        'http.request.method': method,
-        'url.scheme': 'http',
-        'url.path': path,
-        ...(query === undefined ? {} : { 'url.query': query }),
-        'network.protocol.version': req.httpVersion,
-        ...(req.socket.remoteAddress ? { 'client.address': req.socket.remoteAddress } : {}),
-        ...(req.headers['user-agent'] ? { 'user_agent.original': req.headers['user-agent'] } : {}),
-      },
-    },
-    parent,
-  );
-  const rpc: { type: RPCType.HTTP; span: typeof span; route?: string } = { type: RPCType.HTTP, span };
-  const active = setRPCMetadata(trace.setSpan(parent, span), rpc);
-  res.once('close', () => {
-    if (rpc.route) {
-      span.updateName(`${method} ${rpc.route}`);
-      span.setAttribute('http.route', rpc.route);
+class ServerSpan {
+  private readonly arrival = performance.now();
+  private readonly method: string;
+  private readonly attributes: Attributes;
+  /** The caller's trace, with this span's state in it. */
+  private readonly parent: Context;
+  private span: Span | undefined;
+  private route: string | undefined;
+  /**
+   * The context the request is handled in: its server span once started. Before, the caller's trace
+   * with tracing suppressed, so that the door's own work (a key looked up) leaves no span hanging from
+   * a server span that may never exist.
+   */
+  current: Context;
+
+  constructor(
+    req: IncomingMessage,
+    private readonly res: ServerResponse,
+  ) {
+    this.method = req.method ?? 'GET';
+    const { path, query } = pathAndQuery(req.url);
+    this.attributes = {
+      'http.request.method': this.method,
+      'url.scheme': 'http',
+      'url.path': path,
+      ...(query === undefined ? {} : { 'url.query': query }),
+      'network.protocol.version': req.httpVersion,
+      ...(req.socket.remoteAddress ? { 'client.address': req.socket.remoteAddress } : {}),
+      ...(req.headers['user-agent'] ? { 'user_agent.original': req.headers['user-agent'] } : {}),
+    };
+    this.parent = propagation.extract(ROOT_CONTEXT, req.headers).setValue(serverSpanKey, this);
+    this.current = suppressTracing(this.parent);
+  }
+
+  start(): Context {
+    if (this.span) return this.current;
+    // Both ends are performance timestamps: a start time given as a date would make the SDK date the end
+    // by the millisecond clock too.
+    const span = tracer().startSpan(
+      this.method,
+      { kind: SpanKind.SERVER, attributes: this.attributes, startTime: this.arrival },
+      this.parent,
+    );
+    this.span = span;
+    this.current = trace.setSpan(this.parent, span);
+    if (this.res.closed) this.end();
+    else this.res.once('close', () => this.end());
+    return this.current;
+  }
+
+  annotate(attributes: Attributes): void {
+    if (this.span) this.span.setAttributes(attributes);
+    else Object.assign(this.attributes, attributes);
+  }
+
+  nameRoute(route: string): void {
+    this.route = route;
+  }
+
+  private end(): void {
+    const span = this.span!;
+    if (this.route) {
+      span.updateName(`${this.method} ${this.route}`);
+      span.setAttribute('http.route', this.route);
     }
+    const res = this.res;
     if (res.headersSent) span.setAttribute('http.response.status_code', res.statusCode);
     if (!res.writableFinished) {
       span.setStatus({
@@ -57,7 +101,67 @@ export function traceIncoming(req: IncomingMessage, res: ServerResponse, next: (
     } else if (res.statusCode >= 500) {
       span.setStatus({ code: SpanStatusCode.ERROR });
     }
-    span.end();
-  });
-  context.with(active, next);
+    span.end(performance.now());
+  }
+}
+
+const serverSpanOf = (ctx: Context) => ctx.getValue(serverSpanKey) as ServerSpan | undefined;
+
+/**
+ * Runs `next` inside the request's HTTP server span, named `METHOD route` once the route is known
+ * (`serverSpanRouteSetter`).
+ *
+ * Why not the HTTP instrumentation's incoming side (sdk.ts turns it off): it cost a refused request
+ * about 0.17 ms of a 0.47 ms total (door bench, bench/RESULTS.md), mostly binding the request and the
+ * response, so that every listener added to either is wrapped, and reading every attribute it knows.
+ * Nothing is bound here: code continued from a listener on the request (a body parser calling `next` from
+ * the body's `end` event) binds its continuation (`bindToActiveContext`), and so does a response listener
+ * that logs (`bindToServerSpan`).
+ */
+export function traceIncoming(req: IncomingMessage, res: ServerResponse, next: () => void): void {
+  context.with(new ServerSpan(req, res).start(), next);
+}
+
+/**
+ * As `traceIncoming`, except that the span starts only when the request is admitted (`traceAdmitted`, in
+ * its route after the door's checks), dated from its arrival. A request refused at the door (a wrong key,
+ * a spent rate limit) or asking for no route is not traced: recording its span cost the gateway as much
+ * CPU as the refusal itself, and a flood of them, which needs no key, would crowd everyone's spans out of
+ * the export queue. The metrics count them and the access log has each one by request id.
+ */
+export function traceIncomingOnceAdmitted(req: IncomingMessage, res: ServerResponse, next: () => void): void {
+  context.with(new ServerSpan(req, res).current, next);
+}
+
+/** Starts the server span of a request `traceIncomingOnceAdmitted` received, and goes on inside it. */
+export function traceAdmitted(_req: IncomingMessage, _res: ServerResponse, next: () => void): void {
+  const serverSpan = serverSpanOf(context.active());
+  if (serverSpan) context.with(serverSpan.start(), next);
+  else next();
+}
+
+/**
+ * Names the HTTP server span of the request being handled by its route pattern, the way the express
+ * instrumentation did (`http.route`, span `POST /api/v1/send-message`) without its per-layer wrappers,
+ * which cost a quarter of a refused request's CPU. Call it while the request's context is active; the
+ * returned function takes the route once it is known, before the response closes.
+ */
+export function serverSpanRouteSetter(): (route: string) => void {
+  const serverSpan = serverSpanOf(context.active());
+  return (route) => serverSpan?.nameRoute(route);
+}
+
+/** Adds attributes to the server span of the request being handled, now or when it starts. */
+export function annotateServerSpan(attributes: Attributes): void {
+  serverSpanOf(context.active())?.annotate(attributes);
+}
+
+/**
+ * `fn`, run in the context of the request being handled as it is when `fn` is called: inside its server
+ * span if that has started by then (a log line written when the response finishes carries its trace id).
+ */
+export function bindToServerSpan(fn: () => void): () => void {
+  const serverSpan = serverSpanOf(context.active());
+  if (!serverSpan) return context.bind(context.active(), fn);
+  return () => context.with(serverSpan.current, fn);
 }

@@ -9,23 +9,9 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { getRPCMetadata, RPCType } from '@opentelemetry/core';
 
 /** The tracer every span of ours is started with. */
 export const tracer = () => trace.getTracer('inbox');
-
-/**
- * Names the HTTP server span of the request being handled by its route pattern, the way the express
- * instrumentation did (`http.route`, span `POST /api/v1/send-message`) without its per-layer wrappers,
- * which cost a quarter of a refused request's CPU. Call it while the request's context is active; the
- * returned function takes the route once it is known, before the response closes.
- */
-export function serverSpanRouteSetter(): (route: string) => void {
-  const rpc = getRPCMetadata(context.active());
-  return (route) => {
-    if (rpc?.type === RPCType.HTTP) rpc.route = route;
-  };
-}
 
 /** `fn`, run in the context active now whenever it is called (an event listener, say). */
 export function bindToActiveContext<F extends (...args: never[]) => unknown>(fn: F): F {
@@ -147,11 +133,6 @@ export function captureContext(): Record<string, string> {
 export function withCapturedContext<T>(carrier: Record<string, string> | null | undefined, fn: () => T): T {
   if (!carrier || Object.keys(carrier).length === 0) return fn();
   return context.with(propagation.extract(ROOT_CONTEXT, carrier), fn);
-}
-
-/** Adds attributes to the span of the work under way (the HTTP request, the handler), if any. */
-export function annotateActiveSpan(attributes: Attributes): void {
-  trace.getActiveSpan()?.setAttributes(attributes);
 }
 
 /**

@@ -9,13 +9,25 @@ import { suppressTracing } from '@opentelemetry/core';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type StartedTelemetry, startTracing } from '../src/sdk.js';
-import { traceIncoming } from '../src/server-span.js';
-import { bindToActiveContext, serverSpanRouteSetter, startSpan } from '../src/tracing.js';
+import {
+  annotateServerSpan,
+  bindToServerSpan,
+  serverSpanRouteSetter,
+  traceAdmitted,
+  traceIncoming,
+  traceIncomingOnceAdmitted,
+} from '../src/server-span.js';
+import { activeTraceIds, bindToActiveContext, startSpan } from '../src/tracing.js';
 
 const exporter = new InMemorySpanExporter();
 let sdk: StartedTelemetry;
 let server: import('node:http').Server;
 let base: string;
+/** A server whose spans start once a request is admitted, as the gateway's do. */
+let door: import('node:http').Server;
+let doorBase: string;
+/** What the door's access-log stand-in saw when each response finished: the trace ids then active. */
+const finishedIn = new Map<string, ReturnType<typeof activeTraceIds>>();
 
 const traceId = '0af7651916cd43dd8448eb211c80319c';
 const callerSpanId = 'b7ad6b7169203331';
@@ -50,9 +62,43 @@ beforeAll(async () => {
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  door = http.createServer((req, res) =>
+    traceIncomingOnceAdmitted(req, res, () => {
+      // As service-kit's access log: annotated and named before the route decides, logged at the end.
+      annotateServerSpan({ 'request.id': req.url! });
+      const nameRoute = serverSpanRouteSetter();
+      // The door's own work (a key looked up) is not traced: its span would hang from nothing.
+      void startSpan('key lookup', async () => undefined);
+      res.on(
+        'finish',
+        bindToServerSpan(() => finishedIn.set(req.url!, activeTraceIds())),
+      );
+      if (req.url === '/refused') {
+        res.statusCode = 401;
+        res.end();
+        return;
+      }
+      // The door's checks take a while before the request is admitted (a key lookup, a rate limit).
+      setTimeout(() => {
+        annotateServerSpan({ 'workspace.id': 'w1' });
+        traceAdmitted(req, res, () => {
+          annotateServerSpan({ 'admitted.after': true });
+          void startSpan('handle', async () => {
+            nameRoute('/admitted');
+            res.statusCode = 200;
+            res.end();
+          });
+        });
+      }, 20);
+    }),
+  );
+  await new Promise<void>((resolve) => door.listen(0, '127.0.0.1', resolve));
+  doorBase = `http://127.0.0.1:${(door.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
+  await new Promise((resolve) => door?.close(resolve));
   await new Promise((resolve) => server?.close(resolve));
   await sdk.shutdown();
 });
@@ -112,5 +158,50 @@ describe('traceIncoming', () => {
     expect(server!.parentSpanContext).toBeUndefined();
     expect(server!.attributes['http.response.status_code']).toBe(503);
     expect(server!.status.code).toBe(SpanStatusCode.ERROR);
+  });
+});
+
+describe('traceIncomingOnceAdmitted', () => {
+  it("traces a refused request not at all, and logs it in the caller's trace", async () => {
+    exporter.reset();
+    expect((await call(`${doorBase}/refused`, { headers: { traceparent } })).status).toBe(401);
+    // A request traced after it: once its spans are out, the refused one's would be too.
+    expect((await call(`${doorBase}/admitted`)).status).toBe(200);
+    const spans = await finished(2);
+    expect(spans.filter((span) => span.spanContext().traceId === traceId)).toEqual([]);
+    expect(spans.map((span) => span.attributes['url.path'])).not.toContain('/refused');
+    expect(spans.map((span) => span.name)).not.toContain('key lookup');
+    expect(finishedIn.get('/refused')).toEqual({ trace_id: traceId, span_id: callerSpanId });
+  });
+
+  it("dates an admitted request's span from its arrival, with what was said of it before", async () => {
+    exporter.reset();
+    const sent = Date.now();
+    const response = await call(`${doorBase}/admitted`, { headers: { traceparent } });
+    expect(response.status).toBe(200);
+    const spans = await finished(2);
+    const server = spans.find((span) => span.kind === SpanKind.SERVER)!;
+    expect(server.name).toBe('GET /admitted');
+    expect(server.spanContext().traceId).toBe(traceId);
+    expect(server.parentSpanContext?.spanId).toBe(callerSpanId);
+    expect(server.attributes).toMatchObject({
+      'request.id': '/admitted',
+      'workspace.id': 'w1',
+      'admitted.after': true,
+      'http.route': '/admitted',
+      'http.response.status_code': 200,
+    });
+    // Started on arrival, not on admission 20 ms later; ended by the same clock.
+    const startMs = server.startTime[0] * 1e3 + server.startTime[1] / 1e6;
+    expect(startMs - sent).toBeLessThan(15);
+    const durationMs = server.duration[0] * 1e3 + server.duration[1] / 1e6;
+    expect(durationMs).toBeGreaterThanOrEqual(19);
+    const handler = spans.find((span) => span.name === 'handle')!;
+    expect(handler.parentSpanContext?.spanId).toBe(server.spanContext().spanId);
+    // The access line written at the end carries the server span's ids, not the caller's.
+    expect(finishedIn.get('/admitted')).toEqual({
+      trace_id: traceId,
+      span_id: server.spanContext().spanId,
+    });
   });
 });

@@ -58,6 +58,8 @@ export function gatewayService(options: GatewayOptions): ServiceDefinition {
       let sweeper: NodeJS.Timeout | undefined;
       return {
         parseJson: false,
+        // Refusals at the door are counted and logged, not traced (the route table admits the rest).
+        traceFrom: 'admission',
         start: async () => {
           await bus.onNotice('notice.gateway.workspace-changed', ({ workspace_id }) =>
             cache.dropWorkspace(workspace_id),

@@ -1,5 +1,5 @@
 import { AppError, errorTexts, type KeyTexts, type WorkspaceContext } from '@inbox/contracts';
-import { annotateActiveSpan } from '@inbox/telemetry';
+import { annotateServerSpan } from '@inbox/telemetry';
 import type { RequestHandler } from 'express';
 import { bearerToken, hashApiKey, looksLikeApiKey } from '../domain/api-key.js';
 import type { CachedWorkspace, KeyCache } from '../domain/key-cache.js';
@@ -91,7 +91,7 @@ export function authenticate(
     }
     if (!workspace) return refuse(texts.invalid);
     res.locals.workspaceId = workspace.id;
-    annotateActiveSpan({ 'workspace.id': workspace.id });
+    annotateServerSpan({ 'workspace.id': workspace.id });
     if (workspace.status !== 'active')
       return next(new AppError(403, { error: errorTexts.workspaceInactive }));
     res.locals.workspace = { id: workspace.id, default_country_code: workspace.default_country_code };

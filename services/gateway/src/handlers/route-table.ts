@@ -17,6 +17,7 @@ import {
   validateBody,
 } from '@inbox/contracts';
 import { errorResponder, jsonBody, type Logger } from '@inbox/service-kit';
+import { traceAdmitted } from '@inbox/telemetry';
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { z } from 'zod';
 import type { AuthFailureLimiter } from '../rate-limit/auth-failure-limiter.js';
@@ -76,7 +77,7 @@ export function routeTable(deps: RouteTableDeps): Router {
   const refusal = errorResponder(deps.logger);
 
   // Everything under the admin prefix, known path or not, needs the token first.
-  router.use(adminPrefix, requireAdmin(deps.adminToken, deps.authFailures), body);
+  router.use(adminPrefix, requireAdmin(deps.adminToken, deps.authFailures), traceAdmitted, body);
 
   /** The admin routes' workspace must exist; the public ones have theirs from the key. */
   const adminWorkspace: RequestHandler = async (req, res, next) => {
@@ -135,10 +136,11 @@ export function routeTable(deps: RouteTableDeps): Router {
           ? [
               authenticate(deps.keys, deps.authFailures, route.keyTexts ?? apiV1KeyTexts),
               ...(route.rateLimited ? [limited] : []),
+              traceAdmitted,
               checkParams(route),
               body,
             ]
-          : [checkParams(route), body];
+          : [traceAdmitted, checkParams(route), body];
     chain.push(checkQueryAndBody(route));
     chain.push(route.idempotent ? once(idempotencyScope(route as CommandRoute), handler) : handler);
     router[route.method](expressPath(route.path), ...chain, refusal);
