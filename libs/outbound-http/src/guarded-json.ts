@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { type Agent, type Dispatcher, request } from 'undici';
 import type { AddressPolicy } from './address-policy.js';
 import { hostOf } from './check-url.js';
+import { Deadline } from './deadline.js';
 import { ForbiddenAddressError, guardedAgent } from './guarded-agent.js';
 
 /** An answer bigger than the caller's bound; the connection was dropped rather than read to the end. */
@@ -103,8 +104,7 @@ export async function guardedJson(
   if (isIP(host) && !guard.policy.permits(host))
     throw new ForbiddenAddressError(`${host} is a forbidden address`);
   const timeoutMs = options.timeoutMs ?? guard.timeoutMs;
-  const deadline = AbortSignal.timeout(timeoutMs);
-  const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
+  const deadline = new Deadline(timeoutMs, options.signal);
   const hasBody = options.body !== undefined;
   try {
     const response = await request(target, {
@@ -116,7 +116,7 @@ export async function guardedJson(
       },
       body: hasBody ? JSON.stringify(options.body) : undefined,
       dispatcher: guard.agent,
-      signal,
+      signal: deadline.signal,
     });
     response.body.on('error', () => undefined);
     const bytes = await readBounded(response, options.maxBodyBytes ?? defaultMaxBodyBytes, target.origin);
@@ -130,11 +130,13 @@ export async function guardedJson(
     // The caller's own cancellation is theirs to interpret; the time bound is ours.
     if (options.signal?.aborted) throw error;
     const code = (error as { code?: unknown }).code;
-    if (deadline.aborted || (typeof code === 'string' && code.endsWith('_TIMEOUT'))) {
+    if (deadline.signal.aborted || (typeof code === 'string' && code.endsWith('_TIMEOUT'))) {
       throw new OutboundTimeoutError(`no complete answer from ${target.origin} within ${timeoutMs} ms`, {
         cause: error,
       });
     }
     throw error;
+  } finally {
+    deadline.clear();
   }
 }

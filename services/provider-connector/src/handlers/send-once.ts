@@ -1,5 +1,5 @@
 import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
-import type { OutboundGuard } from '@inbox/outbound-http';
+import { Deadline, type OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import type { ReplyContexts, VisitorDelivery } from '../adapters/channel-adapter.js';
 import { type ProviderCall, ProviderError } from '../adapters/index.js';
@@ -44,7 +44,8 @@ export async function sendOnce(
     const earlier = await answerOfEarlierAttempt(store, ids);
     if (earlier) return earlier;
   }
-  const signal = AbortSignal.timeout(providerTimeoutMs);
+  const deadline = new Deadline(providerTimeoutMs);
+  const signal = deadline.signal;
   try {
     const { providerMessageId } = await send(stored, {
       guard,
@@ -78,6 +79,8 @@ export async function sendOnce(
     logger.warn({ err: error, channel, integration_id: id }, 'provider send failed');
     await store.forgetAttempt(ids.workspaceId, ids.messageId);
     throw new AppError(502, { error: platformTexts.providerFailed(channel) }, { cause: error });
+  } finally {
+    deadline.clear();
   }
 }
 

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { storableText, storableUtf8 } from '@inbox/db';
-import type { AddressPolicy } from '@inbox/outbound-http';
+import { type AddressPolicy, Deadline } from '@inbox/outbound-http';
 import { deliveryHeaders } from '@inbox/sdk/webhooks';
 import { type Dispatcher, request } from 'undici';
 import { parseRetryAfter } from './retry-policy.js';
@@ -66,7 +66,8 @@ export async function attemptDelivery(
       durationMs: 0,
     };
   }
-  const signal = AbortSignal.timeout(deps.timeoutMs);
+  const deadline = new Deadline(deps.timeoutMs);
+  const signal = deadline.signal;
   try {
     const response = await request(input.url, {
       method: 'POST',
@@ -106,5 +107,7 @@ export async function attemptDelivery(
       responseBody: null,
       durationMs: elapsed(),
     };
+  } finally {
+    deadline.clear();
   }
 }
