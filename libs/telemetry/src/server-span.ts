@@ -44,6 +44,7 @@ class ServerSpan {
   constructor(
     req: IncomingMessage,
     private readonly res: ServerResponse,
+    untilAdmitted: boolean,
   ) {
     this.method = req.method ?? 'GET';
     const { path, query } = pathAndQuery(req.url);
@@ -57,7 +58,7 @@ class ServerSpan {
       ...(req.headers['user-agent'] ? { 'user_agent.original': req.headers['user-agent'] } : {}),
     };
     this.parent = propagation.extract(ROOT_CONTEXT, req.headers).setValue(serverSpanKey, this);
-    this.current = suppressTracing(this.parent);
+    this.current = untilAdmitted ? suppressTracing(this.parent) : this.parent;
   }
 
   start(): Context {
@@ -119,7 +120,7 @@ const serverSpanOf = (ctx: Context) => ctx.getValue(serverSpanKey) as ServerSpan
  * that logs (`bindToServerSpan`).
  */
 export function traceIncoming(req: IncomingMessage, res: ServerResponse, next: () => void): void {
-  context.with(new ServerSpan(req, res).start(), next);
+  context.with(new ServerSpan(req, res, false).start(), next);
 }
 
 /**
@@ -130,7 +131,7 @@ export function traceIncoming(req: IncomingMessage, res: ServerResponse, next: (
  * the export queue. The metrics count them and the access log has each one by request id.
  */
 export function traceIncomingOnceAdmitted(req: IncomingMessage, res: ServerResponse, next: () => void): void {
-  context.with(new ServerSpan(req, res).current, next);
+  context.with(new ServerSpan(req, res, true).current, next);
 }
 
 /** Starts the server span of a request `traceIncomingOnceAdmitted` received, and goes on inside it. */
