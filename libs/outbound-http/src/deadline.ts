@@ -13,10 +13,7 @@ export class Deadline {
   private readonly timer: NodeJS.Timeout;
   private readonly detach: (() => void) | undefined;
 
-  constructor(
-    readonly timeoutMs: number,
-    outer?: AbortSignal,
-  ) {
+  constructor(timeoutMs: number, outer?: AbortSignal) {
     const controller = new AbortController();
     this.signal = controller.signal;
     this.timer = setTimeout(
