@@ -2,7 +2,7 @@
 // started on free loopback ports), side by side with the ceilings bare `node:http` and bare express reach in
 // the same run. For each load: requests/s, latency, the ratio to its ceiling, CPU milliseconds per request
 // of every process (from /proc), Postgres statements per request (pg_stat_statements) and resident memory.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -302,8 +302,19 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         headers: { authorization: 'Bearer wrong-key' },
         body: () => '{"phone":"+5511900000001","message":"x","channel":"alt-a"}',
         ceiling: 'ceiling: bare express',
-        // After 30 wrong keys in 10 s the address is refused with 429 for a minute (last, for that reason).
+        // After 30 wrong keys in 10 s the address is refused with 429 for a minute: after the gateway's
+        // other loads, for that reason.
         expectStatus: [401, 429],
+      },
+      {
+        // The connector's own door: a callback URL naming no integration. After 50 in 10 s the address is
+        // refused with 429 for 30 s, still before the body is read.
+        name: 'door: callback 404/429 (unknown integration)',
+        url: `http://127.0.0.1:${stack.specs.get('provider-connector')!.port}/inbound/alt-a/${randomUUID()}`,
+        headers: {},
+        body: () => '{"event":"messages.upsert","instance":"x","data":{}}',
+        ceiling: 'ceiling: bare express',
+        expectStatus: [404, 429],
       },
     ];
 
