@@ -251,6 +251,79 @@ describe('one trace from the API call to the webhook', () => {
     for (const refused of [wrongKey, limited]) expect(inTrace(refused.traceId)).toEqual([]);
   });
 
+  it('traces the callbacks the connector admits, and logs but does not trace those it refuses', async () => {
+    const ws = await stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', {
+      name: 'callbacks',
+    });
+    const integration = await stack.admin<{ id: string }>(
+      'POST',
+      `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`,
+      { channel: 'alt-a', config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'cb', api_key: 'k' } },
+    );
+    const callback = async (integrationId: string) => {
+      const traceId = randomBytes(16).toString('hex');
+      const response = await fetch(`${stack.connectorUrl}/inbound/alt-a/${integrationId}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+        },
+        // Not the provider's header: admitted (the integration is known), then refused as forged.
+        body: JSON.stringify({ event: 'messages.upsert', instance: 'cb', data: {} }),
+      });
+      return { traceId, status: response.status };
+    };
+    const unknown = await callback('00000000-0000-4000-8000-000000000000');
+    expect(unknown.status).toBe(404);
+    const connectorOutput = () => stack.processes.get('provider-connector')!.output();
+    await waitFor(() => connectorOutput().includes(unknown.traceId), { what: 'the access line' });
+    const line = connectorOutput()
+      .split('\n')
+      .find((text) => text.includes(unknown.traceId));
+    expect(JSON.parse(line!)).toMatchObject({ trace_id: unknown.traceId, status: 404 });
+
+    const admitted = await callback(integration.body.id);
+    expect(admitted.status).toBe(401);
+    // The connector exports spans in the order they end: once the admitted callback's is out, the
+    // refused one's would be too.
+    await waitFor(() => inTrace(admitted.traceId).length > 0, { what: "the admitted callback's span" });
+    expect(
+      inTrace(admitted.traceId).find((span) => span.service === 'provider-connector' && span.kind === SERVER)
+        ?.name,
+    ).toBe('POST /inbound/:channel/:integrationId');
+    expect(inTrace(unknown.traceId)).toEqual([]);
+
+    // The live chat's routes have the same door: an origin the integration does not list is refused there.
+    const chat = await stack.admin<{ id: string }>(
+      'POST',
+      `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`,
+      { channel: 'livechat', config: { name: 'Loja', allowed_origins: 'https://shop.example' } },
+    );
+    const session = async (origin: string) => {
+      const traceId = randomBytes(16).toString('hex');
+      const response = await fetch(`${stack.connectorUrl}/livechat/${chat.body.id}/sessions`, {
+        method: 'POST',
+        headers: {
+          origin,
+          'content-type': 'application/json',
+          traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+        },
+        body: JSON.stringify({ name: 'Ana' }),
+      });
+      return { traceId, status: response.status };
+    };
+    const foreign = await session('https://elsewhere.example');
+    expect(foreign.status).toBe(403);
+    const visitor = await session('https://shop.example');
+    expect(visitor.status).toBe(201);
+    await waitFor(() => inTrace(visitor.traceId).length > 0, { what: "the admitted session's span" });
+    expect(
+      inTrace(visitor.traceId).find((span) => span.service === 'provider-connector' && span.kind === SERVER)
+        ?.name,
+    ).toBe('POST /livechat/:integrationId/sessions');
+    expect(inTrace(foreign.traceId)).toEqual([]);
+  });
+
   it('carries a lead move through gateway, pipeline and messaging in one trace', async () => {
     const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
       name: 'traced-lead',

@@ -116,6 +116,9 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
       return {
         // Inbound routes read the raw body themselves: signatures are over the exact bytes.
         parseJson: false,
+        // Callbacks refused at the door (unknown integration, over its budget) are counted and logged,
+        // not traced: callback URLs are public, and an anonymous flood must not fill the trace pipeline.
+        traceFrom: 'admission',
         routes: (app) => {
           app.use(inboundRoutes({ pool, store, relay, logger, fetching: { guard, providerTimeoutMs } }));
           app.use(

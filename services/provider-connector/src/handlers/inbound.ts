@@ -7,7 +7,7 @@ import {
 import { type OutboxRelay, type Pool, type PoolClient, withTransaction, writeEvent } from '@inbox/db';
 import type { OutboundGuard } from '@inbox/outbound-http';
 import { inRequestContext, type Logger } from '@inbox/service-kit';
-import { meter } from '@inbox/telemetry';
+import { meter, traceAdmitted } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
 import { adapterFor, InboundRejected, ProviderError, type StoredConfigAdapter } from '../adapters/index.js';
@@ -82,7 +82,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
         return;
       }
       admitted.set(req, decision.stored);
-      next();
+      traceAdmitted(req, res, next);
     };
 
   router.get('/inbound/:channel/:integrationId', admit(handshakeRefused), async (req, res) => {

@@ -4,6 +4,7 @@ import type { Bus } from '@inbox/bus';
 import { platformTexts } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, storableText, withTransaction } from '@inbox/db';
 import { inRequestContext, type Logger } from '@inbox/service-kit';
+import { traceAdmitted } from '@inbox/telemetry';
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { CallbackAdmission } from '../handlers/callback-admission.js';
@@ -135,7 +136,7 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     }
     if (origin) res.setHeader('Access-Control-Allow-Origin', origin);
     found.set(req, decision.stored);
-    next();
+    traceAdmitted(req, res, next);
   };
 
   router.options('/livechat/:integrationId/:action', admit, (_req, res) => {
