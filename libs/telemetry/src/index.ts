@@ -14,11 +14,13 @@ export {
   captureContext,
   extractContext,
   type HeaderCarrier,
+  type HttpClientCall,
   injectContext,
   type MessagingSpanInfo,
   outsideSpans,
   startSpan,
   withCapturedContext,
   withConsumerSpan,
+  withHttpClientSpan,
   withProducerSpan,
 } from './tracing.js';

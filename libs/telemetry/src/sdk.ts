@@ -11,6 +11,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import {
   CompositePropagator,
   diagLogLevelFromString,
+  isTracingSuppressed,
   W3CBaggagePropagator,
   W3CTraceContextPropagator,
 } from '@opentelemetry/core';
@@ -133,8 +134,9 @@ function serviceInstrumentations(): Instrumentation[] {
     // Outgoing node:http calls only: every HTTP server starts its span with traceIncoming
     // (server-span.ts), which costs a request a fraction of what the incoming side does.
     new HttpInstrumentation({ disableIncomingRequestInstrumentation: true }),
-    // fetch: provider calls and webhook POSTs.
-    new UndiciInstrumentation(),
+    // fetch and undici: provider calls. A call made with tracing suppressed is one a span of ours already
+    // describes (`withHttpClientSpan`: the dispatcher's webhook POSTs): no second span, header or metric.
+    new UndiciInstrumentation({ ignoreRequestHook: () => isTracingSuppressed(context.active()) }),
     // Queries outside any operation (pool checks, relay polls) would each start a trace of their own.
     // Checking a client out of the pool is not a round trip worth a span of its own.
     new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),

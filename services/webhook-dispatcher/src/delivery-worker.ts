@@ -1,7 +1,7 @@
 import type { Pool } from '@inbox/db';
 import type { AddressPolicy } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
-import { meter, startSpan, withCapturedContext } from '@inbox/telemetry';
+import { meter, withCapturedContext, withHttpClientSpan } from '@inbox/telemetry';
 import type { Dispatcher } from 'undici';
 import { attemptDelivery, type HttpOutcome, storableError } from './domain/http-attempt.js';
 import { isSuccess, nextStep, type RetryPolicy } from './domain/retry-policy.js';
@@ -298,12 +298,24 @@ export class DeliveryWorker {
     });
   }
 
-  /** Each attempt is a span in the trace the event came in with, however much later it runs. */
+  /**
+   * Each attempt is a span in the trace the event came in with, however much later it runs: the POST's
+   * client span, named for the delivery, with the receiver's spans its children.
+   */
   private tracedAttempt(delivery: LeasedDelivery, target: UsableTarget) {
     return withCapturedContext(delivery.trace_context, () =>
-      startSpan(
+      withHttpClientSpan(
         `webhook deliver ${delivery.event_type}`,
-        async (span) => {
+        {
+          method: 'POST',
+          url: target.url,
+          attributes: {
+            'workspace.id': delivery.workspace_id,
+            'webhook.endpoint.id': delivery.endpoint_id,
+            'messaging.message.id': delivery.event_id,
+          },
+        },
+        async (span, traceHeaders) => {
           const result = await attemptDelivery(
             {
               url: target.url,
@@ -312,19 +324,13 @@ export class DeliveryWorker {
               eventType: delivery.event_type,
               secret: target.secret,
               previousSecret: target.previousSecret,
+              traceHeaders,
             },
             this.options,
           );
           span.setAttribute('webhook.attempt', delivery.attempts);
           if (result.statusCode !== null) span.setAttribute('http.response.status_code', result.statusCode);
           return result;
-        },
-        {
-          attributes: {
-            'workspace.id': delivery.workspace_id,
-            'webhook.endpoint.id': delivery.endpoint_id,
-            'messaging.message.id': delivery.event_id,
-          },
         },
       ),
     );

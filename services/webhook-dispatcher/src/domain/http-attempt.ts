@@ -13,6 +13,8 @@ export interface AttemptInput {
   secret: string | null;
   /** The secret a rotation replaced, while it is still honoured: it signs too. */
   previousSecret: string | null;
+  /** The trace context the receiver continues (`traceparent`), when the attempt is traced. */
+  traceHeaders?: Record<string, string>;
 }
 
 /** What one attempt came to; its texts are storable as they are (no NUL, well-formed). */
@@ -72,7 +74,7 @@ export async function attemptDelivery(
     const response = await request(input.url, {
       method: 'POST',
       body: input.body,
-      headers: deliveryHeaders({ ...input, now: new Date() }),
+      headers: { ...input.traceHeaders, ...deliveryHeaders({ ...input, now: new Date() }) },
       dispatcher: deps.agent,
       signal,
     });
