@@ -69,19 +69,24 @@ afterAll(async () => {
   collector.close();
 });
 
-/** A call to the gateway as part of a trace of the caller's (a new trace id, which the test then follows). */
-async function tracedCall(method: string, path: string, apiKey: string, body: unknown) {
+/** A JSON call as part of a trace of the caller's (a new trace id, which the test then follows). */
+async function tracedFetch(url: string, method: string, headers: Record<string, string>, body: unknown) {
   const traceId = randomBytes(16).toString('hex');
-  const response = await fetch(`${stack.gatewayUrl}${path}`, {
+  const response = await fetch(url, {
     method,
     headers: {
-      authorization: `Bearer ${apiKey}`,
+      ...headers,
       'content-type': 'application/json',
       traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
     },
     body: JSON.stringify(body),
   });
   return { traceId, response };
+}
+
+/** A traced call to the gateway with a workspace's key. */
+function tracedCall(method: string, path: string, apiKey: string, body: unknown) {
+  return tracedFetch(`${stack.gatewayUrl}${path}`, method, { authorization: `Bearer ${apiKey}` }, body);
 }
 
 const inTrace = (traceId: string) => spans.filter((span) => span.traceId === traceId);
@@ -258,21 +263,20 @@ describe('one trace from the API call to the webhook', () => {
       `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`,
       { channel: 'alt-a', config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'cb', api_key: 'k' } },
     );
-    const callback = async (integrationId: string) => {
-      const traceId = randomBytes(16).toString('hex');
-      const response = await fetch(`${stack.connectorUrl}/inbound/alt-a/${integrationId}`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+    // Not the provider's header: admitted (the integration is known), then refused as forged.
+    const callback = (integrationId: string) =>
+      tracedFetch(
+        `${stack.connectorUrl}/inbound/alt-a/${integrationId}`,
+        'POST',
+        {},
+        {
+          event: 'messages.upsert',
+          instance: 'cb',
+          data: {},
         },
-        // Not the provider's header: admitted (the integration is known), then refused as forged.
-        body: JSON.stringify({ event: 'messages.upsert', instance: 'cb', data: {} }),
-      });
-      return { traceId, status: response.status };
-    };
+      );
     const unknown = await callback('00000000-0000-4000-8000-000000000000');
-    expect(unknown.status).toBe(404);
+    expect(unknown.response.status).toBe(404);
     const connectorOutput = () => stack.processes.get('provider-connector')!.output();
     await waitFor(() => connectorOutput().includes(unknown.traceId), { what: 'the access line' });
     const line = connectorOutput()
@@ -280,16 +284,25 @@ describe('one trace from the API call to the webhook', () => {
       .find((text) => text.includes(unknown.traceId));
     expect(JSON.parse(line!)).toMatchObject({ trace_id: unknown.traceId, status: 404 });
 
+    /** The admitted request has its server span, named by its route; the refused one has none. */
+    const tracedOnlyOnceAdmitted = async (
+      admitted: { traceId: string },
+      refused: { traceId: string },
+      route: string,
+    ) => {
+      await waitFor(() => inTrace(admitted.traceId).length > 0, { what: `the span of ${route}` });
+      expect(
+        inTrace(admitted.traceId).find(
+          (span) => span.service === 'provider-connector' && span.kind === SERVER,
+        )?.name,
+      ).toBe(route);
+      // The connector exports spans in the order they end: once the admitted request's is out, the
+      // refused one's would be too.
+      expect(inTrace(refused.traceId)).toEqual([]);
+    };
     const admitted = await callback(integration.body.id);
-    expect(admitted.status).toBe(401);
-    // The connector exports spans in the order they end: once the admitted callback's is out, the
-    // refused one's would be too.
-    await waitFor(() => inTrace(admitted.traceId).length > 0, { what: "the admitted callback's span" });
-    expect(
-      inTrace(admitted.traceId).find((span) => span.service === 'provider-connector' && span.kind === SERVER)
-        ?.name,
-    ).toBe('POST /inbound/:channel/:integrationId');
-    expect(inTrace(unknown.traceId)).toEqual([]);
+    expect(admitted.response.status).toBe(401);
+    await tracedOnlyOnceAdmitted(admitted, unknown, 'POST /inbound/:channel/:integrationId');
 
     // The live chat's routes have the same door: an origin the integration does not list is refused there.
     const chat = await stack.admin<{ id: string }>(
@@ -297,29 +310,18 @@ describe('one trace from the API call to the webhook', () => {
       `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`,
       { channel: 'livechat', config: { name: 'Loja', allowed_origins: 'https://shop.example' } },
     );
-    const session = async (origin: string) => {
-      const traceId = randomBytes(16).toString('hex');
-      const response = await fetch(`${stack.connectorUrl}/livechat/${chat.body.id}/sessions`, {
-        method: 'POST',
-        headers: {
-          origin,
-          'content-type': 'application/json',
-          traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
-        },
-        body: JSON.stringify({ name: 'Ana' }),
-      });
-      return { traceId, status: response.status };
-    };
+    const session = (origin: string) =>
+      tracedFetch(
+        `${stack.connectorUrl}/livechat/${chat.body.id}/sessions`,
+        'POST',
+        { origin },
+        { name: 'Ana' },
+      );
     const foreign = await session('https://elsewhere.example');
-    expect(foreign.status).toBe(403);
+    expect(foreign.response.status).toBe(403);
     const visitor = await session('https://shop.example');
-    expect(visitor.status).toBe(201);
-    await waitFor(() => inTrace(visitor.traceId).length > 0, { what: "the admitted session's span" });
-    expect(
-      inTrace(visitor.traceId).find((span) => span.service === 'provider-connector' && span.kind === SERVER)
-        ?.name,
-    ).toBe('POST /livechat/:integrationId/sessions');
-    expect(inTrace(foreign.traceId)).toEqual([]);
+    expect(visitor.response.status).toBe(201);
+    await tracedOnlyOnceAdmitted(visitor, foreign, 'POST /livechat/:integrationId/sessions');
   });
 
   it('carries a lead move through gateway, pipeline and messaging in one trace', async () => {
