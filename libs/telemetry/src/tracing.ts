@@ -178,8 +178,8 @@ export function withHttpClientSpan<T>(
 
 /** What the HTTP client conventions say of a call (the span processor redacts `url.full`). */
 function httpClientAttributes(method: string, url: string): Attributes {
-  if (!URL.canParse(url)) return { 'http.request.method': method, 'url.full': url };
-  const parsed = new URL(url);
+  const parsed = URL.parse(url);
+  if (!parsed) return { 'http.request.method': method, 'url.full': url };
   return {
     'http.request.method': method,
     'url.full': url,
