@@ -188,19 +188,20 @@ describe('one trace from the API call to the webhook', () => {
     const ws = await stack.admin<{ workspace_id: string; api_key: string }>('POST', '/admin/v1/workspaces', {
       name: 'logged',
     });
+    // Admitted (a valid body), and answered by its owner: the workspace has no integration of the channel.
     const { traceId, response } = await tracedCall('POST', '/api/v1/send-message', ws.body.api_key, {
-      phone: 'not a phone',
+      phone: '+5511900000001',
       message: 'x',
       channel: 'alt-a',
     });
-    expect(response.status).toBe(400);
+    expect(response.status).toBe(404);
     const gatewayOutput = () => stack.processes.get('gateway')!.output();
     await waitFor(() => gatewayOutput().includes(traceId), { what: "the request's access line" });
     const line = gatewayOutput()
       .split('\n')
       .find((text) => text.includes(traceId))!;
     expect(line.split('"trace_id"').length - 1).toBe(1);
-    expect(JSON.parse(line)).toMatchObject({ trace_id: traceId, status: 400 });
+    expect(JSON.parse(line)).toMatchObject({ trace_id: traceId, status: 404 });
     // The Collector's configuration has a traces pipeline and nothing else (deploy/observability).
     await waitFor(() => inTrace(traceId).length > 0, { what: "the request's span" });
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -224,12 +225,17 @@ describe('one trace from the API call to the webhook', () => {
     const wrongKey = await tracedCall('POST', '/api/v1/send-message', 'sk_live_wrong', invalid);
     expect(wrongKey.response.status).toBe(401);
     await logged(wrongKey, 401);
-    // The workspace's budget (60 a minute) spent on requests the gateway admits (and answers 400)…
-    for (let sent = 0; sent < 60; sent += 20) {
+    // An invalid body is refused at the door too, once the key and the budget have let it through.
+    const invalidBody = await tracedCall('POST', '/api/v1/send-message', ws.body.api_key, invalid);
+    expect(invalidBody.response.status).toBe(400);
+    await logged(invalidBody, 400);
+    // The workspace's budget (60 a minute) spent on requests the gateway answers 400…
+    for (let sent = 1; sent < 60; sent += 20) {
+      const count = Math.min(20, 60 - sent);
       const answers = await Promise.all(
-        Array.from({ length: 20 }, () => stack.api('/api/v1/send-message', ws.body.api_key, invalid)),
+        Array.from({ length: count }, () => stack.api('/api/v1/send-message', ws.body.api_key, invalid)),
       );
-      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(400));
+      expect(answers.map((answer) => answer.status)).toEqual(Array(count).fill(400));
     }
     // …so that the next one is refused at the door.
     const limited = await tracedCall('POST', '/api/v1/send-message', ws.body.api_key, invalid);
@@ -242,8 +248,11 @@ describe('one trace from the API call to the webhook', () => {
         name: 'door-admitted',
       },
     );
-    const traced = await tracedCall('POST', '/api/v1/send-message', other.body.api_key, invalid);
-    expect(traced.response.status).toBe(400);
+    const traced = await tracedCall('POST', '/api/v1/send-message', other.body.api_key, {
+      ...invalid,
+      phone: '+5511900000001',
+    });
+    expect(traced.response.status).toBe(404);
 
     // The gateway exports spans in the order they end: once the admitted request's is out, the refused
     // ones' would be too.
@@ -251,7 +260,7 @@ describe('one trace from the API call to the webhook', () => {
     expect(
       inTrace(traced.traceId).find((span) => span.service === 'gateway' && span.kind === SERVER)?.name,
     ).toBe('POST /api/v1/send-message');
-    for (const refused of [wrongKey, limited]) expect(inTrace(refused.traceId)).toEqual([]);
+    for (const refused of [wrongKey, invalidBody, limited]) expect(inTrace(refused.traceId)).toEqual([]);
   });
 
   it('traces the callbacks the connector admits, and logs but does not trace those it refuses', async () => {

@@ -126,7 +126,7 @@ export function traceIncoming(req: IncomingMessage, res: ServerResponse, next: (
 /**
  * As `traceIncoming`, except that the span starts only when the request is admitted (`traceAdmitted`, in
  * its route after the door's checks), dated from its arrival. A request refused at the door (a wrong key,
- * a spent rate limit) or asking for no route is not traced: recording its span cost the gateway as much
+ * a spent rate limit, an invalid input) or asking for no route is not traced: recording its span cost the gateway as much
  * CPU as the refusal itself, and a flood of them, which needs no key, would crowd everyone's spans out of
  * the export queue. The metrics count them and the access log has each one by request id.
  */
