@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
+  apiKeyCacheKey,
   bearerToken,
   constantTimeEqual,
   generateApiKey,
@@ -18,7 +20,9 @@ describe('api keys', () => {
   it('are stored as SHA-256 and hinted without revealing the secret part', () => {
     const key = generateApiKey();
     expect(hashApiKey(key)).toHaveLength(32);
-    expect(hashApiKey(key).equals(hashApiKey(key))).toBe(true);
+    expect(hashApiKey(key).equals(createHash('sha256').update(key).digest())).toBe(true);
+    // The key cache is indexed by the digest the database stores, so a miss can look it up.
+    expect(apiKeyCacheKey(key)).toBe(hashApiKey(key).toString('base64'));
     expect(keyHint(key)).toMatch(/^sk_live_.{4}….{4}$/);
   });
 

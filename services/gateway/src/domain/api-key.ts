@@ -1,4 +1,4 @@
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomInt, timingSafeEqual } from 'node:crypto';
 
 const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 export const apiKeyPrefix = 'sk_live_';
@@ -11,8 +11,14 @@ export function generateApiKey(): string {
   return apiKeyPrefix + random;
 }
 
+// One-shot `hash`: a sixth of a Hash object's cost, and every request to the public API pays it.
 export function hashApiKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  return hash('sha256', key, 'buffer');
+}
+
+/** The key's digest as the key cache's index. */
+export function apiKeyCacheKey(key: string): string {
+  return hash('sha256', key, 'base64');
 }
 
 /** Enough of the key for an operator to recognise it, never enough to use it. */

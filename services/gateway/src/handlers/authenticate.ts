@@ -1,7 +1,7 @@
 import { AppError, errorTexts, type KeyTexts, type WorkspaceContext } from '@inbox/contracts';
 import { annotateServerSpan } from '@inbox/telemetry';
 import type { RequestHandler } from 'express';
-import { bearerToken, hashApiKey, looksLikeApiKey } from '../domain/api-key.js';
+import { apiKeyCacheKey, bearerToken, looksLikeApiKey } from '../domain/api-key.js';
 import type { CachedWorkspace, KeyCache } from '../domain/key-cache.js';
 import type { AuthFailureLimiter } from '../rate-limit/auth-failure-limiter.js';
 import type { WorkspaceStore } from '../store/workspaces.js';
@@ -30,27 +30,26 @@ export class KeyResolver {
 
   /** What this process knows of the key without asking the database; see KeyCache.get. */
   cached(apiKey: string): CachedWorkspace | null | undefined {
-    return this.cache.get(hashApiKey(apiKey).toString('base64'));
+    return this.cache.get(apiKeyCacheKey(apiKey));
   }
 
   /** The key's workspace, or null when the key belongs to none. */
   async resolve(apiKey: string): Promise<CachedWorkspace | null> {
-    const digest = hashApiKey(apiKey);
-    const cacheKey = digest.toString('base64');
+    const cacheKey = apiKeyCacheKey(apiKey);
     const cached = this.cache.get(cacheKey);
     if (cached !== undefined) return cached;
     const epoch = this.cache.epoch;
     const lookupKey = `${epoch}:${cacheKey}`;
     let lookup = this.lookups.get(lookupKey);
     if (!lookup) {
-      lookup = this.lookUp(digest, cacheKey, epoch).finally(() => this.lookups.delete(lookupKey));
+      lookup = this.lookUp(cacheKey, epoch).finally(() => this.lookups.delete(lookupKey));
       this.lookups.set(lookupKey, lookup);
     }
     return lookup;
   }
 
-  private async lookUp(digest: Buffer, cacheKey: string, epoch: number): Promise<CachedWorkspace | null> {
-    const found = await this.store.findByKeyDigest(digest);
+  private async lookUp(cacheKey: string, epoch: number): Promise<CachedWorkspace | null> {
+    const found = await this.store.findByKeyDigest(Buffer.from(cacheKey, 'base64'));
     if (!found) {
       this.cache.setUnknown(cacheKey, epoch);
       return null;
