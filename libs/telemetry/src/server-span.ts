@@ -126,9 +126,9 @@ export function traceIncoming(req: IncomingMessage, res: ServerResponse, next: (
 /**
  * As `traceIncoming`, except that the span starts only when the request is admitted (`traceAdmitted`, in
  * its route after the door's checks), dated from its arrival. A request refused at the door (a wrong key,
- * a spent rate limit, an invalid input) or asking for no route is not traced: recording its span cost the gateway as much
- * CPU as the refusal itself, and a flood of them, which needs no key, would crowd everyone's spans out of
- * the export queue. The metrics count them and the access log has each one by request id.
+ * a spent rate limit, an invalid input) or asking for no route is not traced: recording its span cost the
+ * gateway as much CPU as the refusal itself, and a flood of them, which needs no key, would crowd everyone's
+ * spans out of the export queue. The metrics count them and the access log has each one by request id.
  */
 export function traceIncomingOnceAdmitted(req: IncomingMessage, res: ServerResponse, next: () => void): void {
   context.with(new ServerSpan(req, res, true).current, next);
