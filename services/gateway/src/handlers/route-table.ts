@@ -140,8 +140,8 @@ export function routeTable(deps: RouteTableDeps): Router {
               body,
             ]
           : [checkParams(route), body];
-    // The span starts once the door's checks have passed: an invalid input's span would say less than its
-    // access line and cost a fifth of the refusal (ADR 0012).
+    // The span starts once the door's checks have passed: an invalid input's span would tell little its
+    // access line does not, for a fifth of the refusal's CPU (ADR 0012).
     chain.push(checkQueryAndBody(route), traceAdmitted);
     chain.push(route.idempotent ? once(idempotencyScope(route as CommandRoute), handler) : handler);
     router[route.method](expressPath(route.path), ...chain, refusal);
