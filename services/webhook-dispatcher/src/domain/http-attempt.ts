@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { storableText, storableUtf8 } from '@inbox/db';
-import { type AddressPolicy, Deadline } from '@inbox/outbound-http';
+import { type AddressPolicy, Deadline, hostOf } from '@inbox/outbound-http';
 import { deliveryHeaders } from '@inbox/sdk/webhooks';
 import { type Dispatcher, request } from 'undici';
 import { parseRetryAfter } from './retry-policy.js';
@@ -57,7 +57,7 @@ export async function attemptDelivery(
 ): Promise<HttpOutcome> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const host = new URL(input.url).hostname.replace(/^\[|\]$/g, '');
+  const host = hostOf(new URL(input.url));
   // Names are checked by the agent's lookup at connect time; literal addresses never reach a lookup.
   if (isIP(host) && !deps.policy.permits(host)) {
     return {
