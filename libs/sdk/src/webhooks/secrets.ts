@@ -15,6 +15,12 @@ export function generateWebhookSecret(): string {
   return `${whsecPrefix}${randomBytes(24).toString('base64')}`;
 }
 
+/** An HMAC key as text and the encoding that turns it into the key's bytes. */
+export interface KeyText {
+  text: string;
+  encoding: 'base64' | 'utf8';
+}
+
 /**
  * The HMAC keys a secret stands for in the Standard Webhooks signature. A `whsec_<base64>` secret
  * stands for its decoded bytes, as in the reference libraries, so a receiver using one of them is
@@ -22,8 +28,13 @@ export function generateWebhookSecret(): string {
  * the platform keyed every secret that way before, and receivers set up then still do. Any other
  * secret is keyed with its UTF-8 bytes only, as it always was.
  */
-export function standardWebhookKeys(secret: string): Buffer[] {
-  const utf8 = Buffer.from(secret, 'utf8');
+export function standardWebhookKeyTexts(secret: string): KeyText[] {
+  const utf8: KeyText = { text: secret, encoding: 'utf8' };
   const encoded = secret.startsWith(whsecPrefix) ? secret.slice(whsecPrefix.length) : '';
-  return encoded && standardBase64.test(encoded) ? [Buffer.from(encoded, 'base64'), utf8] : [utf8];
+  return encoded && standardBase64.test(encoded) ? [{ text: encoded, encoding: 'base64' }, utf8] : [utf8];
+}
+
+/** `standardWebhookKeyTexts` as the keys' bytes. */
+export function standardWebhookKeys(secret: string): Buffer[] {
+  return standardWebhookKeyTexts(secret).map(({ text, encoding }) => Buffer.from(text, encoding));
 }
