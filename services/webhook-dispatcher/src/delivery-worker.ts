@@ -22,6 +22,13 @@ export interface DeliveryWorkerOptions {
   disableAfterMs: number;
   /** How often to look for deliveries that other replicas scheduled or that came due. */
   pollMs?: number;
+  /**
+   * How long an attempt's result waits, at most, for others to be recorded with it (default 5 ms); the
+   * batch goes as soon as every attempt under way has its result. Its endpoint's slot stays taken until
+   * the record commits, so with an endpoint at its concurrency cap this wait is part of every
+   * delivery's cycle.
+   */
+  recordGatherMs?: number;
   /** Events waiting for the scheduling consumer (its lag), for the gauge. */
   consumerLag: () => Promise<number>;
   /**
@@ -58,10 +65,6 @@ const consumerLag = meter('webhook-dispatcher').createObservableGauge('webhook.c
 
 type WorkerStep = 'lease' | 'secret' | 'attempt' | 'record' | 'loop';
 
-// How long an attempt's result waits for others to be recorded with it. Its endpoint's slot stays taken
-// until then, so with an endpoint at its concurrency cap this is part of every delivery's cycle.
-const recordGatherMs = 5;
-
 // How long a woken worker waits for more work before it leases (it adds this much to a delivery's
 // latency when the worker was idle; a worker with work due does not wait).
 const wakeGatherMs = 10;
@@ -84,7 +87,10 @@ export class DeliveryWorker {
   private lastIterationAt = 0;
   private inFlight = 0;
   private results: RecordedAttempt[] = [];
+  // Attempts whose results a flush has taken and is recording.
+  private recording = 0;
   private flushing: Promise<void> | undefined;
+  private flushEarly: (() => void) | undefined;
   private wakeUp: ((gatherMs: number) => void) | undefined;
   // A wake-up that came while the loop was not paused (leasing, say): the next pause answers it at once,
   // rather than sleeping through work that arrived meanwhile until the next poll.
@@ -336,11 +342,17 @@ export class DeliveryWorker {
     );
   }
 
-  // Results wait a moment for others, so a busy worker writes them in batches.
+  // Results wait a moment for others, so a busy worker writes them in batches; once no attempt is left
+  // waiting for its receiver, nothing more can join the batch, and it goes.
   private scheduleFlush(): Promise<void> {
-    this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, recordGatherMs)).then(() =>
-      this.flush(),
-    );
+    this.flushing ??= new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.options.recordGatherMs ?? 5);
+      this.flushEarly = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    }).then(() => this.flush());
+    if (this.inFlight === this.results.length + this.recording) this.flushEarly?.();
     return this.flushing;
   }
 
@@ -351,8 +363,18 @@ export class DeliveryWorker {
    */
   private async flush(): Promise<void> {
     this.flushing = undefined;
+    this.flushEarly = undefined;
     const batch = this.results.splice(0);
     if (batch.length === 0) return;
+    this.recording += batch.length;
+    try {
+      await this.recordAll(batch);
+    } finally {
+      this.recording -= batch.length;
+    }
+  }
+
+  private async recordAll(batch: RecordedAttempt[]): Promise<void> {
     try {
       await this.record(batch);
       return;
