@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 
 /**
  * Encrypts secrets at rest (provider credentials, webhook secrets) with AES-256-GCM. The stored form is
@@ -7,11 +7,14 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
  * sealed value copied to another row or workspace does not open there.
  */
 export class SecretBox {
-  private readonly key: Buffer;
+  // A KeyObject made once: on Node 24 a cipher keyed with a Buffer costs four times as much (24 against
+  // 6 µs), its key going through the KeyObject and CryptoKey checks that throw and catch an error each.
+  private readonly key: KeyObject;
 
   constructor(keyBase64: string) {
-    this.key = Buffer.from(keyBase64, 'base64');
-    if (this.key.length !== 32) throw new Error('the encryption key must be 32 bytes, base64-encoded');
+    const bytes = Buffer.from(keyBase64, 'base64');
+    if (bytes.length !== 32) throw new Error('the encryption key must be 32 bytes, base64-encoded');
+    this.key = createSecretKey(bytes);
   }
 
   static generateKey(): string {
