@@ -24,6 +24,15 @@ beforeAll(async () => {
   app.get('/known', () => {
     throw new AppError(409, { error: 'Conflito conhecido' });
   });
+  app.get('/wrapped', (_req, res) => {
+    // As the gateway's idempotency record does: its own json, which sees the answer first.
+    const json = res.json.bind(res);
+    res.json = (body: { error: string }) => {
+      res.setHeader('X-Seen', `${res.statusCode} ${body.error}`);
+      return json(body);
+    };
+    throw new AppError(409, { error: 'Conflito conhecido' });
+  });
   app.get('/boom', () => {
     throw new Error('database password is hunter2');
   });
@@ -65,6 +74,28 @@ describe('service HTTP app', () => {
     const known = await fetch(`${server.url}/known`);
     expect(known.status).toBe(409);
     expect(await known.json()).toEqual({ error: 'Conflito conhecido' });
+  });
+
+  it('writes an ErrorResponse with the headers express gives a JSON answer, and none of its body to HEAD', async () => {
+    const known = await fetch(`${server.url}/known`);
+    const text = await known.text();
+    expect(known.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(known.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+    expect(known.headers.get('x-request-id')).toBeTruthy();
+    expect(known.headers.get('etag')).toBeNull();
+    const unknown = await fetch(`${server.url}/nowhere`);
+    expect(unknown.headers.get('content-type')).toBe('application/json; charset=utf-8');
+
+    const head = await fetch(`${server.url}/known`, { method: 'HEAD' });
+    expect(head.status).toBe(409);
+    expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+    expect(await head.text()).toBe('');
+  });
+
+  it("answers a refusal through a handler's own json, so what wraps it sees the answer", async () => {
+    const wrapped = await fetch(`${server.url}/wrapped`);
+    expect(wrapped.status).toBe(409);
+    expect(wrapped.headers.get('x-seen')).toBe('409 Conflito conhecido');
   });
 
   it('hides unexpected errors behind Erro interno with an error id that the log carries', async () => {
