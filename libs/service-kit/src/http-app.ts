@@ -11,7 +11,12 @@ import {
   traceIncoming,
   traceIncomingOnceAdmitted,
 } from '@inbox/telemetry';
-import express, { type ErrorRequestHandler, type Express as ExpressApp, type RequestHandler } from 'express';
+import express, {
+  type ErrorRequestHandler,
+  type Express as ExpressApp,
+  type RequestHandler,
+  type Response,
+} from 'express';
 import type { Logger } from 'pino';
 
 export type ReadinessChecks = Record<string, () => Promise<boolean> | boolean>;
@@ -46,6 +51,15 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(text));
   res.end(text);
+}
+
+/**
+ * A JSON answer (`sendJson`), or, for a response whose `json` a handler wrapped for itself (the gateway's
+ * idempotency record, which keeps what was answered), through that wrapper.
+ */
+export function answerJson(res: Response, status: number, body: unknown): void {
+  if (Object.hasOwn(res, 'json')) res.status(status).json(body);
+  else sendJson(res, status, body);
 }
 
 /** The JSON body parser with the service's limit, for routes that parse after other checks. */
@@ -165,11 +179,7 @@ export function createHttpApp({
 export function errorResponder(logger: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
     if (res.headersSent) return;
-    // A response whose `json` a handler wrapped for itself (the gateway's idempotency record, which keeps
-    // refusals too) is answered through the wrapper.
-    const answer = Object.hasOwn(res, 'json')
-      ? (status: number, body: unknown) => res.status(status).json(body)
-      : (status: number, body: unknown) => sendJson(res, status, body);
+    const answer = (status: number, body: unknown) => answerJson(res, status, body);
     if (error instanceof AppError) {
       // An owner that did not answer (503/504) is worth a line an operator can find by request id.
       if (error.status >= 500) {

@@ -1,6 +1,7 @@
 export { ConfigError, configFromEnv, loadConfig } from './config.js';
 export { env } from './env.js';
 export {
+  answerJson,
   createHttpApp,
   errorResponder,
   finishHttpApp,

@@ -1,5 +1,5 @@
 import { AppError, platformTexts } from '@inbox/contracts';
-import type { Logger } from '@inbox/service-kit';
+import { answerJson, type Logger } from '@inbox/service-kit';
 import type { Request, RequestHandler, Response } from 'express';
 import { requestHash } from '../domain/request-hash.js';
 import { WaiterSlots } from '../domain/waiter-slots.js';
@@ -91,7 +91,7 @@ export function idempotency({
         return next(new AppError(422, { error: platformTexts.idempotencyKeyReused }));
       case 'completed':
         res.setHeader('Idempotent-Replayed', 'true');
-        res.status(claim.status).json(claim.body);
+        answerJson(res, claim.status, claim.body);
         return;
       case 'in_progress':
         res.setHeader('Retry-After', String(retryAfterSeconds));

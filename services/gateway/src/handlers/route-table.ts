@@ -16,7 +16,7 @@ import {
   routes,
   validateBody,
 } from '@inbox/contracts';
-import { errorResponder, jsonBody, type Logger } from '@inbox/service-kit';
+import { answerJson, errorResponder, jsonBody, type Logger } from '@inbox/service-kit';
 import { traceAdmitted } from '@inbox/telemetry';
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { z } from 'zod';
@@ -123,7 +123,7 @@ export function routeTable(deps: RouteTableDeps): Router {
       const data = isCommandRoute(route)
         ? await deps.bus.request(route.command, withIdempotencyKey(route, req, commandRequest(route, input)))
         : await local[route.local as LocalOperation](input);
-      res.status(route.status ?? 200).json(data);
+      answerJson(res, route.status ?? 200, data);
     };
   };
 
