@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from '@inbox/db';
-import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
-import { createLogger, SecretBox } from '@inbox/service-kit';
+import { SecretBox } from '@inbox/service-kit';
 import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DeliveryWorker } from '../src/delivery-worker.js';
 import { DeliveryStore, type RecordedAttempt } from '../src/store/deliveries.js';
 import { EndpointStore } from '../src/store/endpoints.js';
-import { gate, migratedPool, type Receiver, receiver } from './support.js';
+import { gate, loopbackWorker, migratedPool, type Receiver, receiver } from './support.js';
 
 let pool: Pool;
 let target: Receiver;
@@ -48,29 +46,16 @@ const event = (workspaceId: string, eventId: string) => ({
 
 it('records a batch once every attempt under way has its result, without waiting out the gather', async () => {
   const workspaceId = randomUUID();
-  const policy = AddressPolicy.fromSetting('127.0.0.0/8');
   const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
   await endpoints.create(workspaceId, { url: target.url, events: ['*'] });
   const deliveries = new NotingStore(pool);
   const [first, second] = [randomUUID(), randomUUID()];
   await deliveries.scheduleMany([event(workspaceId, first), event(workspaceId, second)]);
-  const worker = new DeliveryWorker({
-    pool,
-    deliveries,
-    endpoints,
-    agent: guardedAgent(policy, 10_000, 8),
-    policy,
-    logger: createLogger('record-gather-test', { level: 'silent' }),
-    timeoutMs: 10_000,
-    retry: { scheduleSeconds: [1] },
-    concurrency: 8,
-    perEndpointConcurrency: 8,
-    disableAfterMs: 3_600_000,
-    pollMs: 600_000,
+  const worker = loopbackWorker(
+    { pool, deliveries, endpoints },
     // Far beyond the test's time: only the last outstanding result can send the batch.
-    recordGatherMs: 600_000,
-    consumerLag: async () => 0,
-  });
+    { timeoutMs: 10_000, recordGatherMs: 600_000 },
+  );
   worker.start();
   try {
     // Both leased together; the first answered, the second held at the receiver.

@@ -4,8 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { EventEnvelope } from '@inbox/contracts';
 import { createPool, migrate, type Pool } from '@inbox/db';
+import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
+import { createLogger } from '@inbox/service-kit';
 import { createDatabase } from '@inbox/testkit';
 import { inject } from 'vitest';
+import { DeliveryWorker, type DeliveryWorkerOptions } from '../src/delivery-worker.js';
+import type { DeliveryStore } from '../src/store/deliveries.js';
+import type { EndpointStore } from '../src/store/endpoints.js';
 
 /** A pool on a fresh database of this run's Postgres, with the dispatcher's schema migrated. */
 export async function migratedPool(): Promise<Pool> {
@@ -104,4 +109,30 @@ export function receiptsById(target: Receiver): Map<string, number> {
     counts.set(id, (counts.get(id) ?? 0) + 1);
   }
   return counts;
+}
+
+/**
+ * A worker on loopback with 8 slots, a 1 s retry, and a poll far beyond a test's time (only a wake-up or
+ * a freed slot starts a lease); `overrides` sets what a test is about.
+ */
+export function loopbackWorker(
+  stores: { pool: Pool; deliveries: DeliveryStore; endpoints: EndpointStore },
+  overrides: Partial<DeliveryWorkerOptions> = {},
+): DeliveryWorker {
+  const policy = AddressPolicy.fromSetting('127.0.0.0/8');
+  const timeoutMs = overrides.timeoutMs ?? 2_000;
+  return new DeliveryWorker({
+    ...stores,
+    agent: guardedAgent(policy, timeoutMs, 8),
+    policy,
+    logger: createLogger('dispatcher-test', { level: 'silent' }),
+    timeoutMs,
+    retry: { scheduleSeconds: [1] },
+    concurrency: 8,
+    perEndpointConcurrency: 8,
+    disableAfterMs: 3_600_000,
+    pollMs: 600_000,
+    consumerLag: async () => 0,
+    ...overrides,
+  });
 }

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from '@inbox/db';
-import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
-import { createLogger, SecretBox } from '@inbox/service-kit';
+import { SecretBox } from '@inbox/service-kit';
 import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DeliveryWorker } from '../src/delivery-worker.js';
 import { DeliveryStore } from '../src/store/deliveries.js';
 import { EndpointStore } from '../src/store/endpoints.js';
-import { gate, migratedPool, type Receiver, receiver } from './support.js';
+import { gate, loopbackWorker, migratedPool, type Receiver, receiver } from './support.js';
 
 let pool: Pool;
 let target: Receiver;
@@ -39,27 +37,12 @@ class HeldStore extends DeliveryStore {
 
 it('answers a wake-up that came while it was leasing, not at the next poll', async () => {
   const workspaceId = randomUUID();
-  const policy = AddressPolicy.fromSetting('127.0.0.0/8');
   const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
   await endpoints.create(workspaceId, { url: target.url, events: ['*'] });
   const held = gate();
   const deliveries = new HeldStore(pool, held);
-  const worker = new DeliveryWorker({
-    pool,
-    deliveries,
-    endpoints,
-    agent: guardedAgent(policy, 2_000, 8),
-    policy,
-    logger: createLogger('worker-wake-test', { level: 'silent' }),
-    timeoutMs: 2_000,
-    retry: { scheduleSeconds: [1] },
-    concurrency: 8,
-    perEndpointConcurrency: 8,
-    disableAfterMs: 3_600_000,
-    // Far beyond the test's time: only a wake-up can start the next lease.
-    pollMs: 600_000,
-    consumerLag: async () => 0,
-  });
+  // Its poll is far beyond the test's time: only a wake-up can start the next lease.
+  const worker = loopbackWorker({ pool, deliveries, endpoints });
   worker.start();
   try {
     await waitFor(() => deliveries.leases === 1, { what: 'the first lease under way' });
