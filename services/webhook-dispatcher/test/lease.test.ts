@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from '@inbox/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryStore, type EventToSchedule } from '../src/store/deliveries.js';
-import { migratedPool } from './support.js';
+import { eventToSchedule, migratedPool } from './support.js';
 
 let pool: Pool;
 let store: DeliveryStore;
@@ -35,22 +35,15 @@ async function endpoint(options: { ordered?: boolean; enabled?: boolean } = {}) 
   return { id, workspaceId };
 }
 
-const event = (workspaceId: string, ordering: EventToSchedule['ordering'] = null): EventToSchedule => ({
-  workspaceId,
-  eventId: randomUUID(),
-  eventType: 'message.sent',
-  body: '{}',
-  ordering,
-  traceContext: {},
-});
-
 /** Schedules `count` events for the endpoint's workspace, each due a millisecond after the one before. */
 async function schedule(
   target: { workspaceId: string },
   count: number,
   ordering?: (i: number) => EventToSchedule['ordering'],
 ) {
-  const events = Array.from({ length: count }, (_, i) => event(target.workspaceId, ordering?.(i)));
+  const events = Array.from({ length: count }, (_, i) =>
+    eventToSchedule(target.workspaceId, { ordering: ordering?.(i) }),
+  );
   await store.scheduleMany(events);
   await pool.query(
     `update deliveries d set next_attempt_at = now() - interval '1 hour' + o.i * interval '1 millisecond'

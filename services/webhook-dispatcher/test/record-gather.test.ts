@@ -5,7 +5,7 @@ import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DeliveryStore, type RecordedAttempt } from '../src/store/deliveries.js';
 import { EndpointStore } from '../src/store/endpoints.js';
-import { gate, loopbackWorker, migratedPool, type Receiver, receiver } from './support.js';
+import { eventToSchedule, gate, loopbackWorker, migratedPool, type Receiver, receiver } from './support.js';
 
 let pool: Pool;
 let target: Receiver;
@@ -35,22 +35,16 @@ class NotingStore extends DeliveryStore {
   }
 }
 
-const event = (workspaceId: string, eventId: string) => ({
-  workspaceId,
-  eventId,
-  eventType: 'message.sent',
-  body: '{}',
-  ordering: null,
-  traceContext: {},
-});
-
 it('records a batch once every attempt under way has its result, without waiting out the gather', async () => {
   const workspaceId = randomUUID();
   const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
   await endpoints.create(workspaceId, { url: target.url, events: ['*'] });
   const deliveries = new NotingStore(pool);
   const [first, second] = [randomUUID(), randomUUID()];
-  await deliveries.scheduleMany([event(workspaceId, first), event(workspaceId, second)]);
+  await deliveries.scheduleMany([
+    eventToSchedule(workspaceId, { eventId: first }),
+    eventToSchedule(workspaceId, { eventId: second }),
+  ]);
   const worker = loopbackWorker(
     { pool, deliveries, endpoints },
     // Far beyond the test's time: only the last outstanding result can send the batch.

@@ -9,7 +9,7 @@ import { createLogger } from '@inbox/service-kit';
 import { createDatabase } from '@inbox/testkit';
 import { inject } from 'vitest';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../src/delivery-worker.js';
-import type { DeliveryStore } from '../src/store/deliveries.js';
+import type { DeliveryStore, EventToSchedule } from '../src/store/deliveries.js';
 import type { EndpointStore } from '../src/store/endpoints.js';
 
 /** A pool on a fresh database of this run's Postgres, with the dispatcher's schema migrated. */
@@ -135,4 +135,12 @@ export function loopbackWorker(
     consumerLag: async () => 0,
     ...overrides,
   });
+}
+
+/** A `message.sent` event with an empty body, to schedule straight into the store. */
+export function eventToSchedule(
+  workspaceId: string,
+  { eventId = randomUUID(), ordering = null }: Partial<Pick<EventToSchedule, 'eventId' | 'ordering'>> = {},
+): EventToSchedule {
+  return { workspaceId, eventId, eventType: 'message.sent', body: '{}', ordering, traceContext: {} };
 }

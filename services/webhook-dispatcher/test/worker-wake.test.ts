@@ -5,7 +5,7 @@ import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DeliveryStore } from '../src/store/deliveries.js';
 import { EndpointStore } from '../src/store/endpoints.js';
-import { gate, loopbackWorker, migratedPool, type Receiver, receiver } from './support.js';
+import { eventToSchedule, gate, loopbackWorker, migratedPool, type Receiver, receiver } from './support.js';
 
 let pool: Pool;
 let target: Receiver;
@@ -47,16 +47,7 @@ it('answers a wake-up that came while it was leasing, not at the next poll', asy
   try {
     await waitFor(() => deliveries.leases === 1, { what: 'the first lease under way' });
     // Scheduled and announced while that lease, which found nothing, has not answered yet.
-    await deliveries.scheduleMany([
-      {
-        workspaceId,
-        eventId: randomUUID(),
-        eventType: 'message.sent',
-        body: '{}',
-        ordering: null,
-        traceContext: {},
-      },
-    ]);
+    await deliveries.scheduleMany([eventToSchedule(workspaceId)]);
     worker.wake();
     held.open();
     await waitFor(() => target.hits.length === 1, { what: 'the delivery', timeoutMs: 5_000 });
