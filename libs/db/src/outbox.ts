@@ -350,8 +350,11 @@ export class OutboxRelay {
     const { bus, schema } = this.options;
     const maxAttempts = this.options.maxAttempts ?? 5;
     const envelopes = rows.map(wireEvent);
+    // Async, so that a publish throwing at once is that row's failure like any other, not the batch's.
     const outcomes = await Promise.allSettled(
-      rows.map((row, index) => withCapturedContext(row.trace_context, () => bus.publish(envelopes[index]!))),
+      rows.map(async (row, index) =>
+        withCapturedContext(row.trace_context, () => bus.publish(envelopes[index]!)),
+      ),
     );
     const published: number[] = [];
     // Rows that failed maxAttempts times, skipped until a later row shows whether the broker is healthy.

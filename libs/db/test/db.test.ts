@@ -463,6 +463,34 @@ describe('transactional outbox', () => {
     expect(rows[0]).toMatchObject({ failed_at: expect.any(Date), publish_attempts: 3 });
   });
 
+  it('takes a publish that throws at once as that row’s failure, not the batch’s', async () => {
+    await pool.query('update outbox set published_at = now()');
+    const prefix = uniquePrefix();
+    const [first, poison, ...rest] = await writeEvents(4);
+    const real = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    // A transport that refuses one message before it returns a promise at all.
+    const bus = new Proxy(real, {
+      get: (target, key) =>
+        key === 'publish'
+          ? (event: WireEvent) => {
+              if (event.id === poison) throw new Error('unexpected answer');
+              return target.publish(event);
+            }
+          : Reflect.get(target, key, target),
+    }) as Bus;
+    const relay = new OutboxRelay({ pool, bus, schema: 'relaytest', maxAttempts: 2, pollIntervalMs: 20 });
+    relay.start();
+    const seen = await streamContents(prefix, 3);
+    await waitFor(async () => (await relay.backlog()) === 0, { what: 'the poison row set aside' });
+    await relay.stop();
+    await real.drain();
+    expect(seen.map((e) => e.id)).toEqual([first, ...rest]);
+    const { rows } = await pool.query('select failed_at, publish_attempts from outbox where id = $1', [
+      poison,
+    ]);
+    expect(rows[0]).toMatchObject({ failed_at: expect.any(Date), publish_attempts: 2 });
+  });
+
   it('publishes a batch all at once, and settles it as a pass in order would', async () => {
     await pool.query('update outbox set published_at = now()');
     const prefix = uniquePrefix();
