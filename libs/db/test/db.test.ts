@@ -438,58 +438,46 @@ describe('transactional outbox', () => {
     expect(await metricsText()).toMatch(/outbox_dead_lettered_total\{[^}]*schema="relaytest"[^}]*\} [1-9]/);
   });
 
-  it('sets aside a row that keeps failing while the rows behind it go through', async () => {
-    await pool.query('update outbox set published_at = now()');
-    const prefix = uniquePrefix();
-    const [first, poison, ...rest] = await writeEvents(4);
-    const real = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
-    // The broker answering one message with an error it has no name for, every time.
-    const bus = new Proxy(real, {
+  /** The real bus, with its publish replaced by `publish` (which may call the real one). */
+  function withPublish(real: Bus, publish: (event: WireEvent, real: Bus) => Promise<void>): Bus {
+    return new Proxy(real, {
       get: (target, key) =>
-        key === 'publish'
-          ? (event: WireEvent) =>
-              event.id === poison ? Promise.reject(new Error('unexpected answer')) : target.publish(event)
-          : Reflect.get(target, key, target),
-    }) as Bus;
-    const relay = new OutboxRelay({ pool, bus, schema: 'relaytest', maxAttempts: 3, pollIntervalMs: 20 });
-    relay.start();
-    const seen = await streamContents(prefix, 3);
-    await relay.stop();
-    await real.drain();
-    expect(seen.map((e) => e.id)).toEqual([first, ...rest]);
-    const { rows } = await pool.query('select failed_at, publish_attempts from outbox where id = $1', [
-      poison,
-    ]);
-    expect(rows[0]).toMatchObject({ failed_at: expect.any(Date), publish_attempts: 3 });
-  });
+        key === 'publish' ? (event: WireEvent) => publish(event, target) : Reflect.get(target, key, target),
+    });
+  }
 
-  it('takes a publish that throws at once as that row’s failure, not the batch’s', async () => {
-    await pool.query('update outbox set published_at = now()');
-    const prefix = uniquePrefix();
-    const [first, poison, ...rest] = await writeEvents(4);
-    const real = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
-    // A transport that refuses one message before it returns a promise at all.
-    const bus = new Proxy(real, {
-      get: (target, key) =>
-        key === 'publish'
-          ? (event: WireEvent) => {
-              if (event.id === poison) throw new Error('unexpected answer');
-              return target.publish(event);
-            }
-          : Reflect.get(target, key, target),
-    }) as Bus;
-    const relay = new OutboxRelay({ pool, bus, schema: 'relaytest', maxAttempts: 2, pollIntervalMs: 20 });
-    relay.start();
-    const seen = await streamContents(prefix, 3);
-    await waitFor(async () => (await relay.backlog()) === 0, { what: 'the poison row set aside' });
-    await relay.stop();
-    await real.drain();
-    expect(seen.map((e) => e.id)).toEqual([first, ...rest]);
-    const { rows } = await pool.query('select failed_at, publish_attempts from outbox where id = $1', [
-      poison,
-    ]);
-    expect(rows[0]).toMatchObject({ failed_at: expect.any(Date), publish_attempts: 2 });
-  });
+  it.each([
+    ['answers it with an error it has no name for', () => Promise.reject(new Error('unexpected answer'))],
+    [
+      'throws before it returns a promise at all',
+      (): Promise<void> => {
+        throw new Error('unexpected answer');
+      },
+    ],
+  ])(
+    'sets aside a row that keeps failing while the rows behind it go through: the transport %s',
+    async (_how, failing) => {
+      await pool.query('update outbox set published_at = now()');
+      const prefix = uniquePrefix();
+      const [first, poison, ...rest] = await writeEvents(4);
+      const real = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+      // The same one message fails every time; every other goes through.
+      const bus = withPublish(real, (event, target) =>
+        event.id === poison ? failing() : target.publish(event),
+      );
+      const relay = new OutboxRelay({ pool, bus, schema: 'relaytest', maxAttempts: 3, pollIntervalMs: 20 });
+      relay.start();
+      const seen = await streamContents(prefix, 3);
+      await waitFor(async () => (await relay.backlog()) === 0, { what: 'the failing row set aside' });
+      await relay.stop();
+      await real.drain();
+      expect(seen.map((e) => e.id)).toEqual([first, ...rest]);
+      const { rows } = await pool.query('select failed_at, publish_attempts from outbox where id = $1', [
+        poison,
+      ]);
+      expect(rows[0]).toMatchObject({ failed_at: expect.any(Date), publish_attempts: 3 });
+    },
+  );
 
   it('publishes a batch all at once, and settles it as a pass in order would', async () => {
     await pool.query('update outbox set published_at = now()');
@@ -500,25 +488,20 @@ describe('transactional outbox', () => {
     let mostUnderWay = 0;
     let failedOnce = false;
     // The broker failing the third event's first publish, with an error it has no name for.
-    const bus = new Proxy(real, {
-      get: (target, key) =>
-        key === 'publish'
-          ? async (event: WireEvent) => {
-              underWay++;
-              mostUnderWay = Math.max(mostUnderWay, underWay);
-              try {
-                if (event.id === ids[2] && !failedOnce) {
-                  failedOnce = true;
-                  await new Promise((resolve) => setTimeout(resolve, 50));
-                  throw new Error('unexpected answer');
-                }
-                await target.publish(event);
-              } finally {
-                underWay--;
-              }
-            }
-          : Reflect.get(target, key, target),
-    }) as Bus;
+    const bus = withPublish(real, async (event, target) => {
+      underWay++;
+      mostUnderWay = Math.max(mostUnderWay, underWay);
+      try {
+        if (event.id === ids[2] && !failedOnce) {
+          failedOnce = true;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          throw new Error('unexpected answer');
+        }
+        await target.publish(event);
+      } finally {
+        underWay--;
+      }
+    });
     const failures: unknown[] = [];
     const relay = new OutboxRelay({
       pool,
