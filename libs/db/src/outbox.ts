@@ -170,7 +170,7 @@ export interface OutboxRelayOptions {
   pruneIntervalMs?: number;
   /** Rows one delete statement takes at most, so no statement holds many locks or runs long. */
   pruneBatchSize?: number;
-  /** Test seam: called after each publish, before the row is marked. */
+  /** Test seam: called for each row whose publish went through, in order, before the batch is marked. */
   afterPublish?: (event: WireEvent) => void;
 }
 
