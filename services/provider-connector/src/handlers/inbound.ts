@@ -6,7 +6,7 @@ import {
 } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, type PoolClient, withTransaction, writeEvent } from '@inbox/db';
 import type { OutboundGuard } from '@inbox/outbound-http';
-import { inRequestContext, type Logger } from '@inbox/service-kit';
+import { answerJson, inRequestContext, type Logger } from '@inbox/service-kit';
 import { meter, traceAdmitted } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
@@ -55,10 +55,10 @@ function refuse(
 ) {
   if (decision.status === 429) {
     res.setHeader('Retry-After', String(decision.retryAfterSeconds));
-    res.status(429).json({ error: platformTexts.callbacksTooMany });
+    answerJson(res, 429, { error: platformTexts.callbacksTooMany });
     return;
   }
-  res.status(unknown.status).json({ error: unknown.text });
+  answerJson(res, unknown.status, { error: unknown.text });
 }
 
 /**
@@ -90,7 +90,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
     const adapter = adapterFor(found.integration.channel);
     const challenge = adapter?.answerHandshake?.(found.config, req.query as Record<string, unknown>);
     if (!challenge) {
-      res.status(handshakeRefused.status).json({ error: handshakeRefused.text });
+      answerJson(res, handshakeRefused.status, { error: handshakeRefused.text });
       return;
     }
     res.type('text/plain').send(challenge);
@@ -104,7 +104,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
       const found = admitted.get(req)!;
       const adapter = adapterFor(found.integration.channel);
       if (!adapter) {
-        res.status(unknownIntegration.status).json({ error: unknownIntegration.text });
+        answerJson(res, unknownIntegration.status, { error: unknownIntegration.text });
         return;
       }
       let batch: InboundBatch;
@@ -120,9 +120,9 @@ export function inboundRoutes(deps: InboundDeps): Router {
             { integration_id: found.integration.id, reason: error.message },
             'inbound callback refused',
           );
-          res
-            .status(error instanceof InboundRejected ? 401 : 400)
-            .json({ error: platformTexts.callbackRefused });
+          answerJson(res, error instanceof InboundRejected ? 401 : 400, {
+            error: platformTexts.callbackRefused,
+          });
           return;
         }
         throw error;
@@ -130,7 +130,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
       if (batch.toFetch?.length) {
         const resolved = await resolveNotified(deps, found, adapter, batch);
         if (!resolved) {
-          res.status(503).json({ error: platformTexts.callbackResourceUnavailable });
+          answerJson(res, 503, { error: platformTexts.callbackResourceUnavailable });
           return;
         }
         batch = resolved;
@@ -143,7 +143,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
       }
       await recordBatch(deps, found, batch);
       deps.relay.wake();
-      res.json({ ok: true });
+      answerJson(res, 200, { ok: true });
     },
   );
 
