@@ -1,6 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { Agent } from 'undici';
 import type { AddressPolicy } from './address-policy.js';
+import { Agent } from './undici-parts.js';
 
 /** An outbound call aimed at an address the policy refuses: a literal one, or what a name resolved to. */
 export class ForbiddenAddressError extends Error {

@@ -1,9 +1,9 @@
 import { isIP } from 'node:net';
-import { type Agent, type Dispatcher, request } from 'undici';
 import type { AddressPolicy } from './address-policy.js';
 import { hostOf } from './check-url.js';
 import { Deadline } from './deadline.js';
 import { ForbiddenAddressError, guardedAgent } from './guarded-agent.js';
+import { type Agent, type Dispatcher, request } from './undici-parts.js';
 
 /** An answer bigger than the caller's bound; the connection was dropped rather than read to the end. */
 export class ResponseTooLargeError extends Error {

@@ -11,3 +11,4 @@ export {
   OutboundTimeoutError,
   ResponseTooLargeError,
 } from './guarded-json.js';
+export { type Agent, type Dispatcher, request } from './undici-parts.js';

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -89,13 +90,17 @@ describe('guardedJson', () => {
       res.writeHead(201, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ id: 'm-1' }));
     });
-    const answer = await guardedJson(loopback(), `${server.url}/send`, {
+    const answer = await guardedJson(loopback(), `${server.url}/send?to=a%20b&n=1`, {
       method: 'POST',
       headers: { authorization: 'Bearer t' },
       body: { text: 'olá' },
     });
     expect(answer).toMatchObject({ status: 201, ok: true, body: { id: 'm-1' } });
-    expect(server.hits[0]).toMatchObject({ method: 'POST', url: '/send', body: '{"text":"olá"}' });
+    expect(server.hits[0]).toMatchObject({
+      method: 'POST',
+      url: '/send?to=a%20b&n=1',
+      body: '{"text":"olá"}',
+    });
     expect(server.hits[0]!.headers['content-type']).toBe('application/json');
   });
 
@@ -206,6 +211,31 @@ describe('guardedJson', () => {
     );
     expect(failure).not.toBeInstanceOf(OutboundTimeoutError);
     expect(controller.signal.aborted).toBe(true);
+  });
+});
+
+describe('the undici it loads', () => {
+  it("is the agent and request alone: neither undici's whole surface nor Node's bundled copy", () => {
+    const entry = new URL('../src/index.ts', import.meta.url).href;
+    const probe = `
+      import { createRequire } from 'node:module';
+      await import(${JSON.stringify(entry)});
+      const cache = Object.keys(createRequire(import.meta.url).cache);
+      console.log(JSON.stringify({
+        index: cache.some((file) => file.endsWith('/node_modules/undici/index.js')),
+        agent: cache.some((file) => file.endsWith('/undici/lib/dispatcher/agent.js')),
+        bundled: process.moduleLoadList.some((name) => name.includes('deps/undici/undici')),
+      }));`;
+    const output = execFileSync(
+      process.execPath,
+      ['--conditions=source', '--import', 'tsx', '--input-type=module', '--eval', probe],
+      { encoding: 'utf8' },
+    );
+    expect(JSON.parse(output.trim().split('\n').at(-1)!)).toEqual({
+      index: false,
+      agent: true,
+      bundled: false,
+    });
   });
 });
 

@@ -1,8 +1,7 @@
 import type { Pool } from '@inbox/db';
-import type { AddressPolicy } from '@inbox/outbound-http';
+import type { AddressPolicy, Dispatcher } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import { meter, withCapturedContext, withHttpClientSpan } from '@inbox/telemetry';
-import type { Dispatcher } from 'undici';
 import { attemptDelivery, type HttpOutcome, storableError } from './domain/http-attempt.js';
 import { isSuccess, nextStep, type RetryPolicy } from './domain/retry-policy.js';
 import type { DeliveryStore, LeasedDelivery, RecordedAttempt } from './store/deliveries.js';

@@ -1,8 +1,7 @@
 import { isIP } from 'node:net';
 import { storableText, storableUtf8 } from '@inbox/db';
-import { type AddressPolicy, Deadline, hostOf } from '@inbox/outbound-http';
+import { type AddressPolicy, Deadline, type Dispatcher, hostOf, request } from '@inbox/outbound-http';
 import { deliveryHeaders } from '@inbox/sdk/webhooks';
-import { type Dispatcher, request } from 'undici';
 import { parseRetryAfter } from './retry-policy.js';
 
 export interface AttemptInput {
