@@ -7,6 +7,8 @@
 // traced through undici's diagnostics channels; outgoing node:http is patched in place. The one that
 // needed the hook, ioredis, is gone: with auto-pipelining its commands leave outside the request's span
 // and it recorded none (bench/RESULTS.md, 2026-11-26, sixth session).
+import { buildHttpModuleFace } from './http-module-face.js';
 import { startTelemetry } from './sdk.js';
 
+await buildHttpModuleFace();
 startTelemetry();
