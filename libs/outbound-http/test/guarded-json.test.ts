@@ -1,7 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { runModuleSnippet } from '@inbox/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   AddressPolicy,
@@ -226,12 +226,7 @@ describe('the undici it loads', () => {
         agent: cache.some((file) => file.endsWith('/undici/lib/dispatcher/agent.js')),
         bundled: process.moduleLoadList.some((name) => name.includes('deps/undici/undici')),
       }));`;
-    const output = execFileSync(
-      process.execPath,
-      ['--conditions=source', '--import', 'tsx', '--input-type=module', '--eval', probe],
-      { encoding: 'utf8' },
-    );
-    expect(JSON.parse(output.trim().split('\n').at(-1)!)).toEqual({
+    expect(runModuleSnippet(probe)).toEqual({
       index: false,
       agent: true,
       bundled: false,

@@ -1,5 +1,5 @@
-import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { runModuleSnippet } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
 
 const entry = new URL('../src/http-module-face.ts', import.meta.url).href;
@@ -18,12 +18,7 @@ function probe(buildFirst: boolean): { bundledUndici: boolean; createServer: str
       createServer: typeof http.createServer,
       webSocket: typeof required.WebSocket,
     }));`;
-  const output = execFileSync(
-    process.execPath,
-    ['--conditions=source', '--import', 'tsx', '--input-type=module', '--eval', script],
-    { encoding: 'utf8' },
-  );
-  return JSON.parse(output.trim().split('\n').at(-1)!);
+  return runModuleSnippet(script);
 }
 
 // Node 20's node:http has no such getters, and its ES face never loaded undici.

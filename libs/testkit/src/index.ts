@@ -20,5 +20,5 @@ export {
   uniquePrefix,
 } from './local-servers.js';
 export { canConnect, freePort } from './ports.js';
-export { type ManagedProcess, startProcess } from './process.js';
+export { type ManagedProcess, runModuleSnippet, startProcess } from './process.js';
 export { type WaitOptions, waitFor } from './wait-for.js';

@@ -1,4 +1,4 @@
-import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, type SpawnOptions, spawn } from 'node:child_process';
 
 export interface ManagedProcess {
   child: ChildProcess;
@@ -43,4 +43,18 @@ export function startProcess(
       return code;
     },
   };
+}
+
+/**
+ * Runs an ES module snippet in a fresh Node process, the workspace's packages from their sources, and
+ * returns the JSON of the last line it printed: for what only a new process shows (which modules loading
+ * a package pulls in).
+ */
+export function runModuleSnippet<T>(script: string): T {
+  const output = execFileSync(
+    process.execPath,
+    ['--conditions=source', '--import', 'tsx', '--input-type=module', '--eval', script],
+    { encoding: 'utf8' },
+  );
+  return JSON.parse(output.trim().split('\n').at(-1)!) as T;
 }
