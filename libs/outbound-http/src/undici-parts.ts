@@ -24,10 +24,10 @@ export type RequestOptions = Omit<Undici.Dispatcher.RequestOptions, 'origin' | '
 
 /** undici's `request(url, options)` for a call that names its dispatcher, as every call of ours does. */
 export function request(url: string | URL, options: RequestOptions): Promise<Undici.Dispatcher.ResponseData> {
-  const { dispatcher, ...rest } = options;
   const target = typeof url === 'string' ? new URL(url) : url;
-  return dispatcherRequest.call(dispatcher, {
-    ...rest,
+  // One copy, as undici's own `request` makes it: the dispatcher rides along unread.
+  return dispatcherRequest.call(options.dispatcher, {
+    ...options,
     origin: target.origin,
     path: target.search ? `${target.pathname}${target.search}` : target.pathname,
   });
