@@ -48,16 +48,16 @@ const FAMILIES: Record<string, Kind> = {
   webhook_consumer_pending: 'gauge',
   webhook_retries_pending: 'gauge',
   webhook_endpoints_disabled_total: 'counter',
-  // OpenTelemetry's auto-instrumentations.
+  // libs/db: statements inside an operation, and each pool's connections.
   db_client_operation_duration: 'histogram',
+  db_client_connection_count: 'gauge',
+  db_client_connection_pending_requests: 'gauge',
+  db_client_connection_max: 'gauge',
+  // OpenTelemetry's auto-instrumentations.
   http_client_request_duration: 'histogram',
   nodejs_eventloop_utilization: 'gauge',
 };
-const AUTO_INSTRUMENTATION = [
-  'db_client_operation_duration',
-  'http_client_request_duration',
-  'nodejs_eventloop_utilization',
-];
+const AUTO_INSTRUMENTATION = ['http_client_request_duration', 'nodejs_eventloop_utilization'];
 
 /** Every series name a query may select: a histogram's _bucket/_sum/_count, a counter or gauge itself. */
 const SERIES = new Map<string, string>(
@@ -67,8 +67,13 @@ const SERIES = new Map<string, string>(
       : [[family, family] as [string, string]],
   ),
 );
-/** Series that only grow: meaningful under rate() or increase() alone. */
-const CUMULATIVE = [...SERIES.keys()].filter((name) => /_(bucket|sum|count|total)$/.test(name));
+/**
+ * Series that only grow: meaningful under rate() or increase() alone. Told by their family's kind, not by
+ * their suffix: `db_client_connection_count` is a gauge.
+ */
+const CUMULATIVE = [...SERIES]
+  .filter(([, family]) => FAMILIES[family] === 'counter' || FAMILIES[family] === 'histogram')
+  .map(([name]) => name);
 
 // ---------------------------------------------------------------------------------------------------
 // PromQL, as far as these checks need it: the metric names an expression selects.

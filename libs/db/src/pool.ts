@@ -1,50 +1,102 @@
 import { createHash } from 'node:crypto';
+import { context } from '@opentelemetry/api';
 import pg from 'pg';
+import { observePool } from './pool-gauges.js';
+import {
+  type ConnectionAttributes,
+  inOperation,
+  operationOf,
+  type StatementIdentity,
+  startStatement,
+} from './statement-telemetry.js';
 
 // bigint counts and ids come back as strings by default; our bigints (outbox sequence) fit in a number.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-const statementNames = new Map<string, string>();
+const statements = new Map<string, StatementIdentity>();
 
 /**
  * A name per distinct statement text, so each connection parses and plans it once. The name is what
- * traces show for the statement (the pg instrumentation names spans by it), so it starts with the
- * statement's verb and first table: `insert:messages:3fa9c2d41b07`.
+ * traces show for the statement (its span's name), so it starts with the statement's verb and first
+ * table: `insert:messages:3fa9c2d41b07`.
  */
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (!name) {
-    const verb = /^\s*(\w+)/.exec(text)?.[1]?.toLowerCase() ?? 'query';
+function preparedStatement(text: string): StatementIdentity {
+  let statement = statements.get(text);
+  if (!statement) {
+    const operation = operationOf(text);
     const table = /\b(?:from|into|update)\s+([a-z_][a-z0-9_.]*)/i.exec(text)?.[1]?.toLowerCase();
     const digest = createHash('sha1').update(text).digest('hex').slice(0, 12);
-    name = table ? `${verb}:${table}:${digest}` : `${verb}:${digest}`;
+    const verb = operation.toLowerCase();
+    statement = { text, operation, name: table ? `${verb}:${table}:${digest}` : `${verb}:${digest}` };
     // Statement texts are the code's own and few; the bound is a guard against one built per call.
-    if (statementNames.size < 10_000) statementNames.set(text, name);
+    if (statements.size < 10_000) statements.set(text, statement);
   }
-  return name;
+  return statement;
 }
 
 /**
  * A client that prepares every parameterised statement under a name, once per connection: Postgres then
  * skips parsing, and mostly planning, on each later run (its generic plan), which on the send path is a
  * large part of the database's CPU. Statements without parameters (transaction control, migrations'
- * scripts with several statements) go as they are.
+ * scripts with several statements) go as they are. A statement run inside an operation is traced and
+ * timed (statement-telemetry.ts).
  */
-class PreparingClient extends pg.Client {}
+class PreparingClient extends pg.Client {
+  connectionAttributes?: ConnectionAttributes;
+}
 const plainQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown;
 // Assigned rather than declared with `override`: pg's overloads of `query` cannot be restated in a subclass.
 (PreparingClient.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (
-  this: pg.Client,
+  this: PreparingClient,
   ...args: unknown[]
 ) {
-  const [text, values, callback] = args;
-  if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
-    const named = { text, values, name: statementName(text) };
-    return typeof callback === 'function'
-      ? plainQuery.call(this, named, callback)
-      : plainQuery.call(this, named);
+  const [text, values] = args;
+  if (typeof text !== 'string') return plainQuery.apply(this, args);
+  const prepared = Array.isArray(values) && values.length > 0 ? preparedStatement(text) : undefined;
+  if (prepared) args.splice(0, 2, { text, values, name: prepared.name });
+  if (!inOperation()) return plainQuery.apply(this, args);
+  const statement = prepared ?? { text, name: undefined, operation: operationOf(text) };
+  this.connectionAttributes ??= connectionAttributes(this);
+  const end = startStatement(statement, this.connectionAttributes);
+  const last = args.length - 1;
+  const callback = args[last];
+  if (typeof callback === 'function') {
+    args[last] = (error: unknown, result: unknown) => {
+      end(error);
+      callback(error, result);
+    };
+    return plainQuery.apply(this, args);
   }
-  return plainQuery.apply(this, args);
+  const result = plainQuery.apply(this, args) as Promise<unknown>;
+  result.then(() => end(undefined), end);
+  return result;
+};
+
+function connectionAttributes(client: pg.Client): ConnectionAttributes {
+  const { host, port, database } = (
+    client as unknown as { connectionParameters: { host: string; port: number; database: string } }
+  ).connectionParameters;
+  return {
+    'db.system.name': 'postgresql',
+    'db.namespace': database,
+    'server.address': host,
+    'server.port': port,
+  };
+}
+
+/**
+ * A pool whose waiting checkouts resume in their caller's context: when every connection is busy, a
+ * checkout's callback runs from whichever query frees one, and its statement would otherwise be traced
+ * under that other operation.
+ */
+class ContextKeepingPool extends pg.Pool {}
+const plainConnect = pg.Pool.prototype.connect as (...args: unknown[]) => unknown;
+(ContextKeepingPool.prototype as unknown as { connect: (...args: unknown[]) => unknown }).connect = function (
+  this: pg.Pool,
+  callback?: unknown,
+) {
+  if (typeof callback !== 'function' || !inOperation()) return plainConnect.call(this, callback);
+  return plainConnect.call(this, context.bind(context.active(), callback as (...args: unknown[]) => unknown));
 };
 
 export type Pool = pg.Pool;
@@ -77,7 +129,7 @@ export function createPool({
   idleInTransactionTimeoutMs = 30_000,
 }: PoolOptions): pg.Pool {
   assertIdentifier(schema);
-  const pool = new pg.Pool({
+  const pool = new ContextKeepingPool({
     Client: PreparingClient,
     connectionString: url,
     max,
@@ -96,6 +148,7 @@ export function createPool({
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
   });
+  observePool(pool, applicationName ?? schema);
   return pool;
 }
 

@@ -19,6 +19,7 @@ export {
   type MessagingSpanInfo,
   outsideSpans,
   startSpan,
+  tracer,
   withCapturedContext,
   withConsumerSpan,
   withHttpClientSpan,

@@ -18,7 +18,6 @@ import {
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { type Instrumentation, registerInstrumentations } from '@opentelemetry/instrumentation';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
-import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import {
@@ -137,9 +136,6 @@ function serviceInstrumentations(): Instrumentation[] {
     // fetch and undici: provider calls. A call made with tracing suppressed is one a span of ours already
     // describes (`withHttpClientSpan`: the dispatcher's webhook POSTs): no second span, header or metric.
     new UndiciInstrumentation({ ignoreRequestHook: () => isTracingSuppressed(context.active()) }),
-    // Queries outside any operation (pool checks, relay polls) would each start a trace of their own.
-    // Checking a client out of the pool is not a round trip worth a span of its own.
-    new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
     // nodejs_eventloop_utilization and the other runtime gauges the dashboard reads.
     new RuntimeNodeInstrumentation(),
   ];

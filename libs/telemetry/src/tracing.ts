@@ -137,9 +137,9 @@ export function withCapturedContext<T>(carrier: Record<string, string> | null | 
 }
 
 /**
- * Runs `fn` outside the active span, so instrumentations that only trace work inside an operation (the
- * pg instrumentation is set up so) leave it alone: for statements that tell nothing on their own, such as
- * a transaction's `begin` and `commit`, whose time shows in the operation's span anyway.
+ * Runs `fn` outside the active span, so what only traces work inside an operation (libs/db's statements)
+ * leaves it alone: for statements that tell nothing on their own, such as a transaction's `begin` and
+ * `commit`, whose time shows in the operation's span anyway.
  */
 export function outsideSpans<T>(fn: () => T): T {
   return context.with(trace.deleteSpan(context.active()), fn);
