@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Bus } from '@inbox/bus';
 import { platformTexts } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, storableText, withTransaction } from '@inbox/db';
-import { inRequestContext, type Logger } from '@inbox/service-kit';
+import { answerJson, inRequestContext, type Logger } from '@inbox/service-kit';
 import { traceAdmitted } from '@inbox/telemetry';
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
@@ -55,7 +55,7 @@ export function livechatPath(integrationId: string, action: 'sessions' | 'messag
 
 const asset = (name: string) => readFileSync(new URL(`./widget/${name}`, import.meta.url), 'utf8');
 
-const refuse = (res: Response, status: number, error: string) => res.status(status).json({ error });
+const refuse = (res: Response, status: number, error: string) => answerJson(res, status, { error });
 
 /**
  * The live chat widget's public API. Everything in a request is hostile: the integration must be a
