@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { type Bus, NatsBus } from '@inbox/bus';
 import { eventTypes, type LeadMovedEvent, type WireEvent } from '@inbox/contracts';
-import { serveMetrics } from '@inbox/telemetry';
 import { createDatabase, startProcess, uniquePrefix, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -18,6 +15,7 @@ import {
   withTransaction,
   writeEvent,
 } from '../src/index.js';
+import { metricsText } from './metrics-text.js';
 
 const migrations = fileURLToPath(new URL('./fixtures/migrations', import.meta.url));
 
@@ -563,14 +561,3 @@ describe('transactional outbox', () => {
     expect(seen.map((e) => e.id)).toEqual(ids);
   });
 });
-
-async function metricsText(): Promise<string> {
-  const server = createServer(serveMetrics);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  try {
-    const { port } = server.address() as AddressInfo;
-    return await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  } finally {
-    server.close();
-  }
-}

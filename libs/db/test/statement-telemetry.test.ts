@@ -1,8 +1,6 @@
 // Statements traced and timed by the client that runs them (statement-telemetry.ts), and each pool's
 // connections counted when metrics are read (pool-gauges.ts), against a real Postgres.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { outsideSpans, serveMetrics } from '@inbox/telemetry';
+import { outsideSpans } from '@inbox/telemetry';
 import { createDatabase } from '@inbox/testkit';
 import { context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -14,9 +12,9 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createPool, type Pool } from '../src/index.js';
+import { metricsText } from './metrics-text.js';
 
 const spans = new InMemorySpanExporter();
-let metricsServer: Server;
 let pool: Pool;
 let database: string;
 
@@ -25,16 +23,11 @@ beforeAll(async () => {
   trace.setGlobalTracerProvider(
     new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }),
   );
-  metricsServer = createServer(serveMetrics);
-  await new Promise<void>((resolve) => metricsServer.listen(0, '127.0.0.1', resolve));
   const url = await createDatabase(inject('infra').postgresAdminUrl);
   database = new URL(url).pathname.slice(1);
   pool = createPool({ url, schema: 'public', max: 1, applicationName: 'statements-test' });
 });
-afterAll(async () => {
-  metricsServer?.close();
-  await pool?.end();
-});
+afterAll(() => pool?.end());
 beforeEach(() => spans.reset());
 
 const tracer = () => trace.getTracer('statement-telemetry-test');
@@ -55,8 +48,7 @@ const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 
 /** The value of one series on /metrics, as Prometheus reads it; undefined when it is not there. */
 async function series(name: string, labels: Record<string, string>): Promise<number | undefined> {
-  const port = (metricsServer.address() as AddressInfo).port;
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const text = await metricsText();
   const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
   const line = text
     .split('\n')
