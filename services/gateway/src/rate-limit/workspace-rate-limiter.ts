@@ -24,17 +24,32 @@ const fallbacks = meter('gateway').createCounter('gateway.rate_limit.fallback_de
  */
 const redisPauseMs = 5_000;
 
+/** A request waiting for its workspace's share of the next Redis command. */
+interface Waiting {
+  resolve(decision: LimitDecision): void;
+  reject(error: unknown): void;
+}
+
 /**
  * RATE_LIMIT_PER_MINUTE requests per workspace per minute. With Redis every gateway replica shares one
  * budget; when Redis is unreachable, failing or too slow each replica falls back to its own in-memory
  * limiter (logged and counted) rather than failing or stalling requests. Without Redis (all-in-one
  * mode) the limiter is in memory.
+ *
+ * The requests of one workspace that reach the limit in the same turn of the event loop are counted by
+ * one command, which adds all of them to the shared count at once; each then takes its place in that
+ * count in arrival order, so the budget, the refusals and every `remaining` are exactly what one
+ * command per request gives. Under load a request waits no longer than before (the client pipelined the
+ * turn's commands into one write already), but a busy workspace's requests no longer cost the gateway
+ * a command each, and another workspace's requests are counted by commands of their own.
  */
 export class WorkspaceRateLimiter {
   private readonly local: RateLimiterMemory;
   private readonly shared?: RateLimiterRedis;
   private redisPausedUntil = 0;
   private lastFallbackLog = 0;
+  /** Requests of this turn, by workspace, to be counted when the turn's I/O has been read. */
+  private gathering = new Map<string, Waiting[]>();
 
   constructor(
     private readonly perMinute: number,
@@ -56,47 +71,71 @@ export class WorkspaceRateLimiter {
       : undefined;
   }
 
-  async take(workspaceId: string): Promise<LimitDecision> {
-    try {
-      return this.decision(true, await this.consume(workspaceId));
-    } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) {
-        refusals.add(1);
-        return this.decision(false, rejection);
-      }
-      throw rejection;
+  take(workspaceId: string): Promise<LimitDecision> {
+    return new Promise((resolve, reject) => {
+      if (this.gathering.size === 0) setImmediate(this.countGathered);
+      const waiting = this.gathering.get(workspaceId);
+      if (waiting) waiting.push({ resolve, reject });
+      else this.gathering.set(workspaceId, [{ resolve, reject }]);
+    });
+  }
+
+  private readonly countGathered = (): void => {
+    const gathered = this.gathering;
+    this.gathering = new Map();
+    for (const [workspaceId, waiting] of gathered) {
+      this.consume(workspaceId, waiting.length).then(
+        (result) => this.settle(waiting, result, false),
+        (rejection: unknown) => {
+          if (rejection instanceof RateLimiterRes) this.settle(waiting, rejection, true);
+          else for (const request of waiting) request.reject(rejection);
+        },
+      );
+    }
+  };
+
+  /**
+   * Gives each request its place in the count the command returned: the last of them is the count
+   * itself, the first is the count before the command plus one. A refusal that counted nothing (the
+   * workspace is blocked in memory until its window ends) refuses them all.
+   */
+  private settle(waiting: Waiting[], result: RateLimiterRes, rejected: boolean): void {
+    const blocked = rejected && result.consumedPoints <= this.perMinute;
+    const before = result.consumedPoints - waiting.length;
+    const resetSeconds = Math.max(1, Math.ceil(result.msBeforeNext / 1000));
+    for (let i = 0; i < waiting.length; i++) {
+      const consumed = before + i + 1;
+      const allowed = !blocked && consumed <= this.perMinute;
+      if (!allowed) refusals.add(1);
+      waiting[i]!.resolve({
+        allowed,
+        limit: this.perMinute,
+        remaining: blocked ? 0 : Math.max(0, this.perMinute - consumed),
+        resetSeconds,
+      });
     }
   }
 
-  /** Resolves within budget, rejects with a RateLimiterRes over it. */
-  private async consume(workspaceId: string): Promise<RateLimiterRes> {
-    if (!this.shared) return this.local.consume(workspaceId);
+  /** Adds `points` requests to the workspace's count: resolves within budget, rejects with a RateLimiterRes over it. */
+  private async consume(workspaceId: string, points: number): Promise<RateLimiterRes> {
+    if (!this.shared) return this.local.consume(workspaceId, points);
     if (this.redis?.status === 'ready' && Date.now() >= this.redisPausedUntil) {
       try {
-        return await this.shared.consume(workspaceId);
+        return await this.shared.consume(workspaceId, points);
       } catch (error) {
         // A refusal is an answer; anything else means Redis could not give one.
         if (error instanceof RateLimiterRes) throw error;
         this.redisPausedUntil = Date.now() + redisPauseMs;
-        this.noteFallback(error);
+        this.noteFallback(points, error);
       }
     } else {
-      this.noteFallback();
+      this.noteFallback(points);
     }
-    return this.local.consume(workspaceId);
+    return this.local.consume(workspaceId, points);
   }
 
-  private decision(allowed: boolean, result: RateLimiterRes): LimitDecision {
-    return {
-      allowed,
-      limit: this.perMinute,
-      remaining: Math.max(0, result.remainingPoints),
-      resetSeconds: Math.max(1, Math.ceil(result.msBeforeNext / 1000)),
-    };
-  }
-
-  private noteFallback(error?: unknown): void {
-    fallbacks.add(1);
+  private noteFallback(decisions: number, error?: unknown): void {
+    fallbacks.add(decisions);
     if (Date.now() - this.lastFallbackLog < 30_000) return;
     this.lastFallbackLog = Date.now();
     this.logger.warn(
