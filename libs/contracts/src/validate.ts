@@ -15,15 +15,26 @@ function isMissing(value: unknown): boolean {
   return value === undefined || value === null || value === '';
 }
 
+/**
+ * The schema's verdict through its Standard Schema face: the first issue's text, or the parsed value.
+ * `safeParse` would build a ZodError for a refusal, an Error whose stack trace is captured only to be
+ * dropped; the issues and their texts are the same.
+ */
+export function check<S extends z.ZodType>(schema: S, value: unknown): Validation<z.output<S>> {
+  const result = schema['~standard'].validate(value);
+  // The request schemas are synchronous; an asynchronous one would be refused by safeParse as well.
+  if (result instanceof Promise) throw new Error('request schemas must be synchronous');
+  if (result.issues) return { ok: false, error: result.issues[0]?.message ?? '' };
+  return { ok: true, value: result.value as z.output<S> };
+}
+
 /** Checks a public request body and returns the first error text the spec prescribes, or the typed value. */
 export function validateBody<S extends z.ZodType>(rule: BodyRule<S>, body: unknown): Validation<z.output<S>> {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     return { ok: false, error: rule.requiredText };
   const record = body as Record<string, unknown>;
   if (rule.required.some((field) => isMissing(record[field]))) return { ok: false, error: rule.requiredText };
-  const parsed = rule.schema.safeParse(body);
-  if (parsed.success) return { ok: true, value: parsed.data };
-  return { ok: false, error: parsed.error.issues[0]?.message ?? rule.requiredText };
+  return check(rule.schema, body);
 }
 
 /**

@@ -22,14 +22,19 @@ function pathAndQuery(url: string | undefined): { path: string; query?: string }
   return mark === -1 ? { path: target } : { path: target.slice(0, mark), query: target.slice(mark + 1) };
 }
 
+/** The context of a request whose span has not started: nothing it does is traced. */
+const untracedRoot = suppressTracing(ROOT_CONTEXT);
+
 /**
  * The HTTP server span of one request, with the stable semantic conventions' attributes, continuing the
- * caller's trace (W3C `traceparent`) and dated from the request's arrival, whenever it is started.
+ * caller's trace (W3C `traceparent`) and dated from the request's arrival, whenever it is started. Its
+ * attributes are read from the request only when it starts: most requests refused at the door never
+ * start one, and they are the ones a flood is made of.
  */
 class ServerSpan {
   private readonly arrival = performance.now();
-  private readonly method: string;
-  private readonly attributes: Attributes;
+  /** What was annotated before the span started. */
+  private annotations: Attributes | undefined;
   /** The caller's trace, with this span's state in it. */
   private readonly parent: Context;
   private span: Span | undefined;
@@ -42,23 +47,31 @@ class ServerSpan {
   current: Context;
 
   constructor(
-    req: IncomingMessage,
+    private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     untilAdmitted: boolean,
   ) {
-    this.method = req.method ?? 'GET';
+    const caller = propagation.extract(ROOT_CONTEXT, req.headers);
+    this.parent = caller.setValue(serverSpanKey, this);
+    if (!untilAdmitted) this.current = this.parent;
+    // Without a caller's trace (the usual case), one context made once stands for the suppression.
+    else if (caller === ROOT_CONTEXT) this.current = untracedRoot.setValue(serverSpanKey, this);
+    else this.current = suppressTracing(this.parent);
+  }
+
+  private attributes(): Attributes {
+    const req = this.req;
     const { path, query } = pathAndQuery(req.url);
-    this.attributes = {
-      'http.request.method': this.method,
+    const attributes: Attributes = {
+      'http.request.method': req.method ?? 'GET',
       'url.scheme': 'http',
       'url.path': path,
-      ...(query === undefined ? {} : { 'url.query': query }),
       'network.protocol.version': req.httpVersion,
-      ...(req.socket.remoteAddress ? { 'client.address': req.socket.remoteAddress } : {}),
-      ...(req.headers['user-agent'] ? { 'user_agent.original': req.headers['user-agent'] } : {}),
     };
-    this.parent = propagation.extract(ROOT_CONTEXT, req.headers).setValue(serverSpanKey, this);
-    this.current = untilAdmitted ? suppressTracing(this.parent) : this.parent;
+    if (query !== undefined) attributes['url.query'] = query;
+    if (req.socket.remoteAddress) attributes['client.address'] = req.socket.remoteAddress;
+    if (req.headers['user-agent']) attributes['user_agent.original'] = req.headers['user-agent'];
+    return this.annotations ? Object.assign(attributes, this.annotations) : attributes;
   }
 
   start(): Context {
@@ -67,7 +80,7 @@ class ServerSpan {
     // by the millisecond clock too.
     const span = tracer().startSpan(
       this.method,
-      { kind: SpanKind.SERVER, attributes: this.attributes, startTime: this.arrival },
+      { kind: SpanKind.SERVER, attributes: this.attributes(), startTime: this.arrival },
       this.parent,
     );
     this.span = span;
@@ -79,11 +92,16 @@ class ServerSpan {
 
   annotate(attributes: Attributes): void {
     if (this.span) this.span.setAttributes(attributes);
-    else Object.assign(this.attributes, attributes);
+    else
+      this.annotations = this.annotations ? Object.assign(this.annotations, attributes) : { ...attributes };
   }
 
   nameRoute(route: string): void {
     this.route = route;
+  }
+
+  private get method(): string {
+    return this.req.method ?? 'GET';
   }
 
   private end(): void {

@@ -204,4 +204,32 @@ describe('traceIncomingOnceAdmitted', () => {
       span_id: server.spanContext().spanId,
     });
   });
+
+  it("reads the request's attributes when its span starts, in a trace of its own without a caller's", async () => {
+    exporter.reset();
+    const response = await call(`${doorBase}/admitted?page=2`, { headers: { 'user-agent': 'door-test' } });
+    expect(response.status).toBe(200);
+    const spans = await finished(2);
+    const server = spans.find((span) => span.kind === SpanKind.SERVER)!;
+    expect(server.parentSpanContext).toBeUndefined();
+    expect(server.spanContext().traceId).not.toBe(traceId);
+    expect(server.attributes).toMatchObject({
+      'http.request.method': 'GET',
+      'url.scheme': 'http',
+      'url.path': '/admitted',
+      'url.query': 'page=2',
+      'network.protocol.version': '1.1',
+      'client.address': '127.0.0.1',
+      'user_agent.original': 'door-test',
+      'request.id': '/admitted?page=2',
+      'workspace.id': 'w1',
+      'admitted.after': true,
+    });
+    // The door's work before admission stayed out of the trace here too.
+    expect(spans.map((span) => span.name)).not.toContain('key lookup');
+    expect(finishedIn.get('/admitted?page=2')).toEqual({
+      trace_id: server.spanContext().traceId,
+      span_id: server.spanContext().spanId,
+    });
+  });
 });

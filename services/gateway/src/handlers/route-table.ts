@@ -5,6 +5,7 @@ import {
   adminPrefix,
   apiV1KeyTexts,
   type CommandRoute,
+  check,
   expressPath,
   isBodyRule,
   isCommandRoute,
@@ -54,9 +55,9 @@ declare global {
 
 /** The first of a schema's texts that the value breaks (each field carries its own), or the value. */
 function parse<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
-  const parsed = schema.safeParse(value ?? {});
-  if (!parsed.success) throw AppError.badRequest(parsed.error.issues[0]!.message);
-  return parsed.data;
+  const checked = check(schema, value ?? {});
+  if (!checked.ok) throw AppError.badRequest(checked.error);
+  return checked.value;
 }
 
 const inputOf = (res: Response) => (res.locals.input ??= { params: {}, query: {}, body: {} });
