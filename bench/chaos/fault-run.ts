@@ -76,9 +76,16 @@ export async function killAndRestart(stack: RunningStack, service: string): Prom
 const messageIdOf = (outcome: KeyOutcome) =>
   String(outcome.answer?.messageId ?? outcome.answer?.message_id ?? '');
 
-/** What the provider sandbox received, oldest first (its control API's sent log). */
+/** What the provider sandbox received, oldest first (its control API's sent log), all of it. */
 export async function providerSends(sandboxUrl: string): Promise<Array<{ body: unknown }>> {
-  return (await (await fetch(`${sandboxUrl}/_sandbox/sent`)).json()) as Array<{ body: unknown }>;
+  const response = await fetch(`${sandboxUrl}/_sandbox/sent`);
+  // Duplicates are counted in this log: one that let sends go would hide some.
+  const dropped = Number(response.headers.get('x-sandbox-sent-dropped') ?? '0');
+  if (dropped > 0)
+    throw new Error(
+      `the sandbox's sent log let ${dropped} sends go: raise SANDBOX_SENT_LOG_LIMIT for this run`,
+    );
+  return (await response.json()) as Array<{ body: unknown }>;
 }
 
 /** The run: keyed load, each service killed and restarted in turn, the load stopped and counted. */

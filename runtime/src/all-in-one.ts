@@ -97,7 +97,7 @@ try {
   if (settings.sandboxEnabled) {
     // The connector serves plain HTTP here, so the sandbox takes http callbacks that real providers refuse.
     const sandbox = await listen(
-      createSandbox({ httpCallbacks: 'allow' }).app,
+      createSandbox({ httpCallbacks: 'allow', sentLogLimit: settings.SANDBOX_SENT_LOG_LIMIT }).app,
       settings.SANDBOX_PORT,
       '127.0.0.1',
     );

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { GatewayConfig } from '@inbox/gateway';
 import { MessagingConfig } from '@inbox/messaging';
+import { SandboxConfig } from '@inbox/provider-sandbox';
 import { env, loadConfig, SecretBox } from '@inbox/service-kit';
 import { allowedCidrs, DispatcherConfig } from '@inbox/webhook-dispatcher';
 import { z } from 'zod';
@@ -14,6 +15,7 @@ export const RuntimeSettings = z.object({
   DISPATCHER_PORT: env.port(8084),
   SANDBOX_PORT: env.port(8090),
   SANDBOX: z.enum(['on', 'off']).default('on'),
+  SANDBOX_SENT_LOG_LIMIT: SandboxConfig.shape.SANDBOX_SENT_LOG_LIMIT,
   PUBLIC_CONNECTOR_URL: z.url().optional(),
   ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
   ENCRYPTION_KEY: env.encryptionKey.optional(),

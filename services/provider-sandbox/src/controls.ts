@@ -124,7 +124,10 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
   const router = Router();
 
   router.get('/sent', (req, res) => {
-    res.json(stores.sent.list(parseControl(sentQuery, req.query)));
+    const sends = stores.sent.list(parseControl(sentQuery, req.query));
+    // Whoever counts sends through the log (the fault run) must know when it no longer holds them all.
+    res.setHeader('X-Sandbox-Sent-Dropped', String(stores.sent.dropped));
+    res.json(sends);
   });
 
   router.get('/webhooks', (req, res) => {

@@ -4,7 +4,10 @@ import { createSandbox } from './sandbox.js';
 
 const config = configFromEnv(SandboxConfig, 'provider-sandbox');
 const logger = createLogger('provider-sandbox');
-const sandbox = createSandbox({ httpCallbacks: config.SANDBOX_HTTP_CALLBACKS });
+const sandbox = createSandbox({
+  httpCallbacks: config.SANDBOX_HTTP_CALLBACKS,
+  sentLogLimit: config.SANDBOX_SENT_LOG_LIMIT,
+});
 const http = await listen(sandbox.app, config.SANDBOX_PORT, config.SANDBOX_HOST);
 logger.info({ port: http.port }, 'started');
 stopOnSignals({ stop: () => http.close() }, logger);

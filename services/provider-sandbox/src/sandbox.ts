@@ -27,6 +27,8 @@ export interface SandboxOptions {
    * HTTP on a port of its own.
    */
   httpCallbacks?: 'allow' | 'refuse';
+  /** How many sends `GET /_sandbox/sent` keeps, newest last (DEFAULT_SENT_LOG_LIMIT unless set). */
+  sentLogLimit?: number;
 }
 
 export interface Sandbox {
@@ -50,7 +52,7 @@ const CHANNEL_FACTORIES: readonly ChannelFactory[] = [
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const fetchImpl = options.fetchImpl ?? fetch;
   const stores: SandboxStores = {
-    sent: new SentLog(),
+    sent: new SentLog(options.sentLogLimit),
     faults: new FaultBook(),
     credentials: new CredentialBook(),
     windows: new ConversationWindows(),

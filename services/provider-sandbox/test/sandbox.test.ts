@@ -495,3 +495,33 @@ describe('provider sandbox webhook transport', () => {
     }
   });
 });
+
+describe('provider sandbox sent log limit', () => {
+  it('keeps the newest sends up to its limit, oldest first, and says how many it let go', async () => {
+    const sandbox = createSandbox({ sentLogLimit: 5 });
+    const { server, url } = await listen(sandbox);
+    const send = (text: string) =>
+      fetch(`${url}/alt-a/message/sendText/${INSTANCE}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', apikey: API_KEY },
+        body: JSON.stringify({ number: '5511111111111', text }),
+      });
+    const log = async () => {
+      const res = await fetch(`${url}/_sandbox/sent`);
+      const texts = ((await res.json()) as Array<{ body: { text: string } }>).map((entry) => entry.body.text);
+      return { texts, dropped: res.headers.get('x-sandbox-sent-dropped') };
+    };
+    try {
+      for (let i = 1; i <= 5; i++) expect((await send(`m${i}`)).status).toBe(201);
+      expect(await log()).toEqual({ texts: ['m1', 'm2', 'm3', 'm4', 'm5'], dropped: '0' });
+
+      for (let i = 6; i <= 12; i++) expect((await send(`m${i}`)).status).toBe(201);
+      expect(await log()).toEqual({ texts: ['m8', 'm9', 'm10', 'm11', 'm12'], dropped: '7' });
+
+      sandbox.reset();
+      expect(await log()).toEqual({ texts: [], dropped: '0' });
+    } finally {
+      await close(server);
+    }
+  });
+});
