@@ -35,8 +35,11 @@ class ServerSpan {
   private readonly arrival = performance.now();
   /** What was annotated before the span started. */
   private annotations: Attributes | undefined;
-  /** The caller's trace, with this span's state in it. */
-  private readonly parent: Context;
+  /**
+   * The caller's trace, with this span's state in it. Made when first needed: without a caller's trace,
+   * a request refused at the door never needs it.
+   */
+  private parent: Context | undefined;
   private span: Span | undefined;
   private route: string | undefined;
   /**
@@ -52,11 +55,12 @@ class ServerSpan {
     untilAdmitted: boolean,
   ) {
     const caller = propagation.extract(ROOT_CONTEXT, req.headers);
-    this.parent = caller.setValue(serverSpanKey, this);
-    if (!untilAdmitted) this.current = this.parent;
     // Without a caller's trace (the usual case), one context made once stands for the suppression.
-    else if (caller === ROOT_CONTEXT) this.current = untracedRoot.setValue(serverSpanKey, this);
-    else this.current = suppressTracing(this.parent);
+    if (untilAdmitted && caller === ROOT_CONTEXT) this.current = untracedRoot.setValue(serverSpanKey, this);
+    else {
+      this.parent = caller.setValue(serverSpanKey, this);
+      this.current = untilAdmitted ? suppressTracing(this.parent) : this.parent;
+    }
   }
 
   private attributes(): Attributes {
@@ -76,15 +80,17 @@ class ServerSpan {
 
   start(): Context {
     if (this.span) return this.current;
+    this.parent ??= ROOT_CONTEXT.setValue(serverSpanKey, this);
+    const parent = this.parent;
     // Both ends are performance timestamps: a start time given as a date would make the SDK date the end
     // by the millisecond clock too.
     const span = tracer().startSpan(
       this.method,
       { kind: SpanKind.SERVER, attributes: this.attributes(), startTime: this.arrival },
-      this.parent,
+      parent,
     );
     this.span = span;
-    this.current = trace.setSpan(this.parent, span);
+    this.current = trace.setSpan(parent, span);
     if (this.res.closed) this.end();
     else this.res.once('close', () => this.end());
     return this.current;
