@@ -1,7 +1,7 @@
 // Credentials in URLs never reach a trace: the SDK configured exactly as the services configure it
-// (sdkConfiguration), an outgoing fetch (undici) that carries a token in its path and query, and an
-// incoming request with the chat-official subscription handshake's query, through a real HTTP server
-// traced as the services trace theirs (traceIncoming).
+// (sdkConfiguration), an outgoing call traced as the services trace theirs (withHttpClientSpan) that
+// carries a token in its path and query, and an incoming request with the chat-official subscription
+// handshake's query, through a real HTTP server traced as the services trace theirs (traceIncoming).
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '@inbox/testkit';
@@ -10,7 +10,8 @@ import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trac
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type StartedTelemetry, startTracing } from '../src/sdk.js';
 import { traceIncoming } from '../src/server-span.js';
-import { redactUrl } from '../src/url-redaction.js';
+import { withHttpClientSpan } from '../src/tracing.js';
+import { redactPath, redactQuery, redactUrl } from '../src/url-redaction.js';
 
 const exporter = new InMemorySpanExporter();
 let sdk: StartedTelemetry;
@@ -52,7 +53,10 @@ const shown = (span: ReadableSpan) =>
 describe('URL redaction in traces', () => {
   it('keeps the alt-b token and client_token of an outgoing call out of client and server spans', async () => {
     exporter.reset();
-    const response = await fetch(`${base}/instances/abc/token/SECRET123/send-text?client_token=XYZ&phone=1`);
+    const url = `${base}/instances/abc/token/SECRET123/send-text?client_token=XYZ&phone=1`;
+    const response = await withHttpClientSpan('GET', { method: 'GET', url }, (_span, headers) =>
+      fetch(url, { headers }),
+    );
     expect(await response.text()).toBe('ok');
 
     const [client] = await finishedSpans(SpanKind.CLIENT, 1);
@@ -96,5 +100,34 @@ describe('URL redaction in traces', () => {
     expect(redactUrl('https://connector.example/inbound/alt-b/1f2e?callback_token=s3cret')).toBe(
       'https://connector.example/inbound/alt-b/1f2e?callback_token=REDACTED',
     );
+  });
+
+  it('passes a URL no rule could touch through as it is, and still finds each word in any case', () => {
+    // Our routes and the providers' send paths hold none of the words: they come back untouched.
+    for (const url of [
+      '/api/external/messages/send',
+      'http://127.0.0.1:4567/alt-a/instances/bench/messages?page=2&channel=alt-a',
+      '/inbound/alt-b/1f2e?event=delivery',
+    ])
+      expect(redactUrl(url)).toBe(url);
+    expect(redactQuery('?page=2')).toBe('?page=2');
+    expect(redactPath('/v1/contacts/5511900000001')).toBe('/v1/contacts/5511900000001');
+    // Every word a rule looks for, each spelled in another case than the rule's.
+    for (const name of [
+      'HUB.mode',
+      'Token',
+      'client_SECRET',
+      'x-Api-Key',
+      'SIGNATURE',
+      'Password',
+      'Code',
+      'OAuth',
+    ])
+      expect(redactUrl(`/cb?${name}=v&q=1`)).toBe(`/cb?${name}=REDACTED&q=1`);
+    expect(redactPath('/instances/a/TOKEN/s3cret/send-text')).toBe('/instances/a/TOKEN/REDACTED/send-text');
+    expect(redactPath('/bot42:abc/sendMessage')).toBe('/botREDACTED/sendMessage');
+    expect(redactUrl('https://user:pw@host.example/x')).toBe('https://REDACTED@host.example/x');
+    // A `+` stands for a space in a query's name: a name spelled with one is still read.
+    expect(redactQuery('api+key=k')).toBe('api+key=REDACTED');
   });
 });
