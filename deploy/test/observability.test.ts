@@ -54,10 +54,9 @@ const FAMILIES: Record<string, Kind> = {
   db_client_connection_pending_requests: 'gauge',
   db_client_connection_max: 'gauge',
   // OpenTelemetry's auto-instrumentations.
-  http_client_request_duration: 'histogram',
   nodejs_eventloop_utilization: 'gauge',
 };
-const AUTO_INSTRUMENTATION = ['http_client_request_duration', 'nodejs_eventloop_utilization'];
+const AUTO_INSTRUMENTATION = ['nodejs_eventloop_utilization'];
 
 /** Every series name a query may select: a histogram's _bucket/_sum/_count, a counter or gauge itself. */
 const SERIES = new Map<string, string>(

@@ -11,7 +11,6 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import {
   CompositePropagator,
   diagLogLevelFromString,
-  isTracingSuppressed,
   W3CBaggagePropagator,
   W3CTraceContextPropagator,
 } from '@opentelemetry/core';
@@ -19,7 +18,6 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { type Instrumentation, registerInstrumentations } from '@opentelemetry/instrumentation';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
-import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import {
   defaultResource,
   detectResources,
@@ -128,14 +126,13 @@ function serviceInstrumentations(): Instrumentation[] {
   // span under it); express and router (their wrappers around every layer cost a quarter of a refused
   // request's CPU, bench/RESULTS.md, for spans that tell no more than the HTTP server span, which
   // service-kit names by its route); pino (see above); ioredis (it needs the ESM loader hook, register.ts,
-  // and with auto-pipelining the gateway's rate-limit commands leave outside any span, so it recorded none).
+  // and with auto-pipelining the gateway's rate-limit commands leave outside any span, so it recorded none);
+  // undici (every outgoing undici call is made by code of ours that traces it as a span of its own,
+  // `withHttpClientSpan`: provider calls and webhook POSTs, bench/RESULTS.md, sixteenth session).
   return [
     // Outgoing node:http calls only: every HTTP server starts its span with traceIncoming
     // (server-span.ts), which costs a request a fraction of what the incoming side does.
     new HttpInstrumentation({ disableIncomingRequestInstrumentation: true }),
-    // fetch and undici: provider calls. A call made with tracing suppressed is one a span of ours already
-    // describes (`withHttpClientSpan`: the dispatcher's webhook POSTs): no second span, header or metric.
-    new UndiciInstrumentation({ ignoreRequestHook: () => isTracingSuppressed(context.active()) }),
     // nodejs_eventloop_utilization and the other runtime gauges the dashboard reads.
     new RuntimeNodeInstrumentation(),
   ];

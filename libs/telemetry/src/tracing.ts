@@ -152,11 +152,12 @@ export interface HttpClientCall {
 }
 
 /**
- * A CLIENT span around one outgoing HTTP call, named for what the call does (a webhook delivery, say)
- * rather than by its method. The call runs with tracing suppressed, which the HTTP instrumentation takes
- * as its cue to leave it alone (sdk.ts): no second span repeating this one, and no second duration
- * metric. `fn` gets the headers that carry this span's context, for the call to send on as the
- * instrumentation would have, so the receiver's spans are this one's children.
+ * A CLIENT span around one outgoing HTTP call, named for what the call does (a webhook delivery, say) or,
+ * as the HTTP client conventions name it otherwise, by its method (a provider call). Every outgoing
+ * undici call of the services is made through here: no instrumentation traces undici (sdk.ts). The call
+ * runs with tracing suppressed, so that a client built on node:http, which is instrumented, adds no second
+ * span or duration either. `fn` gets the headers that carry this span's context, for the call to send on,
+ * so the receiver's spans are this one's children.
  */
 export function withHttpClientSpan<T>(
   name: string,

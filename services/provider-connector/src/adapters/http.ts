@@ -4,7 +4,8 @@ import {
   OutboundTimeoutError,
   ResponseTooLargeError,
 } from '@inbox/outbound-http';
-import { meter } from '@inbox/telemetry';
+import { meter, withHttpClientSpan } from '@inbox/telemetry';
+import { SpanStatusCode } from '@opentelemetry/api';
 import { type ProviderCall, ProviderError } from './channel-adapter.js';
 
 const providerDuration = meter('provider-connector').createHistogram('provider.request.duration', {
@@ -34,6 +35,10 @@ function failureOutcome(error: unknown, call: ProviderCall): string {
  * One provider call, JSON in and out, through the guarded client: the provider's address must be one the
  * policy permits, a redirect is an answer (not ok) rather than followed with the credentials, and the
  * answer is bounded in size and time. Failures to get an answer become ProviderError.
+ *
+ * The call is one CLIENT span, named by its method as HTTP client spans are, under the command's span,
+ * and the provider is sent that span's context (ADR 0012). Its duration is `provider.request.duration`,
+ * by channel and outcome.
  */
 export async function callProvider(
   call: ProviderCall,
@@ -45,7 +50,24 @@ export async function callProvider(
   const done = (outcome: string) =>
     providerDuration.record((performance.now() - started) / 1000, { channel, outcome });
   try {
-    const answer = await guardedJson(call.guard, url, { ...init, signal: call.signal });
+    const answer = await withHttpClientSpan(
+      init.method,
+      { method: init.method, url: url.href },
+      async (span, traceHeaders) => {
+        const answer = await guardedJson(call.guard, url, {
+          ...init,
+          headers: { ...init.headers, ...traceHeaders },
+          signal: call.signal,
+        });
+        span.setAttribute('http.response.status_code', answer.status);
+        // As the HTTP client conventions have it: a 4xx or 5xx answer is the call's failure.
+        if (answer.status >= 400) {
+          span.setAttribute('error.type', String(answer.status));
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        return answer;
+      },
+    );
     done(answer.ok ? 'ok' : `http_${answer.status}`);
     return { status: answer.status, ok: answer.ok, headers: answer.headers, body: answer.body };
   } catch (error) {
