@@ -50,6 +50,40 @@ describe('createPool', () => {
     }
   });
 
+  it("answers a prepared statement's result and refusal as pg answers any query, promise or callback", async () => {
+    const pool = createPool({
+      url: await createDatabase(inject('infra').postgresAdminUrl),
+      schema: 'public',
+      max: 1,
+    });
+    const client = await pool.connect();
+    try {
+      const text = 'select 10 / $1::int as n';
+      expect((await client.query<{ n: number }>(text, [2])).rows).toEqual([{ n: 5 }]);
+      // Postgres's refusal, with its SQLSTATE, and a stack that leads back here rather than into the socket.
+      const refused = await client.query(text, [0]).then(
+        () => undefined,
+        (error: Error & { code?: string }) => error,
+      );
+      expect(refused?.code).toBe('22012');
+      expect(refused?.stack).toMatch(/pool\.test\.ts/);
+      const viaCallback = (values: unknown[]) =>
+        new Promise<{ error: (Error & { code?: string }) | null; rows?: unknown[] }>((resolve) => {
+          client.query(text, values, (error: Error | null, result?: { rows: unknown[] }) =>
+            resolve({ error, rows: result?.rows }),
+          );
+        });
+      expect(await viaCallback([5])).toEqual({ error: null, rows: [{ n: 2 }] });
+      expect((await viaCallback([0])).error?.code).toBe('22012');
+      // The client stays usable, and the statement stays prepared once.
+      const { rows } = await client.query('select count(*)::int as n from pg_prepared_statements');
+      expect(rows).toEqual([{ n: 1 }]);
+    } finally {
+      client.release();
+      await pool.end();
+    }
+  });
+
   it('gives every session a statement timeout and an idle-in-transaction timeout by default', async () => {
     const pool = createPool({
       url: await createDatabase(inject('infra').postgresAdminUrl),
