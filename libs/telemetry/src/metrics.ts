@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Meter, metrics } from '@opentelemetry/api';
+import { type MeterProvider as ApiMeterProvider, type Meter, metrics } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 
@@ -25,6 +25,12 @@ function ensureProvider(): void {
   if (providerInstalled) return;
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [prometheusExporter()] }));
   providerInstalled = true;
+}
+
+/** The meter provider our metrics are recorded on, the SDK's or our own. */
+export function meterProviderForMetrics(): ApiMeterProvider {
+  ensureProvider();
+  return metrics.getMeterProvider();
 }
 
 export function meter(name = 'inbox'): Meter {

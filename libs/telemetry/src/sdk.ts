@@ -29,7 +29,7 @@ import {
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { markMeterProviderInstalled, prometheusExporter } from './metrics.js';
+import { markMeterProviderInstalled, meterProviderForMetrics, prometheusExporter } from './metrics.js';
 import { UrlRedactingSpanProcessor } from './url-redaction.js';
 
 /** What a started telemetry set-up is asked for: to flush and stop. */
@@ -55,10 +55,15 @@ function withoutDuplicateHttpMetrics(instrumentations: Instrumentation[]) {
 /**
  * Starts tracing for this process. Spans are exported over OTLP/HTTP only when
  * OTEL_EXPORTER_OTLP_ENDPOINT is set; without it context still propagates (trace ids in logs and bus
- * headers) but nothing leaves the process.
+ * headers) but nothing leaves the process. With OTEL_SDK_DISABLED=true there is no tracing at all, and the
+ * metrics stay whole (`startMetricsOnly`).
  */
 export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'inbox'): void {
-  if (started || process.env.OTEL_SDK_DISABLED === 'true') return;
+  if (started) return;
+  if (process.env.OTEL_SDK_DISABLED === 'true') {
+    started = startMetricsOnly();
+    return;
+  }
   const exporting = Boolean(
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
   );
@@ -82,7 +87,7 @@ export function startTelemetry(serviceName = process.env.OTEL_SERVICE_NAME ?? 'i
 export function startTracing(serviceName: string, traceExporter: SpanExporter | undefined): StartedTelemetry {
   const logLevel = process.env.OTEL_LOG_LEVEL;
   if (logLevel) diag.setLogger(new DiagConsoleLogger(), { logLevel: diagLogLevelFromString(logLevel) });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  installContextManager();
   propagation.setGlobalPropagator(
     new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
   );
@@ -112,6 +117,33 @@ export function startTracing(serviceName: string, traceExporter: SpanExporter | 
 }
 
 /**
+ * The active context follows the code through callbacks and promises. The metrics need it as much as the
+ * spans: libs/db times the statements run inside an operation, which it knows by the operation's span in
+ * the active context (a non-recording one when nothing is traced).
+ */
+function installContextManager(): void {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+}
+
+/**
+ * With the SDK disabled (OTEL_SDK_DISABLED=true): no tracer provider, no propagator and no HTTP
+ * instrumentation, so no span is recorded and no trace context leaves the process. What the metrics read
+ * stays: the context manager (without it no statement would belong to an operation, and
+ * `db.client.operation.duration` would be empty) and the runtime gauges the dashboard reads, on the
+ * metrics' own provider (metrics.ts).
+ */
+function startMetricsOnly(): StartedTelemetry {
+  installContextManager();
+  const runtime = runtimeInstrumentation();
+  registerInstrumentations({ instrumentations: [runtime], meterProvider: meterProviderForMetrics() });
+  return {
+    shutdown: async () => {
+      runtime.disable();
+    },
+  };
+}
+
+/**
  * Logs are pino's JSON lines on stdout, with trace ids from service-kit's mixin; there is no log provider
  * (a pino instrumentation would turn every line into an OTLP log record for a Collector that has no
  * pipeline for them).
@@ -133,9 +165,13 @@ function serviceInstrumentations(): Instrumentation[] {
     // Outgoing node:http calls only: every HTTP server starts its span with traceIncoming
     // (server-span.ts), which costs a request a fraction of what the incoming side does.
     new HttpInstrumentation({ disableIncomingRequestInstrumentation: true }),
-    // nodejs_eventloop_utilization and the other runtime gauges the dashboard reads.
-    new RuntimeNodeInstrumentation(),
+    runtimeInstrumentation(),
   ];
+}
+
+/** `nodejs_eventloop_utilization`, which the dashboard reads, and the other runtime gauges. */
+function runtimeInstrumentation(): RuntimeNodeInstrumentation {
+  return new RuntimeNodeInstrumentation();
 }
 
 /**
