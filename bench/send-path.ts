@@ -240,13 +240,17 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
       secret: 'whsec_benchbenchbenchbenchbenchbench',
     });
     const key = { authorization: `Bearer ${workspace.api_key}` };
-    const first = (await (
-      await fetch(`${stack.gatewayUrl}/api/v1/send-message`, {
-        method: 'POST',
-        headers: { ...key, 'content-type': 'application/json' },
-        body: JSON.stringify({ phone: '+5511900000001', message: 'first', channel: 'alt-a' }),
-      })
-    ).json()) as { conversationId: string };
+    const firstAnswer = await fetch(`${stack.gatewayUrl}/api/v1/send-message`, {
+      method: 'POST',
+      headers: { ...key, 'content-type': 'application/json' },
+      body: JSON.stringify({ phone: '+5511900000001', message: 'first', channel: 'alt-a' }),
+    });
+    const first = (await firstAnswer.json()) as { conversationId?: string };
+    // The external send load writes into this conversation: without it every request would be a 400.
+    if (!firstAnswer.ok || !first.conversationId)
+      throw new Error(
+        `the first send-message answered ${firstAnswer.status} ${JSON.stringify(first)}${exitedProcesses(stack.processes, extra)}`,
+      );
     await waitFor(() => delivered >= 1, { what: 'the first webhook', timeoutMs: 30_000 });
 
     let n = 0;
@@ -435,6 +439,9 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
     }
     const memory = rssMiB(roots);
     await stats.end();
+    // A service that died during the loads leaves figures that are not the stack's: say so, with its output.
+    const exited = exitedProcesses(stack.processes, extra);
+    if (exited) console.log(`\nNOT A VALID RUN: a process exited during the loads.${exited}`);
     printFigures(broker, figures, memory);
     if (listMemory)
       await printHeapSpaces(
@@ -454,6 +461,21 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
     receiver.close();
     sink?.close();
   }
+}
+
+/** Each process of the run that has exited, with its exit status and the tail of its output; '' if none. */
+function exitedProcesses(services: Map<string, ManagedProcess>, others: ManagedProcess[]): string {
+  const all = [
+    ...services,
+    ...others.map((other, index) => [`process ${index + 1} of the bench`, other] as const),
+  ];
+  return all
+    .filter(([, managed]) => managed.child.exitCode !== null || managed.child.signalCode !== null)
+    .map(
+      ([name, managed]) =>
+        `\n${name} exited (code ${managed.child.exitCode}, signal ${managed.child.signalCode}); its last output:\n${managed.output().slice(-4_000)}`,
+    )
+    .join('');
 }
 
 /**
