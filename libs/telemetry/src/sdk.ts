@@ -32,7 +32,7 @@ import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@ope
 import { markMeterProviderInstalled, meterProviderForMetrics, prometheusExporter } from './metrics.js';
 import { UrlRedactingSpanProcessor } from './url-redaction.js';
 
-// The SDK's packages require the semantic conventions' CommonJS build; an \`import\` would load its ES build
+// The SDK's packages require the semantic conventions' CommonJS build; an `import` would load its ES build
 // as well, a second copy of every constant (0.6 MB of a service's heap).
 const { ATTR_SERVICE_NAME } = createRequire(import.meta.url)(
   '@opentelemetry/semantic-conventions',
