@@ -147,7 +147,8 @@ export function outsideSpans<T>(fn: () => T): T {
 
 export interface HttpClientCall {
   method: string;
-  url: string;
+  /** As the caller has it: a URL already parsed is not parsed again. */
+  url: string | URL;
   attributes?: Attributes;
 }
 
@@ -178,12 +179,13 @@ export function withHttpClientSpan<T>(
 }
 
 /** What the HTTP client conventions say of a call (the span processor redacts `url.full`). */
-function httpClientAttributes(method: string, url: string): Attributes {
-  const parsed = URL.parse(url);
-  if (!parsed) return { 'http.request.method': method, 'url.full': url };
+function httpClientAttributes(method: string, url: string | URL): Attributes {
+  const full = typeof url === 'string' ? url : url.href;
+  const parsed = typeof url === 'string' ? URL.parse(url) : url;
+  if (!parsed) return { 'http.request.method': method, 'url.full': full };
   return {
     'http.request.method': method,
-    'url.full': url,
+    'url.full': full,
     'server.address': parsed.hostname.replace(/^\[|\]$/g, ''),
     'server.port': Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80)),
   };

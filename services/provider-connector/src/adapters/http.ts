@@ -52,7 +52,7 @@ export async function callProvider(
   try {
     const answer = await withHttpClientSpan(
       init.method,
-      { method: init.method, url: url.href },
+      { method: init.method, url },
       async (span, traceHeaders) => {
         const answer = await guardedJson(call.guard, url, {
           ...init,
