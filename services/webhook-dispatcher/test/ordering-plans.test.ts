@@ -1,0 +1,74 @@
+import type { Pool, PoolClient } from '@inbox/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migratedPool } from './support.js';
+
+let pool: Pool;
+
+beforeAll(async () => {
+  pool = await migratedPool();
+});
+afterAll(async () => {
+  await pool?.end();
+});
+
+const workspace = '00000000-0000-4000-8000-000000000001';
+
+/** The plans of the statements `note_ordering` runs, as auto_explain reports them to this session. */
+async function plansOfNote(client: PoolClient, key: string, seq: number): Promise<string[]> {
+  const plans: string[] = [];
+  const collect = (notice: { message?: string }) => {
+    if (notice.message?.includes('ordering_progress')) plans.push(notice.message);
+  };
+  client.on('notice', collect);
+  try {
+    await client.query('select note_ordering($1, $2, $3)', [workspace, key, seq]);
+  } finally {
+    client.off('notice', collect);
+  }
+  return plans;
+}
+
+describe('note_ordering on a table that grew after its plans were cached', () => {
+  it('finds its row by the primary key, never by scanning every conversation', async () => {
+    const client = await pool.connect();
+    try {
+      await client.query(`load 'auto_explain'`);
+      await client.query(`set auto_explain.log_min_duration = 0`);
+      await client.query(`set auto_explain.log_nested_statements = on`);
+      await client.query(`set auto_explain.log_level = notice`);
+      // A dispatcher's first events, on a new database whose table autovacuum has analyzed at one row:
+      // the session caches the function's plans for that table (PL/pgSQL's generic plan, after five calls).
+      await plansOfNote(client, 'conversation-0', 1);
+      await client.query('analyze ordering_progress');
+      for (let seq = 2; seq <= 8; seq++) await plansOfNote(client, 'conversation-0', seq);
+      // Then one row per conversation, as every new conversation's first event adds.
+      await client.query(
+        `insert into ordering_progress (ordering_key, workspace_id, upto)
+         select 'conversation-' || n, $1, 1 from generate_series(1, 5000) n`,
+        [workspace],
+      );
+
+      const plans = [
+        ...(await plansOfNote(client, 'conversation-0', 9)),
+        ...(await plansOfNote(client, 'conversation-new', 1)),
+      ];
+
+      const lookups = plans.filter((plan) => !/Query Text: insert/.test(plan));
+      expect(lookups.length).toBeGreaterThanOrEqual(4);
+      for (const plan of lookups) {
+        expect(plan).not.toMatch(/Seq Scan on ordering_progress/);
+        expect(plan).toMatch(/Index Scan using ordering_progress_pkey/);
+      }
+      const { rows } = await client.query(
+        'select ordering_key, upto from ordering_progress where ordering_key = any($1) order by ordering_key',
+        [['conversation-0', 'conversation-new']],
+      );
+      expect(rows).toEqual([
+        { ordering_key: 'conversation-0', upto: 9 },
+        { ordering_key: 'conversation-new', upto: 1 },
+      ]);
+    } finally {
+      client.release();
+    }
+  });
+});
