@@ -20,3 +20,4 @@ export {
 } from './pool.js';
 export { isStorableText, storableText, storableUtf8 } from './storable-text.js';
 export { withTransaction } from './transaction.js';
+export { TurnBatch, type TurnBatchOptions } from './turn-batch.js';

@@ -4,6 +4,7 @@ import { integrationChannels, providerOf } from '@inbox/contracts';
 import { type Pool, withTransaction } from '@inbox/db';
 import type { SecretBox } from '@inbox/service-kit';
 import { ExpiringCache } from './expiring-cache.js';
+import { SendRecords } from './send-records.js';
 
 interface IntegrationRow {
   id: string;
@@ -47,6 +48,7 @@ export class IntegrationStore {
   private readonly lookups = new Map<string, Promise<CallbackIntegration | undefined>>();
   /** Each workspace's channel's most recently connected integration, by id, for sends that name none. */
   private readonly latest = new ExpiringCache<string, string | null>(callbackCacheMs, 5_000);
+  private readonly sendRecords: SendRecords;
 
   /**
    * `changed` tells the other replicas (a notice) that an integration changed, so they drop what they
@@ -56,7 +58,9 @@ export class IntegrationStore {
     private readonly pool: Pool,
     private readonly secrets: SecretBox,
     private readonly changed: (change: { workspaceId: string; integrationId: string }) => void = () => {},
-  ) {}
+  ) {
+    this.sendRecords = new SendRecords(pool);
+  }
 
   /** Drops what this process holds of an integration (changed here, or in another replica by notice). */
   forget(workspaceId: string, integrationId: string): void {
@@ -298,13 +302,8 @@ export class IntegrationStore {
   }
 
   /** Records that a message's provider call starts; false when one was already started for it. */
-  async beginSend(workspaceId: string, integrationId: string, messageId: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      `insert into sends (message_id, workspace_id, integration_id) values ($1, $2, $3)
-       on conflict (message_id) do nothing`,
-      [messageId, workspaceId, integrationId],
-    );
-    return rowCount === 1;
+  beginSend(workspaceId: string, integrationId: string, messageId: string): Promise<boolean> {
+    return this.sendRecords.begin({ workspaceId, integrationId, messageId });
   }
 
   /** The provider refused the message outright: nothing was sent, so a later attempt may call again. */
@@ -315,19 +314,14 @@ export class IntegrationStore {
     );
   }
 
-  async recordSend(
+  /** Records what the provider answered for a message, unless an earlier answer is recorded. */
+  recordSend(
     workspaceId: string,
     integrationId: string,
     messageId: string,
     providerMessageId: string,
     sentAt: Date,
-  ) {
-    await this.pool.query(
-      `insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at)
-       values ($1, $2, $3, $4, $5)
-       on conflict (message_id) do update set provider_message_id = excluded.provider_message_id, sent_at = excluded.sent_at
-        where sends.provider_message_id is null`,
-      [messageId, workspaceId, integrationId, providerMessageId, sentAt],
-    );
+  ): Promise<void> {
+    return this.sendRecords.record({ workspaceId, integrationId, messageId, providerMessageId, sentAt });
   }
 }

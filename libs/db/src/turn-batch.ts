@@ -1,0 +1,94 @@
+/**
+ * Calls made in one turn of the event loop, run together: the first call of a turn schedules the run for
+ * the turn's end (`setImmediate`), later calls of the same turn join it, and a batch that reaches
+ * `maxItems` runs at once. A bus delivers commands in bursts, so the connector's send records arrive
+ * three or so to a turn under load, and each round trip saved is a statement Postgres no longer parses,
+ * binds and commits (bench/RESULTS.md, nineteenth session).
+ *
+ * A batch is one statement, all or nothing. When it fails for one of its rows (a data exception or a
+ * broken constraint, SQLSTATE classes 22 and 23), every call is run again on its own, so one caller's
+ * row fails that caller alone and never the other workspaces' calls that shared its turn. Any other
+ * failure (the connection, a timeout) is every call's.
+ */
+export interface TurnBatchOptions<I, O> {
+  /** Runs the batch's items as one statement; the answer has one result per item, in their order. */
+  runBatch(items: readonly I[]): Promise<readonly O[]>;
+  /** Runs one item on its own, for a batch that failed for one of its rows. */
+  runAlone(item: I): Promise<O>;
+  /** The largest batch (a statement's arrays stay bounded however many calls a turn brings). */
+  maxItems?: number;
+}
+
+interface Waiting<I, O> {
+  item: I;
+  resolve(value: O): void;
+  reject(reason: unknown): void;
+}
+
+export class TurnBatch<I, O> {
+  private waiting: Waiting<I, O>[] = [];
+  private scheduled = false;
+  private readonly maxItems: number;
+
+  constructor(private readonly options: TurnBatchOptions<I, O>) {
+    this.maxItems = options.maxItems ?? 64;
+  }
+
+  /** The item's result, once the batch it joined has run. */
+  run(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.waiting.push({ item, resolve, reject });
+      if (this.waiting.length >= this.maxItems) this.flush();
+      else if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.waiting;
+    if (batch.length === 0) return;
+    this.waiting = [];
+    void this.settle(batch);
+  }
+
+  private async settle(batch: Waiting<I, O>[]): Promise<void> {
+    let results: readonly O[];
+    try {
+      results =
+        batch.length === 1 ? [await this.options.runAlone(batch[0]!.item)] : await this.runBatch(batch);
+    } catch (error) {
+      if (batch.length > 1 && isRowError(error)) return this.settleEachAlone(batch);
+      for (const call of batch) call.reject(error);
+      return;
+    }
+    for (const [index, call] of batch.entries()) call.resolve(results[index]!);
+  }
+
+  private async runBatch(batch: Waiting<I, O>[]): Promise<readonly O[]> {
+    const results = await this.options.runBatch(batch.map((call) => call.item));
+    if (results.length !== batch.length)
+      throw new Error(`a batch of ${batch.length} answered ${results.length} results`);
+    return results;
+  }
+
+  private async settleEachAlone(batch: Waiting<I, O>[]): Promise<void> {
+    await Promise.all(
+      batch.map(async (call) => {
+        try {
+          call.resolve(await this.options.runAlone(call.item));
+        } catch (error) {
+          call.reject(error);
+        }
+      }),
+    );
+  }
+}
+
+/** A failure that one row of a statement can cause: a data exception (22) or a broken constraint (23). */
+function isRowError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}

@@ -1,0 +1,136 @@
+import { createDatabase } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createPool, type Pool, TurnBatch } from '../src/index.js';
+
+// Calls of one turn of the event loop share a statement; a row that breaks the statement fails its own
+// call only; anything else fails the batch's calls together. Against a real table, with a constraint a
+// caller's row can break.
+
+let pool: Pool;
+
+beforeAll(async () => {
+  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'turnbatch' });
+  await pool.query('create schema if not exists turnbatch');
+  await pool.query(
+    'create table turnbatch.notes (id int primary key, body text not null check (body <> $$$$))',
+  );
+});
+afterAll(async () => {
+  await pool.end();
+});
+
+interface Note {
+  id: number;
+  body: string;
+}
+
+/** A batch of notes written with their ids answered, counting the statements each way runs. */
+function noteBatch(maxItems?: number) {
+  const ran = { batches: [] as number[], alone: 0 };
+  const batch = new TurnBatch<Note, number>({
+    maxItems,
+    runAlone: async (note) => {
+      ran.alone++;
+      const { rows } = await pool.query<{ id: number }>(
+        'insert into notes (id, body) values ($1, $2) returning id',
+        [note.id, note.body],
+      );
+      return rows[0]!.id * 10;
+    },
+    runBatch: async (notes) => {
+      ran.batches.push(notes.length);
+      const { rows } = await pool.query<{ id: number }>(
+        'insert into notes (id, body) select * from unnest($1::int[], $2::text[]) returning id',
+        [notes.map((n) => n.id), notes.map((n) => n.body)],
+      );
+      const written = new Set(rows.map((row) => row.id));
+      return notes.map((n) => (written.has(n.id) ? n.id * 10 : -1));
+    },
+  });
+  return { batch, ran };
+}
+
+const stored = async (ids: number[]) =>
+  (await pool.query<{ id: number }>('select id from notes where id = any($1) order by id', [ids])).rows.map(
+    (row) => row.id,
+  );
+
+describe('TurnBatch', () => {
+  it('runs the calls of one turn as one statement, each answered with its own result', async () => {
+    const { batch, ran } = noteBatch();
+    const answers = await Promise.all([1, 2, 3, 4].map((id) => batch.run({ id, body: `n${id}` })));
+    expect(answers).toEqual([10, 20, 30, 40]);
+    expect(ran).toEqual({ batches: [4], alone: 0 });
+    expect(await stored([1, 2, 3, 4])).toEqual([1, 2, 3, 4]);
+  });
+
+  it('runs a call alone when its turn brings no other, and calls of later turns in batches of their own', async () => {
+    const { batch, ran } = noteBatch();
+    expect(await batch.run({ id: 11, body: 'alone' })).toBe(110);
+    const later = await Promise.all([12, 13].map((id) => batch.run({ id, body: 'pair' })));
+    expect(later).toEqual([120, 130]);
+    expect(ran).toEqual({ batches: [2], alone: 1 });
+  });
+
+  it('never makes a batch larger than its bound', async () => {
+    const { batch, ran } = noteBatch(3);
+    const ids = [21, 22, 23, 24, 25, 26, 27];
+    expect(await Promise.all(ids.map((id) => batch.run({ id, body: 'bounded' })))).toEqual(
+      ids.map((id) => id * 10),
+    );
+    expect(ran.batches).toEqual([3, 3]);
+    expect(ran.alone).toBe(1);
+  });
+
+  it("fails only the call whose row breaks the statement: the turn's other calls are written", async () => {
+    const { batch, ran } = noteBatch();
+    const settled = await Promise.allSettled([
+      batch.run({ id: 31, body: 'fine' }),
+      batch.run({ id: 32, body: '' }),
+      batch.run({ id: 33, body: 'fine too' }),
+    ]);
+    expect(settled[0]).toEqual({ status: 'fulfilled', value: 310 });
+    expect(settled[1]).toMatchObject({ status: 'rejected', reason: { code: '23514' } });
+    expect(settled[2]).toEqual({ status: 'fulfilled', value: 330 });
+    expect(ran).toEqual({ batches: [3], alone: 3 });
+    expect(await stored([31, 32, 33])).toEqual([31, 33]);
+  });
+
+  it('fails every call of the batch together when the statement fails for no row of its own', async () => {
+    const ran = { alone: 0 };
+    const batch = new TurnBatch<number, number>({
+      runAlone: async () => {
+        ran.alone++;
+        return 0;
+      },
+      // Cancelled by the server (57014): the connection's fault, not a row's, so nothing is run again.
+      runBatch: async (items) => {
+        const client = await pool.connect();
+        try {
+          await client.query('set statement_timeout = 50');
+          await client.query('select pg_sleep(1)');
+          return items;
+        } finally {
+          await client.query('reset statement_timeout');
+          client.release();
+        }
+      },
+    });
+    const settled = await Promise.allSettled([batch.run(1), batch.run(2)]);
+    expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected']);
+    expect(settled[0]).toMatchObject({ reason: { code: '57014' } });
+    expect(ran.alone).toBe(0);
+  });
+
+  it('refuses a batch whose statement answers a different number of results than it had calls', async () => {
+    const batch = new TurnBatch<number, number>({
+      runAlone: async (n) => n,
+      runBatch: async (items) => items.slice(1),
+    });
+    const settled = await Promise.allSettled([batch.run(1), batch.run(2)]);
+    expect(settled).toMatchObject([
+      { status: 'rejected', reason: { message: 'a batch of 2 answered 1 results' } },
+      { status: 'rejected', reason: { message: 'a batch of 2 answered 1 results' } },
+    ]);
+  });
+});

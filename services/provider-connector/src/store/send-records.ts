@@ -1,0 +1,103 @@
+import { type Queryable, TurnBatch } from '@inbox/db';
+
+interface Attempt {
+  workspaceId: string;
+  integrationId: string;
+  messageId: string;
+}
+
+interface Accepted extends Attempt {
+  providerMessageId: string;
+  sentAt: Date;
+}
+
+const beginOne = `insert into sends (message_id, workspace_id, integration_id) values ($1, $2, $3)
+  on conflict (message_id) do nothing`;
+const beginMany = `insert into sends (message_id, workspace_id, integration_id)
+  select * from unnest($1::uuid[], $2::uuid[], $3::uuid[])
+  on conflict (message_id) do nothing
+  returning message_id`;
+const recordOne = `insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at)
+  values ($1, $2, $3, $4, $5)
+  on conflict (message_id) do update set provider_message_id = excluded.provider_message_id, sent_at = excluded.sent_at
+   where sends.provider_message_id is null`;
+const recordMany = `insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at)
+  select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[])
+  on conflict (message_id) do update set provider_message_id = excluded.provider_message_id, sent_at = excluded.sent_at
+   where sends.provider_message_id is null`;
+
+/**
+ * The rows that make a message's provider call happen once: its attempt, written before the call, and
+ * what the provider answered, written before the command is answered. The calls of one turn of the event
+ * loop share a statement (TurnBatch), each still awaited before its provider call or its answer.
+ */
+export class SendRecords {
+  private readonly begins = new TurnBatch<Attempt, boolean>({
+    runAlone: async (attempt) => {
+      const { rowCount } = await this.pool.query(beginOne, [
+        attempt.messageId,
+        attempt.workspaceId,
+        attempt.integrationId,
+      ]);
+      return rowCount === 1;
+    },
+    runBatch: async (attempts) => {
+      const firsts = firstOfEachMessage(attempts);
+      const { rows } = await this.pool.query<{ message_id: string }>(beginMany, [
+        firsts.map((a) => a.messageId),
+        firsts.map((a) => a.workspaceId),
+        firsts.map((a) => a.integrationId),
+      ]);
+      const started = new Set(rows.map((row) => row.message_id));
+      const first = new Set(firsts);
+      // A message asked twice in one turn starts once: its first call, as if they had come in turn.
+      return attempts.map((a) => first.has(a) && started.has(messageKey(a)));
+    },
+  });
+
+  private readonly accepted = new TurnBatch<Accepted, void>({
+    runAlone: async (send) => {
+      await this.pool.query(recordOne, [
+        send.messageId,
+        send.workspaceId,
+        send.integrationId,
+        send.providerMessageId,
+        send.sentAt,
+      ]);
+    },
+    runBatch: async (sends) => {
+      // One row per message: a second answer for it in the same turn would change nothing, as in turn.
+      const firsts = firstOfEachMessage(sends);
+      await this.pool.query(recordMany, [
+        firsts.map((s) => s.messageId),
+        firsts.map((s) => s.workspaceId),
+        firsts.map((s) => s.integrationId),
+        firsts.map((s) => s.providerMessageId),
+        firsts.map((s) => s.sentAt.toISOString()),
+      ]);
+      return sends.map(() => undefined);
+    },
+  });
+
+  constructor(private readonly pool: Queryable) {}
+
+  /** Records that a message's provider call starts; false when one was already started for it. */
+  begin(attempt: Attempt): Promise<boolean> {
+    return this.begins.run(attempt);
+  }
+
+  /** Records the provider's id and time for a message, unless an earlier answer is recorded. */
+  record(send: Accepted): Promise<void> {
+    return this.accepted.run(send);
+  }
+}
+
+/** Message ids are uuids: the same one may come in any case, and Postgres answers in lower case. */
+const messageKey = (attempt: Attempt) => attempt.messageId.toLowerCase();
+
+function firstOfEachMessage<A extends Attempt>(attempts: readonly A[]): A[] {
+  const firsts = new Map<string, A>();
+  for (const attempt of attempts)
+    if (!firsts.has(messageKey(attempt))) firsts.set(messageKey(attempt), attempt);
+  return [...firsts.values()];
+}
