@@ -1,15 +1,3 @@
-/**
- * Calls made in one turn of the event loop, run together: the first call of a turn schedules the run for
- * the turn's end (`setImmediate`), later calls of the same turn join it, and a batch that reaches
- * `maxItems` runs at once. A bus delivers commands in bursts, so the connector's send records arrive
- * three or so to a turn under load, and each round trip saved is a statement Postgres no longer parses,
- * binds and commits (bench/RESULTS.md, nineteenth session).
- *
- * A batch is one statement, all or nothing. When it fails for one of its rows (a data exception or a
- * broken constraint, SQLSTATE classes 22 and 23), every call is run again on its own, so one caller's
- * row fails that caller alone and never the other workspaces' calls that shared its turn. Any other
- * failure (the connection, a timeout) is every call's.
- */
 export interface TurnBatchOptions<I, O> {
   /** Runs the batch's items as one statement; the answer has one result per item, in their order. */
   runBatch(items: readonly I[]): Promise<readonly O[]>;
@@ -25,6 +13,18 @@ interface Waiting<I, O> {
   reject(reason: unknown): void;
 }
 
+/**
+ * Calls made in one turn of the event loop, run together: the first call of a turn schedules the run for
+ * the turn's end (`setImmediate`), later calls of the same turn join it, and a batch that reaches
+ * `maxItems` runs at once. A bus delivers commands in bursts, so the connector's send records arrive
+ * three or so to a turn under load, and each round trip saved is a statement Postgres no longer binds,
+ * runs and commits (bench/RESULTS.md, nineteenth session).
+ *
+ * A batch is one statement, all or nothing. When it fails for one of its rows (a data exception or a
+ * broken constraint, SQLSTATE classes 22 and 23), every call is run again on its own, so one caller's
+ * row fails that caller alone and never the other workspaces' calls that shared its turn. Any other
+ * failure (the connection, a timeout) is every call's.
+ */
 export class TurnBatch<I, O> {
   private waiting: Waiting<I, O>[] = [];
   private scheduled = false;

@@ -112,4 +112,38 @@ describe('send records', () => {
     expect(await send(kept)).toBeDefined();
     expect(await send(orphan)).toBeUndefined();
   });
+
+  it('let two replicas that start the same messages at once wait for each other, never deadlock', async () => {
+    // Each row of this workspace takes a moment to write, so the two statements overlap row by row.
+    const slow = randomUUID();
+    await pool.query(
+      `insert into integrations (id, workspace_id, channel, provider, status, config_sealed, account_id)
+       values ($1, $2, 'alt-b', 'alt-b', 'connected', 'sealed', 'account')`,
+      [slow, slow],
+    );
+    await pool.query(`create function slow_send() returns trigger language plpgsql as $$
+      begin perform pg_sleep(0.3); return new; end $$`);
+    await pool.query(`create trigger slow_send before insert on sends for each row
+      when (new.workspace_id = '${slow}') execute function slow_send()`);
+    const second = createPool({ url: pool.options.connectionString!, schema: 'connector' });
+    try {
+      const [m1, m2] = [randomUUID(), randomUUID()];
+      const attempt = (messageId: string) => ({ workspaceId: slow, integrationId: slow, messageId });
+      const [one, other] = [new SendRecords(pool), new SendRecords(second)];
+      // The two replicas' turns bring the messages in opposite orders.
+      const settled = await Promise.allSettled([
+        one.begin(attempt(m1)),
+        one.begin(attempt(m2)),
+        other.begin(attempt(m2)),
+        other.begin(attempt(m1)),
+      ]);
+      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+      // Each message started once, by whichever replica wrote it first.
+      const values = settled.map((s) => (s as PromiseFulfilledResult<boolean>).value);
+      expect([values[0]! !== values[3]!, values[1]! !== values[2]!]).toEqual([true, true]);
+    } finally {
+      await second.end();
+      await pool.query('drop trigger slow_send on sends; drop function slow_send()');
+    }
+  });
 });

@@ -95,9 +95,14 @@ export class SendRecords {
 /** Message ids are uuids: the same one may come in any case, and Postgres answers in lower case. */
 const messageKey = (attempt: Attempt) => attempt.messageId.toLowerCase();
 
+/**
+ * A batch's rows: the first call of each message, in the order of their ids, so two batches that share
+ * messages (a command redelivered to two replicas at once) take the rows' locks in the same order and one
+ * waits for the other instead of both deadlocking.
+ */
 function firstOfEachMessage<A extends Attempt>(attempts: readonly A[]): A[] {
   const firsts = new Map<string, A>();
   for (const attempt of attempts)
     if (!firsts.has(messageKey(attempt))) firsts.set(messageKey(attempt), attempt);
-  return [...firsts.values()];
+  return [...firsts.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, attempt]) => attempt);
 }
