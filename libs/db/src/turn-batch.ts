@@ -1,8 +1,11 @@
 export interface TurnBatchOptions<I, O> {
   /** Runs the batch's items as one statement; the answer has one result per item, in their order. */
   runBatch(items: readonly I[]): Promise<readonly O[]>;
-  /** Runs one item on its own, for a batch that failed for one of its rows. */
-  runAlone(item: I): Promise<O>;
+  /**
+   * Runs one item on its own: a turn's only call, and each call of a batch that failed for one of its
+   * rows. By default the batch's statement with that item alone.
+   */
+  runAlone?(item: I): Promise<O>;
   /** The largest batch (a statement's arrays stay bounded however many calls a turn brings). */
   maxItems?: number;
 }
@@ -29,9 +32,11 @@ export class TurnBatch<I, O> {
   private waiting: Waiting<I, O>[] = [];
   private scheduled = false;
   private readonly maxItems: number;
+  private readonly runAlone: (item: I) => Promise<O>;
 
   constructor(private readonly options: TurnBatchOptions<I, O>) {
     this.maxItems = options.maxItems ?? 64;
+    this.runAlone = options.runAlone ?? ((item) => this.runBatch([item]).then((results) => results[0]!));
   }
 
   /** The item's result, once the batch it joined has run. */
@@ -58,7 +63,9 @@ export class TurnBatch<I, O> {
     let results: readonly O[];
     try {
       results =
-        batch.length === 1 ? [await this.options.runAlone(batch[0]!.item)] : await this.runBatch(batch);
+        batch.length === 1
+          ? [await this.runAlone(batch[0]!.item)]
+          : await this.runBatch(batch.map((call) => call.item));
     } catch (error) {
       if (batch.length > 1 && isRowError(error)) return this.settleEachAlone(batch);
       for (const call of batch) call.reject(error);
@@ -67,10 +74,10 @@ export class TurnBatch<I, O> {
     for (const [index, call] of batch.entries()) call.resolve(results[index]!);
   }
 
-  private async runBatch(batch: Waiting<I, O>[]): Promise<readonly O[]> {
-    const results = await this.options.runBatch(batch.map((call) => call.item));
-    if (results.length !== batch.length)
-      throw new Error(`a batch of ${batch.length} answered ${results.length} results`);
+  private async runBatch(items: readonly I[]): Promise<readonly O[]> {
+    const results = await this.options.runBatch(items);
+    if (results.length !== items.length)
+      throw new Error(`a batch of ${items.length} answered ${results.length} results`);
     return results;
   }
 
@@ -78,7 +85,7 @@ export class TurnBatch<I, O> {
     await Promise.all(
       batch.map(async (call) => {
         try {
-          call.resolve(await this.options.runAlone(call.item));
+          call.resolve(await this.runAlone(call.item));
         } catch (error) {
           call.reject(error);
         }

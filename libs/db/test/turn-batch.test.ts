@@ -72,6 +72,29 @@ describe('TurnBatch', () => {
     expect(ran).toEqual({ batches: [2], alone: 1 });
   });
 
+  it('runs a lone call, and each call of a batch a row broke, through the batch statement when given no other', async () => {
+    const batches: number[] = [];
+    const batch = new TurnBatch<Note, number>({
+      runBatch: async (notes) => {
+        batches.push(notes.length);
+        const { rows } = await pool.query<{ id: number }>(
+          'insert into notes (id, body) select * from unnest($1::int[], $2::text[]) returning id',
+          [notes.map((n) => n.id), notes.map((n) => n.body)],
+        );
+        return rows.map((row) => row.id * 10);
+      },
+    });
+    expect(await batch.run({ id: 41, body: 'alone' })).toBe(410);
+    const settled = await Promise.allSettled([
+      batch.run({ id: 42, body: 'fine' }),
+      batch.run({ id: 43, body: '' }),
+    ]);
+    expect(settled[0]).toEqual({ status: 'fulfilled', value: 420 });
+    expect(settled[1]).toMatchObject({ status: 'rejected', reason: { code: '23514' } });
+    expect(batches).toEqual([1, 2, 1, 1]);
+    expect(await stored([41, 42, 43])).toEqual([41, 42]);
+  });
+
   it('never makes a batch larger than its bound', async () => {
     const { batch, ran } = noteBatch(3);
     const ids = [21, 22, 23, 24, 25, 26, 27];

@@ -11,17 +11,11 @@ interface Accepted extends Attempt {
   sentAt: Date;
 }
 
-const beginOne = `insert into sends (message_id, workspace_id, integration_id) values ($1, $2, $3)
-  on conflict (message_id) do nothing`;
-const beginMany = `insert into sends (message_id, workspace_id, integration_id)
+const beginAttempts = `insert into sends (message_id, workspace_id, integration_id)
   select * from unnest($1::uuid[], $2::uuid[], $3::uuid[])
   on conflict (message_id) do nothing
   returning message_id`;
-const recordOne = `insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at)
-  values ($1, $2, $3, $4, $5)
-  on conflict (message_id) do update set provider_message_id = excluded.provider_message_id, sent_at = excluded.sent_at
-   where sends.provider_message_id is null`;
-const recordMany = `insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at)
+const recordAnswers = `insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at)
   select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[])
   on conflict (message_id) do update set provider_message_id = excluded.provider_message_id, sent_at = excluded.sent_at
    where sends.provider_message_id is null`;
@@ -32,18 +26,11 @@ const recordMany = `insert into sends (message_id, workspace_id, integration_id,
  * loop share a statement (TurnBatch), each still awaited before its provider call or its answer.
  */
 export class SendRecords {
+  // A turn's only call runs the same statement with one row.
   private readonly begins = new TurnBatch<Attempt, boolean>({
-    runAlone: async (attempt) => {
-      const { rowCount } = await this.pool.query(beginOne, [
-        attempt.messageId,
-        attempt.workspaceId,
-        attempt.integrationId,
-      ]);
-      return rowCount === 1;
-    },
     runBatch: async (attempts) => {
       const firsts = firstOfEachMessage(attempts);
-      const { rows } = await this.pool.query<{ message_id: string }>(beginMany, [
+      const { rows } = await this.pool.query<{ message_id: string }>(beginAttempts, [
         firsts.map((a) => a.messageId),
         firsts.map((a) => a.workspaceId),
         firsts.map((a) => a.integrationId),
@@ -56,19 +43,10 @@ export class SendRecords {
   });
 
   private readonly accepted = new TurnBatch<Accepted, void>({
-    runAlone: async (send) => {
-      await this.pool.query(recordOne, [
-        send.messageId,
-        send.workspaceId,
-        send.integrationId,
-        send.providerMessageId,
-        send.sentAt,
-      ]);
-    },
     runBatch: async (sends) => {
       // One row per message: a second answer for it in the same turn would change nothing, as in turn.
       const firsts = firstOfEachMessage(sends);
-      await this.pool.query(recordMany, [
+      await this.pool.query(recordAnswers, [
         firsts.map((s) => s.messageId),
         firsts.map((s) => s.workspaceId),
         firsts.map((s) => s.integrationId),
