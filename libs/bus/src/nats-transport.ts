@@ -27,7 +27,6 @@ import {
   StorageType,
 } from '@nats-io/jetstream';
 import {
-  connect,
   headers as createHeaders,
   createInbox,
   Empty,
@@ -51,6 +50,7 @@ import { AliveSignals, commandLiveness, watchCall } from './command-liveness.js'
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
 import { InFlight } from './in-flight.js';
 import { notePending, redeliveries, timeCommand } from './metrics.js';
+import { connectCoalescing } from './nats-turn-writes.js';
 import { SubjectNames } from './subjects.js';
 
 export interface NatsBusOptions {
@@ -147,7 +147,7 @@ export class NatsBus implements Bus {
             inboxPrefix,
           }
         : { servers: options.url };
-    const nc = await connect({
+    const nc = await connectCoalescing({
       ...server,
       name: options.name,
       maxReconnectAttempts: -1,

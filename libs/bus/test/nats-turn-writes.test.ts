@@ -1,0 +1,87 @@
+import { Socket } from 'node:net';
+import { uniquePrefix } from '@inbox/testkit';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { describe, expect, inject, it, onTestFinished } from 'vitest';
+import { connectCoalescing } from '../src/nats-turn-writes.js';
+
+const natsUrl = () => inject('infra').natsUrl;
+
+/**
+ * Publishes `count` messages, each from a timer of its own that fires in the same turn of the event loop
+ * (as the callbacks of one socket read do), and counts the writes that reach the connection's socket.
+ */
+async function writesForOneTurn(nc: NatsConnection, subject: string, count: number): Promise<number> {
+  const port = Number(new URL(natsUrl()).port);
+  let writes = 0;
+  const proto = Socket.prototype as unknown as Record<'_write' | '_writev', (...args: unknown[]) => void>;
+  const original = { _write: proto._write, _writev: proto._writev };
+  for (const method of ['_write', '_writev'] as const)
+    proto[method] = function (this: Socket, ...args: unknown[]) {
+      if (this.remotePort === port) writes++;
+      return original[method].apply(this, args);
+    };
+  try {
+    await new Promise<void>((resolve) => {
+      for (let i = 0; i < count; i++)
+        setTimeout(() => {
+          nc.publish(subject, String(i));
+          if (i === count - 1) setImmediate(() => setImmediate(resolve));
+        }, 0);
+    });
+  } finally {
+    Object.assign(proto, original);
+  }
+  return writes;
+}
+
+describe('nats writes coalesced per turn', () => {
+  it('sends what the callbacks of one turn publish in one write, every message in order', async () => {
+    const subject = `${uniquePrefix()}.turn`;
+    const listener = await connect({ servers: natsUrl() });
+    const coalescing = await connectCoalescing({ servers: natsUrl() });
+    const stock = await connect({ servers: natsUrl() });
+    onTestFinished(async () => {
+      await Promise.all([listener.close(), coalescing.close(), stock.close()]);
+    });
+    const received: string[] = [];
+    listener.subscribe(subject, {
+      callback: (_error, msg) => {
+        received.push(msg.string());
+      },
+    });
+    await listener.flush();
+
+    // The stock transport writes once per callback: the count shows what the test would see unbatched.
+    expect(await writesForOneTurn(stock, subject, 10)).toBe(10);
+    expect(await writesForOneTurn(coalescing, subject, 10)).toBe(1);
+
+    await Promise.all([stock.flush(), coalescing.flush()]);
+    await expect.poll(() => received.length).toBe(20);
+    const numbers = Array.from({ length: 10 }, (_, i) => String(i));
+    expect(received).toEqual([...numbers, ...numbers]);
+  });
+
+  it('answers requests made from many callbacks of one turn, and still flushes and closes', async () => {
+    const subject = `${uniquePrefix()}.echo`;
+    const server = await connectCoalescing({ servers: natsUrl() });
+    const client = await connectCoalescing({ servers: natsUrl() });
+    server.subscribe(subject, {
+      callback: (_error, msg) => {
+        msg.respond(msg.data);
+      },
+    });
+    await server.flush();
+    const answers = await new Promise<string[]>((resolve, reject) => {
+      const pending: Array<Promise<string>> = [];
+      for (let i = 0; i < 200; i++)
+        setTimeout(() => {
+          pending.push(client.request(subject, String(i), { timeout: 5_000 }).then((msg) => msg.string()));
+          if (i === 199) Promise.all(pending).then(resolve, reject);
+        }, 0);
+    });
+    expect(answers).toEqual(Array.from({ length: 200 }, (_, i) => String(i)));
+    await client.flush();
+    await Promise.all([client.close(), server.close()]);
+    expect(client.isClosed()).toBe(true);
+  });
+});
