@@ -80,7 +80,9 @@ const messageKey = (attempt: Attempt) => attempt.messageId.toLowerCase();
  */
 function firstOfEachMessage<A extends Attempt>(attempts: readonly A[]): A[] {
   const firsts = new Map<string, A>();
-  for (const attempt of attempts)
-    if (!firsts.has(messageKey(attempt))) firsts.set(messageKey(attempt), attempt);
+  for (const attempt of attempts) {
+    const key = messageKey(attempt);
+    if (!firsts.has(key)) firsts.set(key, attempt);
+  }
   return [...firsts.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, attempt]) => attempt);
 }
