@@ -65,6 +65,10 @@ describe('nats writes coalesced per turn', () => {
     const subject = `${uniquePrefix()}.echo`;
     const server = await connectCoalescing({ servers: natsUrl() });
     const client = await connectCoalescing({ servers: natsUrl() });
+    // Closing is idempotent: this runs whatever fails, after the test's own close.
+    onTestFinished(async () => {
+      await Promise.all([client.close(), server.close()]);
+    });
     server.subscribe(subject, {
       callback: (_error, msg) => {
         msg.respond(msg.data);
