@@ -1,7 +1,8 @@
 // The send path through the distributed stack (one process per service; the broker, Postgres and Redis
 // started on free loopback ports), side by side with the ceilings bare `node:http` and bare express reach in
-// the same run, each measured again right before the load compared with it. For each load: requests/s, latency, the ratio to its ceiling, CPU milliseconds per request
-// of every process (from /proc), Postgres statements per request (pg_stat_statements) and resident memory.
+// the same run, each measured again right before the load compared with it. For each load: requests/s,
+// latency, the ratio to its ceiling, CPU milliseconds per request of every process (from /proc), Postgres
+// statements per request (pg_stat_statements) and resident memory.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -42,7 +43,7 @@ const tracing = tracingMode === 'on';
 const profiled = process.env.BENCH_CPU_PROF?.split(',').filter((name) => name.length > 0);
 /** BENCH_BUILT=on runs the services' compiled `dist/` (build first), as the images run them. */
 const built = process.env.BENCH_BUILT === 'on';
-/** BENCH_LOADS=external,door runs only the loads whose names contain one of the words (each after its ceiling). */
+/** BENCH_LOADS=external,door runs only the loads whose names contain one of the words, each after its ceiling. */
 const onlyLoads = process.env.BENCH_LOADS?.split(',').filter((word) => word.length > 0);
 /** BENCH_NODE_ARGS="--flag …" adds Node flags to every service process (e.g. a heap setting to compare). */
 const extraNodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter((flag) => flag.length > 0) ?? [];
@@ -350,8 +351,8 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         (!onlyLoads || onlyLoads.some((word) => load.name.includes(word))),
     );
     // Each load runs right after its ceiling, measured again for it: the host's speed drifts over the
-    // minutes of a run (bare express 11,000-19,000 requests/s from one run to the next on the same
-    // machine), so a ratio is taken between two figures of the same few seconds.
+    // minutes of a run (bare express at 15,400-19,800 requests/s within one run on a 2-vCPU host), so a
+    // ratio is taken between two figures of the same few seconds.
     const chosen = measured.flatMap((load) => {
       const ceiling = ceilingLoads.find((candidate) => candidate.name === load.ceiling);
       return ceiling ? [ceiling, load] : [load];
