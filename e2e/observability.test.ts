@@ -265,12 +265,13 @@ describe('one trace from the API call to the webhook', () => {
     });
     expect(traced.response.status).toBe(404);
 
-    // The gateway exports spans in the order they end: once the admitted request's is out, the refused
-    // ones' would be too.
-    await waitFor(() => inTrace(traced.traceId).length > 0, { what: "the admitted request's span" });
-    expect(
-      inTrace(traced.traceId).find((span) => span.service === 'gateway' && span.kind === SERVER)?.name,
-    ).toBe('POST /api/v1/send-message');
+    // Each process exports in batches of its own, so messaging's spans of this trace can arrive before the
+    // gateway's: wait for the gateway's server span. The gateway exports spans in the order they end: once
+    // the admitted request's is out, the refused ones' would be too.
+    const admitted = () =>
+      inTrace(traced.traceId).find((span) => span.service === 'gateway' && span.kind === SERVER);
+    await waitFor(() => admitted() !== undefined, { what: "the admitted request's server span" });
+    expect(admitted()?.name).toBe('POST /api/v1/send-message');
     for (const refused of [wrongKey, invalidBody, limited]) expect(inTrace(refused.traceId)).toEqual([]);
   });
 
@@ -310,12 +311,13 @@ describe('one trace from the API call to the webhook', () => {
       refused: { traceId: string },
       route: string,
     ) => {
-      await waitFor(() => inTrace(admitted.traceId).length > 0, { what: `the span of ${route}` });
-      expect(
+      // Its server span ends last, and may leave in a later batch than the request's other spans.
+      const serverSpan = () =>
         inTrace(admitted.traceId).find(
           (span) => span.service === 'provider-connector' && span.kind === SERVER,
-        )?.name,
-      ).toBe(route);
+        );
+      await waitFor(() => serverSpan() !== undefined, { what: `the span of ${route}` });
+      expect(serverSpan()?.name).toBe(route);
       // The connector exports spans in the order they end: once the admitted request's is out, the
       // refused one's would be too.
       expect(inTrace(refused.traceId)).toEqual([]);
