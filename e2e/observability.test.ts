@@ -90,6 +90,9 @@ function tracedCall(method: string, path: string, apiKey: string, body: unknown)
 }
 
 const inTrace = (traceId: string) => spans.filter((span) => span.traceId === traceId);
+/** A trace's HTTP server span in one service, once that service has exported it. */
+const serverSpanIn = (traceId: string, service: string) =>
+  inTrace(traceId).find((span) => span.service === service && span.kind === SERVER);
 function parentOf(span: Span): Span | undefined {
   return spans.find(
     (candidate) => candidate.spanId === span.parentSpanId && candidate.traceId === span.traceId,
@@ -268,8 +271,7 @@ describe('one trace from the API call to the webhook', () => {
     // Each process exports in batches of its own, so messaging's spans of this trace can arrive before the
     // gateway's: wait for the gateway's server span. The gateway exports spans in the order they end: once
     // the admitted request's is out, the refused ones' would be too.
-    const admitted = () =>
-      inTrace(traced.traceId).find((span) => span.service === 'gateway' && span.kind === SERVER);
+    const admitted = () => serverSpanIn(traced.traceId, 'gateway');
     await waitFor(() => admitted() !== undefined, { what: "the admitted request's server span" });
     expect(admitted()?.name).toBe('POST /api/v1/send-message');
     for (const refused of [wrongKey, invalidBody, limited]) expect(inTrace(refused.traceId)).toEqual([]);
@@ -312,10 +314,7 @@ describe('one trace from the API call to the webhook', () => {
       route: string,
     ) => {
       // Its server span ends last, and may leave in a later batch than the request's other spans.
-      const serverSpan = () =>
-        inTrace(admitted.traceId).find(
-          (span) => span.service === 'provider-connector' && span.kind === SERVER,
-        );
+      const serverSpan = () => serverSpanIn(admitted.traceId, 'provider-connector');
       await waitFor(() => serverSpan() !== undefined, { what: `the span of ${route}` });
       expect(serverSpan()?.name).toBe(route);
       // The connector exports spans in the order they end: once the admitted request's is out, the
