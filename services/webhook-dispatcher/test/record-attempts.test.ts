@@ -194,4 +194,59 @@ describe('recording a batch of attempts in one statement', () => {
     expect(await versions()).toEqual(before);
     expect(await deliveryOf(healthy)).toMatchObject({ status: 'delivered' });
   });
+
+  it('keeps one plan for small batches instead of planning each call', async () => {
+    // A database of its own, so the statement's plans are this test's alone, with a table of some size,
+    // as in service: on a handful of rows every plan costs about the same.
+    const own = await migratedPool();
+    const client = await own.connect();
+    try {
+      const workspaceId = randomUUID();
+      const endpointId = randomUUID();
+      await client.query(
+        `insert into endpoints (id, workspace_id, url, events) values ($1, $2, 'https://receiver.example/hook', '{*}')`,
+        [endpointId, workspaceId],
+      );
+      await client.query(
+        `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, status)
+         select gen_random_uuid(), $1, $2, gen_random_uuid(), 'message.sent', '{}', 0, 'delivered'
+           from generate_series(1, 20000)`,
+        [workspaceId, endpointId],
+      );
+      await client.query('analyze deliveries, endpoints, attempts');
+      for (let call = 0; call < 8; call++) {
+        const delivery: LeasedDelivery = {
+          id: randomUUID(),
+          workspace_id: workspaceId,
+          endpoint_id: endpointId,
+          event_id: randomUUID(),
+          event_type: 'message.sent',
+          body: '{}',
+          attempts: 1,
+          trace_context: null,
+        };
+        await client.query(
+          `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, status, attempts)
+           values ($1, $2, $3, $4, 'message.sent', '{}', 0, 'sending', 1)`,
+          [delivery.id, workspaceId, endpointId, delivery.event_id],
+        );
+        await deliveries.record(
+          client,
+          [outcome(delivery, { statusCode: 200, status: 'delivered' })],
+          disableAfterMs,
+        );
+      }
+      // Postgres plans a prepared statement for its values five times, then keeps a generic plan unless
+      // it looked dearer than those; the statement must not give it reason to.
+      const { rows } = await client.query<{ generic_plans: string; custom_plans: string }>(
+        `select generic_plans, custom_plans from pg_prepared_statements where statement like '%insert into attempts%'`,
+      );
+      expect(rows).toHaveLength(1);
+      expect(Number(rows[0]!.custom_plans)).toBe(5);
+      expect(Number(rows[0]!.generic_plans)).toBe(3);
+    } finally {
+      client.release();
+      await own.end();
+    }
+  });
 });

@@ -349,12 +349,23 @@ export class DeliveryStore {
     if (results.length === 0) return [];
     // Every data-modifying CTE runs once, on one snapshot: each table is changed by one of them only,
     // and `judged` reads the endpoints as they were, so a disabling is told from an endpoint already off.
+    // The arrays reach `unnest` through a subquery the planner keeps (`offset 0`): given them directly, a
+    // plan made for the values counts their elements, and for a batch smaller than the ten rows a generic
+    // plan assumes it always looked cheaper, so Postgres planned this statement anew on every call (two
+    // thirds of the CPU of running it; bench/RESULTS.md, twenty-second session). Every table is reached by
+    // key either way.
     const { rows } = await db.query<
       Omit<DisabledEndpoint, 'reason'> & { reason: DisabledEndpoint['reason'] | null }
     >(
       `with u as (
-         select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::timestamptz[], $6::int[], $7::text[],
-                              $8::int[], $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::bool[])
+         select u.* from (select $1::uuid[] as id, $2::uuid[] as workspace_id, $3::uuid[] as endpoint_id,
+                                 $4::int[] as attempt, $5::timestamptz[] as at, $6::int[] as status_code,
+                                 $7::text[] as error, $8::int[] as duration_ms, $9::text[] as response_body,
+                                 $10::text[] as status, $11::timestamptz[] as next_at, $12::text[] as last_error,
+                                 $13::bool[] as gone
+                          offset 0) a,
+              unnest(a.id, a.workspace_id, a.endpoint_id, a.attempt, a.at, a.status_code, a.error, a.duration_ms,
+                     a.response_body, a.status, a.next_at, a.last_error, a.gone)
            as u(id, workspace_id, endpoint_id, attempt, at, status_code, error, duration_ms, response_body,
                 status, next_at, last_error, gone)),
        attempted as (
