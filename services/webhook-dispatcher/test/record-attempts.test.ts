@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Pool } from '@inbox/db';
+import type { Pool, Queryable } from '@inbox/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryStore, type LeasedDelivery, type RecordedAttempt } from '../src/store/deliveries.js';
 import { migratedPool } from './support.js';
@@ -31,6 +31,11 @@ async function leased(options: { failingForMs?: number; enabled?: boolean } = {}
       options.failingForMs === undefined ? null : new Date(Date.now() - options.failingForMs),
     ],
   );
+  return sending(pool, workspaceId, endpointId);
+}
+
+/** A delivery to an existing endpoint, being attempted. */
+async function sending(db: Queryable, workspaceId: string, endpointId: string): Promise<LeasedDelivery> {
   const delivery: LeasedDelivery = {
     id: randomUUID(),
     workspace_id: workspaceId,
@@ -41,7 +46,7 @@ async function leased(options: { failingForMs?: number; enabled?: boolean } = {}
     attempts: 1,
     trace_context: null,
   };
-  await pool.query(
+  await db.query(
     `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, trace_context, status, next_attempt_at, attempts)
      values ($1, $2, $3, $4, 'message.sent', '{}', 0, '{}', 'sending', now(), 1)`,
     [delivery.id, workspaceId, endpointId, delivery.event_id],
@@ -215,21 +220,7 @@ describe('recording a batch of attempts in one statement', () => {
       );
       await client.query('analyze deliveries, endpoints, attempts');
       for (let call = 0; call < 8; call++) {
-        const delivery: LeasedDelivery = {
-          id: randomUUID(),
-          workspace_id: workspaceId,
-          endpoint_id: endpointId,
-          event_id: randomUUID(),
-          event_type: 'message.sent',
-          body: '{}',
-          attempts: 1,
-          trace_context: null,
-        };
-        await client.query(
-          `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, status, attempts)
-           values ($1, $2, $3, $4, 'message.sent', '{}', 0, 'sending', 1)`,
-          [delivery.id, workspaceId, endpointId, delivery.event_id],
-        );
+        const delivery = await sending(client, workspaceId, endpointId);
         await deliveries.record(
           client,
           [outcome(delivery, { statusCode: 200, status: 'delivered' })],
