@@ -56,7 +56,11 @@ const spanDump = process.env.BENCH_SPAN_DUMP;
 const logLevel = process.env.BENCH_LOG_LEVEL ?? 'warn';
 /** BENCH_RATE=<requests/s> offers the loads (not the ceilings) at that rate instead of as fast as they go. */
 const offeredRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
-/** BENCH_STATEMENTS=on lists each load's statements: calls and execution milliseconds per request. */
+/**
+ * BENCH_STATEMENTS=on lists each load's statements: calls and execution milliseconds per request, and how
+ * often each was planned (a prepared statement planned on every call shows a ratio near 1) and that
+ * planning's milliseconds per request.
+ */
 const listStatements = process.env.BENCH_STATEMENTS === 'on';
 /**
  * BENCH_MEMORY_LIMIT=<MiB> runs each service in a memory cgroup of that limit, as a pod (memory-cgroup.ts),
@@ -144,7 +148,11 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
   const figures: LoadFigures[] = [];
   try {
     servers.push(
-      ...(await Promise.all([startBroker(broker), startPostgres({ statementStats: true }), startRedis()])),
+      ...(await Promise.all([
+        startBroker(broker),
+        startPostgres({ statementStats: true, planningStats: listStatements }),
+        startRedis(),
+      ])),
     );
     const [brokerServer, postgres, redis] = servers as [LocalServer, LocalServer, LocalServer];
     const ports = await Promise.all(Array.from({ length: 7 }, () => freePort()));
@@ -405,13 +413,23 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
       // The query counting statements is itself one; it is left out.
       const statementCount = (await statements()) - statementsBefore - 1;
       if (listStatements && !load.name.startsWith('ceiling')) {
-        const top = await stats.query<{ calls: string; ms: number; query: string }>(
-          'select calls, total_exec_time as ms, query from pg_stat_statements order by calls desc limit 25',
+        const top = await stats.query<{
+          calls: string;
+          ms: number;
+          plans: string;
+          plan_ms: number;
+          query: string;
+        }>(
+          `select calls, total_exec_time as ms, plans, total_plan_time as plan_ms, query
+             from pg_stat_statements order by calls desc limit 25`,
         );
-        console.log(`\n${load.name}: statements per request, and their execution ms per request`);
+        const requests = Math.max(1, result.requests.total);
+        console.log(
+          `\n${load.name}: per request, each statement's calls and execution ms; its plans per call, and planning ms per request`,
+        );
         for (const row of top.rows)
           console.log(
-            `  ${(Number(row.calls) / Math.max(1, result.requests.total)).toFixed(2).padStart(6)}  ${(row.ms / Math.max(1, result.requests.total)).toFixed(3).padStart(6)}  ${row.query.replace(/\s+/g, ' ').slice(0, 150)}`,
+            `  ${(Number(row.calls) / requests).toFixed(2).padStart(6)}  ${(row.ms / requests).toFixed(3).padStart(6)}  ${(Number(row.plans) / Math.max(1, Number(row.calls))).toFixed(2).padStart(5)}  ${(row.plan_ms / requests).toFixed(3).padStart(6)}  ${row.query.replace(/\s+/g, ' ').slice(0, 130)}`,
           );
       }
       const perRequest = Object.fromEntries(

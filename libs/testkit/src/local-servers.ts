@@ -237,6 +237,8 @@ function postgresIdentity(): { uid: number; gid: number } | undefined {
 export interface PostgresOptions {
   /** Loads pg_stat_statements, so a bench can count the statements a request costs. */
   statementStats?: boolean;
+  /** With statementStats, also counts and times each statement's planning (a little dearer to keep). */
+  planningStats?: boolean;
 }
 
 export async function startPostgres(options: PostgresOptions = {}): Promise<LocalServer> {
@@ -276,6 +278,9 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Loca
       '-c',
       'max_connections=400',
       ...(options.statementStats ? ['-c', 'shared_preload_libraries=pg_stat_statements'] : []),
+      ...(options.statementStats && options.planningStats
+        ? ['-c', 'pg_stat_statements.track_planning=on']
+        : []),
     ],
     { ...identity },
   );
