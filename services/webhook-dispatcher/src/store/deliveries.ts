@@ -351,9 +351,9 @@ export class DeliveryStore {
     // and `judged` reads the endpoints as they were, so a disabling is told from an endpoint already off.
     // The arrays reach `unnest` through a subquery the planner keeps (`offset 0`): given them directly, a
     // plan made for the values counts their elements, and for a batch smaller than the ten rows a generic
-    // plan assumes it always looked cheaper, so Postgres planned this statement anew on every call (two
-    // thirds of the CPU of running it; bench/RESULTS.md, twenty-second session). Every table is reached by
-    // key either way.
+    // plan assumes it always looked cheaper, so Postgres planned this statement anew on every call, which
+    // took two thirds as long as running it (bench/RESULTS.md, twenty-second session). Every table is
+    // reached by key either way.
     const { rows } = await db.query<
       Omit<DisabledEndpoint, 'reason'> & { reason: DisabledEndpoint['reason'] | null }
     >(
