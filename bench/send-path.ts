@@ -412,6 +412,8 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         await new Promise((resolve) => setTimeout(resolve, 6_000));
       // The query counting statements is itself one; it is left out.
       const statementCount = (await statements()) - statementsBefore - 1;
+      // Every figure per request divides by this (a load that got no answer divides by one).
+      const requests = Math.max(1, result.requests.total);
       if (listStatements && !load.name.startsWith('ceiling')) {
         const top = await stats.query<{
           calls: string;
@@ -423,7 +425,6 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
           `select calls, total_exec_time as ms, plans, total_plan_time as plan_ms, query
              from pg_stat_statements order by calls desc limit 25`,
         );
-        const requests = Math.max(1, result.requests.total);
         console.log(
           `\n${load.name}: per request, each statement's calls and execution ms; its plans per call, and planning ms per request`,
         );
@@ -434,7 +435,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
       }
       const perRequest = Object.fromEntries(
         Object.keys(roots)
-          .map((name) => [name, (cpuAfter[name]! - cpuBefore[name]!) / Math.max(1, result.requests.total)])
+          .map((name) => [name, (cpuAfter[name]! - cpuBefore[name]!) / requests])
           .filter(([, ms]) => (ms as number) >= 0.005),
       ) as Record<string, number>;
       const ceiling = load.ceiling ? figures.findLast((figure) => figure.load === load.ceiling) : undefined;
@@ -454,14 +455,11 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         p99: result.latency.p99,
         ...(ceiling ? { ceiling: { name: ceiling.load, perSecond: ceiling.perSecond } } : {}),
         cpuMsPerRequest: perRequest,
-        ...(load.name.startsWith('ceiling')
-          ? {}
-          : { statementsPerRequest: statementCount / Math.max(1, result.requests.total) }),
+        ...(load.name.startsWith('ceiling') ? {} : { statementsPerRequest: statementCount / requests }),
         ...(tracing && !load.name.startsWith('ceiling')
           ? {
-              spansPerRequest: (exported.spans - exportedBefore.spans) / Math.max(1, result.requests.total),
-              spanKiBPerRequest:
-                (exported.bytes - exportedBefore.bytes) / 1024 / Math.max(1, result.requests.total),
+              spansPerRequest: (exported.spans - exportedBefore.spans) / requests,
+              spanKiBPerRequest: (exported.bytes - exportedBefore.bytes) / 1024 / requests,
             }
           : {}),
       });
