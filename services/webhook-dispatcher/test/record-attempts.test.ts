@@ -18,10 +18,21 @@ afterAll(async () => {
 });
 
 /** An endpoint with one delivery being attempted ('sending'), as the worker leased it. */
-async function leased(options: { failingForMs?: number; enabled?: boolean } = {}): Promise<LeasedDelivery> {
+async function leased(options: EndpointOptions = {}): Promise<LeasedDelivery> {
+  const { workspaceId, endpointId } = await endpoint(pool, options);
+  return sending(pool, workspaceId, endpointId);
+}
+
+interface EndpointOptions {
+  failingForMs?: number;
+  enabled?: boolean;
+}
+
+/** An endpoint of a workspace of its own. */
+async function endpoint(db: Queryable, options: EndpointOptions = {}) {
   const workspaceId = randomUUID();
   const endpointId = randomUUID();
-  await pool.query(
+  await db.query(
     `insert into endpoints (id, workspace_id, url, events, enabled, failing_since)
      values ($1, $2, 'https://receiver.example/hook', '{*}', $3, $4)`,
     [
@@ -31,7 +42,7 @@ async function leased(options: { failingForMs?: number; enabled?: boolean } = {}
       options.failingForMs === undefined ? null : new Date(Date.now() - options.failingForMs),
     ],
   );
-  return sending(pool, workspaceId, endpointId);
+  return { workspaceId, endpointId };
 }
 
 /** A delivery to an existing endpoint, being attempted. */
@@ -206,12 +217,7 @@ describe('recording a batch of attempts in one statement', () => {
     const own = await migratedPool();
     const client = await own.connect();
     try {
-      const workspaceId = randomUUID();
-      const endpointId = randomUUID();
-      await client.query(
-        `insert into endpoints (id, workspace_id, url, events) values ($1, $2, 'https://receiver.example/hook', '{*}')`,
-        [endpointId, workspaceId],
-      );
+      const { workspaceId, endpointId } = await endpoint(client);
       await client.query(
         `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, status)
          select gen_random_uuid(), $1, $2, gen_random_uuid(), 'message.sent', '{}', 0, 'delivered'
