@@ -23,4 +23,5 @@ export { InProcessBus } from './in-process-transport.js';
 export { NatsBus, type NatsBusOptions } from './nats-transport.js';
 // Types only: the transport itself is loaded by connectBus when a URL names RabbitMQ.
 export type { RabbitBus, RabbitBusOptions } from './rabbitmq-transport.js';
+export { Slots } from './slots.js';
 export { SubjectNames, subjectMatches } from './subjects.js';

@@ -1,5 +1,6 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Slots } from '@inbox/bus';
 import type { Express } from 'express';
 
 export interface RunningServer {
@@ -18,7 +19,7 @@ export function listen(app: Express, port: number, host = '0.0.0.0'): Promise<Ru
   return new Promise((resolve, reject) => {
     const server = app.listen(port, host);
     let closing = false;
-    const inFlight = new Set<ServerResponse>();
+    const inFlight = new Slots<ServerResponse>();
     // While closing, every answer ends its connection, so pooled clients (load balancers) move on.
     const endConnectionAfter = (res: ServerResponse) => {
       if (!res.headersSent) res.setHeader('Connection', 'close');
@@ -26,8 +27,8 @@ export function listen(app: Express, port: number, host = '0.0.0.0'): Promise<Ru
     };
     server.on('request', (_req, res: ServerResponse) => {
       if (closing) return endConnectionAfter(res);
-      inFlight.add(res);
-      res.on('close', () => inFlight.delete(res));
+      const slot = inFlight.hold(res);
+      res.on('close', () => inFlight.release(slot));
     });
     server.once('error', reject);
     server.once('listening', () => {
@@ -40,7 +41,7 @@ export function listen(app: Express, port: number, host = '0.0.0.0'): Promise<Ru
         close: (graceMs = 8_000) =>
           new Promise<void>((done) => {
             closing = true;
-            for (const res of inFlight) endConnectionAfter(res);
+            for (const res of inFlight.values()) endConnectionAfter(res);
             const cut = setTimeout(() => server.closeAllConnections(), graceMs);
             cut.unref();
             server.close(() => {

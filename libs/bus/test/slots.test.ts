@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { Slots } from '../src/slots.js';
+
+describe('Slots', () => {
+  it('reuses released slots, so it grows only to the most held at once', () => {
+    const slots = new Slots<{ n: number }>();
+    for (let round = 0; round < 1_000; round++) {
+      const held = [0, 1, 2].map((i) => slots.hold({ n: round * 3 + i }));
+      for (const slot of held) slots.release(slot);
+    }
+    expect(slots.capacity).toBe(3);
+    expect(slots.size).toBe(0);
+    expect([...slots.values()]).toEqual([]);
+  });
+
+  it('gives what a slot holds until it is released, and lists what is held', () => {
+    const slots = new Slots<string>();
+    const a = slots.hold('a');
+    const b = slots.hold('b');
+    const c = slots.hold('c');
+    slots.release(b);
+    expect(slots.get(a)).toBe('a');
+    expect(slots.get(b)).toBeUndefined();
+    expect(slots.get(99)).toBeUndefined();
+    expect([...slots.values()]).toEqual(['a', 'c']);
+    expect(slots.size).toBe(2);
+  });
+
+  it('ignores a second release, which would otherwise free a slot another value took', () => {
+    const slots = new Slots<string>();
+    const first = slots.hold('first');
+    slots.release(first);
+    const second = slots.hold('second');
+    expect(second).toBe(first);
+    slots.release(first);
+    slots.release(first);
+    expect(slots.size).toBe(0);
+    // Released once only: the next value does not share a slot with a value still held.
+    const third = slots.hold('third');
+    const fourth = slots.hold('fourth');
+    expect(third).not.toBe(fourth);
+  });
+});
