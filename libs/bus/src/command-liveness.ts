@@ -3,6 +3,7 @@
 // Idempotency-Key) for the command's whole timeout, up to a minute. So a handler still working tells its
 // caller so every `aliveEveryMs`, and a caller that hears nothing for `silenceMs` answers 504 (outcome
 // unknown) at once: a retry then reaches a live replica, which finds the work by its key.
+import { Slots } from './slots.js';
 
 /** How often a running handler says it is alive, and how long a caller waits without hearing it. */
 export const commandLiveness = {
@@ -55,26 +56,25 @@ interface Running {
  * interval (nearly all of them) sends nothing extra.
  */
 export class AliveSignals {
-  private readonly running = new Set<Running>();
+  private readonly running = new Slots<Running>();
   private ticker: NodeJS.Timeout | undefined;
 
   constructor(private readonly everyMs: number = commandLiveness.aliveEveryMs) {}
 
   /** Runs `work`, sending `signal` (which must not throw) every interval until it settles. */
   async during<T>(signal: () => void, work: () => Promise<T>): Promise<T> {
-    const entry: Running = { since: Date.now(), signal };
-    this.running.add(entry);
+    const slot = this.running.hold({ since: Date.now(), signal });
     this.ticker ??= setInterval(() => this.tick(), this.everyMs).unref();
     try {
       return await work();
     } finally {
-      this.running.delete(entry);
+      this.running.release(slot);
     }
   }
 
   private tick(): void {
     const now = Date.now();
-    for (const entry of this.running) if (now - entry.since >= this.everyMs / 2) entry.signal();
+    for (const entry of this.running.values()) if (now - entry.since >= this.everyMs / 2) entry.signal();
   }
 
   /** No more signals: the connection is going away. */

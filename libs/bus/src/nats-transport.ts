@@ -51,6 +51,7 @@ import { noResponderError, replyFromError, resultFromReply, timeoutError } from 
 import { InFlight } from './in-flight.js';
 import { notePending, redeliveries, timeCommand } from './metrics.js';
 import { connectCoalescing } from './nats-turn-writes.js';
+import { PendingCalls } from './pending-calls.js';
 import { SubjectNames } from './subjects.js';
 
 export interface NatsBusOptions {
@@ -100,8 +101,7 @@ export class NatsBus implements Bus {
   private readonly alive = new AliveSignals();
   /** Replies, signs of life and no-responder statuses of every command this connection sends. */
   private readonly replies: string;
-  private readonly calls = new Map<string, PendingCall>();
-  private callCount = 0;
+  private readonly calls = new PendingCalls<PendingCall>();
   private draining = false;
   // The client reconnects forever, so "closed" never tells of an outage; the status stream does.
   private connected = true;
@@ -205,7 +205,7 @@ export class NatsBus implements Bus {
     const wire = this.names.command(subject);
     return timeCommand(subject, () =>
       withProducerSpan({ system: 'nats', destination: subject, operation: 'send' }, async () => {
-        const token = String(++this.callCount);
+        let token = '';
         const result = await new Promise<{ reply: Msg } | { error: AppError }>((resolve) => {
           const watch = watchCall(
             options.timeoutMs ?? commandTimeoutMs(subject),
@@ -217,7 +217,7 @@ export class NatsBus implements Bus {
             this.calls.delete(token);
             resolve(outcome);
           };
-          this.calls.set(token, { subject, wire, heard: watch.heard, settle });
+          token = this.calls.add({ subject, wire, heard: watch.heard, settle });
           try {
             this.nc.publish(wire, encode(payload), {
               reply: `${this.replies}.${token}`,

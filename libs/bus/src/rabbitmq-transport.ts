@@ -39,6 +39,7 @@ import { noResponderError, replyFromError, resultFromReply, timeoutError } from 
 import { filterFor } from './event-subscription.js';
 import { InFlight } from './in-flight.js';
 import { lateCommands, notePending, redeliveries, timeCommand } from './metrics.js';
+import { PendingCalls } from './pending-calls.js';
 import { ChannelAcks, settle } from './rabbitmq-acks.js';
 import {
   attemptOf,
@@ -138,7 +139,7 @@ export class RabbitBus implements Bus {
   private readonly inFlight = new InFlight();
   private readonly alive = new AliveSignals();
   private readonly subscriptions: Subscription[] = [];
-  private readonly calls = new Map<string, PendingCall>();
+  private readonly calls = new PendingCalls<PendingCall>();
   private readonly stoppers: Array<() => void> = [];
   private connection: RecoveringChannelModel | undefined;
   private session: Session | undefined;
@@ -320,7 +321,7 @@ export class RabbitBus implements Bus {
       withProducerSpan({ system: 'rabbitmq', destination: subject, operation: 'send' }, async () => {
         const timeoutMs = options.timeoutMs ?? commandTimeoutMs(subject);
         const deadline = Date.now() + timeoutMs;
-        const id = randomUUID();
+        let id = '';
         const outcome = new Promise<{ reply: unknown } | { error: AppError }>((resolve) => {
           const watch = watchCall(timeoutMs, options.silenceMs ?? commandLiveness.silenceMs, (reason) =>
             finish({ error: timeoutError(subject, reason) }),
@@ -330,7 +331,7 @@ export class RabbitBus implements Bus {
             this.calls.delete(id);
             resolve(result);
           };
-          this.calls.set(id, { subject, heard: watch.heard, settle: finish });
+          id = this.calls.add({ subject, heard: watch.heard, settle: finish });
         });
         try {
           this.current().requester.publish('', this.names.commandQueue(subject), encode(payload), {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { PendingCalls } from '../src/pending-calls.js';
 import { Slots } from '../src/slots.js';
 
 describe('Slots', () => {
@@ -39,5 +40,37 @@ describe('Slots', () => {
     const third = slots.hold('third');
     const fourth = slots.hold('fourth');
     expect(third).not.toBe(fourth);
+  });
+});
+
+describe('PendingCalls', () => {
+  it('finds a call by the id its reply carries, and nothing once it is forgotten', () => {
+    const calls = new PendingCalls<string>();
+    const id = calls.add('call 1');
+    expect(id).toMatch(/^\d+-\d+$/);
+    expect(calls.get(id)).toBe('call 1');
+    calls.delete(id);
+    expect(calls.get(id)).toBeUndefined();
+  });
+
+  it('gives a late reply nothing even when a newer call holds the same slot', () => {
+    const calls = new PendingCalls<string>();
+    const late = calls.add('given up');
+    calls.delete(late);
+    const current = calls.add('current');
+    expect(current.split('-')[0]).toBe(late.split('-')[0]);
+    expect(calls.get(late)).toBeUndefined();
+    // Forgetting the late id again must not drop the current call.
+    calls.delete(late);
+    expect(calls.get(current)).toBe('current');
+    expect([...calls.values()]).toEqual(['current']);
+  });
+
+  it('finds nothing for ids no call was given', () => {
+    const calls = new PendingCalls<string>();
+    calls.add('call');
+    for (const id of ['', '0', '01', '-1', '0-', '0-2', 'x-1', '1-1', '0-1-1', ' 0-1', '00-1'])
+      expect(calls.get(id), id).toBeUndefined();
+    expect(calls.get('0-1')).toBe('call');
   });
 });

@@ -1,0 +1,46 @@
+import { Slots } from './slots.js';
+
+/**
+ * The commands a connection has sent and waits for, by the id their reply carries: `<slot>-<count>`, the
+ * slot they are held in (Slots, for why not a Map) and which call, counted from the connection's first,
+ * so that a reply coming after its caller gave up finds nothing even once another call holds the slot.
+ */
+export class PendingCalls<T> {
+  private readonly slots = new Slots<{ count: number; call: T }>();
+  private issued = 0;
+
+  /** Holds the call; returns the id its reply will carry. */
+  add(call: T): string {
+    const count = ++this.issued;
+    return `${this.slots.hold({ count, call })}-${count}`;
+  }
+
+  get(id: string): T | undefined {
+    return this.held(id)?.call;
+  }
+
+  /** Forgets the call; an id already forgotten, or of no call, changes nothing. */
+  delete(id: string): void {
+    const slot = this.slotOf(id);
+    if (slot !== undefined && this.held(id)) this.slots.release(slot);
+  }
+
+  *values(): IterableIterator<T> {
+    for (const { call } of this.slots.values()) yield call;
+  }
+
+  /** The slot an id names, read strictly: the id comes back from the wire. */
+  private slotOf(id: string): number | undefined {
+    const dash = id.indexOf('-');
+    if (dash < 0) return undefined;
+    const text = id.slice(0, dash);
+    const slot = Number(text);
+    return text !== '' && String(slot) === text ? slot : undefined;
+  }
+
+  private held(id: string): { count: number; call: T } | undefined {
+    const slot = this.slotOf(id);
+    const held = slot === undefined ? undefined : this.slots.get(slot);
+    return held && String(held.count) === id.slice(id.indexOf('-') + 1) ? held : undefined;
+  }
+}
