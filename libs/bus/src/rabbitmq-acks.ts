@@ -1,9 +1,13 @@
 import type { Channel, Message } from 'amqplib';
 
 interface Unsettled {
-  message: Message;
+  message: Message | undefined;
   acked: boolean;
 }
+
+/** Where a delivery stands in its channel's queue of unsettled ones, kept on the message itself. */
+const place = Symbol('unsettled delivery');
+type Placed = Message & { [place]?: Unsettled };
 
 /**
  * Acknowledges one consuming channel's deliveries in as few frames as their order allows.
@@ -16,22 +20,29 @@ interface Unsettled {
  *
  * A `multiple` acknowledgement settles every unsettled delivery of the channel up to its tag, so it never
  * reaches past a delivery still being handled; a delivery handed back (nack) leaves the count first.
+ *
+ * The unsettled deliveries are an array in delivery order (the broker numbers a channel's deliveries
+ * upwards), not a Map: a Map living as long as the channel, its entries coming and going with every
+ * message, keeps whole messages alive through V8's young collections (libs/bus/src/slots.ts).
  */
 export class ChannelAcks {
-  // Insertion order is delivery order: the broker numbers a channel's deliveries upwards.
-  private readonly unsettled = new Map<number, Unsettled>();
+  private unsettled: Unsettled[] = [];
+  /** The oldest entry not yet settled; the ones before it are settled and cleared. */
+  private oldest = 0;
   private flushed: Promise<void> | undefined;
 
   constructor(private readonly channel: Channel) {}
 
   received(message: Message): void {
-    this.unsettled.set(message.fields.deliveryTag, { message, acked: false });
+    const entry: Unsettled = { message, acked: false };
+    (message as Placed)[place] = entry;
+    this.unsettled.push(entry);
   }
 
   /** Resolves once the acknowledgement is written, so a drain that waits for handlers waits for it too. */
   ack(message: Message): Promise<void> {
-    // Setting a key the map holds keeps its place, so the delivery order stands.
-    this.unsettled.set(message.fields.deliveryTag, { message, acked: true });
+    if ((message as Placed)[place]?.message !== message) this.received(message);
+    (message as Placed)[place]!.acked = true;
     this.flushed ??= new Promise((resolve) =>
       setImmediate(() => {
         this.flushed = undefined;
@@ -44,23 +55,42 @@ export class ChannelAcks {
 
   /** Hands the delivery back to its queue, at once; a later `multiple` acknowledgement passes it by. */
   requeue(message: Message): void {
-    this.unsettled.delete(message.fields.deliveryTag);
+    const entry = (message as Placed)[place];
+    if (entry?.message === message) entry.message = undefined;
     settle(() => this.channel.nack(message, false, true));
   }
 
   private flush(): void {
+    const unsettled = this.unsettled;
     let upTo: Message | undefined;
-    for (const [tag, entry] of this.unsettled) {
+    let i = this.oldest;
+    for (; i < unsettled.length; i++) {
+      const entry = unsettled[i]!;
+      if (entry.message === undefined) continue;
       if (!entry.acked) break;
       upTo = entry.message;
-      this.unsettled.delete(tag);
+      entry.message = undefined;
     }
+    this.oldest = i;
     if (upTo) settle(() => this.channel.ack(upTo, true));
-    for (const [tag, entry] of this.unsettled) {
-      if (!entry.acked) continue;
-      this.unsettled.delete(tag);
-      settle(() => this.channel.ack(entry.message));
+    for (; i < unsettled.length; i++) {
+      const entry = unsettled[i]!;
+      if (entry.message === undefined || !entry.acked) continue;
+      const message = entry.message;
+      entry.message = undefined;
+      settle(() => this.channel.ack(message));
     }
+    this.compact();
+  }
+
+  /** Drops the settled entries before the oldest unsettled one, in place (a new array would be garbage holding messages). */
+  private compact(): void {
+    const unsettled = this.unsettled;
+    while (this.oldest < unsettled.length && unsettled[this.oldest]!.message === undefined) this.oldest++;
+    if (this.oldest === 0) return;
+    unsettled.copyWithin(0, this.oldest);
+    unsettled.length -= this.oldest;
+    this.oldest = 0;
   }
 }
 

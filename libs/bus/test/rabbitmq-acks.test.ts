@@ -71,4 +71,15 @@ describe('acknowledging a channel’s deliveries together', () => {
     expect(ackCalls.mock.calls).toEqual([[messages[2], true]]);
     expect(await leftAfterClosing(connection, channel, queue)).toEqual(['1']);
   });
+  it('keeps the delivery order across turns, as settled deliveries leave and others are handed back', async () => {
+    const { connection, channel, queue, acks, messages, ackCalls } = await deliveries(8);
+    const m = messages as [Message, Message, Message, Message, Message, Message, Message, Message];
+    await Promise.all([acks.ack(m[1]), acks.ack(m[3])]);
+    await Promise.all([acks.ack(m[0]), acks.ack(m[2])]);
+    acks.requeue(m[4]);
+    await Promise.all([acks.ack(m[5]), acks.ack(m[7])]);
+    await acks.ack(m[6]);
+    expect(ackCalls.mock.calls).toEqual([[m[1]], [m[3]], [m[2], true], [m[5], true], [m[7]], [m[6], true]]);
+    expect(await leftAfterClosing(connection, channel, queue)).toEqual(['5']);
+  });
 });
