@@ -26,7 +26,7 @@ type Placed = Message & { [place]?: Unsettled };
  * message, keeps whole messages alive through V8's young collections (libs/bus/src/slots.ts).
  */
 export class ChannelAcks {
-  private unsettled: Unsettled[] = [];
+  private readonly unsettled: Unsettled[] = [];
   /** The oldest entry not yet settled; the ones before it are settled and cleared. */
   private oldest = 0;
   private flushed: Promise<void> | undefined;

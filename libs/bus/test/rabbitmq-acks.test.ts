@@ -71,6 +71,7 @@ describe('acknowledging a channel’s deliveries together', () => {
     expect(ackCalls.mock.calls).toEqual([[messages[2], true]]);
     expect(await leftAfterClosing(connection, channel, queue)).toEqual(['1']);
   });
+
   it('keeps the delivery order across turns, as settled deliveries leave and others are handed back', async () => {
     const { connection, channel, queue, acks, messages, ackCalls } = await deliveries(8);
     const m = messages as [Message, Message, Message, Message, Message, Message, Message, Message];

@@ -22,6 +22,7 @@ describe('Slots', () => {
     slots.release(b);
     expect(slots.get(a)).toBe('a');
     expect(slots.get(b)).toBeUndefined();
+    expect(slots.get(c)).toBe('c');
     expect(slots.get(99)).toBeUndefined();
     expect([...slots.values()]).toEqual(['a', 'c']);
     expect(slots.size).toBe(2);
