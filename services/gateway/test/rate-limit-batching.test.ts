@@ -45,7 +45,25 @@ async function limiterThroughProxy(perMinute: number) {
   const redis = connectRedis(`redis://127.0.0.1:${proxy.port}`, logger);
   cleanups.push(() => redis.disconnect());
   await new Promise((resolve) => redis.once('ready', resolve));
-  return { limiter: new WorkspaceRateLimiter(perMinute, logger, redis), scripts: proxy.scripts };
+  return { limiter: new WorkspaceRateLimiter(perMinute, logger, redis), scripts: proxy.scripts, redis };
+}
+
+/** Counts the writes the client makes to its socket while `work` runs. */
+async function socketWrites(socket: Socket, work: () => Promise<unknown>): Promise<number> {
+  let writes = 0;
+  const counted = socket as unknown as Record<'_write' | '_writev', (...args: unknown[]) => void>;
+  const original = { _write: counted._write, _writev: counted._writev };
+  for (const method of ['_write', '_writev'] as const)
+    counted[method] = function (this: Socket, ...args: unknown[]) {
+      writes++;
+      return original[method].apply(this, args);
+    };
+  try {
+    await work();
+  } finally {
+    Object.assign(counted, original);
+  }
+  return writes;
 }
 
 describe('requests of one turn counted together', () => {
@@ -88,6 +106,19 @@ describe('requests of one turn counted together', () => {
     expect(busyDecisions.filter((d) => d.allowed)).toHaveLength(3);
     expect(quietDecision).toMatchObject({ allowed: true, remaining: 2 });
     expect(scripts()).toBe(2);
+  });
+
+  it('writes the commands of one turn, one per workspace, to Redis in one write', async () => {
+    const { limiter, scripts, redis } = await limiterThroughProxy(10);
+    // Once, so that Redis has the script: its first use is answered NOSCRIPT and sent again.
+    await limiter.take(randomUUID());
+    const before = scripts();
+    const workspaces = [randomUUID(), randomUUID(), randomUUID()];
+    const writes = await socketWrites(redis.stream as Socket, () =>
+      Promise.all(workspaces.map((workspace) => limiter.take(workspace))),
+    );
+    expect(scripts() - before).toBe(3);
+    expect(writes).toBe(1);
   });
 
   it('refuses a whole turn from memory once the workspace is over its budget', async () => {

@@ -12,9 +12,11 @@ export function connectRedis(url: string, logger: Logger): Redis {
     connectTimeout: 2_000,
     // A Redis that accepts connections but does not answer would otherwise hold every request.
     commandTimeout: 500,
-    // The checks of the requests read in one turn of the event loop go in one write: each write wakes
-    // Redis, and costs the gateway more than the check itself.
-    enableAutoPipelining: true,
+    // No auto-pipelining: it keeps each turn's pipeline in a Map that lives as long as the client, which
+    // kept every request waiting on a pipeline alive through V8's young collections (libs/bus/src/slots.ts),
+    // for about a tenth of the door's 400 (bench/RESULTS.md, twenty-third session). The rate limiter
+    // writes a turn's commands together itself (WorkspaceRateLimiter.countGathered).
+    enableAutoPipelining: false,
   });
   let lastError = 0;
   redis.on('error', (error) => {
