@@ -9,18 +9,29 @@ const natsUrl = () => inject('infra').natsUrl;
 /**
  * Publishes `count` messages, each from a timer of its own that fires in the same turn of the event loop
  * (as the callbacks of one socket read do), and counts the writes that reach the connection's socket.
+ * Only that connection's: the test's other connections to the server may write in the same turns.
  */
 async function writesForOneTurn(nc: NatsConnection, subject: string, count: number): Promise<number> {
   const port = Number(new URL(natsUrl()).port);
   let writes = 0;
+  let own: Socket | undefined;
+  const writing = new Set<Socket>();
   const proto = Socket.prototype as unknown as Record<'_write' | '_writev', (...args: unknown[]) => void>;
   const original = { _write: proto._write, _writev: proto._writev };
   for (const method of ['_write', '_writev'] as const)
     proto[method] = function (this: Socket, ...args: unknown[]) {
-      if (this.remotePort === port) writes++;
+      if (own === undefined && this.remotePort === port) writing.add(this);
+      if (this === own) writes++;
       return original[method].apply(this, args);
     };
   try {
+    // The connection's socket is the one that writes its flush's PING.
+    for (let attempt = 0; own === undefined && attempt < 5; attempt++) {
+      writing.clear();
+      await nc.flush();
+      if (writing.size === 1) own = [...writing][0];
+    }
+    if (own === undefined) throw new Error("could not tell the connection's socket from the others");
     await new Promise<void>((resolve) => {
       for (let i = 0; i < count; i++)
         setTimeout(() => {
