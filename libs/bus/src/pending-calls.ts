@@ -16,31 +16,27 @@ export class PendingCalls<T> {
   }
 
   get(id: string): T | undefined {
-    return this.held(id)?.call;
+    const slot = this.slotHolding(id);
+    return slot === undefined ? undefined : this.slots.get(slot)!.call;
   }
 
   /** Forgets the call; an id already forgotten, or of no call, changes nothing. */
   delete(id: string): void {
-    const slot = this.slotOf(id);
-    if (slot !== undefined && this.held(id)) this.slots.release(slot);
+    const slot = this.slotHolding(id);
+    if (slot !== undefined) this.slots.release(slot);
   }
 
   *values(): IterableIterator<T> {
     for (const { call } of this.slots.values()) yield call;
   }
 
-  /** The slot an id names, read strictly: the id comes back from the wire. */
-  private slotOf(id: string): number | undefined {
+  /** The slot holding the call the id names, read strictly: the id comes back from the wire. */
+  private slotHolding(id: string): number | undefined {
     const dash = id.indexOf('-');
-    if (dash < 0) return undefined;
     const text = id.slice(0, dash);
     const slot = Number(text);
-    return text !== '' && String(slot) === text ? slot : undefined;
-  }
-
-  private held(id: string): { count: number; call: T } | undefined {
-    const slot = this.slotOf(id);
-    const held = slot === undefined ? undefined : this.slots.get(slot);
-    return held && String(held.count) === id.slice(id.indexOf('-') + 1) ? held : undefined;
+    if (dash <= 0 || String(slot) !== text) return undefined;
+    const held = this.slots.get(slot);
+    return held && String(held.count) === id.slice(dash + 1) ? slot : undefined;
   }
 }

@@ -27,8 +27,6 @@ type Placed = Message & { [place]?: Unsettled };
  */
 export class ChannelAcks {
   private readonly unsettled: Unsettled[] = [];
-  /** The oldest entry not yet settled; the ones before it are settled and cleared. */
-  private oldest = 0;
   private flushed: Promise<void> | undefined;
 
   constructor(private readonly channel: Channel) {}
@@ -63,34 +61,26 @@ export class ChannelAcks {
   private flush(): void {
     const unsettled = this.unsettled;
     let upTo: Message | undefined;
-    let i = this.oldest;
-    for (; i < unsettled.length; i++) {
-      const entry = unsettled[i]!;
+    // The settled run from the oldest delivery: the ones acknowledged now and those settled before.
+    let run = 0;
+    for (; run < unsettled.length; run++) {
+      const entry = unsettled[run]!;
       if (entry.message === undefined) continue;
       if (!entry.acked) break;
       upTo = entry.message;
       entry.message = undefined;
     }
-    this.oldest = i;
     if (upTo) settle(() => this.channel.ack(upTo, true));
-    for (; i < unsettled.length; i++) {
+    for (let i = run; i < unsettled.length; i++) {
       const entry = unsettled[i]!;
       if (entry.message === undefined || !entry.acked) continue;
       const message = entry.message;
       entry.message = undefined;
       settle(() => this.channel.ack(message));
     }
-    this.compact();
-  }
-
-  /** Drops the settled entries before the oldest unsettled one, in place (a new array would be garbage holding messages). */
-  private compact(): void {
-    const unsettled = this.unsettled;
-    while (this.oldest < unsettled.length && unsettled[this.oldest]!.message === undefined) this.oldest++;
-    if (this.oldest === 0) return;
-    unsettled.copyWithin(0, this.oldest);
-    unsettled.length -= this.oldest;
-    this.oldest = 0;
+    // The run leaves in place: a new array would be garbage still holding the entries.
+    unsettled.copyWithin(0, run);
+    unsettled.length -= run;
   }
 }
 

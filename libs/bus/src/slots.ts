@@ -15,13 +15,11 @@
 export class Slots<T> {
   private readonly slots: (T | undefined)[] = [];
   private readonly free: number[] = [];
-  private count = 0;
 
   /** Holds `value` in a free slot and returns that slot's number. */
   hold(value: T): number {
     const slot = this.free.pop() ?? this.slots.length;
     this.slots[slot] = value;
-    this.count++;
     return slot;
   }
 
@@ -35,11 +33,10 @@ export class Slots<T> {
     if (this.slots[slot] === undefined) return;
     this.slots[slot] = undefined;
     this.free.push(slot);
-    this.count--;
   }
 
   get size(): number {
-    return this.count;
+    return this.slots.length - this.free.length;
   }
 
   /** How many slots exist: the most values held at once so far. */
@@ -55,6 +52,5 @@ export class Slots<T> {
   clear(): void {
     this.slots.length = 0;
     this.free.length = 0;
-    this.count = 0;
   }
 }

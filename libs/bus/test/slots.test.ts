@@ -70,7 +70,21 @@ describe('PendingCalls', () => {
   it('finds nothing for ids no call was given', () => {
     const calls = new PendingCalls<string>();
     calls.add('call');
-    for (const id of ['', '0', '01', '-1', '0-', '0-2', 'x-1', '1-1', '0-1-1', ' 0-1', '00-1'])
+    for (const id of [
+      '',
+      '0',
+      '01',
+      '-1',
+      '0-',
+      '0-2',
+      'x-1',
+      '1-1',
+      '0-1-1',
+      ' 0-1',
+      '00-1',
+      '1-undefined',
+      '0-undefined',
+    ])
       expect(calls.get(id), id).toBeUndefined();
     expect(calls.get('0-1')).toBe('call');
   });
