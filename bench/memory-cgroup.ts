@@ -21,15 +21,19 @@ function memoryHierarchy(): { root: string; limitFile: string } {
   throw new Error('BENCH_MEMORY_LIMIT needs a memory cgroup this user may create (root, cgroup v1 or v2)');
 }
 
-/** `environment`: variables each pod's process starts with (the image's, imageRuntimeEnvironment). */
+/**
+ * `environment`: variables each pod's process starts with (the image's, imageRuntimeEnvironment); `stack`
+ * tells apart the cgroups of two stacks one bench runs side by side.
+ */
 export function podMemoryLimits(
   names: string[],
   mebibytes: number,
   environment: Record<string, string> = {},
+  stack = '',
 ): PodMemoryLimits {
   const { root, limitFile } = memoryHierarchy();
   const directories = names.map((name) => {
-    const directory = `${root}/inbox-bench-${process.pid}-${name.replace(/\W+/g, '-')}`;
+    const directory = `${root}/inbox-bench-${process.pid}${stack ? `-${stack}` : ''}-${name.replace(/\W+/g, '-')}`;
     mkdirSync(directory, { recursive: true });
     writeFileSync(`${directory}/${limitFile}`, String(mebibytes * 2 ** 20));
     return directory;

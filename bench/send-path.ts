@@ -32,13 +32,15 @@ const warmUpSeconds = 5;
 /**
  * Tracing is on as shipped (spans exported); BENCH_TRACING=off measures without the SDK, and
  * BENCH_TRACING=propagate with the SDK and its instrumentations but no exporter (context propagated, no span
- * recorded), which splits tracing's cost between patching and recording.
+ * recorded), which splits tracing's cost between patching and recording. BENCH_TRACING=compare runs a
+ * traced and an untraced stack side by side, taking turns (benchTracingCost).
  */
-const tracingMode =
-  process.env.BENCH_TRACING === 'off' || process.env.BENCH_TRACING === 'propagate'
+const tracingSetting =
+  process.env.BENCH_TRACING === 'off' ||
+  process.env.BENCH_TRACING === 'propagate' ||
+  process.env.BENCH_TRACING === 'compare'
     ? process.env.BENCH_TRACING
     : 'on';
-const tracing = tracingMode === 'on';
 /** BENCH_CPU_PROF=<service>[,<service>…] writes those services' CPU profiles to bench/profiles/. */
 const profiled = process.env.BENCH_CPU_PROF?.split(',').filter((name) => name.length > 0);
 /** BENCH_BUILT=on runs the services' compiled `dist/` (build first), as the images run them. */
@@ -90,6 +92,8 @@ export interface LoadFigures {
   /** With tracing on: spans exported, and their OTLP bytes, per request. */
   spansPerRequest?: number;
   spanKiBPerRequest?: number;
+  /** The speed probe's median CPU microseconds a unit during the load (speed-probe.ts). */
+  probeMicros?: number;
 }
 
 interface Load {
@@ -130,12 +134,42 @@ async function startCeiling(
   return { url: `http://127.0.0.1:${port}/`, process: child };
 }
 
-export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]> {
+type TracingMode = 'on' | 'off' | 'propagate';
+
+/** One distributed stack started for a run, with the loads it answers and how to measure one. */
+interface BenchStack {
+  mode: TracingMode;
+  loads: Load[];
+  /** External sends, not measured, until their webhooks have arrived. */
+  warmUp(): Promise<void>;
+  /** Runs `load` and measures it; `earlier` holds the run's figures so far, its ceiling's among them. */
+  measure(load: Load, earlier: LoadFigures[]): Promise<LoadFigures>;
+  /** Resident MiB of every process now. */
+  memory(): Record<string, number>;
+  /** Each process that has exited, with its output; '' if none. */
+  exited(): string;
+  printHeapSpaces(memory: Record<string, number>): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the broker, Postgres, Redis and every service (one process each, plus a gateway limited to one
+ * request a minute for the door's 429), registers a workspace, an alt-a integration on the sandbox and a
+ * webhook to a loopback receiver, and makes the first send. `ceilings`: the bare node:http and express
+ * processes the loads are compared with; `tag` tells two stacks of one run apart.
+ */
+async function startBenchStack(
+  broker: BenchBroker,
+  mode: TracingMode,
+  options: { ceilings: boolean; tag?: string; probe?: SpeedProbe; env?: Record<string, string> },
+): Promise<BenchStack> {
+  const tracing = mode === 'on';
   const servers: LocalServer[] = [];
   const extra: ManagedProcess[] = [];
   let stack: RunningStack | undefined;
   let pods: PodMemoryLimits | undefined;
   let sink: Server | undefined;
+  let stats: pg.Client | undefined;
   let delivered = 0;
   const exported = { spans: 0, bytes: 0 };
   const receiver = createServer((req, res) => {
@@ -145,7 +179,16 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
       res.end();
     });
   });
-  const figures: LoadFigures[] = [];
+  const stop = async () => {
+    await stats?.end().catch(() => undefined);
+    await stack?.stop();
+    await Promise.all(extra.map((child) => child.stop()));
+    pods?.remove();
+    await Promise.all(servers.map((server) => server.stop()));
+    receiver.closeAllConnections();
+    receiver.close();
+    sink?.close();
+  };
   try {
     servers.push(
       ...(await Promise.all([
@@ -192,11 +235,14 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         sandbox: ports[5]!,
       },
       // With tracing on, spans are really exported (to a sink that accepts and drops them), as in production.
-      extraEnv: (tracing
-        ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink!.address() as AddressInfo).port}` }
-        : tracingMode === 'off'
-          ? { OTEL_SDK_DISABLED: 'true' }
-          : {}) as Record<string, string>,
+      extraEnv: {
+        ...(tracing
+          ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink!.address() as AddressInfo).port}` }
+          : mode === 'off'
+            ? { OTEL_SDK_DISABLED: 'true' }
+            : {}),
+        ...options.env,
+      } as Record<string, string>,
       built,
     };
     // The service processes the stack runs, named as the runtime names them.
@@ -210,7 +256,8 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
         ],
       ]),
     );
-    if (memoryLimit) pods = podMemoryLimits([...serviceNames, 'gateway (429)'], memoryLimit, podEnvironment);
+    if (memoryLimit)
+      pods = podMemoryLimits([...serviceNames, 'gateway (429)'], memoryLimit, podEnvironment, options.tag);
     stack = await startStack({ ...config, nodeArgs, ...(pods ? { launchers: pods.launchers } : {}) });
     // A second gateway whose workspaces may make one request a minute: the door's 429 answers.
     const gatewaySpec = stack.specs.get('gateway')!;
@@ -221,11 +268,10 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
       ...(pods ? { launcher: pods.launchers['gateway (429)'] } : {}),
     });
     extra.push(limitedGateway);
-    const ceilings = {
-      'node:http': await startCeiling('node:http'),
-      express: await startCeiling('express'),
-    };
-    extra.push(...Object.values(ceilings).map((ceiling) => ceiling.process));
+    const ceilings = options.ceilings
+      ? { 'node:http': await startCeiling('node:http'), express: await startCeiling('express') }
+      : undefined;
+    if (ceilings) extra.push(...Object.values(ceilings).map((ceiling) => ceiling.process));
 
     const admin = async (path: string, body: unknown) => {
       const response = await fetch(`${stack!.gatewayUrl}${path}`, {
@@ -266,8 +312,17 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
     const gateway = stack.gatewayUrl;
     const limitedUrl = `http://127.0.0.1:${ports[6]}`;
     const loads: Load[] = [
-      { name: 'ceiling: bare node:http', url: ceilings['node:http'].url, headers: {}, body: () => '{"a":1}' },
-      { name: 'ceiling: bare express', url: ceilings.express.url, headers: {}, body: () => '{"a":1}' },
+      ...(ceilings
+        ? [
+            {
+              name: 'ceiling: bare node:http',
+              url: ceilings['node:http'].url,
+              headers: {},
+              body: () => '{"a":1}',
+            },
+            { name: 'ceiling: bare express', url: ceilings.express.url, headers: {}, body: () => '{"a":1}' },
+          ]
+        : []),
       {
         name: 'external send (+ webhook)',
         url: `${gateway}/api/external/messages/send`,
@@ -337,23 +392,199 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
       broker: brokerServer.pid!,
       postgres: postgres.pid!,
       redis: redis.pid!,
-      'ceiling: bare node:http': ceilings['node:http'].process.child.pid!,
-      'ceiling: bare express': ceilings.express.process.child.pid!,
+      ...(ceilings
+        ? {
+            'ceiling: bare node:http': ceilings['node:http'].process.child.pid!,
+            'ceiling: bare express': ceilings.express.process.child.pid!,
+          }
+        : {}),
     };
-    const stats = new pg.Client({ connectionString: postgres.url });
-    await stats.connect();
-    await stats.query('create extension if not exists pg_stat_statements');
+    const statsClient = new pg.Client({ connectionString: postgres.url });
+    stats = statsClient;
+    await statsClient.connect();
+    await statsClient.query('create extension if not exists pg_stat_statements');
     const statements = async () =>
       Number(
         (
-          await stats.query<{ calls: string }>(
+          await statsClient.query<{ calls: string }>(
             'select coalesce(sum(calls), 0) as calls from pg_stat_statements',
           )
         ).rows[0]!.calls,
       );
+    const running = stack;
 
-    const ceilingLoads = loads.filter((load) => load.name.startsWith('ceiling'));
-    const measured = loads.filter(
+    return {
+      mode,
+      loads,
+      // A warm-up of external sends, not measured: the services' code is compiled and their pools filled,
+      // and the tables hold a few thousand rows before the statistics are taken, as a running deployment's
+      // do. Its webhooks arrive before the first load starts.
+      async warmUp() {
+        const warmUp = loads.find((load) => load.name.startsWith('external send'))!;
+        const warmUpDelivered = delivered;
+        const warmUpResult = await runLoad(warmUp, warmUpSeconds);
+        await waitFor(() => delivered - warmUpDelivered >= warmUpResult['2xx'], {
+          what: 'the warm-up webhooks',
+          timeoutMs: 120_000,
+          intervalMs: 50,
+        });
+      },
+      async measure(load, earlier) {
+        const deliveredBefore = delivered;
+        const exportedBefore = { ...exported };
+        // Current planner statistics, as a production database has them (autovacuum analyzes a table once
+        // a tenth of it changed). Without them the tables the bench has just filled still look empty, and a
+        // service's cached generic plan may pick an index that matches only the workspace: marking a message
+        // sent then read every message of the workspace through messages_by_provider_id.
+        await statsClient.query('analyze');
+        if (listStatements) await statsClient.query('select pg_stat_statements_reset()');
+        const cpuBefore = cpuMillis(roots);
+        const statementsBefore = await statements();
+        const startedAt = Date.now();
+        const result = await runLoad(load);
+        const ok = load.expectStatus
+          ? load.expectStatus.reduce(
+              (sum, status) =>
+                sum +
+                (result.statusCodeStats?.[status as unknown as keyof typeof result.statusCodeStats]?.count ??
+                  0),
+              0,
+            )
+          : result['2xx'];
+        if (load.webhooksPerRequest)
+          await waitFor(() => delivered - deliveredBefore >= ok * load.webhooksPerRequest!, {
+            what: `the webhooks of ${load.name}`,
+            timeoutMs: 120_000,
+            intervalMs: 50,
+          }).catch(() =>
+            console.log(`  (${load.name}: ${delivered - deliveredBefore} of ${ok} webhooks arrived)`),
+          );
+        const cpuAfter = cpuMillis(roots);
+        const probeMicros = options.probe?.medianBetween(startedAt, Date.now());
+        // Spans are exported in batches every few seconds: wait for the batch that holds this load's last.
+        if (tracing && !load.name.startsWith('ceiling'))
+          await new Promise((resolve) => setTimeout(resolve, 6_000));
+        // The query counting statements is itself one; it is left out.
+        const statementCount = (await statements()) - statementsBefore - 1;
+        // Every figure per request divides by this (a load that got no answer divides by one).
+        const requests = Math.max(1, result.requests.total);
+        if (listStatements && !load.name.startsWith('ceiling'))
+          await printStatements(statsClient, load, requests);
+        const perRequest = Object.fromEntries(
+          Object.keys(roots)
+            .map((name) => [name, (cpuAfter[name]! - cpuBefore[name]!) / requests])
+            .filter(([, ms]) => (ms as number) >= 0.005),
+        ) as Record<string, number>;
+        const ceiling = load.ceiling ? earlier.findLast((figure) => figure.load === load.ceiling) : undefined;
+        return {
+          load: load.name,
+          requests: result.requests.total,
+          ok,
+          ...(ok === result.requests.total
+            ? {}
+            : {
+                statuses: Object.entries(result.statusCodeStats ?? {})
+                  .map(([status, { count }]) => `${status}: ${count}`)
+                  .join(', '),
+              }),
+          perSecond: result.requests.average,
+          p50: result.latency.p50,
+          p99: result.latency.p99,
+          ...(ceiling ? { ceiling: { name: ceiling.load, perSecond: ceiling.perSecond } } : {}),
+          cpuMsPerRequest: perRequest,
+          ...(load.name.startsWith('ceiling') ? {} : { statementsPerRequest: statementCount / requests }),
+          ...(tracing && !load.name.startsWith('ceiling')
+            ? {
+                spansPerRequest: (exported.spans - exportedBefore.spans) / requests,
+                spanKiBPerRequest: (exported.bytes - exportedBefore.bytes) / 1024 / requests,
+              }
+            : {}),
+          ...(probeMicros === undefined ? {} : { probeMicros }),
+        };
+      },
+      memory: () => rssMiB(roots),
+      // A service that died during the loads leaves figures that are not the stack's.
+      exited: () => exitedProcesses(running.processes, extra),
+      printHeapSpaces: (memory) =>
+        printHeapSpaces(
+          {
+            ...Object.fromEntries([...running.specs].map(([name, spec]) => [name, spec.port])),
+            'gateway (429)': ports[6]!,
+          },
+          memory,
+        ),
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** Each statement's calls and execution milliseconds per request, its plans per call, planning ms per request. */
+async function printStatements(stats: pg.Client, load: Load, requests: number): Promise<void> {
+  const top = await stats.query<{
+    calls: string;
+    ms: number;
+    plans: string;
+    plan_ms: number;
+    query: string;
+  }>(
+    `select calls, total_exec_time as ms, plans, total_plan_time as plan_ms, query
+       from pg_stat_statements order by calls desc limit 25`,
+  );
+  console.log(
+    `\n${load.name}: per request, each statement's calls and execution ms; its plans per call, and planning ms per request`,
+  );
+  for (const row of top.rows)
+    console.log(
+      `  ${(Number(row.calls) / requests).toFixed(2).padStart(6)}  ${(row.ms / requests).toFixed(3).padStart(6)}  ${(Number(row.plans) / Math.max(1, Number(row.calls))).toFixed(2).padStart(5)}  ${(row.plan_ms / requests).toFixed(3).padStart(6)}  ${row.query.replace(/\s+/g, ' ').slice(0, 130)}`,
+    );
+}
+
+/** The speed probe (speed-probe.ts): its units' CPU microseconds by time, and a median over a window. */
+interface SpeedProbe {
+  medianBetween(from: number, to: number): number | undefined;
+  stop(): Promise<unknown>;
+}
+
+function startSpeedProbe(): SpeedProbe {
+  const units: { at: number; micros: number }[] = [];
+  let partial = '';
+  const child = startProcess(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('./speed-probe.ts', import.meta.url))],
+    {
+      onOutput: (chunk) => {
+        const lines = (partial + chunk).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) {
+          const [at, micros] = line.split(' ').map(Number);
+          if (Number.isFinite(at) && Number.isFinite(micros)) units.push({ at: at!, micros: micros! });
+        }
+      },
+    },
+  );
+  return {
+    medianBetween(from, to) {
+      const window = units
+        .filter((unit) => unit.at >= from && unit.at <= to)
+        .map((unit) => unit.micros)
+        .sort((a, b) => a - b);
+      return window.length === 0 ? undefined : window[Math.floor(window.length / 2)];
+    },
+    stop: () => child.stop(),
+  };
+}
+
+export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]> {
+  if (tracingSetting === 'compare') return benchTracingCost(broker);
+  const probe = startSpeedProbe();
+  let bench: BenchStack | undefined;
+  try {
+    bench = await startBenchStack(broker, tracingSetting, { ceilings: true, probe });
+    const ceilingLoads = bench.loads.filter((load) => load.name.startsWith('ceiling'));
+    const measured = bench.loads.filter(
       (load) =>
         !load.name.startsWith('ceiling') &&
         (!onlyLoads || onlyLoads.some((word) => load.name.includes(word))),
@@ -366,128 +597,145 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
       return ceiling ? [ceiling, load] : [load];
     });
     if (chosen.length === 0) chosen.push(...ceilingLoads);
-    // A warm-up of external sends, not measured: the services' code is compiled and their pools filled,
-    // and the tables hold a few thousand rows before the statistics are taken, as a running deployment's
-    // do. Its webhooks arrive before the first load starts.
-    const warmUp = loads.find((load) => load.name.startsWith('external send'))!;
-    const warmUpDelivered = delivered;
-    const warmUpResult = await runLoad(warmUp, warmUpSeconds);
-    await waitFor(() => delivered - warmUpDelivered >= warmUpResult['2xx'], {
-      what: 'the warm-up webhooks',
-      timeoutMs: 120_000,
-      intervalMs: 50,
-    });
-    for (const load of chosen) {
-      const deliveredBefore = delivered;
-      const exportedBefore = { ...exported };
-      // Current planner statistics, as a production database has them (autovacuum analyzes a table once
-      // a tenth of it changed). Without them the tables the bench has just filled still look empty, and a
-      // service's cached generic plan may pick an index that matches only the workspace: marking a message
-      // sent then read every message of the workspace through messages_by_provider_id.
-      await stats.query('analyze');
-      if (listStatements) await stats.query('select pg_stat_statements_reset()');
-      const cpuBefore = cpuMillis(roots);
-      const statementsBefore = await statements();
-      const result = await runLoad(load);
-      const ok = load.expectStatus
-        ? load.expectStatus.reduce(
-            (sum, status) =>
-              sum +
-              (result.statusCodeStats?.[status as unknown as keyof typeof result.statusCodeStats]?.count ??
-                0),
-            0,
-          )
-        : result['2xx'];
-      if (load.webhooksPerRequest)
-        await waitFor(() => delivered - deliveredBefore >= ok * load.webhooksPerRequest!, {
-          what: `the webhooks of ${load.name}`,
-          timeoutMs: 120_000,
-          intervalMs: 50,
-        }).catch(() =>
-          console.log(`  (${load.name}: ${delivered - deliveredBefore} of ${ok} webhooks arrived)`),
-        );
-      const cpuAfter = cpuMillis(roots);
-      // Spans are exported in batches every few seconds: wait for the batch that holds this load's last.
-      if (tracing && !load.name.startsWith('ceiling'))
-        await new Promise((resolve) => setTimeout(resolve, 6_000));
-      // The query counting statements is itself one; it is left out.
-      const statementCount = (await statements()) - statementsBefore - 1;
-      // Every figure per request divides by this (a load that got no answer divides by one).
-      const requests = Math.max(1, result.requests.total);
-      if (listStatements && !load.name.startsWith('ceiling')) {
-        const top = await stats.query<{
-          calls: string;
-          ms: number;
-          plans: string;
-          plan_ms: number;
-          query: string;
-        }>(
-          `select calls, total_exec_time as ms, plans, total_plan_time as plan_ms, query
-             from pg_stat_statements order by calls desc limit 25`,
-        );
-        console.log(
-          `\n${load.name}: per request, each statement's calls and execution ms; its plans per call, and planning ms per request`,
-        );
-        for (const row of top.rows)
-          console.log(
-            `  ${(Number(row.calls) / requests).toFixed(2).padStart(6)}  ${(row.ms / requests).toFixed(3).padStart(6)}  ${(Number(row.plans) / Math.max(1, Number(row.calls))).toFixed(2).padStart(5)}  ${(row.plan_ms / requests).toFixed(3).padStart(6)}  ${row.query.replace(/\s+/g, ' ').slice(0, 130)}`,
-          );
-      }
-      const perRequest = Object.fromEntries(
-        Object.keys(roots)
-          .map((name) => [name, (cpuAfter[name]! - cpuBefore[name]!) / requests])
-          .filter(([, ms]) => (ms as number) >= 0.005),
-      ) as Record<string, number>;
-      const ceiling = load.ceiling ? figures.findLast((figure) => figure.load === load.ceiling) : undefined;
-      figures.push({
-        load: load.name,
-        requests: result.requests.total,
-        ok,
-        ...(ok === result.requests.total
-          ? {}
-          : {
-              statuses: Object.entries(result.statusCodeStats ?? {})
-                .map(([status, { count }]) => `${status}: ${count}`)
-                .join(', '),
-            }),
-        perSecond: result.requests.average,
-        p50: result.latency.p50,
-        p99: result.latency.p99,
-        ...(ceiling ? { ceiling: { name: ceiling.load, perSecond: ceiling.perSecond } } : {}),
-        cpuMsPerRequest: perRequest,
-        ...(load.name.startsWith('ceiling') ? {} : { statementsPerRequest: statementCount / requests }),
-        ...(tracing && !load.name.startsWith('ceiling')
-          ? {
-              spansPerRequest: (exported.spans - exportedBefore.spans) / requests,
-              spanKiBPerRequest: (exported.bytes - exportedBefore.bytes) / 1024 / requests,
-            }
-          : {}),
-      });
-    }
-    const memory = rssMiB(roots);
-    await stats.end();
+    await bench.warmUp();
+    const figures: LoadFigures[] = [];
+    for (const load of chosen) figures.push(await bench.measure(load, figures));
+    const memory = bench.memory();
     // A service that died during the loads leaves figures that are not the stack's: say so, with its output.
-    const exited = exitedProcesses(stack.processes, extra);
+    const exited = bench.exited();
     if (exited) console.log(`\nNOT A VALID RUN: a process exited during the loads.${exited}`);
-    printFigures(broker, figures, memory);
-    if (listMemory)
-      await printHeapSpaces(
-        {
-          ...Object.fromEntries([...stack.specs].map(([name, spec]) => [name, spec.port])),
-          'gateway (429)': ports[6]!,
-        },
-        memory,
-      );
+    printFigures(runDescription(broker, tracingSetting), figures, memory);
+    if (listMemory) await bench.printHeapSpaces(memory);
     return figures;
   } finally {
-    await stack?.stop();
-    await Promise.all(extra.map((child) => child.stop()));
-    pods?.remove();
-    await Promise.all(servers.map((server) => server.stop()));
-    receiver.closeAllConnections();
-    receiver.close();
-    sink?.close();
+    await bench?.stop();
+    await probe.stop();
   }
+}
+
+/**
+ * BENCH_TRACED_ENV="NAME=value …": variables only the traced stack of a comparison gets, to compare a
+ * variant of tracing (`OTEL_TRACES_SAMPLER=always_off`: spans started, none recorded). BENCH_BASELINE=on
+ * makes the other stack traced as shipped, so the variant is compared with tracing as it is, not with none.
+ */
+const tracedEnvironment = Object.fromEntries(
+  (process.env.BENCH_TRACED_ENV ?? '')
+    .split(' ')
+    .filter((pair) => pair.includes('='))
+    .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+);
+const baselineMode: TracingMode = process.env.BENCH_BASELINE === 'on' ? 'on' : 'off';
+
+/**
+ * BENCH_TRACING=compare: what tracing costs, from two stacks started side by side, one traced as shipped
+ * and one with OTEL_SDK_DISABLED=true, taking turns at the same load (BENCH_LOADS, external send unless
+ * told) for BENCH_ROUNDS rounds in the order traced, untraced, untraced, traced, …. Runs of whole stacks
+ * minutes apart differed by more than what tracing costs (bench/RESULTS.md, nineteenth to twenty-third
+ * sessions); here the two measurements of a pair are seconds apart, the idle stack costing next to nothing
+ * meanwhile, and the speed probe tells how fast the host ran during each. No ceilings: the comparison is
+ * between the stacks.
+ */
+async function benchTracingCost(broker: BenchBroker): Promise<LoadFigures[]> {
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 4);
+  const words = onlyLoads ?? ['external'];
+  const variant = Object.keys(tracedEnvironment).length
+    ? `on, ${Object.entries(tracedEnvironment)
+        .map(([name, value]) => `${name}=${value}`)
+        .join(' ')}`
+    : 'on';
+  const labels = [
+    `tracing ${variant}`,
+    `tracing ${baselineMode}${baselineMode === 'on' ? ' as shipped' : ''}`,
+  ];
+  const probe = startSpeedProbe();
+  const stacks: BenchStack[] = [];
+  try {
+    stacks.push(
+      await startBenchStack(broker, 'on', { ceilings: false, tag: 'a', probe, env: tracedEnvironment }),
+    );
+    stacks.push(await startBenchStack(broker, baselineMode, { ceilings: false, tag: 'b', probe }));
+    const names = stacks[0]!.loads
+      .map((load) => load.name)
+      .filter((name) => words.some((word) => name.includes(word)));
+    for (const stack of stacks) await stack.warmUp();
+    const figures: [LoadFigures[], LoadFigures[]] = [[], []];
+    for (let round = 0; round < rounds; round++)
+      for (const index of round % 2 === 0 ? [0, 1] : [1, 0])
+        for (const name of names) {
+          const stack = stacks[index]!;
+          const load = stack.loads.find((candidate) => candidate.name === name)!;
+          const figure = await stack.measure(load, []);
+          figures[index]!.push({ ...figure, load: `${name} [${index === 0 ? 'a' : 'b'}]` });
+        }
+    stacks.forEach((stack, index) => {
+      const memory = stack.memory();
+      const exited = stack.exited();
+      if (exited) console.log(`\nNOT A VALID RUN: a process of the ${labels[index]} stack exited.${exited}`);
+      printFigures(
+        `[${index === 0 ? 'a' : 'b'}] ${runDescription(broker, stack.mode).replace(/tracing \S+,/, `${labels[index]},`)}`,
+        figures[index]!,
+        memory,
+      );
+    });
+    printTracingCost(names, labels as [string, string], figures);
+    return figures.flat();
+  } finally {
+    for (const stack of stacks.reverse()) await stack.stop();
+    await probe.stop();
+  }
+}
+
+/** Total CPU per request of every process of the platform (the load's own ceiling left out). */
+function totalCpu(figure: LoadFigures): number {
+  return Object.entries(figure.cpuMsPerRequest)
+    .filter(([name]) => !name.startsWith('ceiling') || figure.load === name)
+    .reduce((sum, [, ms]) => sum + ms, 0);
+}
+
+function printTracingCost(
+  names: string[],
+  labels: [string, string],
+  [first, second]: [LoadFigures[], LoadFigures[]],
+): void {
+  const average = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+  // The host's speed moves within a run too, by a half in seconds at times: the pairs whose loads the
+  // speed probe found running alike (its units within a tenth of each other) are also given on their own.
+  const alike = (a: LoadFigures, b: LoadFigures) =>
+    a.probeMicros !== undefined &&
+    b.probeMicros !== undefined &&
+    Math.abs(a.probeMicros - b.probeMicros) <= 0.1 * Math.min(a.probeMicros, b.probeMicros);
+  console.log(`\nCPU ms per request, [a] ${labels[0]} / [b] ${labels[1]}, pair by pair (seconds apart)`);
+  for (const name of names) {
+    const of = (figures: LoadFigures[]) => figures.filter((figure) => figure.load.startsWith(`${name} [`));
+    const all = of(first).map((a, index) => [a, of(second)[index]!] as const);
+    for (const [label, pairs] of [
+      ['every pair', all],
+      ['pairs the probe found at a like speed', all.filter(([a, b]) => alike(a, b))],
+    ] as const) {
+      if (pairs.length === 0) {
+        console.log(`  ${name}, ${label}: none`);
+        continue;
+      }
+      const a = pairs.map(([figure]) => totalCpu(figure));
+      const b = pairs.map(([, figure]) => totalCpu(figure));
+      const listed = a.map(
+        (ms, index) => `${ms.toFixed(2)} / ${b[index]!.toFixed(2)} (${percentOver(ms, b[index]!)})`,
+      );
+      console.log(`  ${name}, ${label}: ${listed.join(', ')}`);
+      console.log(
+        `    on the averages ${average(a).toFixed(2)} / ${average(b).toFixed(2)} ms: ${percentOver(average(a), average(b))}`,
+      );
+    }
+  }
+}
+
+function percentOver(a: number, b: number): string {
+  const percent = (a / b - 1) * 100;
+  return `${percent >= 0 ? '+' : ''}${percent.toFixed(1)} %`;
+}
+
+function runDescription(broker: BenchBroker, mode: TracingMode): string {
+  return `send path through the distributed stack on ${broker},${podsDescription()} tracing ${mode === 'propagate' ? 'propagating, nothing recorded' : mode}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`;
 }
 
 /** Each process of the run that has exited, with its exit status and the tail of its output; '' if none. */
@@ -566,10 +814,9 @@ function podsDescription(): string {
   return ` each service in a ${memoryLimit} MiB memory cgroup${environment.length ? ` with ${environment.join(' ')}` : ''},`;
 }
 
-function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Record<string, number>): void {
-  console.log(
-    `\nsend path through the distributed stack on ${broker},${podsDescription()} tracing ${tracingMode === 'propagate' ? 'propagating, nothing recorded' : tracingMode}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`,
-  );
+function printFigures(description: string, figures: LoadFigures[], memory: Record<string, number>): void {
+  const tracing = figures.some((figure) => figure.spansPerRequest !== undefined);
+  console.log(`\n${description}`);
   console.log(
     [
       'load'.padEnd(40),
@@ -577,6 +824,7 @@ function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Recor
       'p50'.padStart(6),
       'p99'.padStart(6),
       'ceiling'.padStart(9),
+      'probe'.padStart(6),
     ].join(' ') +
       ['total', ...services].map((name) => name.slice(0, 10).padStart(11)).join('') +
       '  stmts' +
@@ -586,9 +834,7 @@ function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Recor
     const ratio = figure.ceiling
       ? `${((figure.perSecond / figure.ceiling.perSecond) * 100).toFixed(1)} %`
       : '';
-    const total = Object.entries(figure.cpuMsPerRequest)
-      .filter(([name]) => !name.startsWith('ceiling') || figure.load === name)
-      .reduce((sum, [, ms]) => sum + ms, 0);
+    const total = totalCpu(figure);
     const cell = (ms: number | undefined) => (ms === undefined ? '' : ms.toFixed(2)).padStart(11);
     console.log(
       [
@@ -597,6 +843,7 @@ function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Recor
         `${figure.p50}`.padStart(6),
         `${figure.p99}`.padStart(6),
         ratio.padStart(9),
+        (figure.probeMicros === undefined ? '' : `${figure.probeMicros}`).padStart(6),
       ].join(' ') +
         [total, ...services.map((name) => figure.cpuMsPerRequest[name])].map(cell).join('') +
         `  ${figure.statementsPerRequest === undefined ? '' : figure.statementsPerRequest.toFixed(1).padStart(5)}` +
@@ -608,7 +855,7 @@ function printFigures(broker: BenchBroker, figures: LoadFigures[], memory: Recor
       console.log(`  ${figure.ok} of ${figure.requests} answered as expected (${figure.statuses ?? ''})`);
   }
   console.log(
-    'CPU ms per request by process (total: every process of the platform); memory after the loads:',
+    `CPU ms per request by process (total: every process of the platform); probe: CPU µs of the speed probe's unit during the load (speed-probe.ts; higher is a slower host); memory after the loads:`,
   );
   console.log(
     services
