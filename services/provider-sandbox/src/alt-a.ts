@@ -21,6 +21,7 @@ import type {
 } from './channel-emulator.js';
 import { ControlError } from './control-error.js';
 import { answerFault } from './faults.js';
+import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { evolutionLocalIsoTime, randomDigits, unixSeconds, upperHexId } from './provider-ids.js';
 
@@ -65,7 +66,7 @@ const ACKS = { sent: 'SERVER_ACK', delivered: 'DELIVERY_ACK', read: 'READ', fail
 
 export function createAltA(stores: SandboxStores): ChannelEmulator {
   const instances = new Map<string, Instance>();
-  const issued = new Map<string, { account: string; to: string }>();
+  const issued = new IssuedMessages<{ account: string; to: string }>(stores.sent.limit);
   /** WhatsApp's LID of each contact, stable per instance. */
   const lids = new Map<string, string>();
   const router = Router();

@@ -12,6 +12,7 @@ import type {
 } from './channel-emulator.js';
 import { ControlError } from './control-error.js';
 import { answerFault } from './faults.js';
+import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { randomDigits, upperHexId } from './provider-ids.js';
 import type { SentEntry } from './sent-log.js';
@@ -83,7 +84,7 @@ interface Instance {
 export function createAltB(stores: SandboxStores): ChannelEmulator {
   const instances = new Map<string, Instance>();
   /** Messages this provider issued, so statuses are only told of its own, to the instance that sent them. */
-  const issued = new Map<string, { account: string; to: string }>();
+  const issued = new IssuedMessages<{ account: string; to: string }>(stores.sent.limit);
   /** WhatsApp's LID of each contact, stable per instance (`senderLid`). */
   const lids = new Map<string, string>();
   const router = Router();

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { WebhookDelivery } from './channel-emulator.js';
 import type { TemplateRegistry } from './chat-official-templates.js';
 import type { ThrottleCode, TokenEnding } from './graph-error.js';
+import type { IssuedMessages } from './issued-messages.js';
 
 export const CHAT_OFFICIAL = 'chat-official';
 
@@ -40,7 +41,7 @@ export interface ChatOfficialState {
   /** By phone number id. */
   overrides: Map<string, CallbackOverride>;
   /** By wamid. */
-  issued: Map<string, IssuedMessage>;
+  issued: IssuedMessages<IssuedMessage>;
   /**
    * By phone number id: the secret of the app behind it, as a control last gave it. Meta knows it; the
    * sandbox is told, and cannot sign a notification of its own accord until it is.

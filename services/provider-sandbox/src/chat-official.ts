@@ -29,6 +29,7 @@ import {
 } from './chat-official-webhooks.js';
 import { ControlError } from './control-error.js';
 import { answerGraphError, endedToken, GraphCode, GraphError, invalidToken } from './graph-error.js';
+import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { deliverWebhook } from './webhook-transport.js';
 
@@ -50,7 +51,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     templates: new TemplateRegistry(),
     subscriptions: new Map(),
     overrides: new Map(),
-    issued: new Map(),
+    issued: new IssuedMessages(stores.sent.limit),
     appSecrets: new Map(),
     endedTokens: new Map(),
     throttles: new Map(),

@@ -21,6 +21,7 @@ import {
   invalidToken,
   type TokenEnding,
 } from './graph-error.js';
+import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { metaJson } from './meta-json.js';
 import { metaAppControls } from './meta-messaging-controls.js';
@@ -134,7 +135,7 @@ export interface MetaMessagingState {
   apps: Map<string, AppWebhook>;
   endedTokens: Map<string, { ending: TokenEnding; at: Date }>;
   /** Every mid the account sent, and to whom: statuses name the user as sender. */
-  sent: Map<string, { account: string; recipient: string }>;
+  sent: IssuedMessages<{ account: string; recipient: string }>;
 }
 
 /** A refusal of a Send API parameter, worded as Graph words them. */
@@ -160,7 +161,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       subscriptions: new Map(),
       apps: new Map(),
       endedTokens: new Map(),
-      sent: new Map(),
+      sent: new IssuedMessages(stores.sent.limit),
     };
     /** The account each token was first seen for, so `/me` names it. */
     const accountOfToken = new Map<string, string>();

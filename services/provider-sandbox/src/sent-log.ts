@@ -29,7 +29,8 @@ export class SentLog {
   /** Entries let go since the last clear, oldest first. */
   #dropped = 0;
 
-  constructor(private readonly limit = DEFAULT_SENT_LOG_LIMIT) {
+  /** How many entries it keeps; the emulators keep as many issued message ids (issued-messages.ts). */
+  constructor(readonly limit = DEFAULT_SENT_LOG_LIMIT) {
     if (!Number.isInteger(limit) || limit < 1) throw new Error('the sent log keeps at least one entry');
   }
 

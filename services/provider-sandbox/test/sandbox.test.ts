@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSandbox, type Sandbox } from '../src/index.js';
+import { IssuedMessages } from '../src/issued-messages.js';
 
 interface ReceivedWebhook {
   path: string;
@@ -523,5 +524,51 @@ describe('provider sandbox sent log limit', () => {
     } finally {
       await close(server);
     }
+  });
+
+  it('keeps as many issued message ids for status updates: an older one answers as never issued', async () => {
+    const sandbox = createSandbox({ sentLogLimit: 3 });
+    const { server, url } = await listen(sandbox);
+    const send = async (text: string) => {
+      const res = await fetch(`${url}/alt-a/message/sendText/${INSTANCE}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', apikey: API_KEY },
+        body: JSON.stringify({ number: '5511111111111', text }),
+      });
+      return ((await res.json()) as { key: { id: string } }).key.id;
+    };
+    const status = (messageId: string) =>
+      fetch(`${url}/_sandbox/status`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ channel: 'alt-a', account: INSTANCE, message_id: messageId, status: 'read' }),
+      });
+    try {
+      const ids = [];
+      for (let i = 1; i <= 4; i++) ids.push(await send(`m${i}`));
+      const oldest = await status(ids[0]!);
+      expect(oldest.status).toBe(404);
+      expect(await oldest.json()).toEqual({
+        error: `message ${ids[0]} was not issued by alt-a account ${INSTANCE}`,
+      });
+      // Still known: it gets as far as the webhook, which this account has none of.
+      for (const kept of ids.slice(1)) expect((await status(kept)).status).toBe(409);
+    } finally {
+      await close(server);
+    }
+  });
+});
+
+describe('issued messages', () => {
+  it('keeps the newest up to its limit, in the order they were issued', () => {
+    const issued = new IssuedMessages<number>(2);
+    issued.set('a', 1);
+    issued.set('b', 2);
+    issued.set('a', 3);
+    issued.set('c', 4);
+    expect([issued.get('a'), issued.get('b'), issued.get('c')]).toEqual([3, undefined, 4]);
+    issued.clear();
+    expect(issued.get('a')).toBeUndefined();
+    expect(() => new IssuedMessages(0)).toThrow();
   });
 });
