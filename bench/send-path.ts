@@ -604,7 +604,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
     // A service that died during the loads leaves figures that are not the stack's: say so, with its output.
     const exited = bench.exited();
     if (exited) console.log(`\nNOT A VALID RUN: a process exited during the loads.${exited}`);
-    printFigures(runDescription(broker, tracingSetting), figures, memory);
+    printFigures(runDescription(broker, tracingDescription(tracingSetting)), figures, memory);
     if (listMemory) await bench.printHeapSpaces(memory);
     return figures;
   } finally {
@@ -672,7 +672,7 @@ async function benchTracingCost(broker: BenchBroker): Promise<LoadFigures[]> {
       const exited = stack.exited();
       if (exited) console.log(`\nNOT A VALID RUN: a process of the ${labels[index]} stack exited.${exited}`);
       printFigures(
-        `[${index === 0 ? 'a' : 'b'}] ${runDescription(broker, stack.mode).replace(/tracing \S+,/, `${labels[index]},`)}`,
+        `[${index === 0 ? 'a' : 'b'}] ${runDescription(broker, labels[index]!)}`,
         figures[index]!,
         memory,
       );
@@ -734,8 +734,12 @@ function percentOver(a: number, b: number): string {
   return `${percent >= 0 ? '+' : ''}${percent.toFixed(1)} %`;
 }
 
-function runDescription(broker: BenchBroker, mode: TracingMode): string {
-  return `send path through the distributed stack on ${broker},${podsDescription()} tracing ${mode === 'propagate' ? 'propagating, nothing recorded' : mode}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`;
+function tracingDescription(mode: TracingMode): string {
+  return `tracing ${mode === 'propagate' ? 'propagating, nothing recorded' : mode}`;
+}
+
+function runDescription(broker: BenchBroker, tracing: string): string {
+  return `send path through the distributed stack on ${broker},${podsDescription()} ${tracing}, ${built ? 'built dist/' : 'sources through tsx'}, ${connections} connections, ${durationSeconds} s per load`;
 }
 
 /** Each process of the run that has exited, with its exit status and the tail of its output; '' if none. */
