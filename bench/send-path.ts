@@ -61,7 +61,7 @@ const offeredRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : un
 /**
  * BENCH_STATEMENTS=on lists each load's statements: calls and execution milliseconds per request, and how
  * often each was planned (a prepared statement planned on every call shows a ratio near 1) and that
- * planning's milliseconds per request.
+ * planning's milliseconds per request, and the rows each call read or wrote.
  */
 const listStatements = process.env.BENCH_STATEMENTS === 'on';
 /**
@@ -521,24 +521,28 @@ async function startBenchStack(
   }
 }
 
-/** Each statement's calls and execution milliseconds per request, its plans per call, planning ms per request. */
+/**
+ * Each statement's calls and execution milliseconds per request, its plans per call, planning ms per request,
+ * and the rows it read or wrote per call (a lease or a poll that mostly finds nothing shows as well under 1).
+ */
 async function printStatements(stats: pg.Client, load: Load, requests: number): Promise<void> {
   const top = await stats.query<{
     calls: string;
     ms: number;
     plans: string;
     plan_ms: number;
+    rows: string;
     query: string;
   }>(
-    `select calls, total_exec_time as ms, plans, total_plan_time as plan_ms, query
+    `select calls, total_exec_time as ms, plans, total_plan_time as plan_ms, rows, query
        from pg_stat_statements order by calls desc limit 25`,
   );
   console.log(
-    `\n${load.name}: per request, each statement's calls and execution ms; its plans per call, and planning ms per request`,
+    `\n${load.name}: per request, each statement's calls and execution ms; its plans per call, planning ms per request, rows per call`,
   );
   for (const row of top.rows)
     console.log(
-      `  ${(Number(row.calls) / requests).toFixed(2).padStart(6)}  ${(row.ms / requests).toFixed(3).padStart(6)}  ${(Number(row.plans) / Math.max(1, Number(row.calls))).toFixed(2).padStart(5)}  ${(row.plan_ms / requests).toFixed(3).padStart(6)}  ${row.query.replace(/\s+/g, ' ').slice(0, 130)}`,
+      `  ${(Number(row.calls) / requests).toFixed(2).padStart(6)}  ${(row.ms / requests).toFixed(3).padStart(6)}  ${(Number(row.plans) / Math.max(1, Number(row.calls))).toFixed(2).padStart(5)}  ${(row.plan_ms / requests).toFixed(3).padStart(6)}  ${(Number(row.rows) / Math.max(1, Number(row.calls))).toFixed(1).padStart(6)}  ${row.query.replace(/\s+/g, ' ').slice(0, 130)}`,
     );
 }
 
