@@ -137,7 +137,7 @@ async function startCeiling(
 type TracingMode = 'on' | 'off' | 'propagate';
 
 /** One distributed stack started for a run, with the loads it answers and how to measure one. */
-interface BenchStack {
+export interface BenchStack {
   mode: TracingMode;
   loads: Load[];
   /** External sends, not measured, until their webhooks have arrived. */
@@ -158,10 +158,17 @@ interface BenchStack {
  * webhook to a loopback receiver, and makes the first send. `ceilings`: the bare node:http and express
  * processes the loads are compared with; `tag` tells two stacks of one run apart.
  */
-async function startBenchStack(
+export async function startBenchStack(
   broker: BenchBroker,
   mode: TracingMode,
-  options: { ceilings: boolean; tag?: string; probe?: SpeedProbe; env?: Record<string, string> },
+  options: {
+    ceilings: boolean;
+    tag?: string;
+    probe?: SpeedProbe;
+    env?: Record<string, string>;
+    /** Every OTLP trace export the sink receives (JSON, as the services send it). */
+    onTraces?: (body: Buffer) => void;
+  },
 ): Promise<BenchStack> {
   const tracing = mode === 'on';
   const servers: LocalServer[] = [];
@@ -207,7 +214,10 @@ async function startBenchStack(
         req.on('end', () => {
           const body = Buffer.concat(chunks);
           exported.bytes += body.length;
-          if (req.url?.endsWith('/v1/traces')) exported.spans += countSpans(body);
+          if (req.url?.endsWith('/v1/traces')) {
+            exported.spans += countSpans(body);
+            options.onTraces?.(body);
+          }
           if (spanDump)
             appendFileSync(spanDump, `${req.url} ${req.headers['content-type']}\n${body.toString()}\n`);
           res.end('{}');
