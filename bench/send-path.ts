@@ -739,8 +739,22 @@ function printTracingCost(
       console.log(
         `    on the averages ${average(a).toFixed(2)} / ${average(b).toFixed(2)} ms: ${percentOver(average(a), average(b))}`,
       );
+      if (pairs.length > 1) console.log(`    ${pairsSpread(a.map((ms, index) => ms / b[index]! - 1))}`);
     }
   }
+}
+
+/**
+ * The pairs' differences as a mean with its standard error. Two stacks of the same code, taking turns,
+ * differ by up to a fifth pair by pair (bench/RESULTS.md, twenty-fifth session): a difference under about
+ * twice its standard error is not told apart from that.
+ */
+function pairsSpread(ratios: number[]): string {
+  const mean = ratios.reduce((sum, ratio) => sum + ratio, 0) / ratios.length;
+  const variance = ratios.reduce((sum, ratio) => sum + (ratio - mean) ** 2, 0) / (ratios.length - 1);
+  const standardError = Math.sqrt(variance / ratios.length);
+  const percent = (ratio: number) => `${ratio >= 0 ? '+' : ''}${(ratio * 100).toFixed(1)} %`;
+  return `pair by pair ${percent(mean)} on average, standard error ${(standardError * 100).toFixed(1)} points (pairs from ${percent(Math.min(...ratios))} to ${percent(Math.max(...ratios))})`;
 }
 
 function percentOver(a: number, b: number): string {
