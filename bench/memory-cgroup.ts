@@ -23,13 +23,15 @@ function memoryHierarchy(): { root: string; limitFile: string } {
 
 /**
  * `environment`: variables each pod's process starts with (the image's, imageRuntimeEnvironment); `stack`
- * tells apart the cgroups of two stacks one bench runs side by side.
+ * tells apart the cgroups of two stacks one bench runs side by side; `node`, a Node binary each pod runs
+ * in place of the one it is started with (another release, to compare with).
  */
 export function podMemoryLimits(
   names: string[],
   mebibytes: number,
   environment: Record<string, string> = {},
   stack = '',
+  node?: string,
 ): PodMemoryLimits {
   const { root, limitFile } = memoryHierarchy();
   const directories = names.map((name) => {
@@ -47,8 +49,12 @@ export function podMemoryLimits(
           ...Object.entries(environment).map(([variable, value]) => `${variable}=${value}`),
           '/bin/sh',
           '-c',
-          'echo $$ > "$0/cgroup.procs" && exec "$@"',
+          // With `node`, the command's own Node binary (its first word) is swapped for it.
+          node
+            ? 'echo $$ > "$0/cgroup.procs" && node="$1" && shift 2 && exec "$node" "$@"'
+            : 'echo $$ > "$0/cgroup.procs" && exec "$@"',
           directories[index]!,
+          ...(node ? [node] : []),
         ],
       ]),
     ),

@@ -3,6 +3,7 @@
 // the same run, each measured again right before the load compared with it. For each load: requests/s,
 // latency, the ratio to its ceiling, CPU milliseconds per request of every process (from /proc), Postgres
 // statements per request (pg_stat_statements) and resident memory.
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -168,6 +169,8 @@ export async function startBenchStack(
     env?: Record<string, string>;
     /** Every OTLP trace export the sink receives (JSON, as the services send it). */
     onTraces?: (body: Buffer) => void;
+    /** A Node binary the services run instead of the bench's own (with BENCH_MEMORY_LIMIT only). */
+    node?: string;
   },
 ): Promise<BenchStack> {
   const tracing = mode === 'on';
@@ -266,8 +269,16 @@ export async function startBenchStack(
         ],
       ]),
     );
+    if (options.node && !memoryLimit)
+      throw new Error('another Node for the services needs BENCH_MEMORY_LIMIT');
     if (memoryLimit)
-      pods = podMemoryLimits([...serviceNames, 'gateway (429)'], memoryLimit, podEnvironment, options.tag);
+      pods = podMemoryLimits(
+        [...serviceNames, 'gateway (429)'],
+        memoryLimit,
+        podEnvironment,
+        options.tag,
+        options.node,
+      );
     stack = await startStack({ ...config, nodeArgs, ...(pods ? { launchers: pods.launchers } : {}) });
     // A second gateway whose workspaces may make one request a minute: the door's 429 answers.
     const gatewaySpec = stack.specs.get('gateway')!;
@@ -639,6 +650,8 @@ const tracedEnvironment = Object.fromEntries(
     .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
 );
 const baselineMode: TracingMode = process.env.BENCH_BASELINE === 'on' ? 'on' : 'off';
+/** BENCH_NODE_A=<node binary>: the first stack of a comparison runs its services on that Node. */
+const nodeA = process.env.BENCH_NODE_A;
 
 /**
  * BENCH_TRACING=compare: what tracing costs, from two stacks started side by side, one traced as shipped
@@ -658,14 +671,20 @@ async function benchTracingCost(broker: BenchBroker): Promise<LoadFigures[]> {
         .join(' ')}`
     : 'on';
   const labels = [
-    `tracing ${variant}`,
-    `tracing ${baselineMode}${baselineMode === 'on' ? ' as shipped' : ''}`,
+    `tracing ${variant}${nodeA ? `, Node ${execFileSync(nodeA, ['--version']).toString().trim()}` : ''}`,
+    `tracing ${baselineMode}${baselineMode === 'on' ? ' as shipped' : ''}${nodeA ? `, Node ${process.version}` : ''}`,
   ];
   const probe = startSpeedProbe();
   const stacks: BenchStack[] = [];
   try {
     stacks.push(
-      await startBenchStack(broker, 'on', { ceilings: false, tag: 'a', probe, env: tracedEnvironment }),
+      await startBenchStack(broker, 'on', {
+        ceilings: false,
+        tag: 'a',
+        probe,
+        env: tracedEnvironment,
+        ...(nodeA ? { node: nodeA } : {}),
+      }),
     );
     stacks.push(await startBenchStack(broker, baselineMode, { ceilings: false, tag: 'b', probe }));
     const names = stacks[0]!.loads
