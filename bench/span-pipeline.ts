@@ -2,8 +2,11 @@
 // (`BENCH=spans`). A traced stack makes external sends for a few seconds, and the spans its services
 // export are collected; one send's trace, of the size most sends have, is then replayed in a loop, in
 // processes of their own, untraced, recorded (export dropped) and exported as shipped, the three taking
-// turns. In a loop the per-span figures move by a few percent between rounds, where a stack's move by a
-// third: they split a span's cost into recording and export, and judge a change to either.
+// turns. In a loop the figures move by a few percent between rounds, where a stack's pairs move by a fifth:
+// they split the pipeline's own work into recording and export, and judge a change to it. What that work
+// costs in a stack is another matter: there, work done inline with each request costs ten to twenty times
+// its loop figure, and the export, done a batch at a time, about twice (bench/RESULTS.md, twenty-fifth
+// session); a comparison of stacks (BENCH_TRACING=compare) tells that.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -183,13 +186,10 @@ export async function benchSpanPipeline(broker: BenchBroker): Promise<void> {
   console.log(`${'variant'.padEnd(54)} ${'µs per send, by round'.padEnd(36)} median  per span`);
   for (const variant of Object.keys(variants) as Variant[]) {
     const runs = figures[variant];
+    const byRound = runs.map((us) => us.toFixed(1).padStart(7)).join(' ');
+    const perSpan = median(runs) / send.length;
     console.log(
-      `${variants[variant].padEnd(54)} ${runs
-        .map((us) => us.toFixed(1).padStart(7))
-        .join(' ')
-        .padEnd(
-          36,
-        )} ${median(runs).toFixed(1).padStart(6)}  ${(median(runs) / send.length).toFixed(2).padStart(8)}`,
+      `${variants[variant].padEnd(54)} ${byRound.padEnd(36)} ${median(runs).toFixed(1).padStart(6)}  ${perSpan.toFixed(2).padStart(8)}`,
     );
   }
   const untraced = median(figures.untraced);
