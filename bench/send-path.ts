@@ -730,7 +730,6 @@ function printTracingCost(
   labels: [string, string],
   [first, second]: [LoadFigures[], LoadFigures[]],
 ): void {
-  const average = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
   // The host's speed moves within a run too, by a half in seconds at times: the pairs whose loads the
   // speed probe found running alike (its units within a tenth of each other) are also given on their own.
   const alike = (a: LoadFigures, b: LoadFigures) =>
@@ -769,16 +768,23 @@ function printTracingCost(
  * twice its standard error is not told apart from that.
  */
 function pairsSpread(ratios: number[]): string {
-  const mean = ratios.reduce((sum, ratio) => sum + ratio, 0) / ratios.length;
+  const mean = average(ratios);
   const variance = ratios.reduce((sum, ratio) => sum + (ratio - mean) ** 2, 0) / (ratios.length - 1);
   const standardError = Math.sqrt(variance / ratios.length);
-  const percent = (ratio: number) => `${ratio >= 0 ? '+' : ''}${(ratio * 100).toFixed(1)} %`;
-  return `pair by pair ${percent(mean)} on average, standard error ${(standardError * 100).toFixed(1)} points (pairs from ${percent(Math.min(...ratios))} to ${percent(Math.max(...ratios))})`;
+  return `pair by pair ${signedPercent(mean)} on average, standard error ${(standardError * 100).toFixed(1)} points (pairs from ${signedPercent(Math.min(...ratios))} to ${signedPercent(Math.max(...ratios))})`;
+}
+
+function average(values: number[]): number {
+  return values.reduce((sum, value) => sum + value, 0) / values.length;
+}
+
+/** A ratio less one as a signed percentage: 0.236 is `+23.6 %`. */
+function signedPercent(ratio: number): string {
+  return `${ratio >= 0 ? '+' : ''}${(ratio * 100).toFixed(1)} %`;
 }
 
 function percentOver(a: number, b: number): string {
-  const percent = (a / b - 1) * 100;
-  return `${percent >= 0 ? '+' : ''}${percent.toFixed(1)} %`;
+  return signedPercent(a / b - 1);
 }
 
 function tracingDescription(mode: TracingMode): string {
