@@ -73,6 +73,13 @@ const listStatements = process.env.BENCH_STATEMENTS === 'on';
 const memoryLimit = process.env.BENCH_MEMORY_LIMIT ? Number(process.env.BENCH_MEMORY_LIMIT) : undefined;
 const podEnvironment =
   memoryLimit && process.env.BENCH_IMAGE_ENV !== 'off' ? imageRuntimeEnvironment() : undefined;
+/**
+ * BENCH_CONVERSATIONS=<n> adds, right after the external send load, the same load spread over n
+ * conversations of the workspace, taken in turn. The external send load itself sends to one conversation,
+ * as in every run recorded, and its rows (the conversation, its outbox ordering) are locks that all its
+ * sends queue on, which a tenant's sends spread over its conversations do not.
+ */
+const conversationCount = Math.max(1, Number(process.env.BENCH_CONVERSATIONS ?? 1));
 /** BENCH_MEMORY=on prints, after the loads, each service's V8 heap by space beside its resident memory. */
 const listMemory = process.env.BENCH_MEMORY === 'on';
 const profileDir = fileURLToPath(new URL('./profiles/', import.meta.url));
@@ -327,7 +334,23 @@ export async function startBenchStack(
       throw new Error(
         `the first send-message answered ${firstAnswer.status} ${JSON.stringify(first)}${exitedProcesses(stack.processes, extra)}`,
       );
-    await waitFor(() => delivered >= 1, { what: 'the first webhook', timeoutMs: 30_000 });
+    const conversations = [first.conversationId];
+    for (let i = 1; i < conversationCount; i++) {
+      const answer = await fetch(`${stack.gatewayUrl}/api/v1/send-message`, {
+        method: 'POST',
+        headers: { ...key, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          phone: `+55119100${String(i).padStart(5, '0')}`,
+          message: 'first',
+          channel: 'alt-a',
+        }),
+      });
+      const { conversationId } = (await answer.json()) as { conversationId?: string };
+      if (!answer.ok || !conversationId)
+        throw new Error(`a conversation's first send answered ${answer.status}`);
+      conversations.push(conversationId);
+    }
+    await waitFor(() => delivered >= conversationCount, { what: 'the first webhooks', timeoutMs: 30_000 });
 
     let n = 0;
     const gateway = stack.gatewayUrl;
@@ -352,6 +375,22 @@ export async function startBenchStack(
         ceiling: 'ceiling: bare node:http',
         webhooksPerRequest: 1,
       },
+      ...(conversationCount > 1
+        ? [
+            {
+              name: `external send, ${conversationCount} conversations (+ webhook)`,
+              url: `${gateway}/api/external/messages/send`,
+              headers: key,
+              body: () =>
+                JSON.stringify({
+                  conversation_id: conversations[n % conversationCount],
+                  text: `bench ${n++}`,
+                }),
+              ceiling: 'ceiling: bare node:http',
+              webhooksPerRequest: 1,
+            },
+          ]
+        : []),
       {
         name: 'send-message, same contact (+ webhook)',
         url: `${gateway}/api/v1/send-message`,
