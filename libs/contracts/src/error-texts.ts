@@ -35,6 +35,7 @@ export const errorTexts = {
 export const platformTexts = {
   malformedJson: 'Corpo da requisição não é JSON válido',
   bodyTooLarge: 'Corpo da requisição excede o tamanho máximo',
+  bodyTooDeep: (levels: number) => `Corpo da requisição aninha objetos ou listas em mais de ${levels} níveis`,
   routeNotFound: 'Rota não encontrada',
   noConnectedIntegration: (channel: string) =>
     `Nenhuma integração conectada do canal "${channel}" neste workspace`,

@@ -1,5 +1,6 @@
 export * from './admin-api.js';
 export * from './app-error.js';
+export * from './body-limits.js';
 export * from './channels.js';
 export * from './commands.js';
 export * from './error-response.js';

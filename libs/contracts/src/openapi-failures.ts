@@ -1,5 +1,6 @@
 import type { OpenAPIRegistry, ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+import { maxJsonBodyDepth } from './body-limits.js';
 import { serviceOf } from './commands.js';
 import { ErrorResponse } from './error-response.js';
 import { errorTexts, platformTexts } from './error-texts.js';
@@ -74,6 +75,11 @@ function failuresOf(route: RouteDefinition): Failure[] {
     failures.push(
       failure(400, 'the body is not JSON', platformTexts.malformedJson),
       failure(413, 'the body is too large', platformTexts.bodyTooLarge),
+      failure(
+        400,
+        `the body nests objects or arrays more than ${maxJsonBodyDepth} levels deep`,
+        platformTexts.bodyTooDeep(maxJsonBodyDepth),
+      ),
     );
   }
   if (route.query) failures.push(...fieldFailures(route.query, 'query'));

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
+import { AppError, errorTexts, maxJsonBodyDepth, platformTexts } from '@inbox/contracts';
 import {
   annotateServerSpan,
   bindToActiveContext,
@@ -18,6 +18,7 @@ import express, {
   type Response,
 } from 'express';
 import type { Logger } from 'pino';
+import { nestsDeeperThan } from './json-depth.js';
 
 export type ReadinessChecks = Record<string, () => Promise<boolean> | boolean>;
 
@@ -62,9 +63,20 @@ export function answerJson(res: Response, status: number, body: unknown): void {
   else sendJson(res, status, body);
 }
 
-/** The JSON body parser with the service's limit, for routes that parse after other checks. */
+/**
+ * The JSON body parser with the service's limit, for routes that parse after other checks. A body that
+ * nests deeper than any request of the API does is refused with a 400 before a handler walks it.
+ */
 export function jsonBody(limit = '256kb'): RequestHandler {
-  return inRequestContext(express.json({ limit, type: ['application/json', 'application/*+json'] }));
+  const parse = express.json({ limit, type: ['application/json', 'application/*+json'] });
+  return inRequestContext((req, res, next) =>
+    parse(req, res, (error?: unknown) => {
+      if (error) return next(error);
+      if (nestsDeeperThan(req.body, maxJsonBodyDepth))
+        return next(AppError.badRequest(platformTexts.bodyTooDeep(maxJsonBodyDepth)));
+      next();
+    }),
+  );
 }
 
 /**

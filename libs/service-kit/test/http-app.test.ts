@@ -67,6 +67,14 @@ describe('service HTTP app', () => {
     expect(tooLarge.status).toBe(413);
     expect(await tooLarge.json()).toEqual({ error: 'Corpo da requisição excede o tamanho máximo' });
 
+    const tooDeep = await post('/echo', `${'['.repeat(33)}${']'.repeat(33)}`);
+    expect(tooDeep.status).toBe(400);
+    expect(await tooDeep.json()).toEqual({
+      error: 'Corpo da requisição aninha objetos ou listas em mais de 32 níveis',
+    });
+    const deepest = await post('/echo', `${'{"a":'.repeat(32)}1${'}'.repeat(32)}`);
+    expect(deepest.status).toBe(200);
+
     const unknown = await fetch(`${server.url}/nowhere`);
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toEqual({ error: 'Rota não encontrada' });

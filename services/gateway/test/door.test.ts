@@ -286,6 +286,30 @@ describe('HTTP hygiene', () => {
     expect((await call('DELETE', '/admin/v1/workspaces', { key: adminToken })).status).toBe(405);
   });
 
+  it('refuses a body nested deeper than any request with a 400, Idempotency-Key or not', async () => {
+    // Nested 5,000 deep, 10 KB: the idempotency record's hash of the body overflowed the stack on it (a 500).
+    const deep = (levels: number) =>
+      `${JSON.stringify(validMessage).slice(0, -1)},"x":${'['.repeat(levels)}${']'.repeat(levels)}}`;
+    const keys: Record<string, string>[] = [{}, { 'idempotency-key': `deep-${randomUUID()}` }];
+    for (const headers of keys) {
+      for (const [method, path] of [
+        ['POST', '/api/v1/send-message'],
+        ['POST', '/api/external/messages/send'],
+        ['PATCH', `/api/v1/leads/${randomUUID()}`],
+      ] as const) {
+        const answer = await call(method, path, { key: apiKey, raw: deep(5_000), headers });
+        expect(answer, `${path} ${JSON.stringify(headers)}`).toMatchObject({
+          status: 400,
+          body: { error: 'Corpo da requisição aninha objetos ou listas em mais de 32 níveis' },
+        });
+      }
+    }
+    // 32 levels, the body's own among them, are taken: the owner is not there, so the answer is its 503.
+    const deepest = await call('POST', '/api/v1/send-message', { key: apiKey, raw: deep(31) });
+    expect(deepest.status).toBe(503);
+    expect((await call('POST', '/api/v1/send-message', { key: apiKey, raw: deep(32) })).status).toBe(400);
+  });
+
   it('checks the key before judging the body', async () => {
     expect(await call('POST', '/api/v1/send-message', { raw: '{broken' })).toMatchObject({
       status: 401,

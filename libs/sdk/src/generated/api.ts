@@ -1436,6 +1436,7 @@ export interface operations {
       };
       /**
        * @description - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - phone, message, channel: absent, null or empty
        *     - body field `channel` is not valid
        *     - body field `phone` is not valid
@@ -1655,6 +1656,7 @@ export interface operations {
       };
       /**
        * @description - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - phone, templateName, channel: absent, null or empty
        *     - body field `channel` is not valid
        *     - body field `phone` is not valid
@@ -1889,6 +1891,7 @@ export interface operations {
       };
       /**
        * @description - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - conversation_id, text: absent, null or empty
        *     - body field `conversation_id` is not valid
        *     - body field `text` is not valid
@@ -2070,6 +2073,7 @@ export interface operations {
       /**
        * @description - path parameter `id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - pipeline_id, stage: absent, null or empty
        *     - body field `pipeline_id` is not valid
        *     - body field `stage` is not valid
@@ -2274,6 +2278,7 @@ export interface operations {
       };
       /**
        * @description - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `name` is not valid
        *     - body field `default_country_code` is not valid
        */
@@ -2431,6 +2436,7 @@ export interface operations {
       /**
        * @description - path parameter `workspace_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `status` is not valid
        */
       400: {
@@ -2693,6 +2699,7 @@ export interface operations {
       /**
        * @description - path parameter `workspace_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `channel` is not valid
        *     - body field `name` is not valid
        *     - body field `config` is not valid
@@ -2925,6 +2932,7 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `integration_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `status` is not valid
        */
       400: {
@@ -3359,6 +3367,7 @@ export interface operations {
       /**
        * @description - path parameter `workspace_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `name` is not valid
        *     - body field `email` is not valid
        */
@@ -3578,6 +3587,7 @@ export interface operations {
       /**
        * @description - path parameter `workspace_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `name` is not valid
        */
       400: {
@@ -3936,6 +3946,7 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `conversation_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - the body is not valid
        *     - body field `type` is not valid
        *     - body field `id` is not valid
@@ -4057,6 +4068,7 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `conversation_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `text` is not valid
        *     - body field `sender_name` is not valid
        *     - the conversation's integration is not connected
@@ -4607,6 +4619,7 @@ export interface operations {
       /**
        * @description - path parameter `workspace_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `name` is not valid
        *     - body field `stages` is not valid
        *     - body field `stages[].key` is not valid
@@ -4826,6 +4839,7 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `pipeline_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `name` is not valid
        */
       400: {
@@ -4943,6 +4957,7 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `pipeline_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `key` is not valid
        *     - body field `name` is not valid
        *     - body field `position` is not valid
@@ -5063,6 +5078,7 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `pipeline_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `keys` is not valid
        *     - body field `keys[]` is not valid
        *     - keys is not each of the pipeline's stage keys exactly once
@@ -5301,6 +5317,7 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `pipeline_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `name` is not valid
        */
       400: {
@@ -5525,6 +5542,7 @@ export interface operations {
        *     - path parameter `pipeline_id` is not valid
        *     - path parameter `contact_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `stage` is not valid
        *     - body field `conversation_id` is not valid
        *     - the pipeline is not one of this workspace
@@ -5845,6 +5863,7 @@ export interface operations {
       /**
        * @description - path parameter `workspace_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `url` is not valid
        *     - body field `events` is not valid
        *     - body field `secret` is not valid
@@ -6169,6 +6188,7 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `webhook_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `url` is not valid
        *     - body field `events` is not valid
        *     - body field `enabled` is not valid
@@ -6295,6 +6315,7 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `webhook_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `secret` is not valid
        *     - body field `grace_hours` is not valid
        */
@@ -6757,6 +6778,7 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `webhook_id` is not valid
        *     - the body is not JSON
+       *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `since` is not valid
        */
       400: {
