@@ -187,6 +187,32 @@ describe('recording a batch of attempts in one statement', () => {
     expect(await deliveryOf(other)).toMatchObject({ status: 'sending', attempts: [] });
   });
 
+  it("lets an attempt that outlived its lease settle nothing while the delivery's next lease is in flight", async () => {
+    const first = await leased();
+    // Its lease ran out and another worker leased it again: one more attempt, a lease of its own.
+    await pool.query(
+      "update deliveries set attempts = 2, lease_until = now() + interval '1 minute' where id = $1",
+      [first.id],
+    );
+    const late = outcome(first, { statusCode: 500, status: 'pending' });
+    expect(await deliveries.record(pool, [late], disableAfterMs)).toEqual([]);
+
+    const { rows } = await pool.query<{ status: string; attempts: number; lease_until: Date | null }>(
+      'select status, attempts, lease_until from deliveries where id = $1',
+      [first.id],
+    );
+    expect(rows[0]).toMatchObject({ status: 'sending', attempts: 2 });
+    expect(rows[0]!.lease_until).not.toBeNull();
+    // The late attempt happened and is in the log, but says nothing of the endpoint's health.
+    expect((await deliveryOf(first)).attempts).toEqual([{ status_code: 500, response_body: 'nope' }]);
+    expect((await endpointOf(first)).failing_since).toBeNull();
+
+    // The current attempt settles it.
+    const current = outcome({ ...first, attempts: 2 }, { statusCode: 200, status: 'delivered' });
+    await deliveries.record(pool, [current], disableAfterMs);
+    expect(await deliveryOf(first)).toMatchObject({ status: 'delivered', lease_until: null });
+  });
+
   it('leaves an endpoint whose state does not change unwritten', async () => {
     const healthy = await leased();
     const failing = await leased({ failingForMs: dayMs });

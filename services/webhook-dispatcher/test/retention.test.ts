@@ -113,6 +113,8 @@ describe('webhook delivery retention', () => {
   it('counts a delivery from when it finished, and not at all once a resend makes it pending again', async () => {
     const world = await endpointWithDeliveries();
     const id = await world.add('sending', null);
+    // As its third lease left it.
+    await pool.query('update deliveries set attempts = 3 where id = $1', [id]);
     const leased: LeasedDelivery = {
       id,
       workspace_id: world.workspaceId,
@@ -147,8 +149,8 @@ describe('webhook delivery retention', () => {
     expect((await world.left()).map((d) => d.id)).toEqual([id]);
 
     // Attempted again and failed for good: it counts from that attempt (dated past the retention here).
-    await pool.query(`update deliveries set status = 'sending' where id = $1`, [id]);
-    await deliveries.record(pool, [result], 120 * 3_600_000);
+    await pool.query(`update deliveries set status = 'sending', attempts = 4 where id = $1`, [id]);
+    await deliveries.record(pool, [{ ...result, delivery: { ...leased, attempts: 4 } }], 120 * 3_600_000);
     await new DeliveryPruner({ deliveries, logger, retentionDays: 30 }).prune();
     expect(await world.left()).toEqual([]);
   });

@@ -334,7 +334,9 @@ export class DeliveryStore {
 
   /**
    * Records a batch of attempts in one statement (one round trip, one commit, no begin/commit around
-   * it): each attempt's row, its delivery's next state, and its endpoint's health. An endpoint whose
+   * it): each attempt's row, its delivery's next state, and its endpoint's health. An attempt that
+   * outlived its lease (the delivery leased again meanwhile, one attempt more) is logged and settles
+   * nothing: neither the newer lease's row nor the endpoint's health. An endpoint whose
    * receiver answered 410 is disabled; one with no success in the batch starts (or keeps) failing, and
    * is disabled once it has failed for `disableAfterMs`; a success clears that. A delivery deleted
    * meanwhile, with its endpoint, has nothing left to record: its attempt is skipped rather than failing
@@ -377,11 +379,16 @@ export class DeliveryStore {
                 delivered_at = case when u.status = 'delivered' then u.at else d.delivered_at end,
                 finished_at = case when u.status in ('delivered', 'failed') then u.at end
            from u
-          -- As in the lease, a condition no partial index matches: the rows are found by key.
-          where d.id = u.id and d.workspace_id = u.workspace_id and case d.status when 'sending' then true else false end),
+          -- As in the lease, a condition no partial index matches: the rows are found by key. Only the
+          -- attempt of the delivery's current lease settles it (each lease counts one more attempt): one
+          -- that outlived its lease, while a newer attempt is in flight, leaves that one's row alone.
+          where d.id = u.id and d.workspace_id = u.workspace_id and d.attempts = u.attempt
+            and case d.status when 'sending' then true else false end
+         returning d.id),
+       -- Judged on the attempts that settled their delivery: a late one tells of a lease already given up.
        outcome as (
-         select endpoint_id, workspace_id, bool_or(status = 'delivered') as success, bool_or(gone) as gone
-           from u group by endpoint_id, workspace_id),
+         select u.endpoint_id, u.workspace_id, bool_or(u.status = 'delivered') as success, bool_or(u.gone) as gone
+           from u join settled s on s.id = u.id group by u.endpoint_id, u.workspace_id),
        judged as (
          select e.id, o.success,
                 case when not e.enabled then null
