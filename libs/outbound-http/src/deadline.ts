@@ -30,6 +30,24 @@ export class Deadline {
     this.detach = () => outer.removeEventListener('abort', follow);
   }
 
+  /**
+   * `work`, or a rejection with the deadline's reason once the signal aborts, whichever comes first.
+   * undici acts on an abort only once the request is on a connection: one still queued for a connection
+   * would outlive its bound until it got one (and then be aborted, unsent).
+   */
+  race<T>(work: Promise<T>): Promise<T> {
+    const signal = this.signal;
+    if (signal.aborted) {
+      work.catch(() => undefined);
+      return Promise.reject(signal.reason);
+    }
+    return new Promise<T>((resolve, reject) => {
+      const abort = () => reject(signal.reason);
+      signal.addEventListener('abort', abort, { once: true });
+      work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+    });
+  }
+
   clear(): void {
     clearTimeout(this.timer);
     this.detach?.();

@@ -49,7 +49,10 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
       const policy = AddressPolicy.fromSetting(options.allowedCidrs);
       const timeoutMs = options.timeoutMs ?? 15_000;
       const perEndpointConcurrency = options.perEndpointConcurrency ?? 8;
-      const agent = guardedAgent(policy, timeoutMs, perEndpointConcurrency);
+      // No cap per origin: endpoints of many workspaces may share a receiver's host, and a cap there would
+      // make one slow endpoint's attempts hold the connections the others wait for. The lease bounds
+      // each endpoint's attempts in flight, and the worker's concurrency all of them.
+      const agent = guardedAgent(policy, timeoutMs);
       const endpoints = new EndpointStore(pool, new SecretBox(options.encryptionKey));
       const deliveries = new DeliveryStore(pool);
       const batches = new ScheduleBatches(deliveries);

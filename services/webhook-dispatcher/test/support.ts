@@ -26,6 +26,8 @@ export async function migratedPool(): Promise<Pool> {
 }
 
 export interface Hit {
+  /** The request's path and query. */
+  path: string;
   headers: IncomingHttpHeaders;
   body: string;
   at: number;
@@ -46,7 +48,12 @@ export async function receiver(
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const hit = { headers: req.headers, body: Buffer.concat(chunks).toString(), at: Date.now() };
+      const hit = {
+        path: req.url ?? '/',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString(),
+        at: Date.now(),
+      };
       hits.push(hit);
       answer(hit, res, hits.length - 1);
     });
@@ -123,7 +130,7 @@ export function loopbackWorker(
   const timeoutMs = overrides.timeoutMs ?? 2_000;
   return new DeliveryWorker({
     ...stores,
-    agent: guardedAgent(policy, timeoutMs, 8),
+    agent: guardedAgent(policy, timeoutMs),
     policy,
     logger: createLogger('dispatcher-test', { level: 'silent' }),
     timeoutMs,

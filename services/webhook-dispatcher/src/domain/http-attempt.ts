@@ -70,13 +70,15 @@ export async function attemptDelivery(
   const deadline = new Deadline(deps.timeoutMs);
   const signal = deadline.signal;
   try {
-    const response = await request(input.url, {
-      method: 'POST',
-      body: input.body,
-      headers: { ...input.traceHeaders, ...deliveryHeaders({ ...input, now: new Date() }) },
-      dispatcher: deps.agent,
-      signal,
-    });
+    const response = await deadline.race(
+      request(input.url, {
+        method: 'POST',
+        body: input.body,
+        headers: { ...input.traceHeaders, ...deliveryHeaders({ ...input, now: new Date() }) },
+        dispatcher: deps.agent,
+        signal,
+      }),
+    );
     response.body.on('error', () => undefined);
     let responseBody: string | null = null;
     try {
