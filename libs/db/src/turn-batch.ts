@@ -23,10 +23,10 @@ interface Waiting<I, O> {
  * three or so to a turn under load, and each round trip saved is a statement Postgres no longer binds,
  * runs and commits (bench/RESULTS.md, nineteenth session).
  *
- * A batch is one statement, all or nothing. When it fails for one of its rows (a data exception or a
- * broken constraint, SQLSTATE classes 22 and 23), every call is run again on its own, so one caller's
- * row fails that caller alone and never the other workspaces' calls that shared its turn. Any other
- * failure (the connection, a timeout) is every call's.
+ * A batch is one statement, all or nothing. When it fails for one of its rows (a data exception, a
+ * broken constraint or a value past a limit, SQLSTATE classes 22, 23 and 54), every call is run again on
+ * its own, so one caller's row fails that caller alone and never the other workspaces' calls that
+ * shared its turn. Any other failure (the connection, a timeout) is every call's.
  */
 export class TurnBatch<I, O> {
   private waiting: Waiting<I, O>[] = [];
@@ -94,8 +94,11 @@ export class TurnBatch<I, O> {
   }
 }
 
-/** A failure that one row of a statement can cause: a data exception (22) or a broken constraint (23). */
+/**
+ * A failure that one row of a statement can cause: a data exception (22), a broken constraint (23), or a
+ * value past one of Postgres's limits (54: a provider's id too long for an index entry, say).
+ */
 function isRowError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+  return typeof code === 'string' && ['22', '23', '54'].includes(code.slice(0, 2));
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createDatabase } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createPool, type Pool, TurnBatch } from '../src/index.js';
@@ -14,6 +15,8 @@ beforeAll(async () => {
   await pool.query(
     'create table turnbatch.notes (id int primary key, body text not null check (body <> $$$$))',
   );
+  // An index entry has a size limit (about 2.7 KB) a caller's row can break too.
+  await pool.query('create index notes_by_body on turnbatch.notes (body)');
 });
 afterAll(async () => {
   await pool.end();
@@ -117,6 +120,20 @@ describe('TurnBatch', () => {
     expect(settled[2]).toEqual({ status: 'fulfilled', value: 330 });
     expect(ran).toEqual({ batches: [3], alone: 3 });
     expect(await stored([31, 32, 33])).toEqual([31, 33]);
+  });
+
+  it("fails only the call whose row is too large for an index entry: the turn's other calls are written", async () => {
+    const { batch, ran } = noteBatch();
+    // Random bytes, so that compression cannot bring the entry under the limit.
+    const huge = randomBytes(6_000).toString('base64');
+    const settled = await Promise.allSettled([
+      batch.run({ id: 51, body: 'fine' }),
+      batch.run({ id: 52, body: huge }),
+    ]);
+    expect(settled[0]).toEqual({ status: 'fulfilled', value: 510 });
+    expect(settled[1]).toMatchObject({ status: 'rejected', reason: { code: '54000' } });
+    expect(ran).toEqual({ batches: [2], alone: 2 });
+    expect(await stored([51, 52])).toEqual([51]);
   });
 
   it('fails every call of the batch together when the statement fails for no row of its own', async () => {

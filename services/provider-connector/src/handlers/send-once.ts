@@ -3,6 +3,7 @@ import { Deadline, type OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import type { ReplyContexts, VisitorDelivery } from '../adapters/channel-adapter.js';
 import { type ProviderCall, ProviderError } from '../adapters/index.js';
+import { storableProviderId } from '../domain/inbound-bounds.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 import { oauthTokens } from '../store/oauth-tokens.js';
 
@@ -47,7 +48,7 @@ export async function sendOnce(
   const deadline = new Deadline(providerTimeoutMs);
   const signal = deadline.signal;
   try {
-    const { providerMessageId } = await send(stored, {
+    const answered = await send(stored, {
       guard,
       logger,
       signal,
@@ -56,6 +57,9 @@ export async function sendOnce(
       ...(visitors ? { visitors: visitors(stored.integration.id, ids.messageId) } : {}),
       ...(replyContexts ? { replyContexts: replyContexts(stored.integration.id) } : {}),
     });
+    // As a status callback's id is stored (a digest past 256 characters), so that the two still match:
+    // a provider may answer any id, and one too long for an index entry failed the record.
+    const providerMessageId = storableProviderId(answered.providerMessageId);
     const sentAt = new Date();
     await store.recordSend(ids.workspaceId, stored.integration.id, ids.messageId, providerMessageId, sentAt);
     return { provider_message_id: providerMessageId, sent_at: sentAt.toISOString() };
