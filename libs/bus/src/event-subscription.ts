@@ -1,5 +1,6 @@
 import {
   type ConsumerName,
+  type EventData,
   type EventEnvelope,
   type EventType,
   type eventConsumers,
@@ -7,6 +8,7 @@ import {
   type WireEvent,
 } from '@inbox/contracts';
 import type { Bus, ConsumeOptions, Delivery } from './bus.js';
+import { UnreadableEvent } from './unreadable-event.js';
 
 /** A durable consumer's settings; its filter follows from the event types it takes. */
 export type SubscriptionOptions = Omit<ConsumeOptions, 'filter'>;
@@ -46,7 +48,7 @@ const takes = <T extends EventType>(types: readonly T[], type: string): type is 
 
 /**
  * Subscribes a durable consumer to the handlers' event types. The data is parsed here, the one place a
- * consumer reads it: data of another shape fails the delivery, which is retried and then dead-lettered.
+ * consumer reads it: data of another shape is dead-lettered at once (UnreadableEvent), never retried.
  */
 export function consumeEvents<T extends EventType>(
   bus: Bus,
@@ -57,7 +59,12 @@ export function consumeEvents<T extends EventType>(
   return bus.consume({ ...options, filter: filterFor(types) }, async (event, delivery) => {
     if (!takes(types, event.type)) return;
     const handler = handlers[event.type] as (event: EventEnvelope<T>, delivery: Delivery) => Promise<void>;
-    const data = parseEventData(event.type, event.data);
+    let data: EventData<T>;
+    try {
+      data = parseEventData(event.type, event.data);
+    } catch (error) {
+      throw new UnreadableEvent(event.type, error);
+    }
     await handler({ ...event, type: event.type, data } as EventEnvelope<T>, delivery);
   });
 }

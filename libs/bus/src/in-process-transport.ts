@@ -26,6 +26,7 @@ import { noResponderError, replyFromError, resultFromReply, timeoutError } from 
 import { InFlight } from './in-flight.js';
 import { timeCommand } from './metrics.js';
 import { subjectMatches } from './subjects.js';
+import { failsEveryDelivery } from './unreadable-event.js';
 
 type AnyHandler = (payload: unknown) => Promise<unknown>;
 
@@ -227,7 +228,7 @@ export class InProcessBus implements Bus {
     } catch (error) {
       this.options.onHandlerError?.(error, { subject: eventSubject(event.type) });
       const maxDeliver = durable.options.maxDeliver ?? busDefaults.maxDeliver;
-      if (attempt >= maxDeliver) {
+      if (attempt >= maxDeliver || failsEveryDelivery(error)) {
         this.letters.push({
           durable: durable.options.durable,
           event,

@@ -25,3 +25,4 @@ export { NatsBus, type NatsBusOptions } from './nats-transport.js';
 export type { RabbitBus, RabbitBusOptions } from './rabbitmq-transport.js';
 export { Slots } from './slots.js';
 export { SubjectNames, subjectMatches } from './subjects.js';
+export { UnreadableEvent } from './unreadable-event.js';

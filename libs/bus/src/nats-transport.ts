@@ -53,6 +53,7 @@ import { notePending, redeliveries, timeCommand } from './metrics.js';
 import { connectCoalescing } from './nats-turn-writes.js';
 import { PendingCalls } from './pending-calls.js';
 import { SubjectNames } from './subjects.js';
+import { failsEveryDelivery } from './unreadable-event.js';
 
 export interface NatsBusOptions {
   url: string;
@@ -450,7 +451,7 @@ export class NatsBus implements Bus {
       msg.ack();
     } catch (error) {
       this.options.onHandlerError?.(error, { subject: eventSubject(event.type) });
-      if (attempt >= maxDeliver) {
+      if (attempt >= maxDeliver || failsEveryDelivery(error)) {
         await this.giveUp(msg, durable, event, error, attempt, delays);
       } else {
         msg.nak(delays[Math.min(attempt - 1, delays.length - 1)] ?? 0);

@@ -56,6 +56,7 @@ import {
 } from './rabbitmq-messages.js';
 import { RabbitNames } from './rabbitmq-names.js';
 import { declareDurable, declareExchanges } from './rabbitmq-topology.js';
+import { failsEveryDelivery } from './unreadable-event.js';
 
 export interface RabbitBusOptions {
   /** `amqp://user:password@host:5672/vhost` (or `amqps://…`). */
@@ -577,7 +578,7 @@ export class RabbitBus implements Bus {
       await acks.ack(message);
     } catch (error) {
       this.report(error, eventSubject(event.type));
-      if (attempt >= maxDeliver) {
+      if (attempt >= maxDeliver || failsEveryDelivery(error)) {
         await this.giveUp(acks, message, durable, error, attempt, delays);
       } else {
         await this.retryLater(

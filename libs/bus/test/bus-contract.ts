@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, type WireEvent } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Bus } from '../src/index.js';
+import { type Bus, consumeEvents } from '../src/index.js';
 
 /** Creates `replicas` buses that see the same subjects and streams (one "installation"). */
 export type BusFactory = (replicas: number) => Promise<Bus[]>;
@@ -281,6 +281,53 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
       expect(letters).toEqual([{ durable: 'poison', event: poison, error: 'cannot handle', attempts: 3 }]);
       // Reading the dead letters leaves them where they are.
       expect(await bus!.deadLetters('poison')).toEqual(letters);
+    });
+
+    it('dead-letters an event whose data its schema does not read on its first delivery, never retrying it', async () => {
+      const [bus] = await make();
+      const handled: string[] = [];
+      // Retried, the unreadable event would wait a minute before its next delivery.
+      await consumeEvents(
+        bus!,
+        { durable: 'unreadable', maxDeliver: 5, redeliveryDelaysMs: [60_000] },
+        {
+          'inbound.status': async (e) => {
+            handled.push(e.id);
+          },
+        },
+      );
+      const unreadable = { ...event('inbound.status'), data: { status: 'seen' } };
+      const readable = {
+        ...event('inbound.status'),
+        data: {
+          workspace_id: workspace.id,
+          integration_id: randomUUID(),
+          provider_message_id: 'wamid.1',
+          status: 'delivered',
+          error: null,
+        },
+      };
+      await bus!.publish(unreadable);
+      await bus!.publish(readable);
+      const letters = await waitFor(
+        async () => {
+          const found = await bus!.deadLetters('unreadable');
+          return found.length > 0 ? found : undefined;
+        },
+        { what: 'the unreadable event among the dead letters' },
+      );
+      expect(letters).toEqual([
+        {
+          durable: 'unreadable',
+          event: unreadable,
+          error: expect.stringMatching(
+            /^inbound\.status data does not match its schema: workspace_id: .*; status: /,
+          ),
+          attempts: 1,
+        },
+      ]);
+      await waitFor(() => handled.length === 1, { what: 'the readable event' });
+      expect(handled).toEqual([readable.id]);
     });
 
     it('does not redeliver events that wait longer than the ack deadline behind a slow handler', async () => {
