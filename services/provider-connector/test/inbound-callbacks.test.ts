@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -95,7 +95,59 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
         },
       }),
     });
-  return { url, store, secrets, integration, callback };
+  /** A Cloud API integration, whose callbacks batch many messages in one body, signed by its app secret. */
+  const officialIntegration = async () => {
+    const workspaceId = randomUUID();
+    const appSecret = `app-${randomUUID()}`;
+    const created = await store.create(workspaceId, {
+      channel: 'chat-official',
+      config: {
+        base_url: 'https://graph.facebook.com',
+        phone_number_id: '1',
+        waba_id: '2',
+        access_token: 'a',
+        app_secret: appSecret,
+        verify_token: 'v',
+      },
+      accountId: randomUUID(),
+    });
+    return { id: created.integration.id, workspaceId, appSecret };
+  };
+  const batchCallback = (target: { id: string; appSecret: string }, messages: number) => {
+    const body = JSON.stringify({
+      object: 'whatsapp_business_account',
+      entry: [
+        {
+          id: '2',
+          changes: [
+            {
+              field: 'messages',
+              value: {
+                messaging_product: 'whatsapp',
+                metadata: { phone_number_id: '1' },
+                messages: Array.from({ length: messages }, (_, i) => ({
+                  from: '5511944440001',
+                  id: `wamid.${randomUUID()}`,
+                  timestamp: String(1_700_000_000 + i),
+                  type: 'text',
+                  text: { body: `m${i}` },
+                })),
+              },
+            },
+          ],
+        },
+      ],
+    });
+    return fetch(`${url}/inbound/chat-official/${target.id}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-hub-signature-256': `sha256=${createHmac('sha256', target.appSecret).update(body).digest('hex')}`,
+      },
+      body,
+    });
+  };
+  return { url, store, secrets, integration, callback, officialIntegration, batchCallback };
 }
 
 async function eventsOf(workspaceId: string) {
@@ -164,6 +216,40 @@ describe('inbound callbacks', () => {
     const refused = answers.find((answer) => answer.status === 429)!;
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect((await connector.callback(quiet)).status).toBe(200);
+  });
+
+  it('records a callback of many messages a hundred per transaction, each message once', async () => {
+    const connector = await startConnector();
+    const target = await connector.officialIntegration();
+    // The integration known, so that what follows takes connections for its transactions only.
+    expect((await connector.batchCallback(target, 1)).status).toBe(200);
+    const connect = pool.connect.bind(pool);
+    let transactions = 0;
+    pool.connect = ((...args: Parameters<Pool['connect']>) => {
+      transactions++;
+      return connect(...args);
+    }) as Pool['connect'];
+    try {
+      expect((await connector.batchCallback(target, 250)).status).toBe(200);
+    } finally {
+      pool.connect = connect;
+    }
+    expect(transactions).toBe(3);
+    expect(await eventsOf(target.workspaceId)).toHaveLength(251);
+  });
+
+  it("charges a callback's every message to its integration's budget, and no other integration's", async () => {
+    const connector = await startConnector({ perSecond: 5, burst: 10 });
+    const batching = await connector.officialIntegration();
+    const other = await connector.officialIntegration();
+    // Taken whole, however many it carries.
+    expect((await connector.batchCallback(batching, 30)).status).toBe(200);
+    expect(await eventsOf(batching.workspaceId)).toHaveLength(30);
+    // Thirty callbacks' worth spent: the next waits its turn, another integration's does not.
+    const next = await connector.batchCallback(batching, 1);
+    expect(next.status).toBe(429);
+    expect(Number(next.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect((await connector.batchCallback(other, 1)).status).toBe(200);
   });
 
   it('costs one lookup and one decrypt per integration for a burst of callbacks', async () => {

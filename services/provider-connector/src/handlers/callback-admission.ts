@@ -106,6 +106,15 @@ export class CallbackAdmission {
     return { admitted: true, stored };
   }
 
+  /**
+   * Charges an admitted callback's other items to its integration's budget: one body carrying thousands
+   * of messages (a provider's batch, or a tenant signing its own) costs what as many callbacks would. The
+   * callback is taken; the integration's next ones wait their turn (429) until the budget has refilled.
+   */
+  async chargeItems(integrationId: string, items: number): Promise<void> {
+    if (items > 1) await this.perIntegration.penalty(integrationId, items - 1);
+  }
+
   private refusedCaller(blocked: RateLimiterRes): Admission {
     refusals.add(1, { reason: 'unknown_integrations' });
     return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(blocked.msBeforeNext) };

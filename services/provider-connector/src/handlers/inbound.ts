@@ -135,6 +135,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
         }
         batch = resolved;
       }
+      await admission.chargeItems(found.integration.id, batch.messages.length + batch.statuses.length);
       for (const { providerMessageId, reason } of batch.unreadable ?? []) {
         deps.logger.warn(
           { integration_id: found.integration.id, provider_message_id: providerMessageId, reason },
@@ -196,8 +197,29 @@ async function resolveNotified(
   return resolved;
 }
 
+/**
+ * The most items one transaction records. A callback may carry thousands (a 1 MiB body of short
+ * messages): in one transaction it held a pool connection for seconds, and the outbox relays' snapshot
+ * fence with it, while every other tenant's callbacks and sends waited. A provider that gets no answer
+ * delivers the callback again, and what was recorded is then taken in once.
+ */
+export const itemsPerTransaction = 100;
+
 async function recordBatch(deps: RecordDeps, found: CallbackIntegration, batch: InboundBatch) {
-  await withTransaction(deps.pool, (client) => recordInTransaction(client, deps.logger, found, batch));
+  for (const part of partsOf(batch, itemsPerTransaction))
+    await withTransaction(deps.pool, (client) => recordInTransaction(client, deps.logger, found, part));
+}
+
+/** The batch in parts of at most `size` items, its messages first and then its statuses, as recorded. */
+function* partsOf(batch: InboundBatch, size: number): Generator<InboundBatch> {
+  const { messages, statuses } = batch;
+  for (let start = 0; start < messages.length + statuses.length; start += size) {
+    const end = start + size;
+    yield {
+      messages: messages.slice(start, end),
+      statuses: statuses.slice(Math.max(0, start - messages.length), Math.max(0, end - messages.length)),
+    };
+  }
 }
 
 /**
