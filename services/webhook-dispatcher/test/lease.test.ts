@@ -83,6 +83,27 @@ describe('leasing due deliveries', () => {
     expect(leased.map((d) => [d.endpoint_id, d.event_id])).toEqual([[quiet.id, waiting]]);
   });
 
+  it('gives an endpoint whose receiver is failing one attempt in flight until one succeeds', async () => {
+    await clear();
+    const failing = await endpoint();
+    const healthy = await endpoint();
+    await pool.query("update endpoints set failing_since = now() - interval '1 hour' where id = $1", [
+      failing.id,
+    ]);
+    const failingEvents = await schedule(failing, 5);
+    await schedule(healthy, 5);
+
+    const first = await lease(128, 8);
+    expect(eventsOf(first, failing.id)).toEqual([failingEvents[0]]);
+    expect(eventsOf(first, healthy.id)).toHaveLength(5);
+    // Its probe in flight: nothing more for it.
+    expect(await lease(128, 8)).toEqual([]);
+
+    // It answered: its room is the cap again.
+    await pool.query('update endpoints set failing_since = null where id = $1', [failing.id]);
+    expect(eventsOf(await lease(128, 8), failing.id)).toEqual(failingEvents.slice(1).sort());
+  });
+
   it("takes the earliest due deliveries up to each endpoint's room, and none not yet due", async () => {
     await clear();
     const a = await endpoint();

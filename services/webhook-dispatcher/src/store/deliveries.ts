@@ -195,8 +195,8 @@ export class DeliveryStore {
   /**
    * Leases up to `limit` due deliveries for this worker, the oldest due first. Due: pending and its time
    * has come, or leased by a worker that died (lease expired). Each endpoint gets no more than its room:
-   * its concurrency cap less its attempts in flight, and for an endpoint with a rate limit also less its
-   * attempts of the last second; a disabled endpoint gets none. For ordered endpoints, skipped: any
+   * its concurrency cap (one while its receiver is failing) less its attempts in flight, and for an
+   * endpoint with a rate limit also less its attempts of the last second; a disabled endpoint gets none. For ordered endpoints, skipped: any
    * delivery with an earlier one of the same conversation still undelivered, or whose conversation has
    * an earlier event not yet scheduled (still on its way through the broker). A gap older than
    * `gapWaitMs` stops holding: its event was lost to the dispatcher (dead-lettered), and holding the
@@ -237,9 +237,12 @@ export class DeliveryStore {
        -- Each endpoint's attempts in flight, counted through its own entries in the index of leased
        -- deliveries (one scan of the whole index read every delivery finished since the last vacuum: a
        -- finished one leaves its entry behind until then).
+       -- An endpoint whose receiver is failing (no success since failing_since) gets one attempt in
+       -- flight, as a probe, until one succeeds: dead or hanging receivers would otherwise take the
+       -- whole worker's slots, each up to the cap, from every other workspace.
        room as (
          select e.id, e.workspace_id, e.ordered,
-                greatest(0, least($2 - b.n,
+                greatest(0, least(case when e.failing_since is null then $2 else 1 end - b.n,
                   case when e.max_per_second is null then $2
                        -- Attempts started in the last second, counted for endpoints with a rate limit only.
                        else e.max_per_second - b.n
