@@ -1,4 +1,4 @@
-import type { Server, ServerResponse } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Slots } from '@inbox/bus';
 import type { Express } from 'express';
@@ -15,9 +15,39 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
-export function listen(app: Express, port: number, host = '0.0.0.0'): Promise<RunningServer> {
+/**
+ * How long a client may take to send a request, headers and body, before it is answered 408 and its
+ * connection closed: Node's own bounds (60 s for the headers, 300 s for the whole request) let a caller
+ * trickling bodies hold a connection and its buffered bytes for five minutes each. Half a minute sends a
+ * 1 MiB callback at 35 KB/s. The bounds are checked every `checkIntervalMs` (Node: 30 s).
+ */
+export interface RequestBounds {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  checkIntervalMs: number;
+}
+
+export const defaultRequestBounds: RequestBounds = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  checkIntervalMs: 5_000,
+};
+
+export function listen(
+  app: Express,
+  port: number,
+  host = '0.0.0.0',
+  bounds: RequestBounds = defaultRequestBounds,
+): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host);
+    const server = createServer(
+      {
+        headersTimeout: bounds.headersTimeoutMs,
+        requestTimeout: bounds.requestTimeoutMs,
+        connectionsCheckingInterval: bounds.checkIntervalMs,
+      },
+      app,
+    ).listen(port, host);
     let closing = false;
     const inFlight = new Slots<ServerResponse>();
     // While closing, every answer ends its connection, so pooled clients (load balancers) move on.
