@@ -287,4 +287,19 @@ describe('the live chat widget API', () => {
     const demo = await fetch(`${replicas[0]}/livechat/${integrationId}/demo`);
     expect(await demo.text()).toContain(`data-integration="${integrationId}"`);
   });
+
+  it("budgets an address's new sessions by integration, whichever of its origins the address names", async () => {
+    // On the second replica, whose budget no other test spent; five a minute, alternating the two origins.
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await widget(1, 'sessions', {
+        method: 'POST',
+        origin: i % 2 === 0 ? site : 'https://other.example',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `V${i}` }),
+      });
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([201, 201, 201, 201, 201, 429]);
+  });
 });

@@ -29,7 +29,7 @@ export interface LivechatDeps {
 }
 
 export interface LivechatLimits {
-  /** Sessions one address may open from one origin, per minute. */
+  /** Sessions one address may open for one integration, per minute. */
   sessionsPerMinute: number;
   /** Messages one session may post per 30 seconds. */
   messagesPerSession: number;
@@ -163,7 +163,9 @@ export function livechatRoutes(deps: LivechatDeps): Router {
   router.post('/livechat/:integrationId/sessions', admit, json, async (req, res) => {
     const stored = found.get(req)!;
     const origin = req.get('origin')!;
-    if (!(await spend(res, sessionBudget, `${stored.integration.id}|${origin}|${req.ip}`))) return;
+    // By address alone: outside a browser a caller writes whichever Origin the integration lists, and a
+    // budget per origin gave it one budget for each.
+    if (!(await spend(res, sessionBudget, `${stored.integration.id}|${req.ip}`))) return;
     const name = field(req.body, 'name', livechatBounds.nameChars);
     if (!name) {
       refuse(res, 400, platformTexts.livechatNameInvalid);
@@ -228,7 +230,14 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     res.flushHeaders();
     // Tells EventSource clients how soon to come back; our widget does the same on its own.
     res.write('retry: 2000\n\n');
-    if (!deps.streams.attach(visitor.id, res, lastSeenSeq(req.get('last-event-id')))) {
+    if (
+      !deps.streams.attach(
+        found.get(req)!.integration.id,
+        visitor.id,
+        res,
+        lastSeenSeq(req.get('last-event-id')),
+      )
+    ) {
       res.end();
     }
   });

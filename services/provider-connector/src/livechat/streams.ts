@@ -29,12 +29,22 @@ interface Stream {
 
 export interface StreamLimits {
   perSession: number;
+  /**
+   * One integration's share of the process: its widgets' visitors open streams at will (a session costs
+   * nothing but a name), and without a share one tenant's could take every stream the process allows.
+   */
+  perIntegration: number;
   perProcess: number;
   /** How often every open stream looks for messages a lost notice did not announce, and keeps alive. */
   sweepMs: number;
 }
 
-export const defaultStreamLimits: StreamLimits = { perSession: 5, perProcess: 10_000, sweepMs: 5_000 };
+export const defaultStreamLimits: StreamLimits = {
+  perSession: 5,
+  perIntegration: 2_000,
+  perProcess: 10_000,
+  sweepMs: 5_000,
+};
 
 /**
  * The widget streams this replica holds, by session. A new message is announced to every replica by a
@@ -43,6 +53,8 @@ export const defaultStreamLimits: StreamLimits = { perSession: 5, perProcess: 10
  */
 export class LivechatStreams {
   private readonly sessions = new Map<string, Set<Stream>>();
+  /** Open streams by integration, for those that have any. */
+  private readonly byIntegration = new Map<string, number>();
   private open = 0;
   private sweeper: NodeJS.Timeout | undefined;
 
@@ -52,18 +64,28 @@ export class LivechatStreams {
     readonly limits: StreamLimits = defaultStreamLimits,
   ) {}
 
-  /** False when the session or this process already holds as many streams as allowed. */
-  attach(sessionId: string, res: Response, afterSeq: bigint): boolean {
+  /** False when the session, its integration or this process already holds as many streams as allowed. */
+  attach(integrationId: string, sessionId: string, res: Response, afterSeq: bigint): boolean {
     const streams = this.sessions.get(sessionId) ?? new Set<Stream>();
-    if (streams.size >= this.limits.perSession || this.open >= this.limits.perProcess) return false;
+    const ofIntegration = this.byIntegration.get(integrationId) ?? 0;
+    if (
+      streams.size >= this.limits.perSession ||
+      ofIntegration >= this.limits.perIntegration ||
+      this.open >= this.limits.perProcess
+    )
+      return false;
     const stream: Stream = { res, lastSeq: afterSeq, pending: Promise.resolve() };
     streams.add(stream);
     this.sessions.set(sessionId, streams);
+    this.byIntegration.set(integrationId, ofIntegration + 1);
     this.open++;
     res.on('close', () => {
       streams.delete(stream);
       this.open--;
       if (streams.size === 0) this.sessions.delete(sessionId);
+      const left = this.byIntegration.get(integrationId)! - 1;
+      if (left === 0) this.byIntegration.delete(integrationId);
+      else this.byIntegration.set(integrationId, left);
     });
     this.read(sessionId, stream);
     return true;
