@@ -1,7 +1,7 @@
-import { lookup as dnsLookup } from 'node:dns';
 import { isIP } from 'node:net';
 import { platformTexts } from '@inbox/contracts';
 import type { AddressPolicy } from './address-policy.js';
+import { hostResolver } from './host-resolver.js';
 
 /** Why a URL was refused. */
 export interface UrlRefusal {
@@ -26,10 +26,9 @@ export async function checkUrl(url: string, policy: AddressPolicy): Promise<UrlR
   const host = hostOf(new URL(url));
   const addresses = isIP(host)
     ? [host]
-    : await new Promise<string[]>((resolve) =>
-        dnsLookup(host, { all: true }, (error, found) =>
-          resolve(error ? [] : found.map((entry) => entry.address)),
-        ),
+    : await hostResolver.resolve(host).then(
+        (found) => found.map((entry) => entry.address),
+        () => [],
       );
   if (addresses.length === 0) return { text: platformTexts.destinationUnresolvable(host), host };
   const forbidden = addresses.find((address) => !policy.permits(address));

@@ -1,5 +1,6 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
 import type { AddressPolicy } from './address-policy.js';
+import { type HostResolver, hostResolver } from './host-resolver.js';
 import { Agent } from './undici-parts.js';
 
 /** An outbound call aimed at an address the policy refuses: a literal one, or what a name resolved to. */
@@ -8,21 +9,28 @@ export class ForbiddenAddressError extends Error {
 }
 
 /**
- * An HTTP agent whose DNS lookup refuses forbidden addresses at connect time, so a name that resolves to
- * a private address (or is re-pointed there after the URL was accepted) is never reached. Literal
- * addresses never go through a lookup: callers check those against the policy themselves.
+ * An HTTP agent whose lookup refuses forbidden addresses at connect time, so a name that resolves to a
+ * private address (or is re-pointed there after the URL was accepted) is never reached. Names are
+ * resolved off libuv's thread pool (HostResolver). Literal addresses never go through a lookup: callers
+ * check those against the policy themselves.
  */
-export function guardedAgent(policy: AddressPolicy, timeoutMs: number, connectionsPerOrigin?: number): Agent {
+export function guardedAgent(
+  policy: AddressPolicy,
+  timeoutMs: number,
+  connectionsPerOrigin?: number,
+  resolver: HostResolver = hostResolver,
+): Agent {
   return new Agent({
     // Keep-alive connections, at most this many per origin when given.
     connections: connectionsPerOrigin ?? null,
     connect: {
       timeout: timeoutMs,
       lookup: (hostname, options, callback) => {
-        dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-          if (error) return callback(error, '', 0);
-          const list = addresses as LookupAddress[];
-          const permitted = list.filter((entry) => policy.permits(entry.address));
+        const { family, all } = options as { family?: number; all?: boolean };
+        const answer = (addresses: LookupAddress[]) => {
+          const ofFamily =
+            family === 4 || family === 6 ? addresses.filter((entry) => entry.family === family) : addresses;
+          const permitted = ofFamily.filter((entry) => policy.permits(entry.address));
           if (permitted.length === 0) {
             return callback(
               new ForbiddenAddressError(`${hostname} resolves only to forbidden addresses`),
@@ -30,10 +38,10 @@ export function guardedAgent(policy: AddressPolicy, timeoutMs: number, connectio
               0,
             );
           }
-          if ((options as { all?: boolean }).all)
-            return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, permitted);
+          if (all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, permitted);
           return callback(null, permitted[0]!.address, permitted[0]!.family);
-        });
+        };
+        resolver.resolve(hostname).then(answer, (error: NodeJS.ErrnoException) => callback(error, '', 0));
       },
     },
     headersTimeout: timeoutMs,
