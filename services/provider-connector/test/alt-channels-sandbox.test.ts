@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { InProcessBus } from '@inbox/bus';
-import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
+import { OutboxRelay, type Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox } from '../../provider-sandbox/src/index.js';
 import { ALT_A_CALLBACK_HEADER, altAAdapter } from '../src/adapters/alt-a.js';
 import { altBAdapter } from '../src/adapters/alt-b.js';
@@ -15,6 +13,7 @@ import type { ProviderCall } from '../src/adapters/channel-adapter.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
 import { IntegrationStore } from '../src/store/integrations.js';
+import { migratedPool } from './support.js';
 
 // The connector's alt-a and alt-b adapters against the sandbox's Evolution API v2 and Z-API emulators,
 // which answer and call back as those providers do at their default settings: integrations created
@@ -39,12 +38,7 @@ async function listen(app: { listen: (port: number, host: string) => Server }): 
 }
 
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'connector' });
-  await migrate(pool, {
-    schema: 'connector',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
+  pool = await migratedPool();
   store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
   // The events stay in the outbox, where the tests read them.
   const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });

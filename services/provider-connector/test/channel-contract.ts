@@ -1,20 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { InProcessBus } from '@inbox/bus';
 import type { IntegrationChannel } from '@inbox/contracts';
-import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
+import { OutboxRelay, type Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createSandbox } from '@inbox/provider-sandbox';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { replyContexts } from '../src/store/reply-contexts.js';
+import { migratedPool } from './support.js';
 
 type Json = Record<string, unknown>;
 
@@ -133,12 +132,7 @@ export function channelContract(subject: ChannelUnderTest): void {
     };
 
     beforeAll(async () => {
-      pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'connector' });
-      await migrate(pool, {
-        schema: 'connector',
-        directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-        outbox: true,
-      });
+      pool = await migratedPool();
       store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
       const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
       const app = createHttpApp({ logger, parseJson: false });

@@ -1,31 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { InProcessBus } from '@inbox/bus';
 import { type AppError, platformTexts } from '@inbox/contracts';
-import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
+import { OutboxRelay, type Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createSandbox, type Sandbox } from '@inbox/provider-sandbox';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
-import { createDatabase, waitFor } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
+import { migratedPool } from './support.js';
 
 const logger = createLogger('provider-connector', { level: 'silent' });
 const closers: Array<() => Promise<void>> = [];
 let pool: Pool;
 
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'connector' });
-  await migrate(pool, {
-    schema: 'connector',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
+  pool = await migratedPool();
 });
 afterAll(async () => {
   for (const close of closers.reverse()) await close();

@@ -1,16 +1,15 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { InProcessBus } from '@inbox/bus';
-import { createPool, maxEventBytes, migrate, OutboxRelay, type Pool } from '@inbox/db';
+import { maxEventBytes, OutboxRelay, type Pool } from '@inbox/db';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALT_A_CALLBACK_HEADER } from '../src/adapters/alt-a.js';
 import { type CallbackLimits, defaultCallbackLimits } from '../src/handlers/callback-admission.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { IntegrationStore } from '../src/store/integrations.js';
+import { migratedPool } from './support.js';
 
 /** Counts decrypts, to see how often a callback costs one. */
 class CountingSecretBox extends SecretBox {
@@ -30,12 +29,7 @@ const logger = createLogger('provider-connector', {
 let pool: Pool;
 const servers: Server[] = [];
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'connector' });
-  await migrate(pool, {
-    schema: 'connector',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
+  pool = await migratedPool();
 });
 afterAll(async () => {
   for (const server of servers) {

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { createPool, migrate, type Pool } from '@inbox/db';
+import type { Pool } from '@inbox/db';
 import { createLogger } from '@inbox/service-kit';
-import { createDatabase, waitFor } from '@inbox/testkit';
+import { waitFor } from '@inbox/testkit';
 import type { Response } from 'express';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LivechatStore } from '../src/livechat/store.js';
 import { LivechatStreams } from '../src/livechat/streams.js';
+import { migratedPool } from './support.js';
 
 let pool: Pool;
 let server: Server;
@@ -16,12 +16,7 @@ let url: string;
 let streams: LivechatStreams;
 
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'connector' });
-  await migrate(pool, {
-    schema: 'connector',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
+  pool = await migratedPool();
   streams = new LivechatStreams(
     new LivechatStore(pool),
     createLogger('provider-connector', { level: 'silent' }),

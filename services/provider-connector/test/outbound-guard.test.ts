@@ -2,17 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { createPool, migrate, type Pool } from '@inbox/db';
+import type { Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createLogger, SecretBox } from '@inbox/service-kit';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { altAAdapter } from '../src/adapters/alt-a.js';
 import type { ProviderCall } from '../src/adapters/channel-adapter.js';
 import { chatOfficialAdapter } from '../src/adapters/chat-official.js';
 import { createIntegration } from '../src/handlers/integrations.js';
 import { IntegrationStore } from '../src/store/integrations.js';
+import { migratedPool } from './support.js';
 
 interface Hit {
   url: string;
@@ -61,12 +60,7 @@ function providerCall(allowedCidrs = ''): ProviderCall {
 
 let pool: Pool;
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'connector' });
-  await migrate(pool, {
-    schema: 'connector',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
+  pool = await migratedPool();
 });
 afterAll(async () => {
   await Promise.all(closers.map((close) => close()));

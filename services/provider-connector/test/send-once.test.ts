@@ -1,23 +1,17 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { createPool, migrate, type Pool } from '@inbox/db';
+import type { Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createLogger, SecretBox } from '@inbox/service-kit';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sendOnce } from '../src/handlers/send-once.js';
 import { IntegrationStore } from '../src/store/integrations.js';
+import { migratedPool } from './support.js';
 
 let pool: Pool;
 let guard: OutboundGuard;
 
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'connector' });
-  await migrate(pool, {
-    schema: 'connector',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
+  pool = await migratedPool();
   guard = new OutboundGuard(AddressPolicy.fromSetting(''), { timeoutMs: 2_000 });
 });
 afterAll(async () => {
