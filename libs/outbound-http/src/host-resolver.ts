@@ -10,8 +10,12 @@ export interface ResolverSettings {
 
 const defaultSettings: ResolverSettings = { queryTimeoutMs: 1_500, tries: 2 };
 
-/** Answers that say the name servers do not know the name, as opposed to not answering at all. */
-const unknownToDns = new Set(['ENOTFOUND', 'ENODATA', 'ECONNREFUSED', 'ENONAME', 'EREFUSED', 'ESERVFAIL']);
+/**
+ * Answers that say the name servers do not know the name (or that there are none to ask), as opposed to
+ * not answering. Not SERVFAIL: a recursive resolver answers that once the name's own server has kept
+ * silent past its patience, and the system's getaddrinfo would wait for that server again, on a thread.
+ */
+const unknownToDns = new Set(['ENOTFOUND', 'ENODATA', 'ENONAME', 'ECONNREFUSED', 'EREFUSED']);
 
 /**
  * Resolves the names of tenants' URLs (webhook receivers, providers' base URLs) without libuv's thread
@@ -64,11 +68,6 @@ export class HostResolver {
       if (family === 4) this.resolver.resolve4(hostname, answer);
       else this.resolver.resolve6(hostname, answer);
     });
-  }
-
-  /** Cancels the queries under way (they reject with ECANCELLED). */
-  cancel(): void {
-    this.resolver.cancel();
   }
 }
 

@@ -10,7 +10,7 @@ export {
   jsonBody,
   type ReadinessChecks,
 } from './http-app.js';
-export { defaultRequestBounds, listen, type RequestBounds, type RunningServer } from './http-server.js';
+export { listen, type RequestBounds, type RunningServer } from './http-server.js';
 export { type Stoppable, stopGraceMs, stopOnSignals } from './lifecycle.js';
 export { createLogger, type Logger, redactedPaths } from './logger.js';
 export { SecretBox } from './secret-box.js';

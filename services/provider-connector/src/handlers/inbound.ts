@@ -203,7 +203,7 @@ async function resolveNotified(
  * fence with it, while every other tenant's callbacks and sends waited. A provider that gets no answer
  * delivers the callback again, and what was recorded is then taken in once.
  */
-export const itemsPerTransaction = 100;
+const itemsPerTransaction = 100;
 
 async function recordBatch(deps: RecordDeps, found: CallbackIntegration, batch: InboundBatch) {
   for (const part of partsOf(batch, itemsPerTransaction))
