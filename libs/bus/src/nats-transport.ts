@@ -92,6 +92,14 @@ interface PendingCall {
   settle: (outcome: { reply: Msg } | { error: AppError }) => void;
 }
 
+/**
+ * Events a durable may have handed out and not yet acknowledged, those waiting out a redelivery delay
+ * included, past which the server delivers it nothing more. The server's default, 1,000, let a thousand
+ * of one tenant's events that failed on every delivery hold every other tenant's events for the minutes
+ * of their redelivery schedule.
+ */
+const maxAckPending = 20_000;
+
 const twoMinutes = 120_000;
 const day = 86_400_000;
 
@@ -374,12 +382,14 @@ export class NatsBus implements Bus {
       // the dead-letter decision is ours, taken on our own count.
       max_deliver: maxDeliver + 1,
       ack_wait: nanos(ackWaitMs),
+      max_ack_pending: maxAckPending,
     };
     try {
       await this.jsm.consumers.info(this.names.eventsStream, durable);
       await this.jsm.consumers.update(this.names.eventsStream, durable, {
         max_deliver: config.max_deliver,
         ack_wait: config.ack_wait,
+        max_ack_pending: config.max_ack_pending,
         filter_subject: config.filter_subject,
       });
     } catch {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WireEvent } from '@inbox/contracts';
 import { startNats, uniquePrefix, waitFor } from '@inbox/testkit';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect, inject, it, onTestFinished } from 'vitest';
 import { type Bus, NatsBus } from '../src/index.js';
@@ -45,6 +45,69 @@ describe('nats transport de-duplication', () => {
     } finally {
       await bus.drain();
     }
+  });
+});
+
+describe('nats transport unacknowledged events', () => {
+  it('goes on delivering past a thousand events waiting out their redelivery delay', async () => {
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix: uniquePrefix() });
+    try {
+      let failed = 0;
+      const handled: string[] = [];
+      // Each failing event waits a minute before its next delivery, unacknowledged all that time.
+      await bus.consume(
+        { durable: 'patient', filter: '>', maxDeliver: 5, redeliveryDelaysMs: [60_000] },
+        async (e) => {
+          if (e.type === 'message.failed') {
+            failed++;
+            throw new Error('fails on every delivery');
+          }
+          handled.push(e.id);
+        },
+      );
+      const event = (type: string): WireEvent => ({
+        id: randomUUID(),
+        type,
+        workspace_id: randomUUID(),
+        occurred_at: new Date().toISOString(),
+        data: {},
+      });
+      for (let i = 0; i < 1_050; i++) await bus.publish(event('message.failed'));
+      const after = event('message.sent');
+      await bus.publish(after);
+      await waitFor(() => handled.includes(after.id), {
+        what: 'the event after a thousand failing ones',
+        timeoutMs: 20_000,
+      });
+      expect(failed).toBe(1_050);
+    } finally {
+      await bus.drain();
+    }
+  });
+});
+
+describe('nats transport durables made before', () => {
+  it("raises a durable's allowance of unacknowledged events when it finds it at the server's default", async () => {
+    const prefix = uniquePrefix();
+    const names = new SubjectNames(prefix);
+    const first = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    const nc = await connect({ servers: inject('infra').natsUrl });
+    onTestFinished(() => nc.close());
+    const jsm = await jetstreamManager(nc);
+    // As every durable deployed before it was set: no max_ack_pending, so the server's 1,000.
+    await jsm.consumers.add(names.eventsStream, {
+      durable_name: names.durable('older'),
+      ack_policy: AckPolicy.Explicit,
+      filter_subject: names.event('>'),
+    });
+    expect(
+      (await jsm.consumers.info(names.eventsStream, names.durable('older'))).config.max_ack_pending,
+    ).toBe(1_000);
+    await first.consume({ durable: 'older', filter: '>' }, async () => undefined);
+    expect(
+      (await jsm.consumers.info(names.eventsStream, names.durable('older'))).config.max_ack_pending,
+    ).toBe(20_000);
+    await first.drain();
   });
 });
 
