@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns';
 import type { AddressPolicy } from './address-policy.js';
-import { type HostResolver, hostResolver } from './host-resolver.js';
+import { hostResolver } from './host-resolver.js';
 import { Agent } from './undici-parts.js';
 
 /** An outbound call aimed at an address the policy refuses: a literal one, or what a name resolved to. */
@@ -14,15 +14,11 @@ export class ForbiddenAddressError extends Error {
  * resolved off libuv's thread pool (HostResolver). Literal addresses never go through a lookup: callers
  * check those against the policy themselves.
  */
-export function guardedAgent(
-  policy: AddressPolicy,
-  timeoutMs: number,
-  connectionsPerOrigin?: number,
-  resolver: HostResolver = hostResolver,
-): Agent {
+export function guardedAgent(policy: AddressPolicy, timeoutMs: number): Agent {
   return new Agent({
-    // Keep-alive connections, at most this many per origin when given.
-    connections: connectionsPerOrigin ?? null,
+    // Keep-alive connections with no cap per origin: tenants share hosts, and a request queued behind a
+    // cap outlives its abort signal, which undici applies only once it is on a connection.
+    connections: null,
     connect: {
       timeout: timeoutMs,
       lookup: (hostname, options, callback) => {
@@ -41,7 +37,7 @@ export function guardedAgent(
           if (all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, permitted);
           return callback(null, permitted[0]!.address, permitted[0]!.family);
         };
-        resolver.resolve(hostname).then(answer, (error: NodeJS.ErrnoException) => callback(error, '', 0));
+        hostResolver.resolve(hostname).then(answer, (error: NodeJS.ErrnoException) => callback(error, '', 0));
       },
     },
     headersTimeout: timeoutMs,

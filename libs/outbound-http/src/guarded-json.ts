@@ -25,10 +25,10 @@ export class OutboundGuard {
 
   constructor(
     readonly policy: AddressPolicy,
-    options: { timeoutMs?: number; connectionsPerOrigin?: number } = {},
+    options: { timeoutMs?: number } = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? 15_000;
-    this.agent = guardedAgent(policy, this.timeoutMs, options.connectionsPerOrigin);
+    this.agent = guardedAgent(policy, this.timeoutMs);
   }
 
   close(): Promise<void> {
