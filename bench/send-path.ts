@@ -323,33 +323,24 @@ export async function startBenchStack(
       secret: 'whsec_benchbenchbenchbenchbenchbench',
     });
     const key = { authorization: `Bearer ${workspace.api_key}` };
-    const firstAnswer = await fetch(`${stack.gatewayUrl}/api/v1/send-message`, {
-      method: 'POST',
-      headers: { ...key, 'content-type': 'application/json' },
-      body: JSON.stringify({ phone: '+5511900000001', message: 'first', channel: 'alt-a' }),
-    });
-    const first = (await firstAnswer.json()) as { conversationId?: string };
-    // The external send load writes into this conversation: without it every request would be a 400.
-    if (!firstAnswer.ok || !first.conversationId)
-      throw new Error(
-        `the first send-message answered ${firstAnswer.status} ${JSON.stringify(first)}${exitedProcesses(stack.processes, extra)}`,
-      );
-    const conversations = [first.conversationId];
-    for (let i = 1; i < conversationCount; i++) {
-      const answer = await fetch(`${stack.gatewayUrl}/api/v1/send-message`, {
+    // A contact's first send-message opens its conversation, which external sends then write into.
+    const openConversation = async (phone: string): Promise<string> => {
+      const answer = await fetch(`${stack!.gatewayUrl}/api/v1/send-message`, {
         method: 'POST',
         headers: { ...key, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          phone: `+55119100${String(i).padStart(5, '0')}`,
-          message: 'first',
-          channel: 'alt-a',
-        }),
+        body: JSON.stringify({ phone, message: 'first', channel: 'alt-a' }),
       });
-      const { conversationId } = (await answer.json()) as { conversationId?: string };
-      if (!answer.ok || !conversationId)
-        throw new Error(`a conversation's first send answered ${answer.status}`);
-      conversations.push(conversationId);
-    }
+      const opened = (await answer.json()) as { conversationId?: string };
+      if (!answer.ok || !opened.conversationId)
+        throw new Error(
+          `the first send-message to ${phone} answered ${answer.status} ${JSON.stringify(opened)}${exitedProcesses(stack!.processes, extra)}`,
+        );
+      return opened.conversationId;
+    };
+    // The external send load writes into this conversation: without it every request would be a 400.
+    const conversations = [await openConversation('+5511900000001')];
+    for (let i = 1; i < conversationCount; i++)
+      conversations.push(await openConversation(`+55119100${String(i).padStart(5, '0')}`));
     await waitFor(() => delivered >= conversationCount, { what: 'the first webhooks', timeoutMs: 30_000 });
 
     let n = 0;
@@ -371,7 +362,7 @@ export async function startBenchStack(
         name: 'external send (+ webhook)',
         url: `${gateway}/api/external/messages/send`,
         headers: key,
-        body: () => JSON.stringify({ conversation_id: first.conversationId, text: `bench ${n++}` }),
+        body: () => JSON.stringify({ conversation_id: conversations[0], text: `bench ${n++}` }),
         ceiling: 'ceiling: bare node:http',
         webhooksPerRequest: 1,
       },
