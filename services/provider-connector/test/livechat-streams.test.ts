@@ -6,7 +6,7 @@ import { createLogger } from '@inbox/service-kit';
 import { waitFor } from '@inbox/testkit';
 import type { Response } from 'express';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LivechatStore } from '../src/livechat/store.js';
+import { LivechatStore, replayBatch } from '../src/livechat/store.js';
 import { LivechatStreams } from '../src/livechat/streams.js';
 import { migratedPool } from './support.js';
 
@@ -14,23 +14,26 @@ let pool: Pool;
 let server: Server;
 let url: string;
 let streams: LivechatStreams;
+let store: LivechatStore;
+const logger = createLogger('provider-connector', { level: 'silent' });
 
 beforeAll(async () => {
   pool = await migratedPool();
-  streams = new LivechatStreams(
-    new LivechatStore(pool),
-    createLogger('provider-connector', { level: 'silent' }),
-    {
-      perSession: 5,
-      perIntegration: 2,
-      perProcess: 100,
-      sweepMs: 60_000,
-    },
-  );
-  // Real responses held open, as the stream route holds them: /<integration>/<session>; 429 if refused.
+  store = new LivechatStore(pool);
+  // The timer's sweep is an hour away: the tests sweep when they choose to.
+  streams = new LivechatStreams(store, logger, {
+    perSession: 5,
+    perIntegration: 2,
+    perProcess: 100,
+    sweepMs: 3_600_000,
+  });
+  // Real responses held open, as the stream route holds them: /<integration>/<session>?after=<seq>; 429
+  // if refused.
   server = createServer((req, res) => {
-    const [, integrationId, sessionId] = (req.url ?? '').split('/');
-    if (!streams.attach(integrationId!, sessionId!, res as unknown as Response, 0n)) {
+    const target = new URL(req.url ?? '/', 'http://here');
+    const [, integrationId, sessionId] = target.pathname.split('/');
+    const after = BigInt(target.searchParams.get('after') ?? '0');
+    if (!streams.attach(integrationId!, sessionId!, res as unknown as Response, after)) {
       res.writeHead(429).end();
       return;
     }
@@ -46,11 +49,38 @@ afterAll(async () => {
   await pool?.end();
 });
 
-/** Opens a stream for a new session of the integration: its status, and how to close it if held. */
-async function open(integrationId: string) {
+/** Opens a stream: its status, what it has received so far, and how to close it. */
+async function open(integrationId: string, sessionId: string = randomUUID(), after = 0n) {
   const controller = new AbortController();
-  const response = await fetch(`${url}/${integrationId}/${randomUUID()}`, { signal: controller.signal });
-  return { status: response.status, close: () => controller.abort() };
+  const response = await fetch(`${url}/${integrationId}/${sessionId}?after=${after}`, {
+    signal: controller.signal,
+  });
+  let received = '';
+  if (response.ok && response.body) {
+    const decoder = new TextDecoder();
+    void (async () => {
+      try {
+        for await (const chunk of response.body!) received += decoder.decode(chunk, { stream: true });
+      } catch {
+        // Aborted by close().
+      }
+    })();
+  }
+  return { status: response.status, received: () => received, close: () => controller.abort() };
+}
+
+/** The message texts a stream has received, in order. */
+const texts = (received: string) =>
+  [...received.matchAll(/^data: (.*)$/gm)].map((line) => (JSON.parse(line[1]!) as { text: string }).text);
+
+async function liveChatIntegration(): Promise<string> {
+  const id = randomUUID();
+  await pool.query(
+    `insert into integrations (id, workspace_id, channel, provider, status, config_sealed, account_id)
+     values ($1, $2, 'livechat', 'livechat', 'connected', 'sealed', $3)`,
+    [id, randomUUID(), id],
+  );
+  return id;
 }
 
 it("holds no more of one integration's streams than its share, and still takes another integration's", async () => {
@@ -73,4 +103,96 @@ it("holds no more of one integration's streams than its share, and still takes a
     { what: "the busy integration's freed place" },
   );
   for (const stream of [held[1]!, taken, again]) stream.close();
+});
+
+it('sweeps every open stream with one statement, each stream sent only what it has not sent', async () => {
+  const sessions: { id: string; integrationId: string }[] = [];
+  const opened: Awaited<ReturnType<typeof open>>[] = [];
+  for (let i = 0; i < 24; i++) {
+    const integrationId = await liveChatIntegration();
+    const { session } = await store.createSession(integrationId, `visitor ${i}`, 'https://shop.example');
+    sessions.push({ id: session.id, integrationId });
+    opened.push(await open(integrationId, session.id));
+  }
+  expect(opened.every((stream) => stream.status === 200)).toBe(true);
+  // Messages stored with no notice (a lost one): only the sweep can bring them. The first session has a
+  // backlog longer than one read.
+  for (const [index, session] of sessions.entries())
+    await store.addMessage(pool, session.id, {
+      id: randomUUID(),
+      author: 'operator',
+      text: `hello ${index}`,
+    });
+  for (let n = 1; n < replayBatch + 50; n++)
+    await store.addMessage(pool, sessions[0]!.id, {
+      id: randomUUID(),
+      author: 'operator',
+      text: `more ${n}`,
+    });
+  // The streams' first reads, made when they opened, are over.
+  await waitFor(() => pool.idleCount === pool.totalCount && pool.waitingCount === 0, {
+    what: 'an idle pool',
+  });
+
+  let checkouts = 0;
+  const count = () => checkouts++;
+  pool.on('acquire', count);
+  try {
+    await streams.sweep();
+    await waitFor(
+      () => opened.every((stream, index) => texts(stream.received()).includes(`hello ${index}`)),
+      {
+        what: 'every stream sent its message',
+      },
+    );
+    await waitFor(() => texts(opened[0]!.received()).length === replayBatch + 50, {
+      what: "the first session's whole backlog",
+    });
+    // One statement read the 24 sessions; the first session's stream read the rest of its backlog
+    // itself, two reads and a last that found nothing.
+    expect(checkouts).toBe(4);
+  } finally {
+    pool.off('acquire', count);
+  }
+  expect(texts(opened[0]!.received())).toEqual([
+    'hello 0',
+    ...Array.from({ length: replayBatch + 49 }, (_, n) => `more ${n + 1}`),
+  ]);
+  expect(texts(opened[1]!.received())).toEqual(['hello 1']);
+
+  // A second stream of the second session, opened after its first message (as a widget reconnecting with
+  // Last-Event-ID): a sweep sends each stream of the session what that one lacks, and nothing twice.
+  const { rows } = await pool.query<{ seq: string }>(
+    'select max(seq)::text as seq from livechat_messages where session_id = $1',
+    [sessions[1]!.id],
+  );
+  const second = await open(sessions[1]!.integrationId, sessions[1]!.id, BigInt(rows[0]!.seq));
+  await store.addMessage(pool, sessions[1]!.id, { id: randomUUID(), author: 'operator', text: 'again' });
+  await streams.sweep();
+  await waitFor(() => texts(second.received()).includes('again'), { what: 'the second stream' });
+  await waitFor(() => texts(opened[1]!.received()).includes('again'), { what: 'the first stream' });
+  expect(texts(second.received())).toEqual(['again']);
+  expect(texts(opened[1]!.received())).toEqual(['hello 1', 'again']);
+  for (const stream of [...opened, second]) stream.close();
+});
+
+it("sends a session's messages in order where their seqs cross a power of ten", async () => {
+  const integrationId = await liveChatIntegration();
+  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  await pool.query('alter table livechat_messages alter column seq restart with 995');
+  // One stream open before the messages, brought them by a sweep; one opened after, by its first read.
+  const early = await open(integrationId, session.id);
+  const expected = Array.from({ length: 10 }, (_, n) => `message ${n}`);
+  for (const text of expected)
+    await store.addMessage(pool, session.id, { id: randomUUID(), author: 'visitor', text });
+  await streams.sweep();
+  const late = await open(integrationId, session.id);
+  for (const stream of [early, late]) {
+    await waitFor(() => texts(stream.received()).length >= expected.length, { what: 'the ten messages' });
+    expect(texts(stream.received())).toEqual(expected);
+    expect([...stream.received().matchAll(/^id: (\d+)$/gm)].map((line) => Number(line[1]))).toEqual(
+      Array.from({ length: 10 }, (_, n) => 995 + n),
+    );
+    stream.close();
+  }
 });

@@ -20,6 +20,13 @@ export interface LivechatMessage {
 /** Most messages one stream read sends; a longer backlog follows on the next read. */
 export const replayBatch = 200;
 
+/**
+ * Most messages of one session the sweep reads: it finds what a lost notice left behind, a few messages
+ * (a session may post 20 in 30 s), and a longer backlog is the stream's own to read. Its statement's
+ * answer stays small whatever the sessions hold.
+ */
+export const sweepBatch = 20;
+
 /** Live chat sessions and their messages, in the connector's schema. */
 export class LivechatStore {
   constructor(readonly pool: Pool) {}
@@ -70,11 +77,40 @@ export class LivechatStore {
     );
   }
 
-  /** The session's messages after the one with this seq, oldest first, at most `replayBatch`. */
+  /**
+   * For each session, its messages after the seq given for it, oldest first, at most `sweepBatch`: the
+   * sweep's read of every open stream in one statement, where one per stream would put thousands of
+   * statements every few seconds on the pool that sends and callbacks share (a tenant's visitors open
+   * streams at will). Sessions with nothing new are absent from the answer.
+   */
+  async messagesAfterEach(after: ReadonlyMap<string, bigint>): Promise<Map<string, LivechatMessage[]>> {
+    const found = new Map<string, LivechatMessage[]>();
+    if (after.size === 0) return found;
+    const { rows } = await this.pool.query<LivechatMessage & { session_id: string }>(
+      `select s.session_id, m.seq::text as seq, m.id, m.author, m.text, m.created_at
+         from unnest($1::uuid[], $2::bigint[]) as s (session_id, after_seq)
+         cross join lateral (
+           select seq, id, author, text, created_at from livechat_messages
+            where session_id = s.session_id and seq > s.after_seq order by seq limit $3) m
+        order by s.session_id, m.seq`,
+      [[...after.keys()], [...after.values()].map(String), sweepBatch],
+    );
+    for (const { session_id, ...message } of rows) {
+      const messages = found.get(session_id);
+      if (messages) messages.push(message);
+      else found.set(session_id, [message]);
+    }
+    return found;
+  }
+
+  /**
+   * The session's messages after the one with this seq, oldest first, at most `replayBatch`. The order is
+   * the column's: a bare `seq` would name the text the select makes of it, and "1000" sorts before "999".
+   */
   async messagesAfter(sessionId: string, afterSeq: bigint): Promise<LivechatMessage[]> {
     const { rows } = await this.pool.query<LivechatMessage>(
-      `select seq::text as seq, id, author, text, created_at from livechat_messages
-        where session_id = $1 and seq > $2 order by seq limit $3`,
+      `select m.seq::text as seq, m.id, m.author, m.text, m.created_at from livechat_messages m
+        where m.session_id = $1 and m.seq > $2 order by m.seq limit $3`,
       [sessionId, afterSeq.toString(), replayBatch],
     );
     return rows;

@@ -1,6 +1,6 @@
 import type { Logger } from '@inbox/service-kit';
 import type { Response } from 'express';
-import type { LivechatMessage, LivechatStore } from './store.js';
+import { type LivechatMessage, type LivechatStore, sweepBatch } from './store.js';
 
 /** One SSE event per message; the seq is its id, which a reconnecting widget sends back. */
 export function sseEvent(message: LivechatMessage): string {
@@ -46,6 +46,9 @@ export const defaultStreamLimits: StreamLimits = {
   sweepMs: 5_000,
 };
 
+/** Most sessions the sweep reads in one statement: its answer is at most 4,000 messages. */
+const sweepSessions = 200;
+
 /**
  * The widget streams this replica holds, by session. A new message is announced to every replica by a
  * bus notice; the one holding the session's streams reads what they have not sent yet and sends it. A
@@ -57,6 +60,7 @@ export class LivechatStreams {
   private readonly byIntegration = new Map<string, number>();
   private open = 0;
   private sweeper: NodeJS.Timeout | undefined;
+  private sweeping = false;
 
   constructor(
     private readonly store: LivechatStore,
@@ -97,15 +101,45 @@ export class LivechatStreams {
   }
 
   start(): void {
-    this.sweeper = setInterval(() => {
+    this.sweeper = setInterval(() => void this.sweep(), this.limits.sweepMs);
+    this.sweeper.unref();
+  }
+
+  /**
+   * Keeps every stream alive and sends what a lost notice did not announce. Every session's streams are
+   * read together, `sweepSessions` sessions a statement; a sweep still under way when the next is due
+   * lets that one pass, so a slow database never has sweeps piling up on it.
+   */
+  async sweep(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      let after = new Map<string, bigint>();
       for (const [sessionId, streams] of this.sessions) {
+        let from: bigint | undefined;
         for (const stream of streams) {
           stream.res.write(': keep-alive\n\n');
-          this.read(sessionId, stream);
+          if (from === undefined || stream.lastSeq < from) from = stream.lastSeq;
+        }
+        if (from === undefined) continue;
+        after.set(sessionId, from);
+        if (after.size === sweepSessions) {
+          await this.readTogether(after);
+          after = new Map();
         }
       }
-    }, this.limits.sweepMs);
-    this.sweeper.unref();
+      await this.readTogether(after);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'live chat sweep failed');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  private async readTogether(after: Map<string, bigint>): Promise<void> {
+    const found = await this.store.messagesAfterEach(after);
+    for (const [sessionId, messages] of found)
+      for (const stream of this.sessions.get(sessionId) ?? []) this.read(sessionId, stream, messages);
   }
 
   /** Ends every stream (the widgets reconnect elsewhere). */
@@ -114,19 +148,35 @@ export class LivechatStreams {
     for (const streams of this.sessions.values()) for (const stream of streams) stream.res.end();
   }
 
-  private read(sessionId: string, stream: Stream): void {
+  /**
+   * Sends the stream what it has not sent, after `known` if given: messages read for its session from a
+   * seq at or before the stream's own, when the read was made (a read in between may have sent some).
+   */
+  private read(sessionId: string, stream: Stream, known?: LivechatMessage[]): void {
     stream.pending = stream.pending.then(async () => {
       if (stream.res.writableEnded || stream.res.destroyed) return;
       try {
+        if (known) {
+          this.send(
+            stream,
+            known.filter((message) => BigInt(message.seq) > stream.lastSeq),
+          );
+          if (known.length < sweepBatch) return;
+        }
         for (;;) {
           const messages = await this.store.messagesAfter(sessionId, stream.lastSeq);
           if (messages.length === 0) return;
-          stream.res.write(messages.map(sseEvent).join(''));
-          stream.lastSeq = BigInt(messages.at(-1)!.seq);
+          this.send(stream, messages);
         }
       } catch (error) {
         this.logger.warn({ err: error, session_id: sessionId }, 'live chat stream read failed');
       }
     });
+  }
+
+  private send(stream: Stream, messages: LivechatMessage[]): void {
+    if (messages.length === 0) return;
+    stream.res.write(messages.map(sseEvent).join(''));
+    stream.lastSeq = BigInt(messages.at(-1)!.seq);
   }
 }
