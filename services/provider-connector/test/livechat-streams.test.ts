@@ -196,3 +196,42 @@ it("sends a session's messages in order where their seqs cross a power of ten", 
     stream.close();
   }
 });
+
+it('sends a message whose transaction commits after a later one of the same session', async () => {
+  const integrationId = await liveChatIntegration();
+  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  const stream = await open(integrationId, session.id);
+  // A visitor's line stored in a transaction still open while an operator's is stored on its own.
+  const visitor = await pool.connect();
+  let operatorStored = false;
+  try {
+    await visitor.query('begin');
+    await store.addMessage(visitor, session.id, { id: randomUUID(), author: 'visitor', text: 'first' });
+    const operator = store
+      .addMessage(pool, session.id, { id: randomUUID(), author: 'operator', text: 'second' })
+      .then(() => {
+        operatorStored = true;
+      });
+    // The operator's line is stored, or waits on the session's lock.
+    await waitFor(
+      async () =>
+        operatorStored ||
+        (
+          await pool.query(
+            `select 1 from pg_stat_activity
+              where wait_event_type = 'Lock' and query like '%insert into livechat_messages%'`,
+          )
+        ).rowCount === 1,
+      { what: 'the operator line stored or waiting' },
+    );
+    await streams.sweep();
+    await visitor.query('commit');
+    await operator;
+  } finally {
+    visitor.release();
+  }
+  await streams.sweep();
+  await waitFor(() => texts(stream.received()).length >= 2, { what: 'both lines' });
+  expect(texts(stream.received())).toEqual(['first', 'second']);
+  stream.close();
+});

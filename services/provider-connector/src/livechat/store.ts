@@ -64,14 +64,20 @@ export class LivechatStore {
     return rows[0];
   }
 
-  /** Adds a message to the session; a repeated id (a resent operator message) adds nothing. */
+  /**
+   * Adds a message to the session; a repeated id (a resent operator message) adds nothing. The session's
+   * row is locked first, until the transaction ends, so its messages take their seqs in the order they
+   * commit: a stream that has sent seq 11 has never to go back for a 10 committed after it (a visitor's
+   * line still in its transaction while an operator's committed), which it would never send.
+   */
   async addMessage(
     db: Queryable,
     sessionId: string,
     message: { id: string; author: LivechatMessage['author']; text: string },
   ): Promise<void> {
     await db.query(
-      `insert into livechat_messages (id, session_id, author, text) values ($1, $2, $3, $4)
+      `with session as (select id from livechat_sessions where id = $2 for update)
+       insert into livechat_messages (id, session_id, author, text) select $1, id, $3, $4 from session
        on conflict (id) do nothing`,
       [message.id, sessionId, message.author, message.text],
     );
