@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { TrustProxy } from './http-app.js';
 
 /** Settings shared by every service process, each parsed the same way everywhere. */
 export const env = {
@@ -20,6 +21,19 @@ export const env = {
    * an operator reading what left) before the relay's pruner deletes it.
    */
   outboxRetentionHours: z.coerce.number().positive().default(24),
+  /**
+   * TRUST_PROXY, of every service a client outside the cluster reaches (through an ingress): Express's
+   * `trust proxy`, a hop count, "true", or the proxies' addresses/CIDRs/names; unset, peers on loopback
+   * and private networks (`defaultTrustedProxies`). Per-client limits count under the address it yields.
+   */
+  trustProxy: z
+    .string()
+    .optional()
+    .transform((value): TrustProxy | undefined => {
+      if (value === undefined || value === '') return undefined;
+      if (value === 'true' || value === 'false') return value === 'true';
+      return /^\d+$/.test(value) ? Number(value) : value;
+    }),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   encryptionKey: z
     .string({ error: 'required: 32 random bytes in base64 (openssl rand -base64 32)' })

@@ -37,7 +37,21 @@ export interface HttpAppOptions {
    * (`traceAdmitted`), so that what is refused at the door is not traced. The gateway takes the second.
    */
   traceFrom?: 'arrival' | 'admission';
+  /** Which peers may name the client in X-Forwarded-For (`TrustProxy`); `defaultTrustedProxies` if unset. */
+  trustProxy?: TrustProxy;
 }
+
+/** Express's `trust proxy` setting: a hop count, every peer (true), or the proxies' addresses, CIDRs or names. */
+export type TrustProxy = boolean | number | string;
+
+/**
+ * Peers on loopback and private networks: an ingress or load balancer in the cluster, which names the
+ * client it forwards. Without it every caller behind the ingress has the ingress's address, and a limit
+ * per client address is one limit for all of them: one caller spraying wrong keys or unknown callback
+ * URLs would have everyone refused. A client reaching a service from a public address is counted under
+ * that address, whatever it claims.
+ */
+export const defaultTrustedProxies: TrustProxy = 'loopback, linklocal, uniquelocal';
 
 /**
  * A JSON answer, as express's `res.json` writes it (the status, `application/json; charset=utf-8`, the
@@ -155,9 +169,11 @@ export function createHttpApp({
   bodyLimit = '256kb',
   parseJson = true,
   traceFrom = 'arrival',
+  trustProxy = defaultTrustedProxies,
 }: HttpAppOptions): ExpressApp {
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', trustProxy);
   app.set('etag', false);
   // Probes and scrapes come first, so they are neither traced nor logged: the kubelet and Prometheus
   // call every pod every few seconds, and a trace or an access line per call would bury the requests.

@@ -3,12 +3,14 @@ export { env } from './env.js';
 export {
   answerJson,
   createHttpApp,
+  defaultTrustedProxies,
   errorResponder,
   finishHttpApp,
   type HttpAppOptions,
   inRequestContext,
   jsonBody,
   type ReadinessChecks,
+  type TrustProxy,
 } from './http-app.js';
 export { listen, type RequestBounds, type RunningServer } from './http-server.js';
 export { type Stoppable, stopGraceMs, stopOnSignals } from './lifecycle.js';

@@ -4,7 +4,7 @@ import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
 import { stopTelemetry } from '@inbox/telemetry';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
-import { createHttpApp, finishHttpApp, type ReadinessChecks } from './http-app.js';
+import { createHttpApp, finishHttpApp, type ReadinessChecks, type TrustProxy } from './http-app.js';
 import { listen, type RunningServer } from './http-server.js';
 import { stopOnSignals } from './lifecycle.js';
 import { createLogger } from './logger.js';
@@ -50,6 +50,8 @@ export interface ServiceEngine {
   parseJson?: boolean;
   /** When requests' server spans start (`HttpAppOptions.traceFrom`). */
   traceFrom?: 'arrival' | 'admission';
+  /** Which peers may name the client (`HttpAppOptions.trustProxy`). */
+  trustProxy?: TrustProxy;
 }
 
 export interface ServiceDefinition {
@@ -113,6 +115,7 @@ export async function hostService(
     bodyLimit: engine.bodyLimit,
     parseJson: engine.parseJson,
     traceFrom: engine.traceFrom,
+    ...(engine.trustProxy === undefined ? {} : { trustProxy: engine.trustProxy }),
     readiness: {
       bus: () => bus.healthy(),
       ...(definition.schema ? { database: async () => (await pool.query('select 1')).rowCount === 1 } : {}),

@@ -11,16 +11,7 @@ export const GatewayConfig = z.object({
   }),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(60),
   REDIS_URL: z.string().optional(),
-  // Express's `trust proxy`: a hop count, "true", or the proxies' addresses/CIDRs/names; unset, peers on
-  // loopback and private networks are trusted. Per-client limits count under the address it yields.
-  TRUST_PROXY: z
-    .string()
-    .optional()
-    .transform((value) => {
-      if (value === undefined || value === '') return undefined;
-      if (value === 'true' || value === 'false') return value === 'true';
-      return /^\d+$/.test(value) ? Number(value) : value;
-    }),
+  TRUST_PROXY: env.trustProxy,
   LOG_LEVEL: env.logLevel,
 });
 export type GatewayConfig = z.infer<typeof GatewayConfig>;

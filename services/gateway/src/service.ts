@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import type { ServiceDefinition } from '@inbox/service-kit';
+import type { ServiceDefinition, TrustProxy } from '@inbox/service-kit';
 import { KeyCache } from './domain/key-cache.js';
 import { KeyResolver } from './handlers/authenticate.js';
 import { docsPage } from './handlers/docs-page.js';
@@ -19,7 +19,6 @@ import { WorkspaceStore } from './store/workspaces.js';
 // The spec's limit is on requests; 1 MB leaves room for any legitimate body and refuses the rest early.
 const bodyLimit = '1mb';
 const hour = 3_600_000;
-const defaultTrustedProxies = 'loopback, linklocal, uniquelocal';
 
 export interface GatewayOptions {
   adminToken: string;
@@ -30,12 +29,8 @@ export interface GatewayOptions {
   keyCacheTtlMs?: number;
   /** Failed authentications allowed per client address before it gets 429 for a while. */
   authFailureLimits?: AuthFailureLimits;
-  /**
-   * Express's `trust proxy`: which peers may name the client in X-Forwarded-For. By default those on
-   * loopback and private networks (an ingress or load balancer in the cluster); a client reaching the
-   * gateway from a public address is counted under that address, whatever it claims.
-   */
-  trustProxy?: boolean | number | string;
+  /** Which peers may name the client in X-Forwarded-For (service-kit's `defaultTrustedProxies` if unset). */
+  trustProxy?: TrustProxy;
   /** How Idempotency-Key waiters behave (wait time, how many may wait at once). */
   idempotency?: Omit<IdempotencyOptions, 'store' | 'logger'>;
 }
@@ -60,6 +55,7 @@ export function gatewayService(options: GatewayOptions): ServiceDefinition {
         parseJson: false,
         // Refusals at the door are counted and logged, not traced (the route table admits the rest).
         traceFrom: 'admission',
+        ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
         start: async () => {
           await bus.onNotice('notice.gateway.workspace-changed', ({ workspace_id }) =>
             cache.dropWorkspace(workspace_id),
@@ -76,7 +72,6 @@ export function gatewayService(options: GatewayOptions): ServiceDefinition {
           await redis?.quit().catch(() => redis.disconnect());
         },
         routes: (app) => {
-          app.set('trust proxy', options.trustProxy ?? defaultTrustedProxies);
           app.use(
             routeTable({
               keys: new KeyResolver(store, cache),

@@ -21,5 +21,6 @@ export const ConnectorConfig = z.object({
     .max(maxProviderTimeoutMs, { error: `must be at most ${maxProviderTimeoutMs}` })
     .default(maxProviderTimeoutMs),
   OUTBOX_RETENTION_HOURS: env.outboxRetentionHours,
+  TRUST_PROXY: env.trustProxy,
   LOG_LEVEL: env.logLevel,
 });

@@ -10,6 +10,7 @@ await runService(
     allowedCidrs: config.OUTBOUND_ALLOWED_CIDRS,
     providerTimeoutMs: config.PROVIDER_TIMEOUT_MS,
     outboxRetentionHours: config.OUTBOX_RETENTION_HOURS,
+    trustProxy: config.TRUST_PROXY,
   }),
   {
     databaseUrl: config.DATABASE_URL,

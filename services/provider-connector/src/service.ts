@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { maxProviderTimeoutMs } from '@inbox/contracts';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
-import { outboxRelay, SecretBox, type ServiceDefinition } from '@inbox/service-kit';
+import { outboxRelay, SecretBox, type ServiceDefinition, type TrustProxy } from '@inbox/service-kit';
 import { inboundRoutes } from './handlers/inbound.js';
 import {
   createIntegration,
@@ -36,6 +36,12 @@ export interface ConnectorOptions {
   livechatLimits?: Partial<LivechatLimits>;
   /** How many widget streams, and how often they look for messages a lost notice did not announce. */
   livechatStreams?: Partial<StreamLimits>;
+  /**
+   * TRUST_PROXY: which peers may name the client in X-Forwarded-For (service-kit's
+   * `defaultTrustedProxies` if unset). Callbacks and the widget API come through the ingress, and the
+   * budgets per client address (unknown integrations named, live chat sessions) count under the client.
+   */
+  trustProxy?: TrustProxy;
 }
 
 export function connectorService(options: ConnectorOptions): ServiceDefinition {
@@ -119,6 +125,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         // Callbacks refused at the door (unknown integration, over its budget) are counted and logged,
         // not traced: callback URLs are public, and an anonymous flood must not fill the trace pipeline.
         traceFrom: 'admission',
+        ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
         routes: (app) => {
           app.use(inboundRoutes({ pool, store, relay, logger, fetching: { guard, providerTimeoutMs } }));
           app.use(

@@ -69,14 +69,20 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
     });
     return { id: created.integration.id, workspaceId, secret };
   };
-  // As Evolution posts them: the secret in the header its webhook was set with, `apikey` null.
+  // As Evolution posts them: the secret in the header its webhook was set with, `apikey` null. `from`: the
+  // client an ingress in front of the connector names in X-Forwarded-For.
   const callback = (
     target: { id: string; secret: string },
     message: { id?: string; text?: string; name?: string; timestamp?: number } = {},
+    from?: string,
   ) =>
     fetch(`${url}/inbound/alt-a/${target.id}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', [ALT_A_CALLBACK_HEADER]: target.secret },
+      headers: {
+        'content-type': 'application/json',
+        [ALT_A_CALLBACK_HEADER]: target.secret,
+        ...(from ? { 'x-forwarded-for': from } : {}),
+      },
       body: JSON.stringify({
         event: 'messages.upsert',
         instance: 'inst',
@@ -275,5 +281,21 @@ describe('inbound callbacks', () => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(1);
     // Providers call from shared addresses: an integration this process knows is still served from one.
     expect((await connector.callback(known)).status).toBe(200);
+  });
+
+  it('behind an ingress, refuses the client that names unknown integrations, not everyone the ingress forwards', async () => {
+    // Every request reaches the connector from the ingress's address (here loopback), the client named in
+    // X-Forwarded-For.
+    const connector = await startConnector({ unknownPerWindow: 5 });
+    const sprayer = '203.0.113.9';
+    const sprayed: number[] = [];
+    for (let i = 0; i < 7; i++)
+      sprayed.push((await connector.callback({ id: randomUUID(), secret: 'k' }, {}, sprayer)).status);
+    expect(sprayed).toEqual([404, 404, 404, 404, 404, 404, 429]);
+    // An integration this process has not looked up yet costs a lookup: refused to the sprayer, served to
+    // a provider calling through the same ingress.
+    const fresh = await connector.integration();
+    expect((await connector.callback(fresh, {}, sprayer)).status).toBe(429);
+    expect((await connector.callback(fresh, {}, '198.51.100.7')).status).toBe(200);
   });
 });

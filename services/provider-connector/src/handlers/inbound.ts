@@ -45,7 +45,7 @@ const truncations = meter('connector').createCounter('connector.inbound.truncate
   description: 'Inbound message fields cut to the connector bounds, by channel and field',
 });
 
-/** The client's address as the connector's own socket sees it (no proxy header is trusted here). */
+/** The client's address: its socket's, or the one a trusted proxy names (the service's `trustProxy`). */
 const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
 function refuse(
