@@ -41,13 +41,27 @@ export class EventTooLarge extends Error {
  *
  * An event with an ordering key (orderingKeyOf) takes the key's next sequence number in the same
  * statement, so numbers and commits agree.
+ *
+ * The written envelope; undefined only when `along` is `onlyIfChanged` and changed nothing.
  */
 export async function writeEvent<T extends EventType>(
   client: Queryable,
   type: T,
   data: EventData<T>,
+  along?: AlongStatement & { onlyIfChanged?: false },
+): Promise<EventEnvelope<T>>;
+export async function writeEvent<T extends EventType>(
+  client: Queryable,
+  type: T,
+  data: EventData<T>,
+  along: AlongStatement,
+): Promise<EventEnvelope<T> | undefined>;
+export async function writeEvent<T extends EventType>(
+  client: Queryable,
+  type: T,
+  data: EventData<T>,
   along?: AlongStatement,
-): Promise<EventEnvelope<T>> {
+): Promise<EventEnvelope<T> | undefined> {
   const envelope = {
     id: randomUUID(),
     type,
@@ -71,18 +85,21 @@ export async function writeEvent<T extends EventType>(
   ];
   const columns = `${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}`;
   const ctes = along ? [`along as (${along.text})`] : [];
+  // Neither the event nor its sequence number when the statement along changed nothing: a number taken
+  // for no event would be a gap that ordered delivery waits on for ever.
+  const ifChanged = along?.onlyIfChanged ? ' where exists (select from along)' : '';
   const key = orderingKeyOf(type, data);
   if (key === undefined) {
     const head = ctes.length > 0 ? `with ${ctes.join(', ')} ` : '';
-    await client.query(
-      `${head}insert into outbox (id, type, workspace_id, occurred_at, data, trace_context) values (${columns})`,
+    const { rowCount } = await client.query(
+      `${head}insert into outbox (id, type, workspace_id, occurred_at, data, trace_context) ${ifChanged ? `select ${columns}${ifChanged}` : `values (${columns})`}`,
       values,
     );
-    return envelope;
+    return rowCount === 1 ? envelope : undefined;
   }
   ctes.push(
     `next as (
-       insert into event_sequences (ordering_key, seq) values (${p(7)}, 1)
+       insert into event_sequences (ordering_key, seq) select ${p(7)}, 1${ifChanged}
        on conflict (ordering_key) do update set seq = event_sequences.seq + 1
        returning seq
      )`,
@@ -94,7 +111,7 @@ export async function writeEvent<T extends EventType>(
      returning ordering_seq as seq`,
     [...values, key],
   );
-  return { ...envelope, ordering: { key, seq: Number(rows[0]!.seq) } };
+  return rows[0] ? { ...envelope, ordering: { key, seq: Number(rows[0].seq) } } : undefined;
 }
 
 /**
@@ -105,6 +122,11 @@ export async function writeEvent<T extends EventType>(
 export interface AlongStatement {
   text: string;
   values: unknown[];
+  /**
+   * The event is written only if this statement changed a row (its text ends with `returning 1`): a state
+   * change that two writers may both attempt announces itself once, by whichever made it.
+   */
+  onlyIfChanged?: boolean;
 }
 
 const outboxMeter = meter('outbox');

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MessagingConfig } from '../src/config.js';
 import { externalSend } from '../src/handlers/external-send.js';
 import { applyStatus } from '../src/handlers/inbound.js';
+import { recordSent } from '../src/handlers/outbound-delivery.js';
 import { PendingReconciler } from '../src/reconcile-pending.js';
 import { ConversationStore } from '../src/store/conversations.js';
 
@@ -287,6 +288,61 @@ describe('pending message reconciliation', () => {
     }
     expect((await world.message(pending.id)).status).toBe('pending');
     expect(providerCalls).toBe(0);
+  });
+
+  it('waits as long for a retried send as for a new one, counted from the retry', async () => {
+    const world = await workspaceWithIntegration();
+    // Stored ten minutes ago and refused by the provider; its request retried with the same key just now.
+    const retried = await world.pendingMessage('De novo', 10);
+    await withTransaction(messagingPool, async (client) => {
+      const store = new ConversationStore(client, world.workspaceId);
+      await store.markFailed(retried.id, 'refused');
+      await store.retryFailed(retried.id);
+    });
+    // (The job spans workspaces: other tests' messages are its business, this one's state is the test's.)
+    const reconciler = new PendingReconciler({ pool: messagingPool, bus, relay, logger, afterMinutes: 5 });
+    await reconciler.reconcile();
+    expect(await world.message(retried.id)).toMatchObject({ status: 'pending', error: null });
+
+    // Pending for longer than the threshold since the retry: settled as any other.
+    await messagingPool.query(
+      `update messages set pending_since = now() - interval '10 minutes' where workspace_id = $1 and id = $2`,
+      [world.workspaceId, retried.id],
+    );
+    await reconciler.reconcile();
+    expect(await world.message(retried.id)).toMatchObject({
+      status: 'failed',
+      error: platformTexts.pendingUnresolved(5),
+    });
+  });
+
+  it('announces a send once when its request and the job both settle it', async () => {
+    const world = await workspaceWithIntegration();
+    const pending = await world.pendingMessage('Uma vez só', 10);
+    const message = {
+      workspaceId: world.workspaceId,
+      conversationId: pending.conversationId,
+      integration: { id: world.integrationId, provider: 'chat-official' as const },
+      messageId: pending.id,
+      text: 'Uma vez só',
+      senderType: 'agent' as const,
+    };
+    const sent = { provider_message_id: 'wamid.once', sent_at: '2026-03-03T09:00:00.000Z' };
+    // Both writers at once: the second waits on the first's row lock, then finds the message sent.
+    await Promise.all([recordSent(messagingPool, message, sent), recordSent(messagingPool, message, sent)]);
+    await recordSent(messagingPool, message, sent);
+    expect((await world.message(pending.id)).status).toBe('sent');
+    expect((await world.sentEvents()).map((event) => event.message.id)).toEqual([pending.id]);
+    // Nor was a sequence number taken for an event never written: the conversation's next one follows.
+    const { rows } = await messagingPool.query<{ ordering_seq: string }>(
+      `select ordering_seq from outbox where workspace_id = $1 and type = 'message.sent'`,
+      [world.workspaceId],
+    );
+    const { rows: sequences } = await messagingPool.query<{ seq: string }>(
+      'select seq from event_sequences where ordering_key = $1',
+      [pending.conversationId],
+    );
+    expect(sequences[0]?.seq).toBe(rows[0]?.ordering_seq);
   });
 
   it('refuses a threshold shorter than a send may take', () => {

@@ -391,7 +391,13 @@ export class ConversationStore {
     await this.client.query(text, values);
   }
 
-  /** Marks a message sent: a statement to write along with its `message.sent` (see writeEvent). */
+  /**
+   * Marks a message sent: a statement to write along with its `message.sent` (see writeEvent), which is
+   * written only if the message was not sent already. Two writers may settle one send (its own request,
+   * and the reconciliation job once the message has been pending long enough); the second changes nothing
+   * and announces nothing, so a receiver never hears of one send twice. A message failed meanwhile (the
+   * job found no send recorded while a retry's was about to start) becomes sent: the provider took it.
+   */
   static markSentStatement(
     workspaceId: string,
     messageId: string,
@@ -399,15 +405,20 @@ export class ConversationStore {
   ): AlongStatement {
     return {
       text: `update messages set status = 'sent', provider_message_id = $3, sent_at = $4, error = null, outcome_unknown_since = null
-              where workspace_id = $1 and id = $2`,
+              where workspace_id = $1 and id = $2 and status <> 'sent' returning 1`,
       values: [workspaceId, messageId, sent.provider_message_id, sent.sent_at],
+      onlyIfChanged: true,
     };
   }
 
-  /** A message whose send the provider refused, pending again for a retry of the same request. */
+  /**
+   * A message whose send the provider refused, pending again for a retry of the same request. Pending
+   * from now: the reconciliation job leaves it alone as long as a new message's send.
+   */
   async retryFailed(messageId: string): Promise<void> {
     await this.client.query(
-      `update messages set status = 'pending', error = null where workspace_id = $1 and id = $2 and status = 'failed'`,
+      `update messages set status = 'pending', error = null, pending_since = now()
+        where workspace_id = $1 and id = $2 and status = 'failed'`,
       [this.workspaceId, messageId],
     );
   }

@@ -12,8 +12,9 @@ export interface PendingMessage {
 }
 
 /**
- * Outbound messages of every workspace still pending `olderThanMinutes` after they were stored, oldest
- * first: the reconciliation job's work (a system job, the one query here that spans workspaces).
+ * Outbound messages of every workspace still pending `olderThanMinutes` after they were stored (or, for a
+ * retried one, made pending again), oldest first: the reconciliation job's work (a system job, the one
+ * query here that spans workspaces).
  */
 export async function stalePendingMessages(
   db: Queryable,
@@ -24,8 +25,8 @@ export async function stalePendingMessages(
     `select m.id, m.workspace_id, m.conversation_id, m.text, m.sender_type, c.integration_id, c.provider
        from messages m join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
       where m.status = 'pending' and m.direction = 'outbound' and m.outcome_unknown_since is null
-        and m.created_at < now() - $1 * interval '1 minute'
-      order by m.created_at limit $2`,
+        and coalesce(m.pending_since, m.created_at) < now() - $1 * interval '1 minute'
+      order by coalesce(m.pending_since, m.created_at) limit $2`,
     [olderThanMinutes, limit],
   );
   return rows;
