@@ -94,6 +94,11 @@ export const DeliveryQuery = z.object({
     .optional(),
   since: z.iso.datetime({ error: platformTexts.mustBeIsoDate('since') }).optional(),
   until: z.iso.datetime({ error: platformTexts.mustBeIsoDate('until') }).optional(),
+  /**
+   * The next page: the deliveries after this one, newest first. Many deliveries share a creation time
+   * (one batch of events is scheduled at once), so `until` set to the last one's time would skip the rest.
+   */
+  before: z.uuid({ error: platformTexts.mustBeUuid('before') }).optional(),
   limit: z.coerce.number({ error: platformTexts.deliveryLimitInvalid }).int().min(1).max(500).default(100),
 });
 

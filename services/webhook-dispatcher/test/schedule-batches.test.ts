@@ -118,3 +118,32 @@ describe('group commit', () => {
     for (const e of good) expect(await deliveriesOf(e.eventId)).toHaveLength(1);
   });
 });
+
+describe('the delivery log', () => {
+  it('pages through deliveries scheduled together, each once, by the last one seen', async () => {
+    const workspaceId = randomUUID();
+    const endpointId = await endpoint(workspaceId, ['*']);
+    const store = new DeliveryStore(pool);
+    // Five events scheduled in one statement: their deliveries share one creation time.
+    const events = Array.from({ length: 5 }, () => event(workspaceId));
+    await store.scheduleMany(events);
+    const seen: string[] = [];
+    let before: string | undefined;
+    for (let page = 0; page < 4; page++) {
+      const deliveries = (await store.list(workspaceId, endpointId, {
+        limit: 2,
+        ...(before ? { before } : {}),
+      })) as { id: string; event_id: string }[];
+      seen.push(...deliveries.map((delivery) => delivery.event_id));
+      if (deliveries.length < 2) break;
+      before = deliveries.at(-1)!.id;
+    }
+    expect(seen.sort()).toEqual(events.map((e) => e.eventId).sort());
+    // Another workspace's delivery named as the cursor lists nothing of this one's.
+    const other = randomUUID();
+    const otherEndpoint = await endpoint(other, ['*']);
+    await store.scheduleMany([event(other)]);
+    const [foreign] = (await store.list(other, otherEndpoint, { limit: 1 })) as { id: string }[];
+    expect(await store.list(workspaceId, endpointId, { limit: 5, before: foreign!.id })).toEqual([]);
+  });
+});

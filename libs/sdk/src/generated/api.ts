@@ -6411,6 +6411,7 @@ export interface operations {
         event?: string;
         since?: string;
         until?: string;
+        before?: string;
         limit?: number;
       };
       header?: never;
@@ -6441,6 +6442,7 @@ export interface operations {
        *     - query parameter `event` is not valid
        *     - query parameter `since` is not valid
        *     - query parameter `until` is not valid
+       *     - query parameter `before` is not valid
        *     - query parameter `limit` is not valid
        */
       400: {

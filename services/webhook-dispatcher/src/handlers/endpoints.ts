@@ -91,6 +91,7 @@ export const webhooks = {
       eventType: command.event,
       since: command.since,
       until: command.until,
+      before: command.before,
       limit: command.limit,
     });
     return { deliveries };

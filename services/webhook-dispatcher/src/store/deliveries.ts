@@ -44,6 +44,8 @@ export interface DeliveryFilter {
   eventType?: string;
   since?: string;
   until?: string;
+  /** A delivery of the endpoint: only those after it, in the list's order. */
+  before?: string;
   limit: number;
 }
 
@@ -443,7 +445,9 @@ export class DeliveryStore {
        and ($4::text is null or d.event_type = $4)
        and ($5::timestamptz is null or d.created_at >= $5)
        and ($6::timestamptz is null or d.created_at < $6)
-       order by d.created_at desc, d.id limit $7`,
+       and ($8::uuid is null or (d.created_at, d.id) < (
+             select created_at, id from deliveries where workspace_id = $1 and endpoint_id = $2 and id = $8))
+       order by d.created_at desc, d.id desc limit $7`,
       [
         workspaceId,
         endpointId,
@@ -452,6 +456,7 @@ export class DeliveryStore {
         filter.since ?? null,
         filter.until ?? null,
         filter.limit,
+        filter.before ?? null,
       ],
     );
   }
