@@ -302,4 +302,28 @@ describe('the live chat widget API', () => {
     }
     expect(statuses).toEqual([201, 201, 201, 201, 201, 429]);
   });
+
+  it("keeps a site's visitors served while one address floods its public integration id", async () => {
+    // Preflights from one client behind the ingress, more than an address's burst (1,000), on the second
+    // replica; its last ones are refused.
+    const flood = (n: number) =>
+      Promise.all(
+        Array.from({ length: n }, () =>
+          widget(1, 'messages', {
+            method: 'OPTIONS',
+            headers: { 'access-control-request-method': 'POST', 'x-forwarded-for': '203.0.113.5' },
+          }).then((res) => res.status),
+        ),
+      );
+    const statuses: number[] = [];
+    for (let round = 0; round < 21; round++) statuses.push(...(await flood(50)));
+    expect(statuses.filter((status) => status === 429).length).toBeGreaterThan(0);
+    // A visitor elsewhere opens a session on the same replica meanwhile.
+    const visitor = await widget(1, 'sessions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.20' },
+      body: JSON.stringify({ name: 'Bia' }),
+    });
+    expect(visitor.status).toBe(201);
+  });
 });

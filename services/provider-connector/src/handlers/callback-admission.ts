@@ -51,10 +51,18 @@ export class CallbackAdmission {
   private readonly perIntegration: RateLimiterMemory;
   private readonly unknownCallers: RateLimiterMemory;
 
+  /**
+   * `budgetPer: 'address'` gives each client address its own budget within an integration: for an API
+   * whose integration ids are public (the live chat widget's, in every page that embeds it), where one
+   * budget per integration is one that anyone can spend, and every visitor of the site is then refused.
+   * Providers' callbacks keep one per integration: their URLs are known to the provider and the tenant,
+   * and a provider calls from addresses every tenant shares.
+   */
   constructor(
     private readonly store: Pick<IntegrationStore, 'forCallback'>,
     private readonly logger: Logger,
     private readonly limits: CallbackLimits = defaultCallbackLimits,
+    private readonly budgetPer: 'integration' | 'address' = 'integration',
   ) {
     // A window holding `burst` callbacks and lasting burst / perSecond seconds: the average rate is
     // perSecond, and a quiet integration may send its whole burst at once.
@@ -90,7 +98,9 @@ export class CallbackAdmission {
       return { admitted: false, status: 404 };
     }
     try {
-      await this.perIntegration.consume(integrationId);
+      await this.perIntegration.consume(
+        this.budgetPer === 'address' ? `${integrationId}|${address}` : integrationId,
+      );
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
       refusals.add(1, { reason: 'integration_rate' });

@@ -66,14 +66,15 @@ const refuse = (res: Response, status: number, error: string) => answerJson(res,
 export function livechatRoutes(deps: LivechatDeps): Router {
   const limits = { ...defaultLivechatLimits, ...deps.limits };
   const router = Router();
-  // A busy site's visitors share the integration's budget; an address guessing ids is blocked as for callbacks.
-  const admission = new CallbackAdmission(deps.store, deps.logger, {
-    perSecond: 200,
-    burst: 1000,
-    unknownPerWindow: 50,
-    unknownWindowSeconds: 10,
-    unknownBlockSeconds: 30,
-  });
+  // Each address has its own budget within the integration (the integration's id is in every page that
+  // embeds the widget: a budget it alone keyed would be anyone's to spend); an address guessing ids is
+  // blocked as for callbacks. A whole office behind one address gets what a busy site needs.
+  const admission = new CallbackAdmission(
+    deps.store,
+    deps.logger,
+    { perSecond: 200, burst: 1000, unknownPerWindow: 50, unknownWindowSeconds: 10, unknownBlockSeconds: 30 },
+    'address',
+  );
   const budget = (keyPrefix: string, points: number, duration: number) =>
     new RateLimiterMemory({ keyPrefix, points, duration });
   const sessionBudget = budget('livechat-sessions', limits.sessionsPerMinute, 60);
