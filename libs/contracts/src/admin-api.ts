@@ -118,9 +118,13 @@ export const ConversationPage = z.object({
   before: z.uuid({ error: platformTexts.mustBeUuid('before') }).optional(),
 });
 
-/** Messages a provider failed after accepting them, newest first: since a time, a page at a time. */
+/**
+ * Messages a provider failed after accepting them, newest first: since a time, a page at a time, the next
+ * page after the last message of one (`before`).
+ */
 export const FailedMessagesQuery = z.object({
   since: z.iso.datetime({ error: platformTexts.mustBeIsoDate('since') }).optional(),
+  before: z.uuid({ error: platformTexts.mustBeUuid('before') }).optional(),
   limit: z.coerce
     .number(pageLimitText)
     .int(pageLimitText)

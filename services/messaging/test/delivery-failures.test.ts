@@ -192,6 +192,11 @@ describe('late delivery failures', () => {
     );
     expect((await views.failedMessages({ limit: 50 })).map((m) => m.id)).toEqual([laterId, older.messageId]);
     expect((await views.failedMessages({ limit: 1 })).map((m) => m.id)).toEqual([laterId]);
+    // The next page starts after the last message of one.
+    expect((await views.failedMessages({ limit: 1, before: laterId })).map((m) => m.id)).toEqual([
+      older.messageId,
+    ]);
+    expect(await views.failedMessages({ limit: 1, before: older.messageId })).toEqual([]);
     expect(
       (await views.failedMessages({ limit: 50, since: '2026-03-01T10:30:00.000Z' })).map((m) => m.id),
     ).toEqual([laterId]);

@@ -4295,6 +4295,7 @@ export interface operations {
     parameters: {
       query?: {
         since?: string;
+        before?: string;
         limit?: number | null;
       };
       header?: never;
@@ -4320,6 +4321,7 @@ export interface operations {
       /**
        * @description - path parameter `workspace_id` is not valid
        *     - query parameter `since` is not valid
+       *     - query parameter `before` is not valid
        *     - query parameter `limit` is not valid
        */
       400: {

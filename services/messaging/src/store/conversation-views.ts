@@ -140,9 +140,10 @@ export class ConversationViews {
 
   /**
    * Outbound messages a provider accepted and later reported failed, newest failure first, since a time;
-   * each message's text counts against the same byte bound as a conversation page.
+   * each message's text counts against the same byte bound as a conversation page, which may end a page
+   * early: the next starts after its last message (`before`), so none is out of reach.
    */
-  async failedMessages(page: { since?: string; limit: number }) {
+  async failedMessages(page: { since?: string; before?: string; limit: number }) {
     if (page.limit === 0) return [];
     const { rows } = await this.db.query<{
       id: string;
@@ -161,9 +162,11 @@ export class ConversationViews {
          from messages m join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
         where m.workspace_id = $1 and m.delivery_status = 'failed' and m.delivery_failed_at is not null
           and ($3::timestamptz is null or m.delivery_failed_at >= $3)
+          and ($4::uuid is null or (m.delivery_failed_at, m.id) < (
+                select delivery_failed_at, id from messages where workspace_id = $1 and id = $4))
         order by m.delivery_failed_at desc, m.id desc
         limit $2`,
-      [this.workspaceId, page.limit, page.since ?? null],
+      [this.workspaceId, page.limit, page.since ?? null, page.before ?? null],
     );
     let bytes = 0;
     const kept = rows.filter((row, index) => {
