@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, Queryable } from '@inbox/db';
+import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryStore, type LeasedDelivery, type RecordedAttempt } from '../src/store/deliveries.js';
 import { migratedPool } from './support.js';
@@ -211,6 +212,40 @@ describe('recording a batch of attempts in one statement', () => {
     const current = outcome({ ...first, attempts: 2 }, { statusCode: 200, status: 'delivered' });
     await deliveries.record(pool, [current], disableAfterMs);
     expect(await deliveryOf(first)).toMatchObject({ status: 'delivered', lease_until: null });
+  });
+
+  it("keeps an operator's re-enabling committed while the batch that would disable the endpoint ran", async () => {
+    const failedTooLong = await leased({ failingForMs: 6 * dayMs });
+    // The operator's PATCH (enabled: true clears the failure clock) holds the row when the batch starts.
+    const operator = await pool.connect();
+    try {
+      await operator.query('begin');
+      await operator.query('update endpoints set enabled = true, failing_since = null where id = $1', [
+        failedTooLong.endpoint_id,
+      ]);
+      const recording = deliveries.record(
+        pool,
+        [outcome(failedTooLong, { statusCode: 500, status: 'pending' })],
+        disableAfterMs,
+      );
+      await waitFor(
+        async () =>
+          (
+            await pool.query(
+              `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+            )
+          ).rowCount === 1,
+        { what: "the batch waiting on the operator's row" },
+      );
+      await operator.query('commit');
+      expect(await recording).toEqual([]);
+    } finally {
+      operator.release();
+    }
+    // Enabled, its failure clock started by this failure.
+    const after = await endpointOf(failedTooLong);
+    expect(after).toMatchObject({ enabled: true, disabled_reason: null });
+    expect(Date.now() - after.failing_since!.getTime()).toBeLessThan(60_000);
   });
 
   it('leaves an endpoint whose state does not change unwritten', async () => {

@@ -354,8 +354,14 @@ export class DeliveryStore {
     disableAfterMs: number,
   ): Promise<DisabledEndpoint[]> {
     if (results.length === 0) return [];
-    // Every data-modifying CTE runs once, on one snapshot: each table is changed by one of them only,
-    // and `judged` reads the endpoints as they were, so a disabling is told from an endpoint already off.
+    // Every data-modifying CTE runs once, on one snapshot: each table is changed by one of them only.
+    // Whether an endpoint is disabled is judged on its row as the update finds it, not as the snapshot
+    // had it: an operator's re-enabling (which clears the failure clock) committed while the batch ran is
+    // kept, and an endpoint another batch disabled meanwhile is neither written nor reported again.
+    const disabling = `(case when not e.enabled then null
+                             when j.gone then 'gone'
+                             when not j.success and e.failing_since < now() - $14 * interval '1 millisecond' then 'failing'
+                        end)`;
     // The arrays reach `unnest` through a subquery the planner keeps (`offset 0`): given them directly, a
     // plan made for the values counts their elements, and for a batch smaller than the ten rows a generic
     // plan assumes it always looked cheaper, so Postgres planned this statement anew on every call, which
@@ -395,26 +401,27 @@ export class DeliveryStore {
          select u.endpoint_id, u.workspace_id, bool_or(u.status = 'delivered') as success, bool_or(u.gone) as gone
            from u join settled s on s.id = u.id group by u.endpoint_id, u.workspace_id),
        judged as (
-         select e.id, o.success,
-                case when not e.enabled then null
-                     when o.gone then 'gone'
-                     when not o.success and e.failing_since < now() - $14 * interval '1 millisecond' then 'failing'
-                end as disabling
+         select e.id, o.success, o.gone
            from outcome o join endpoints e on e.id = o.endpoint_id and e.workspace_id = o.workspace_id)
        update endpoints e
           set failing_since = case when j.success then null else coalesce(e.failing_since, now()) end,
-              enabled = e.enabled and j.disabling is null,
-              disabled_reason = case j.disabling
+              enabled = e.enabled and ${disabling} is null,
+              disabled_reason = case ${disabling}
                 when 'gone' then 'the receiver answered 410 Gone'
                 when 'failing' then 'no successful delivery for ' || $15 || ' hours'
                 else e.disabled_reason end,
-              updated_at = case when j.disabling is null then e.updated_at else now() end
+              updated_at = case when ${disabling} is null then e.updated_at else now() end
          from judged j
         -- Only an endpoint whose state changes: rewriting an unchanged row on every batch left a dead
         -- version of it behind each time, and held its row lock against every other batch.
         where e.id = j.id
-          and (j.disabling is not null or (j.success = (e.failing_since is not null)))
-       returning e.id, e.workspace_id, j.disabling as reason`,
+          and (${disabling} is not null or (j.success = (e.failing_since is not null)))
+       -- What this update disabled: RETURNING sees the row it wrote, and only a disabling stamps updated_at
+       -- with the statement's time.
+       returning e.id, e.workspace_id,
+                 case when not e.enabled and e.updated_at = now()
+                      then case when e.disabled_reason = 'the receiver answered 410 Gone' then 'gone' else 'failing' end
+                 end as reason`,
       [
         results.map((r) => r.delivery.id),
         results.map((r) => r.delivery.workspace_id),
