@@ -6,9 +6,16 @@ import type { ProviderTemplate } from '../adapters/channel-adapter.js';
 export class TemplateStore {
   constructor(private readonly pool: Pool) {}
 
-  /** Replaces the integration's catalogue with what the provider listed, in one transaction. */
+  /**
+   * Replaces the integration's catalogue with what the provider listed, in one transaction. Replicas
+   * refresh on their own, so two replacements of one catalogue can run at once: the integration's row
+   * is locked first, and the delete that follows the lock sees what the other one committed. Without it
+   * the second delete did not see the first's rows, and the catalogue became both listings together (a
+   * template deleted at the provider still prepared).
+   */
   async replace(integrationId: string, templates: ProviderTemplate[]): Promise<void> {
     await withTransaction(this.pool, async (client) => {
+      await client.query('select 1 from integrations where id = $1 for update', [integrationId]);
       await client.query('delete from templates where integration_id = $1', [integrationId]);
       for (const t of templates) {
         await client.query(

@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool } from '@inbox/db';
+import { waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { ProviderTemplate } from '../src/adapters/channel-adapter.js';
+import { TemplateStore } from '../src/store/templates.js';
+import { migratedPool } from './support.js';
+
+let pool: Pool;
+beforeAll(async () => {
+  pool = await migratedPool();
+});
+afterAll(async () => {
+  await pool?.end();
+});
+
+const template = (name: string): ProviderTemplate => ({
+  name,
+  language: 'pt_BR',
+  status: 'APPROVED',
+  body: `Olá de ${name}`,
+  header_format: null,
+  buttons: [],
+});
+
+it("replaces a catalogue with one listing, never two replicas' listings together", async () => {
+  const integrationId = randomUUID();
+  await pool.query(
+    `insert into integrations (id, workspace_id, channel, provider, status, config_sealed, account_id)
+     values ($1, $2, 'chat-official', 'chat-official', 'connected', 'sealed', 'waba')`,
+    [integrationId, randomUUID()],
+  );
+  const store = new TemplateStore(pool);
+  await store.replace(integrationId, [template('old')]);
+
+  // Another replica's replacement, under way: it has taken the integration's row as replace does,
+  // deleted the catalogue and written its listing, and not committed.
+  const other = await pool.connect();
+  let replaced = false;
+  try {
+    await other.query('begin');
+    await other.query('select 1 from integrations where id = $1 for update', [integrationId]);
+    await other.query('delete from templates where integration_id = $1', [integrationId]);
+    await other.query(
+      `insert into templates (integration_id, name, language, status, body) values ($1, 'first', 'pt_BR', 'APPROVED', 'x')`,
+      [integrationId],
+    );
+    const replacing = store.replace(integrationId, [template('second')]).then(() => {
+      replaced = true;
+    });
+    await waitFor(
+      async () =>
+        replaced ||
+        (
+          await pool.query(
+            `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+          )
+        ).rowCount === 1,
+      { what: 'this replacement done or waiting' },
+    );
+    await other.query('commit');
+    await replacing;
+  } finally {
+    other.release();
+  }
+  const { rows } = await pool.query<{ name: string }>(
+    'select name from templates where integration_id = $1 order by name',
+    [integrationId],
+  );
+  expect(rows.map((row) => row.name)).toEqual(['second']);
+});
