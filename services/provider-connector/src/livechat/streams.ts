@@ -139,7 +139,8 @@ export class LivechatStreams {
   private async readTogether(after: Map<string, bigint>): Promise<void> {
     const found = await this.store.messagesAfterEach(after);
     for (const [sessionId, messages] of found)
-      for (const stream of this.sessions.get(sessionId) ?? []) this.read(sessionId, stream, messages);
+      for (const stream of this.sessions.get(sessionId) ?? [])
+        this.read(sessionId, stream, { from: after.get(sessionId)!, messages });
   }
 
   /** Ends every stream (the widgets reconnect elsewhere). */
@@ -149,19 +150,25 @@ export class LivechatStreams {
   }
 
   /**
-   * Sends the stream what it has not sent, after `known` if given: messages read for its session from a
-   * seq at or before the stream's own, when the read was made (a read in between may have sent some).
+   * Sends the stream what it has not sent, starting from `known` if given: its session's messages after
+   * `from`, read by the sweep. They serve a stream that has sent up to `from` at least (a read in between
+   * may have sent some of them); one that has not (opened during the sweep, its first read failed) reads
+   * for itself, so nothing before `from` is passed over.
    */
-  private read(sessionId: string, stream: Stream, known?: LivechatMessage[]): void {
+  private read(
+    sessionId: string,
+    stream: Stream,
+    known?: { from: bigint; messages: LivechatMessage[] },
+  ): void {
     stream.pending = stream.pending.then(async () => {
       if (stream.res.writableEnded || stream.res.destroyed) return;
       try {
-        if (known) {
+        if (known && stream.lastSeq >= known.from) {
           this.send(
             stream,
-            known.filter((message) => BigInt(message.seq) > stream.lastSeq),
+            known.messages.filter((message) => BigInt(message.seq) > stream.lastSeq),
           );
-          if (known.length < sweepBatch) return;
+          if (known.messages.length < sweepBatch) return;
         }
         for (;;) {
           const messages = await this.store.messagesAfter(sessionId, stream.lastSeq);
