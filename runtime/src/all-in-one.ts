@@ -84,7 +84,7 @@ try {
       bodyLimit: engine.bodyLimit,
       parseJson: engine.parseJson,
       traceFrom: engine.traceFrom,
-      ...(engine.trustProxy === undefined ? {} : { trustProxy: engine.trustProxy }),
+      trustProxy: engine.trustProxy,
       readiness: { bus: () => bus.healthy() },
     });
     engine.routes?.(app);

@@ -115,7 +115,7 @@ export async function hostService(
     bodyLimit: engine.bodyLimit,
     parseJson: engine.parseJson,
     traceFrom: engine.traceFrom,
-    ...(engine.trustProxy === undefined ? {} : { trustProxy: engine.trustProxy }),
+    trustProxy: engine.trustProxy,
     readiness: {
       bus: () => bus.healthy(),
       ...(definition.schema ? { database: async () => (await pool.query('select 1')).rowCount === 1 } : {}),

@@ -55,7 +55,7 @@ export function gatewayService(options: GatewayOptions): ServiceDefinition {
         parseJson: false,
         // Refusals at the door are counted and logged, not traced (the route table admits the rest).
         traceFrom: 'admission',
-        ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
+        trustProxy: options.trustProxy,
         start: async () => {
           await bus.onNotice('notice.gateway.workspace-changed', ({ workspace_id }) =>
             cache.dropWorkspace(workspace_id),

@@ -125,7 +125,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         // Callbacks refused at the door (unknown integration, over its budget) are counted and logged,
         // not traced: callback URLs are public, and an anonymous flood must not fill the trace pipeline.
         traceFrom: 'admission',
-        ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
+        trustProxy: options.trustProxy,
         routes: (app) => {
           app.use(inboundRoutes({ pool, store, relay, logger, fetching: { guard, providerTimeoutMs } }));
           app.use(
