@@ -358,6 +358,7 @@ export class DeliveryStore {
     // Whether an endpoint is disabled is judged on its row as the update finds it, not as the snapshot
     // had it: an operator's re-enabling (which clears the failure clock) committed while the batch ran is
     // kept, and an endpoint another batch disabled meanwhile is neither written nor reported again.
+    const goneReason = `'the receiver answered 410 Gone'`;
     const disabling = `(case when not e.enabled then null
                              when j.gone then 'gone'
                              when not j.success and e.failing_since < now() - $14 * interval '1 millisecond' then 'failing'
@@ -407,7 +408,7 @@ export class DeliveryStore {
           set failing_since = case when j.success then null else coalesce(e.failing_since, now()) end,
               enabled = e.enabled and ${disabling} is null,
               disabled_reason = case ${disabling}
-                when 'gone' then 'the receiver answered 410 Gone'
+                when 'gone' then ${goneReason}
                 when 'failing' then 'no successful delivery for ' || $15 || ' hours'
                 else e.disabled_reason end,
               updated_at = case when ${disabling} is null then e.updated_at else now() end
@@ -420,7 +421,7 @@ export class DeliveryStore {
        -- with the statement's time.
        returning e.id, e.workspace_id,
                  case when not e.enabled and e.updated_at = now()
-                      then case when e.disabled_reason = 'the receiver answered 410 Gone' then 'gone' else 'failing' end
+                      then case when e.disabled_reason = ${goneReason} then 'gone' else 'failing' end
                  end as reason`,
       [
         results.map((r) => r.delivery.id),
