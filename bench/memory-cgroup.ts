@@ -24,22 +24,31 @@ function memoryHierarchy(): { root: string; limitFile: string } {
 /**
  * `environment`: variables each pod's process starts with (the image's, imageRuntimeEnvironment); `stack`
  * tells apart the cgroups of two stacks one bench runs side by side; `node`, a Node binary each pod runs
- * in place of the one it is started with (another release, to compare with).
+ * in place of the one it is started with (another release, to compare with); `root`, another checkout of
+ * the project whose built services each pod runs in place of this one's (another commit, to compare with).
  */
 export function podMemoryLimits(
   names: string[],
   mebibytes: number,
   environment: Record<string, string> = {},
   stack = '',
-  node?: string,
+  { node, root }: { node?: string; root?: string } = {},
 ): PodMemoryLimits {
-  const { root, limitFile } = memoryHierarchy();
+  const { root: hierarchy, limitFile } = memoryHierarchy();
   const directories = names.map((name) => {
-    const directory = `${root}/inbox-bench-${process.pid}${stack ? `-${stack}` : ''}-${name.replace(/\W+/g, '-')}`;
+    const directory = `${hierarchy}/inbox-bench-${process.pid}${stack ? `-${stack}` : ''}-${name.replace(/\W+/g, '-')}`;
     mkdirSync(directory, { recursive: true });
     writeFileSync(`${directory}/${limitFile}`, String(mebibytes * 2 ** 20));
     return directory;
   });
+  // The command runs from the project's root with paths relative to it (its entry, the telemetry
+  // register), so running it from another checkout's root runs that checkout's code.
+  const script = [
+    'echo $$ > "$0/cgroup.procs"',
+    ...(root ? ['cd "$1"', 'shift'] : []),
+    // With `node`, the command's own Node binary (its first word) is swapped for it.
+    node ? 'node="$1" && shift 2 && exec "$node" "$@"' : 'exec "$@"',
+  ].join(' && ');
   return {
     launchers: Object.fromEntries(
       names.map((name, index) => [
@@ -49,11 +58,9 @@ export function podMemoryLimits(
           ...Object.entries(environment).map(([variable, value]) => `${variable}=${value}`),
           '/bin/sh',
           '-c',
-          // With `node`, the command's own Node binary (its first word) is swapped for it.
-          node
-            ? 'echo $$ > "$0/cgroup.procs" && node="$1" && shift 2 && exec "$node" "$@"'
-            : 'echo $$ > "$0/cgroup.procs" && exec "$@"',
+          script,
           directories[index]!,
+          ...(root ? [root] : []),
           ...(node ? [node] : []),
         ],
       ]),

@@ -178,6 +178,8 @@ export async function startBenchStack(
     onTraces?: (body: Buffer) => void;
     /** A Node binary the services run instead of the bench's own (with BENCH_MEMORY_LIMIT only). */
     node?: string;
+    /** Another checkout whose built services run instead of this one's (with BENCH_MEMORY_LIMIT only). */
+    root?: string;
   },
 ): Promise<BenchStack> {
   const tracing = mode === 'on';
@@ -276,16 +278,13 @@ export async function startBenchStack(
         ],
       ]),
     );
-    if (options.node && !memoryLimit)
-      throw new Error('another Node for the services needs BENCH_MEMORY_LIMIT');
+    if ((options.node || options.root) && !memoryLimit)
+      throw new Error('another Node or checkout for the services needs BENCH_MEMORY_LIMIT');
     if (memoryLimit)
-      pods = podMemoryLimits(
-        [...serviceNames, 'gateway (429)'],
-        memoryLimit,
-        podEnvironment,
-        options.tag,
-        options.node,
-      );
+      pods = podMemoryLimits([...serviceNames, 'gateway (429)'], memoryLimit, podEnvironment, options.tag, {
+        node: options.node,
+        root: options.root,
+      });
     stack = await startStack({ ...config, nodeArgs, ...(pods ? { launchers: pods.launchers } : {}) });
     // A second gateway whose workspaces may make one request a minute: the door's 429 answers.
     const gatewaySpec = stack.specs.get('gateway')!;
@@ -682,6 +681,15 @@ const tracedEnvironment = Object.fromEntries(
 const baselineMode: TracingMode = process.env.BENCH_BASELINE === 'on' ? 'on' : 'off';
 /** BENCH_NODE_A=<node binary>: the first stack of a comparison runs its services on that Node. */
 const nodeA = process.env.BENCH_NODE_A;
+/**
+ * BENCH_ROOT_B=<checkout>: the second stack of a comparison runs that checkout's built services (another
+ * commit, `npm ci && npm run build` there), so that a change is compared with the code before it.
+ */
+const rootB = process.env.BENCH_ROOT_B;
+
+function commitOf(root: string): string {
+  return execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD']).toString().trim();
+}
 
 /**
  * BENCH_TRACING=compare: what tracing costs, from two stacks started side by side, one traced as shipped
@@ -702,7 +710,7 @@ async function benchTracingCost(broker: BenchBroker): Promise<LoadFigures[]> {
     : 'on';
   const labels = [
     `tracing ${variant}${nodeA ? `, Node ${execFileSync(nodeA, ['--version']).toString().trim()}` : ''}`,
-    `tracing ${baselineMode}${baselineMode === 'on' ? ' as shipped' : ''}${nodeA ? `, Node ${process.version}` : ''}`,
+    `tracing ${baselineMode}${baselineMode === 'on' ? ' as shipped' : ''}${nodeA ? `, Node ${process.version}` : ''}${rootB ? `, ${rootB} (${commitOf(rootB)})` : ''}`,
   ];
   const probe = startSpeedProbe();
   const stacks: BenchStack[] = [];
@@ -716,7 +724,14 @@ async function benchTracingCost(broker: BenchBroker): Promise<LoadFigures[]> {
         ...(nodeA ? { node: nodeA } : {}),
       }),
     );
-    stacks.push(await startBenchStack(broker, baselineMode, { ceilings: false, tag: 'b', probe }));
+    stacks.push(
+      await startBenchStack(broker, baselineMode, {
+        ceilings: false,
+        tag: 'b',
+        probe,
+        ...(rootB ? { root: rootB } : {}),
+      }),
+    );
     const names = stacks[0]!.loads
       .map((load) => load.name)
       .filter((name) => words.some((word) => name.includes(word)));
