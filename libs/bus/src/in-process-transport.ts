@@ -12,7 +12,7 @@ import {
   noticeCatalogue,
   type WireEvent,
 } from '@inbox/contracts';
-import { withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
+import { withConsumerSpan } from '@inbox/telemetry';
 import {
   type Bus,
   busDefaults,
@@ -72,24 +72,22 @@ export class InProcessBus implements Bus {
     payload: CommandRequest<S>,
     options: RequestOptions = {},
   ): Promise<CommandResult<S>> {
-    return timeCommand(subject, () =>
-      withProducerSpan({ system: 'in-process', destination: subject, operation: 'send' }, async () => {
-        const entry = this.handlers.get(subject);
-        if (this.intakeClosed || !entry || entry.list.length === 0) throw noResponderError(subject);
-        const handler = entry.list[entry.next++ % entry.list.length]!;
-        const work = this.inFlight.track(handler(roundTrip(payload)));
-        const timeoutMs = options.timeoutMs ?? commandTimeoutMs(subject);
-        let timer: NodeJS.Timeout | undefined;
-        const timeout = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(timeoutError(subject)), timeoutMs);
-        });
-        try {
-          return resultFromReply(await Promise.race([work, timeout])) as CommandResult<S>;
-        } finally {
-          clearTimeout(timer);
-        }
-      }),
-    );
+    return timeCommand(subject, async () => {
+      const entry = this.handlers.get(subject);
+      if (this.intakeClosed || !entry || entry.list.length === 0) throw noResponderError(subject);
+      const handler = entry.list[entry.next++ % entry.list.length]!;
+      const work = this.inFlight.track(handler(roundTrip(payload)));
+      const timeoutMs = options.timeoutMs ?? commandTimeoutMs(subject);
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(timeoutError(subject)), timeoutMs);
+      });
+      try {
+        return resultFromReply(await Promise.race([work, timeout])) as CommandResult<S>;
+      } finally {
+        clearTimeout(timer);
+      }
+    });
   }
 
   async handle<S extends CommandSubject>(subject: S, handler: CommandHandler<S>): Promise<void> {
@@ -115,24 +113,14 @@ export class InProcessBus implements Bus {
 
   async publish(event: WireEvent): Promise<void> {
     if (this.closed) throw AppError.unavailable('bus closed');
-    await withProducerSpan(
-      {
-        system: 'in-process',
-        destination: eventSubject(event.type),
-        operation: 'publish',
-        messageId: event.id,
-      },
-      async () => {
-        this.forgetOldIds();
-        if (this.seen.has(event.id)) return;
-        this.seen.set(event.id, Date.now());
-        const stored = roundTrip(event);
-        this.log.push(stored);
-        for (const durable of this.durables.values()) {
-          if (subjectMatches(durable.options.filter, stored.type)) this.enqueue(durable, stored, 1, 0);
-        }
-      },
-    );
+    this.forgetOldIds();
+    if (this.seen.has(event.id)) return;
+    this.seen.set(event.id, Date.now());
+    const stored = roundTrip(event);
+    this.log.push(stored);
+    for (const durable of this.durables.values()) {
+      if (subjectMatches(durable.options.filter, stored.type)) this.enqueue(durable, stored, 1, 0);
+    }
   }
 
   // The same two-minute de-duplication window the NATS stream is created with.

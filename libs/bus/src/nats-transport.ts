@@ -13,7 +13,7 @@ import {
   serviceOf,
   WireEvent,
 } from '@inbox/contracts';
-import { type HeaderCarrier, injectContext, withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
+import { type HeaderCarrier, injectContext, withConsumerSpan } from '@inbox/telemetry';
 import {
   AckPolicy,
   DeliverPolicy,
@@ -212,39 +212,37 @@ export class NatsBus implements Bus {
     options: RequestOptions = {},
   ): Promise<CommandResult<S>> {
     const wire = this.names.command(subject);
-    return timeCommand(subject, () =>
-      withProducerSpan({ system: 'nats', destination: subject, operation: 'send' }, async () => {
-        let token = '';
-        const result = await new Promise<{ reply: Msg } | { error: AppError }>((resolve) => {
-          const watch = watchCall(
-            options.timeoutMs ?? commandTimeoutMs(subject),
-            options.silenceMs ?? commandLiveness.silenceMs,
-            (reason) => settle({ error: timeoutError(subject, reason) }),
-          );
-          const settle = (outcome: { reply: Msg } | { error: AppError }) => {
-            watch.stop();
-            this.calls.delete(token);
-            resolve(outcome);
-          };
-          token = this.calls.add({ subject, wire, heard: watch.heard, settle });
-          try {
-            this.nc.publish(wire, encode(payload), {
-              reply: `${this.replies}.${token}`,
-              headers: outgoingHeaders(),
-            });
-          } catch (error) {
-            settle({ error: AppError.unavailable(error) });
-          }
-        });
-        if ('error' in result) throw result.error;
+    return timeCommand(subject, async () => {
+      let token = '';
+      const result = await new Promise<{ reply: Msg } | { error: AppError }>((resolve) => {
+        const watch = watchCall(
+          options.timeoutMs ?? commandTimeoutMs(subject),
+          options.silenceMs ?? commandLiveness.silenceMs,
+          (reason) => settle({ error: timeoutError(subject, reason) }),
+        );
+        const settle = (outcome: { reply: Msg } | { error: AppError }) => {
+          watch.stop();
+          this.calls.delete(token);
+          resolve(outcome);
+        };
+        token = this.calls.add({ subject, wire, heard: watch.heard, settle });
         try {
-          return resultFromReply(decode(result.reply.data)) as CommandResult<S>;
+          this.nc.publish(wire, encode(payload), {
+            reply: `${this.replies}.${token}`,
+            headers: outgoingHeaders(),
+          });
         } catch (error) {
-          if (error instanceof AppError) throw error;
-          throw AppError.unavailable(error);
+          settle({ error: AppError.unavailable(error) });
         }
-      }),
-    );
+      });
+      if ('error' in result) throw result.error;
+      try {
+        return resultFromReply(decode(result.reply.data)) as CommandResult<S>;
+      } catch (error) {
+        if (error instanceof AppError) throw error;
+        throw AppError.unavailable(error);
+      }
+    });
   }
 
   /** A message on the reply inbox: the answer, a sign of life (empty), or the server's 503 (no one listens). */
@@ -333,12 +331,7 @@ export class NatsBus implements Bus {
 
   async publish(event: WireEvent): Promise<void> {
     const subject = this.names.event(event.type);
-    await withProducerSpan(
-      { system: 'nats', destination: eventSubject(event.type), operation: 'publish', messageId: event.id },
-      async () => {
-        await this.js.publish(subject, encode(event), { msgID: event.id, headers: outgoingHeaders() });
-      },
-    );
+    await this.js.publish(subject, encode(event), { msgID: event.id, headers: outgoingHeaders() });
   }
 
   async notify<S extends NoticeSubject>(subject: S, payload: NoticePayload<S>): Promise<void> {

@@ -14,7 +14,7 @@ import {
   noticeCatalogue,
   WireEvent,
 } from '@inbox/contracts';
-import { injectContext, withConsumerSpan, withProducerSpan } from '@inbox/telemetry';
+import { injectContext, withConsumerSpan } from '@inbox/telemetry';
 import {
   type Channel,
   type ChannelModel,
@@ -318,47 +318,45 @@ export class RabbitBus implements Bus {
     payload: CommandRequest<S>,
     options: RequestOptions = {},
   ): Promise<CommandResult<S>> {
-    return timeCommand(subject, () =>
-      withProducerSpan({ system: 'rabbitmq', destination: subject, operation: 'send' }, async () => {
-        const timeoutMs = options.timeoutMs ?? commandTimeoutMs(subject);
-        const deadline = Date.now() + timeoutMs;
-        let id = '';
-        const outcome = new Promise<{ reply: unknown } | { error: AppError }>((resolve) => {
-          const watch = watchCall(timeoutMs, options.silenceMs ?? commandLiveness.silenceMs, (reason) =>
-            finish({ error: timeoutError(subject, reason) }),
-          );
-          const finish = (result: { reply: unknown } | { error: AppError }) => {
-            watch.stop();
-            this.calls.delete(id);
-            resolve(result);
-          };
-          id = this.calls.add({ subject, heard: watch.heard, settle: finish });
+    return timeCommand(subject, async () => {
+      const timeoutMs = options.timeoutMs ?? commandTimeoutMs(subject);
+      const deadline = Date.now() + timeoutMs;
+      let id = '';
+      const outcome = new Promise<{ reply: unknown } | { error: AppError }>((resolve) => {
+        const watch = watchCall(timeoutMs, options.silenceMs ?? commandLiveness.silenceMs, (reason) =>
+          finish({ error: timeoutError(subject, reason) }),
+        );
+        const finish = (result: { reply: unknown } | { error: AppError }) => {
+          watch.stop();
+          this.calls.delete(id);
+          resolve(result);
+        };
+        id = this.calls.add({ subject, heard: watch.heard, settle: finish });
+      });
+      try {
+        this.current().requester.publish('', this.names.commandQueue(subject), encode(payload), {
+          correlationId: id,
+          replyTo: directReplyTo,
+          // No queue (no handler listening) sends the message back at once: a 503, not a wait.
+          mandatory: true,
+          // A command still queued when its caller gives up is dropped, never handled late: the broker
+          // drops it once queued that long, the handler checks the caller's deadline for the rest.
+          expiration: String(timeoutMs),
+          contentType: json,
+          headers: { ...outgoingHeaders(), [deadlineHeader]: deadline },
         });
-        try {
-          this.current().requester.publish('', this.names.commandQueue(subject), encode(payload), {
-            correlationId: id,
-            replyTo: directReplyTo,
-            // No queue (no handler listening) sends the message back at once: a 503, not a wait.
-            mandatory: true,
-            // A command still queued when its caller gives up is dropped, never handled late: the broker
-            // drops it once queued that long, the handler checks the caller's deadline for the rest.
-            expiration: String(timeoutMs),
-            contentType: json,
-            headers: { ...outgoingHeaders(), [deadlineHeader]: deadline },
-          });
-        } catch (error) {
-          this.calls.get(id)?.settle({ error: AppError.unavailable(error) });
-        }
-        const result = await outcome;
-        if ('error' in result) throw result.error;
-        try {
-          return resultFromReply(result.reply) as CommandResult<S>;
-        } catch (error) {
-          if (error instanceof AppError) throw error;
-          throw AppError.unavailable(error);
-        }
-      }),
-    );
+      } catch (error) {
+        this.calls.get(id)?.settle({ error: AppError.unavailable(error) });
+      }
+      const result = await outcome;
+      if ('error' in result) throw result.error;
+      try {
+        return resultFromReply(result.reply) as CommandResult<S>;
+      } catch (error) {
+        if (error instanceof AppError) throw error;
+        throw AppError.unavailable(error);
+      }
+    });
   }
 
   private replied(message: ConsumeMessage): void {
@@ -454,21 +452,12 @@ export class RabbitBus implements Bus {
   }
 
   async publish(event: WireEvent): Promise<void> {
-    await withProducerSpan(
-      {
-        system: 'rabbitmq',
-        destination: eventSubject(event.type),
-        operation: 'publish',
-        messageId: event.id,
-      },
-      () =>
-        this.confirmed(this.names.eventsExchange, event.type, encode(event), {
-          persistent: true,
-          messageId: event.id,
-          contentType: json,
-          headers: outgoingHeaders(),
-        }),
-    );
+    await this.confirmed(this.names.eventsExchange, event.type, encode(event), {
+      persistent: true,
+      messageId: event.id,
+      contentType: json,
+      headers: outgoingHeaders(),
+    });
   }
 
   async notify<S extends NoticeSubject>(subject: S, payload: NoticePayload<S>): Promise<void> {

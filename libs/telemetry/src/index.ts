@@ -23,5 +23,4 @@ export {
   withCapturedContext,
   withConsumerSpan,
   withHttpClientSpan,
-  withProducerSpan,
 } from './tracing.js';

@@ -80,7 +80,7 @@ function findCaseInsensitive(carrier: HeaderCarrier, key: string): string | unde
 export interface MessagingSpanInfo {
   system: 'nats' | 'rabbitmq' | 'in-process';
   destination: string;
-  operation: 'publish' | 'send' | 'receive' | 'process';
+  operation: 'process';
   messageId?: string;
   attributes?: Attributes;
 }
@@ -95,15 +95,12 @@ function messagingAttributes(info: MessagingSpanInfo): Attributes {
   };
 }
 
-/** A PRODUCER span around a publish or a request; `fn` gets the span to inject into the headers. */
-export function withProducerSpan<T>(info: MessagingSpanInfo, fn: (span: Span) => Promise<T>): Promise<T> {
-  return startSpan(`${info.operation} ${info.destination}`, fn, {
-    kind: SpanKind.PRODUCER,
-    attributes: messagingAttributes(info),
-  });
-}
-
-/** A CONSUMER span whose parent is the context the producer put in the headers. */
+/**
+ * A CONSUMER span whose parent is the context the producer put in the headers: the span that sent the
+ * message (a request's server span, a handler's own span, the span an outbox row was written in). No
+ * PRODUCER span stands between them: it held nothing the consumer's span lacks, and the time on the bus
+ * shows as the gap between the two and in `bus_command_duration` and `outbox_publish_lag` (ADR 0012).
+ */
 export function withConsumerSpan<T>(
   info: MessagingSpanInfo,
   carrier: HeaderCarrier,

@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
+import { createSandbox } from '@inbox/provider-sandbox';
 import { createLogger } from '@inbox/service-kit';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -108,6 +109,27 @@ describe('a provider call', () => {
     expect(received).toHaveLength(1);
     expect(received[0]!.traceparent).toBe(`00-${traceId}-${spanId}-01`);
     expect(received[0]!['client-token']).toBe('k');
+  });
+
+  it("has no span of the provider's under it: the sandbox, like a real provider, is in no trace of ours", async () => {
+    const sandbox = createServer(createSandbox().app);
+    sandbox.listen(0, '127.0.0.1');
+    await once(sandbox, 'listening');
+    try {
+      const answer = await callInCommand(
+        `http://127.0.0.1:${(sandbox.address() as AddressInfo).port}/alt-a/message/sendText/i1`,
+      );
+      expect(answer).toMatchObject({ status: 401, ok: false });
+      expect(
+        spans
+          .getFinishedSpans()
+          .map((span) => span.name)
+          .sort(),
+      ).toEqual(['POST', 'process cmd.connector.send-text']);
+    } finally {
+      sandbox.closeAllConnections();
+      sandbox.close();
+    }
   });
 
   it('marks an answer of 400 or more as the call failing, and still returns it', async () => {

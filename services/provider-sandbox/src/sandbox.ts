@@ -1,4 +1,3 @@
-import { traceIncoming } from '@inbox/telemetry';
 import express, { type ErrorRequestHandler, type Express } from 'express';
 import { createAltA } from './alt-a.js';
 import { createAltB } from './alt-b.js';
@@ -75,13 +74,12 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   const app = express();
   app.disable('x-powered-by');
-  // Keeps nothing durable and depends on nothing, so alive is ready. Before the tracing: probes make no
-  // traces.
+  // Keeps nothing durable and depends on nothing, so alive is ready.
   app.get(['/healthz', '/readyz'], (_req, res) => {
     res.json({ status: 'ok' });
   });
-  // A server span per call, so a trace shows the provider's side of each call it made.
-  app.use(traceIncoming);
+  // No spans: a real provider is not in our traces, and the connector's client span of each call already
+  // shows its time and its answer.
   app.use('/_sandbox', jsonBody, createControls({ stores, channels, fetchImpl, reset }));
   for (const emulator of channels.values()) {
     if (emulator.controlRouter) app.use('/_sandbox', emulator.controlRouter);
