@@ -76,6 +76,12 @@ async function callInCommand(url: string) {
   });
 }
 
+const spanNames = (): string[] =>
+  spans
+    .getFinishedSpans()
+    .map((span) => span.name)
+    .sort();
+
 const spanNamed = (name: string): ReadableSpan => {
   const found = spans.getFinishedSpans().filter((span) => span.name === name);
   expect(found, `spans named ${name}`).toHaveLength(1);
@@ -87,12 +93,7 @@ describe('a provider call', () => {
     const answer = await callInCommand(`${origin}/instances/i1/send-text?x=1`);
     expect(answer).toMatchObject({ status: 200, ok: true, body: { messageId: 'p-1' } });
 
-    expect(
-      spans
-        .getFinishedSpans()
-        .map((span) => span.name)
-        .sort(),
-    ).toEqual(['POST', 'process cmd.connector.send-text']);
+    expect(spanNames()).toEqual(['POST', 'process cmd.connector.send-text']);
     const client = spanNamed('POST');
     const command = spanNamed('process cmd.connector.send-text');
     expect(client.kind).toBe(SpanKind.CLIENT);
@@ -120,12 +121,7 @@ describe('a provider call', () => {
         `http://127.0.0.1:${(sandbox.address() as AddressInfo).port}/alt-a/message/sendText/i1`,
       );
       expect(answer).toMatchObject({ status: 401, ok: false });
-      expect(
-        spans
-          .getFinishedSpans()
-          .map((span) => span.name)
-          .sort(),
-      ).toEqual(['POST', 'process cmd.connector.send-text']);
+      expect(spanNames()).toEqual(['POST', 'process cmd.connector.send-text']);
     } finally {
       sandbox.closeAllConnections();
       sandbox.close();
