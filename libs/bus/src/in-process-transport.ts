@@ -93,19 +93,15 @@ export class InProcessBus implements Bus {
   async handle<S extends CommandSubject>(subject: S, handler: CommandHandler<S>): Promise<void> {
     const schema = commandCatalogue[subject].request;
     const wrapped: AnyHandler = (payload) =>
-      withConsumerSpan(
-        { system: 'in-process', destination: subject, operation: 'process' },
-        emptyCarrier,
-        async () => {
-          try {
-            const data = await handler(schema.parse(payload) as Parameters<CommandHandler<S>>[0]);
-            return roundTrip({ ok: true, data });
-          } catch (error) {
-            if (!(error instanceof AppError)) this.options.onHandlerError?.(error, { subject });
-            return replyFromError(error);
-          }
-        },
-      );
+      withConsumerSpan({ system: 'in-process', destination: subject }, emptyCarrier, async () => {
+        try {
+          const data = await handler(schema.parse(payload) as Parameters<CommandHandler<S>>[0]);
+          return roundTrip({ ok: true, data });
+        } catch (error) {
+          if (!(error instanceof AppError)) this.options.onHandlerError?.(error, { subject });
+          return replyFromError(error);
+        }
+      });
     const entry = this.handlers.get(subject) ?? { list: [], next: 0 };
     entry.list.push(wrapped);
     this.handlers.set(subject, entry);
@@ -207,7 +203,6 @@ export class InProcessBus implements Bus {
         {
           system: 'in-process',
           destination: eventSubject(event.type),
-          operation: 'process',
           messageId: event.id,
         },
         emptyCarrier,

@@ -271,32 +271,28 @@ export class NatsBus implements Bus {
         if (error) return;
         const carrier = headerCarrier(msg.headers ?? createHeaders());
         void this.inFlight.track(
-          withConsumerSpan(
-            { system: 'nats', destination: subject, operation: 'process' },
-            carrier,
-            async () => {
-              let reply: unknown;
-              try {
-                const payload = schema.parse(decode(msg.data));
-                reply = {
-                  ok: true,
-                  data: await this.alive.during(
-                    () => this.signalAlive(msg),
-                    () => handler(payload as Parameters<CommandHandler<S>>[0]),
-                  ),
-                };
-              } catch (failure) {
-                if (!(failure instanceof AppError)) this.options.onHandlerError?.(failure, { subject });
-                reply = replyFromError(failure);
-              }
-              try {
-                msg.respond(this.fitting(reply, subject));
-              } catch (failure) {
-                // The connection closed under us; the caller will see a timeout.
-                this.options.onHandlerError?.(failure, { subject });
-              }
-            },
-          ),
+          withConsumerSpan({ system: 'nats', destination: subject }, carrier, async () => {
+            let reply: unknown;
+            try {
+              const payload = schema.parse(decode(msg.data));
+              reply = {
+                ok: true,
+                data: await this.alive.during(
+                  () => this.signalAlive(msg),
+                  () => handler(payload as Parameters<CommandHandler<S>>[0]),
+                ),
+              };
+            } catch (failure) {
+              if (!(failure instanceof AppError)) this.options.onHandlerError?.(failure, { subject });
+              reply = replyFromError(failure);
+            }
+            try {
+              msg.respond(this.fitting(reply, subject));
+            } catch (failure) {
+              // The connection closed under us; the caller will see a timeout.
+              this.options.onHandlerError?.(failure, { subject });
+            }
+          }),
         );
       },
     });
@@ -447,7 +443,7 @@ export class NatsBus implements Bus {
     const carrier = headerCarrier(msg.headers ?? createHeaders());
     try {
       await withConsumerSpan(
-        { system: 'nats', destination: eventSubject(event.type), operation: 'process', messageId: event.id },
+        { system: 'nats', destination: eventSubject(event.type), messageId: event.id },
         carrier,
         () => handler(event, { attempt }),
       );

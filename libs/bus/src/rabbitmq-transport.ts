@@ -399,37 +399,33 @@ export class RabbitBus implements Bus {
 
   private async answer(message: ConsumeMessage, subject: string, run: (raw: unknown) => Promise<unknown>) {
     const headers = (message.properties.headers ?? {}) as Headers;
-    await withConsumerSpan(
-      { system: 'rabbitmq', destination: subject, operation: 'process' },
-      headerCarrier(headers),
-      async () => {
-        const replyTo = message.properties.replyTo;
-        let reply: unknown;
-        try {
-          reply = {
-            ok: true,
-            data: await this.alive.during(
-              () => this.signalAlive(replyTo, message.properties.correlationId),
-              () => run(decode(message.content)),
-            ),
-          };
-        } catch (failure) {
-          if (!(failure instanceof AppError)) this.report(failure, subject);
-          reply = replyFromError(failure);
-        }
-        if (typeof replyTo !== 'string') return;
-        try {
-          // Any connection may answer: the reply-to address names the caller's channel, not ours.
-          this.current().responder.publish('', replyTo, encode(reply), {
-            correlationId: message.properties.correlationId,
-            contentType: json,
-          });
-        } catch (failure) {
-          // The connection closed under us; the caller will see a timeout.
-          this.report(failure, subject);
-        }
-      },
-    );
+    await withConsumerSpan({ system: 'rabbitmq', destination: subject }, headerCarrier(headers), async () => {
+      const replyTo = message.properties.replyTo;
+      let reply: unknown;
+      try {
+        reply = {
+          ok: true,
+          data: await this.alive.during(
+            () => this.signalAlive(replyTo, message.properties.correlationId),
+            () => run(decode(message.content)),
+          ),
+        };
+      } catch (failure) {
+        if (!(failure instanceof AppError)) this.report(failure, subject);
+        reply = replyFromError(failure);
+      }
+      if (typeof replyTo !== 'string') return;
+      try {
+        // Any connection may answer: the reply-to address names the caller's channel, not ours.
+        this.current().responder.publish('', replyTo, encode(reply), {
+          correlationId: message.properties.correlationId,
+          contentType: json,
+        });
+      } catch (failure) {
+        // The connection closed under us; the caller will see a timeout.
+        this.report(failure, subject);
+      }
+    });
   }
 
   /** An empty message of type `alive` to the caller's reply-to address: still working on it. */
@@ -558,7 +554,6 @@ export class RabbitBus implements Bus {
         {
           system: 'rabbitmq',
           destination: eventSubject(event.type),
-          operation: 'process',
           messageId: event.id,
         },
         headerCarrier(headers),

@@ -77,10 +77,10 @@ function findCaseInsensitive(carrier: HeaderCarrier, key: string): string | unde
   return match === undefined ? undefined : carrier.get(match);
 }
 
+/** What a consumer's span says of the message it processes. */
 export interface MessagingSpanInfo {
   system: 'nats' | 'rabbitmq' | 'in-process';
   destination: string;
-  operation: 'process';
   messageId?: string;
   attributes?: Attributes;
 }
@@ -89,7 +89,7 @@ function messagingAttributes(info: MessagingSpanInfo): Attributes {
   return {
     'messaging.system': info.system,
     'messaging.destination.name': info.destination,
-    'messaging.operation.type': info.operation,
+    'messaging.operation.type': 'process',
     ...(info.messageId ? { 'messaging.message.id': info.messageId } : {}),
     ...info.attributes,
   };
@@ -106,7 +106,7 @@ export function withConsumerSpan<T>(
   carrier: HeaderCarrier,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
-  return startSpan(`${info.operation} ${info.destination}`, fn, {
+  return startSpan(`process ${info.destination}`, fn, {
     kind: SpanKind.CONSUMER,
     attributes: messagingAttributes(info),
     parent: extractContext(carrier),
