@@ -6,8 +6,11 @@ export {
   maxEventBytes,
   OutboxRelay,
   type OutboxRelayOptions,
+  type PreparedEvent,
+  prepareEvent,
   type RelayLogger,
   writeEvent,
+  writeEventsIfChanged,
 } from './outbox.js';
 export {
   assertIdentifier,
@@ -20,4 +23,4 @@ export {
 } from './pool.js';
 export { isStorableText, storableText, storableUtf8 } from './storable-text.js';
 export { withTransaction } from './transaction.js';
-export { TurnBatch, type TurnBatchOptions } from './turn-batch.js';
+export { firstOfEach, TurnBatch, type TurnBatchOptions } from './turn-batch.js';

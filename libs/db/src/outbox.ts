@@ -41,65 +41,32 @@ export class EventTooLarge extends Error {
  *
  * An event with an ordering key (orderingKeyOf) takes the key's next sequence number in the same
  * statement, so numbers and commits agree.
- *
- * The written envelope; undefined only when `along` is `onlyIfChanged` and changed nothing.
  */
 export async function writeEvent<T extends EventType>(
   client: Queryable,
   type: T,
   data: EventData<T>,
-  along?: AlongStatement & { onlyIfChanged?: false },
-): Promise<EventEnvelope<T>>;
-export async function writeEvent<T extends EventType>(
-  client: Queryable,
-  type: T,
-  data: EventData<T>,
-  along: AlongStatement,
-): Promise<EventEnvelope<T> | undefined>;
-export async function writeEvent<T extends EventType>(
-  client: Queryable,
-  type: T,
-  data: EventData<T>,
   along?: AlongStatement,
-): Promise<EventEnvelope<T> | undefined> {
-  const envelope = {
-    id: randomUUID(),
-    type,
-    workspace_id: data.workspace_id,
-    occurred_at: new Date().toISOString(),
-    data,
-  } as EventEnvelope<T>;
-  const bytes = Buffer.byteLength(JSON.stringify(envelope));
-  if (bytes > maxEventBytes) throw new EventTooLarge(type, bytes);
+): Promise<EventEnvelope<T>> {
+  const event = prepareEvent(type, data);
+  const { envelope, key } = event;
   // The statement written along comes first, with its own $1…$n; the event's parameters follow.
   const before = along?.values ?? [];
   const p = (n: number) => `$${before.length + n}`;
-  const values = [
-    ...before,
-    envelope.id,
-    envelope.type,
-    envelope.workspace_id,
-    envelope.occurred_at,
-    envelope.data,
-    captureContext(),
-  ];
+  const values = [...before, ...eventValues(event)];
   const columns = `${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}`;
   const ctes = along ? [`along as (${along.text})`] : [];
-  // Neither the event nor its sequence number when the statement along changed nothing: a number taken
-  // for no event would be a gap that ordered delivery waits on for ever.
-  const ifChanged = along?.onlyIfChanged ? ' where exists (select from along)' : '';
-  const key = orderingKeyOf(type, data);
   if (key === undefined) {
     const head = ctes.length > 0 ? `with ${ctes.join(', ')} ` : '';
-    const { rowCount } = await client.query(
-      `${head}insert into outbox (id, type, workspace_id, occurred_at, data, trace_context) ${ifChanged ? `select ${columns}${ifChanged}` : `values (${columns})`}`,
+    await client.query(
+      `${head}insert into outbox (id, type, workspace_id, occurred_at, data, trace_context) values (${columns})`,
       values,
     );
-    return rowCount === 1 ? envelope : undefined;
+    return envelope;
   }
   ctes.push(
     `next as (
-       insert into event_sequences (ordering_key, seq) select ${p(7)}, 1${ifChanged}
+       insert into event_sequences (ordering_key, seq) values (${p(7)}, 1)
        on conflict (ordering_key) do update set seq = event_sequences.seq + 1
        returning seq
      )`,
@@ -111,7 +78,7 @@ export async function writeEvent<T extends EventType>(
      returning ordering_seq as seq`,
     [...values, key],
   );
-  return rows[0] ? { ...envelope, ordering: { key, seq: Number(rows[0].seq) } } : undefined;
+  return { ...envelope, ordering: { key, seq: Number(rows[0]!.seq) } };
 }
 
 /**
@@ -122,11 +89,101 @@ export async function writeEvent<T extends EventType>(
 export interface AlongStatement {
   text: string;
   values: unknown[];
-  /**
-   * The event is written only if this statement changed a row (its text ends with `returning 1`): a state
-   * change that two writers may both attempt announces itself once, by whichever made it.
-   */
-  onlyIfChanged?: boolean;
+}
+
+/**
+ * An event made ready to write: its envelope, its ordering key, and the trace context it was made in.
+ * Made where the change it announces is decided, so the trace it joins is that caller's even when a
+ * statement of several callers writes it (writeEventsIfChanged).
+ */
+export interface PreparedEvent<T extends EventType = EventType> {
+  envelope: EventEnvelope<T>;
+  key: string | undefined;
+  traceContext: Record<string, string>;
+}
+
+/** The event's envelope, ordering key and trace context; EventTooLarge past maxEventBytes. */
+export function prepareEvent<T extends EventType>(type: T, data: EventData<T>): PreparedEvent<T> {
+  const envelope = {
+    id: randomUUID(),
+    type,
+    workspace_id: data.workspace_id,
+    occurred_at: new Date().toISOString(),
+    data,
+  } as EventEnvelope<T>;
+  const bytes = Buffer.byteLength(JSON.stringify(envelope));
+  if (bytes > maxEventBytes) throw new EventTooLarge(type, bytes);
+  return { envelope, key: orderingKeyOf(type, data), traceContext: captureContext() };
+}
+
+const eventValues = ({ envelope, traceContext }: PreparedEvent) => [
+  envelope.id,
+  envelope.type,
+  envelope.workspace_id,
+  envelope.occurred_at,
+  envelope.data,
+  traceContext,
+];
+
+/**
+ * Several state changes and their events in one statement: `along` changes the rows of a batch and
+ * returns `n`, the 1-based position in `events` of each item whose row it changed; only those items'
+ * events are written, each in the same commit as its change. A change that two writers may both attempt
+ * (the second finds it made) announces itself once, by whichever made it.
+ *
+ * Events of one ordering key take consecutive numbers in the order of `events`: the key's row is raised
+ * once, by their count, and a key's numbers still follow commit order with no gaps. Keys are raised in
+ * their sorted order, so two such statements never wait on each other's keys in a cycle.
+ *
+ * Each item's written envelope, or undefined where its row was not changed.
+ */
+export async function writeEventsIfChanged(
+  client: Queryable,
+  events: readonly PreparedEvent[],
+  along: AlongStatement,
+): Promise<Array<EventEnvelope | undefined>> {
+  const p = (n: number) => `$${along.values.length + n}`;
+  const column = <K>(pick: (event: PreparedEvent) => K) => events.map(pick);
+  const { rows } = await client.query<{ id: string; seq: string | null }>(
+    `with along as (${along.text}),
+       ev as (
+         select * from unnest(${p(1)}::uuid[], ${p(2)}::text[], ${p(3)}::uuid[], ${p(4)}::timestamptz[],
+                              ${p(5)}::jsonb[], ${p(6)}::jsonb[], ${p(7)}::text[])
+           with ordinality as ev(id, type, workspace_id, occurred_at, data, trace_context, ordering_key, n)
+          where ev.n in (select n from along)),
+       counts as (
+         select ordering_key, count(*) as taken from ev where ordering_key is not null
+          group by ordering_key order by ordering_key),
+       next as (
+         insert into event_sequences (ordering_key, seq) select ordering_key, taken from counts
+         on conflict (ordering_key) do update set seq = event_sequences.seq + excluded.seq
+         returning ordering_key, seq)
+     insert into outbox (id, type, workspace_id, occurred_at, data, trace_context, ordering_key, ordering_seq)
+     select ev.id, ev.type, ev.workspace_id, ev.occurred_at, ev.data, ev.trace_context, ev.ordering_key,
+            next.seq - count(*) over keyed + row_number() over (keyed order by ev.n)
+       from ev left join next on next.ordering_key = ev.ordering_key
+     window keyed as (partition by ev.ordering_key)
+      order by ev.n
+     returning id, ordering_seq as seq`,
+    [
+      ...along.values,
+      column((e) => e.envelope.id),
+      column((e) => e.envelope.type),
+      column((e) => e.envelope.workspace_id),
+      column((e) => e.envelope.occurred_at),
+      column((e) => e.envelope.data),
+      column((e) => e.traceContext),
+      column((e) => e.key ?? null),
+    ],
+  );
+  const written = new Map(rows.map((row) => [row.id, row.seq]));
+  return events.map(({ envelope, key }) => {
+    const seq = written.get(envelope.id);
+    if (seq === undefined) return undefined;
+    return key === undefined || seq === null
+      ? envelope
+      : { ...envelope, ordering: { key, seq: Number(seq) } };
+  });
 }
 
 const outboxMeter = meter('outbox');

@@ -102,3 +102,18 @@ function isRowError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && ['22', '23', '54'].includes(code.slice(0, 2));
 }
+
+/**
+ * A batch's rows: the first item of each key (a second call for the same row in one turn would change
+ * nothing, as in turn), in the order of their keys, so two batches that share rows take their locks in
+ * the same order and one waits for the other instead of both deadlocking. Keys are compared as given:
+ * pass uuids in one case (Postgres answers in lower case).
+ */
+export function firstOfEach<T>(items: readonly T[], keyOf: (item: T) => string): T[] {
+  const firsts = new Map<string, T>();
+  for (const item of items) {
+    const key = keyOf(item);
+    if (!firsts.has(key)) firsts.set(key, item);
+  }
+  return [...firsts.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, item]) => item);
+}

@@ -11,9 +11,11 @@ import {
   migrate,
   OutboxRelay,
   type Pool,
+  prepareEvent,
   type Queryable,
   withTransaction,
   writeEvent,
+  writeEventsIfChanged,
 } from '../src/index.js';
 import { metricsText } from './metrics-text.js';
 
@@ -200,6 +202,64 @@ describe('transactional outbox', () => {
       writeEvent(client, eventTypes.messageSent, leadMoved(workspace, 0)),
     ];
     expect(refused).toBeTypeOf('function');
+  });
+
+  it('writes a batch’s events only for the rows its statement changed, numbering each key’s in turn', async () => {
+    const workspace = randomUUID();
+    const [one, other] = [randomUUID(), randomUUID()];
+    const resolved = (conversation: string) =>
+      prepareEvent(eventTypes.conversationResolved, {
+        event: eventTypes.conversationResolved,
+        workspace_id: workspace,
+        conversation_id: conversation,
+        status: { value: 'resolved' as const },
+      });
+    // One earlier event of the first conversation: the batch's numbers follow it.
+    await writeEvent(pool, eventTypes.conversationResolved, resolved(one).envelope.data);
+    const things = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    await pool.query('insert into things (id, workspace_id, name) values ($1, $2, $3)', [
+      things[2],
+      workspace,
+      'renamed before',
+    ]);
+    // Renames each new thing: the third was renamed before, so its event is not written.
+    const renameAlong = {
+      text: `update things t set name = 'renamed' from unnest($1::uuid[]) with ordinality as v(id, n)
+              where t.id = v.id and t.name = 'new' returning v.n`,
+      values: [things],
+    };
+    await pool.query(
+      `insert into things (id, workspace_id, name) select id, $2, 'new' from unnest($1::uuid[]) as id
+        where id <> $3`,
+      [things, workspace, things[2]],
+    );
+    const events = [
+      resolved(one),
+      resolved(other),
+      resolved(one),
+      resolved(one),
+      prepareEvent(eventTypes.leadMoved, leadMoved(workspace, 0)),
+    ];
+    const written = await writeEventsIfChanged(pool, events, renameAlong);
+    expect(written.map((event) => event?.ordering ?? (event ? 'unordered' : 'not written'))).toEqual([
+      { key: one, seq: 2 },
+      { key: other, seq: 1 },
+      'not written',
+      { key: one, seq: 3 },
+      'unordered',
+    ]);
+    const { rows } = await pool.query<{ id: string; ordering_seq: string | null }>(
+      'select id, ordering_seq from outbox where workspace_id = $1 order by seq',
+      [workspace],
+    );
+    expect(rows.slice(1).map((row) => row.id)).toEqual(
+      [0, 1, 3, 4].map((index) => events[index]!.envelope.id),
+    );
+    // No number was taken for the event not written: the conversation's next one follows without a gap.
+    const next = await writeEvent(pool, eventTypes.conversationResolved, resolved(one).envelope.data);
+    expect(next.ordering).toEqual({ key: one, seq: 4 });
+    // A statement that changes nothing writes nothing.
+    expect(await writeEventsIfChanged(pool, events.slice(0, 2), renameAlong)).toEqual([undefined, undefined]);
   });
 
   it('numbers each conversation’s public events 1, 2, 3 in commit order, and the relay carries the numbers', async () => {

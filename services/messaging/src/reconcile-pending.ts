@@ -3,9 +3,9 @@ import { platformTexts } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction } from '@inbox/db';
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
-import { recordSent } from './handlers/outbound-delivery.js';
 import { ConversationStore } from './store/conversations.js';
 import { lockIfPending, type PendingMessage, stalePendingMessages } from './store/pending-messages.js';
+import { recordSent } from './store/sent-messages.js';
 
 const reconciled = meter('messaging').createCounter('messaging.pending.reconciled', {
   description:
@@ -85,18 +85,16 @@ export class PendingReconciler {
     const settled = await withTransaction(pool, async (client): Promise<Outcome> => {
       if (!(await lockIfPending(client, message.workspace_id, message.id))) return 'settled-meanwhile';
       if (outcome.outcome === 'sent') {
-        await recordSent(
-          client,
-          {
-            workspaceId: message.workspace_id,
-            conversationId: message.conversation_id,
-            integration: { id: message.integration_id, provider: message.provider },
-            messageId: message.id,
-            text: message.text,
-            senderType: message.sender_type,
-          },
-          outcome,
-        );
+        await recordSent(client, {
+          workspaceId: message.workspace_id,
+          conversationId: message.conversation_id,
+          integration: { id: message.integration_id, provider: message.provider },
+          messageId: message.id,
+          text: message.text,
+          senderType: message.sender_type,
+          providerMessageId: outcome.provider_message_id,
+          sentAt: outcome.sent_at,
+        });
         return 'sent';
       }
       if (outcome.outcome === 'unknown') {

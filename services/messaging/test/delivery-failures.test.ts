@@ -4,13 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { InProcessBus } from '@inbox/bus';
 import type { InboundStatusEvent } from '@inbox/contracts';
-import { createPool, migrate, OutboxRelay, type Pool, withTransaction } from '@inbox/db';
+import { createPool, migrate, OutboxRelay, type Pool, type Queryable, withTransaction } from '@inbox/db';
 import { serveMetrics } from '@inbox/telemetry';
 import { createDatabase } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { applyStatus } from '../src/handlers/inbound.js';
 import { ConversationViews } from '../src/store/conversation-views.js';
 import { ConversationStore } from '../src/store/conversations.js';
+import { recordSent } from '../src/store/sent-messages.js';
 
 let pool: Pool;
 let relay: OutboxRelay;
@@ -30,6 +31,26 @@ afterAll(async () => {
 });
 
 /** A workspace with one official conversation and one outbound message in it, as send-message leaves it. */
+/** The connector's answer recorded, as the send's own request records it. */
+function markSent(
+  db: Queryable,
+  sent: {
+    workspaceId: string;
+    conversationId: string;
+    integrationId: string;
+    messageId: string;
+    providerMessageId: string;
+  },
+) {
+  return recordSent(db, {
+    ...sent,
+    integration: { id: sent.integrationId, provider: 'chat-official' },
+    text: 'Olá',
+    senderType: 'agent',
+    sentAt: new Date().toISOString(),
+  });
+}
+
 async function sentMessage(options: { providerMessageId?: string | null } = {}) {
   const workspaceId = randomUUID();
   const integrationId = randomUUID();
@@ -49,7 +70,14 @@ async function sentMessage(options: { providerMessageId?: string | null } = {}) 
       senderType: 'agent',
     });
     // The connector's answer (and with it the provider's id) may not have been recorded yet.
-    if (providerMessageId) await store.markSent(id, providerMessageId, new Date().toISOString());
+    if (providerMessageId)
+      await markSent(client, {
+        workspaceId,
+        conversationId: conversation.id,
+        integrationId,
+        messageId: id,
+        providerMessageId,
+      });
     return { conversationId: conversation.id, messageId: id };
   });
   const status = (update: Partial<InboundStatusEvent>): InboundStatusEvent => ({
@@ -177,7 +205,13 @@ describe('late delivery failures', () => {
         text: 'b',
         senderType: 'agent',
       });
-      await store.markSent(id, 'wamid.later', new Date().toISOString());
+      await markSent(client, {
+        workspaceId,
+        conversationId: conversation.id,
+        integrationId,
+        messageId: id,
+        providerMessageId: 'wamid.later',
+      });
       return id;
     });
     await applyStatus(

@@ -4,6 +4,7 @@ import { createPool, migrate, type Pool } from '@inbox/db';
 import { createDatabase, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ConversationStore } from '../src/store/conversations.js';
+import { recordSent, SentMessages } from '../src/store/sent-messages.js';
 
 let pool: Pool;
 
@@ -198,5 +199,58 @@ describe('a reply into a conversation, read, checked and stored in one statement
       await new ConversationStore(pool, randomUUID()).addReplyIfAllowed(id, anyone, reply('intrusa')),
     ).toBeUndefined();
     expect((await messagesOf(id)).map((m) => m.text)).toEqual(['primeira']);
+  });
+});
+
+describe('sent messages recorded as their requests learn of them', () => {
+  const integration = { id: randomUUID(), channel: 'alt-a' as const, provider: 'chat' as const };
+
+  it('marks a turn’s messages sent in one statement, each with its message.sent numbered in turn', async () => {
+    const workspaceId = randomUUID();
+    const store = new ConversationStore(pool, workspaceId);
+    const stored: Awaited<ReturnType<ConversationStore['addOutboundToPhone']>>[] = [];
+    for (const text of ['um', 'dois', 'três'])
+      stored.push(
+        await store.addOutboundToPhone('+5511933330002', null, integration, { text, senderType: 'agent' }),
+      );
+    const conversationId = stored[0]!.conversation.conversation.id;
+    const sent = (index: number) => ({
+      workspaceId,
+      conversationId,
+      integration: { id: integration.id, provider: integration.provider },
+      messageId: stored[index]!.messageId,
+      text: `texto ${index}`,
+      senderType: 'agent' as const,
+      providerMessageId: `wamid.${index}`,
+      sentAt: '2026-03-03T09:00:00.000Z',
+    });
+    const recorder = new SentMessages(pool);
+    // Three answers in one turn, one of them twice: each message is marked once and announced once.
+    await Promise.all([
+      recorder.record(sent(2)),
+      recorder.record(sent(0)),
+      recorder.record(sent(1)),
+      recorder.record(sent(0)),
+    ]);
+    const { rows: messages } = await pool.query<{ status: string; provider_message_id: string }>(
+      'select status, provider_message_id from messages where conversation_id = $1 order by provider_message_id',
+      [conversationId],
+    );
+    expect(messages).toEqual(
+      [0, 1, 2].map((index) => ({ status: 'sent', provider_message_id: `wamid.${index}` })),
+    );
+    const { rows: events } = await pool.query<{ message: string; seq: string; txid: string }>(
+      `select data -> 'message' ->> 'id' as message, ordering_seq as seq, txid::text from outbox
+        where workspace_id = $1 and type = 'message.sent' order by seq`,
+      [workspaceId],
+    );
+    expect(events.map((event) => event.message).sort()).toEqual(stored.map((s) => s.messageId).sort());
+    expect(events.map((event) => Number(event.seq)).sort()).toEqual([1, 2, 3]);
+    // One statement: all three written by one transaction.
+    expect(new Set(events.map((event) => event.txid)).size).toBe(1);
+    // A later answer for one of them (the reconciliation job's) changes nothing and announces nothing.
+    await recordSent(pool, sent(1));
+    const { rows: after } = await pool.query('select 1 from outbox where workspace_id = $1', [workspaceId]);
+    expect(after).toHaveLength(3);
   });
 });

@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MessagingConfig } from '../src/config.js';
 import { externalSend } from '../src/handlers/external-send.js';
 import { applyStatus } from '../src/handlers/inbound.js';
-import { recordSent } from '../src/handlers/outbound-delivery.js';
 import { PendingReconciler } from '../src/reconcile-pending.js';
 import { ConversationStore } from '../src/store/conversations.js';
+import { recordSent, SentMessages } from '../src/store/sent-messages.js';
 
 const logger = createLogger('messaging', { level: 'silent' });
 const encryptionKey = SecretBox.generateKey();
@@ -326,11 +326,18 @@ describe('pending message reconciliation', () => {
       messageId: pending.id,
       text: 'Uma vez só',
       senderType: 'agent' as const,
+      providerMessageId: 'wamid.once',
+      sentAt: '2026-03-03T09:00:00.000Z',
     };
-    const sent = { provider_message_id: 'wamid.once', sent_at: '2026-03-03T09:00:00.000Z' };
-    // Both writers at once: the second waits on the first's row lock, then finds the message sent.
-    await Promise.all([recordSent(messagingPool, message, sent), recordSent(messagingPool, message, sent)]);
-    await recordSent(messagingPool, message, sent);
+    const requests = new SentMessages(messagingPool);
+    // Writers at once: two requests' answers in one turn's statement, and the job's on its own, which
+    // waits on that statement's row lock, then finds the message sent.
+    await Promise.all([
+      requests.record(message),
+      requests.record(message),
+      recordSent(messagingPool, message),
+    ]);
+    await recordSent(messagingPool, message);
     expect((await world.message(pending.id)).status).toBe('sent');
     expect((await world.sentEvents()).map((event) => event.message.id)).toEqual([pending.id]);
     // Nor was a sequence number taken for an event never written: the conversation's next one follows.
@@ -434,7 +441,12 @@ describe('external sends racing other writers', () => {
       [opened.conversationId, randomUUID()],
     );
     const sending = externalSend(
-      { pool: messagingPool, bus, relay },
+      {
+        pool: messagingPool,
+        bus,
+        relay,
+        sent: new SentMessages(messagingPool),
+      },
       { workspace_id: world.workspaceId, conversation_id: opened.conversationId, text: 'e agora?' },
     );
     await waitForLockWaiters(1, 'the send waiting on the conversation');
@@ -462,7 +474,7 @@ describe('external sends racing other writers', () => {
       text: 'só uma vez',
       idempotency_key: 'ext-race',
     };
-    const deps = { pool: messagingPool, bus, relay };
+    const deps = { pool: messagingPool, bus, relay, sent: new SentMessages(messagingPool) };
     // Both requests look their key up before either stores a message: the conversation is held locked
     // until both have found no message and wait on it to store one.
     const holder = await messagingPool.connect();

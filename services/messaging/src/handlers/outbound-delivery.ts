@@ -1,12 +1,14 @@
 import type { Bus } from '@inbox/bus';
-import { AppError, errorMessage, eventTypes, type MessageSent, type Provider } from '@inbox/contracts';
-import { type OutboxRelay, type Pool, type Queryable, withTransaction, writeEvent } from '@inbox/db';
+import { AppError, errorMessage, type Provider } from '@inbox/contracts';
+import { type OutboxRelay, type Pool, withTransaction } from '@inbox/db';
 import { ConversationStore } from '../store/conversations.js';
+import type { SentMessages } from '../store/sent-messages.js';
 
 export interface OutboundDeps {
   pool: Pool;
   bus: Bus;
   relay: OutboxRelay;
+  sent: SentMessages;
 }
 
 export interface OutboundMessage {
@@ -55,30 +57,17 @@ export async function deliverOutbound(
     }
     throw error;
   }
-  // One statement marks it sent and writes its event: no transaction to open and close around them.
-  await recordSent(deps.pool, message, sent);
+  // One statement marks it sent and writes its event, shared with the other sends of this turn.
+  await deps.sent.record({
+    workspaceId: message.workspaceId,
+    conversationId: message.conversationId,
+    integration: message.integration,
+    messageId: message.messageId,
+    text: message.text,
+    senderType: message.senderType,
+    providerMessageId: sent.provider_message_id,
+    sentAt: sent.sent_at,
+  });
   deps.relay.wake();
   return sent;
-}
-
-/** Marks a stored message sent and writes its `message.sent`, in one statement (in a transaction, if given one). */
-export async function recordSent(
-  db: Queryable,
-  message: Omit<OutboundMessage, 'to'>,
-  sent: { provider_message_id: string; sent_at: string },
-): Promise<void> {
-  const data: MessageSent = {
-    event: eventTypes.messageSent,
-    workspace_id: message.workspaceId,
-    conversation_id: message.conversationId,
-    message: { id: message.messageId, text: message.text, type: 'text' },
-    status: { sender_type: message.senderType },
-    integration: message.integration,
-  };
-  await writeEvent(
-    db,
-    eventTypes.messageSent,
-    data,
-    ConversationStore.markSentStatement(message.workspaceId, message.messageId, sent),
-  );
 }

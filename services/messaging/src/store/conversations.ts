@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Integration, Provider } from '@inbox/contracts';
-import type { AlongStatement, Queryable } from '@inbox/db';
+import type { Queryable } from '@inbox/db';
 import {
   type Assignee,
   conversationStatuses,
@@ -381,34 +381,6 @@ export class ConversationStore {
       [this.workspaceId, input.conversationId, input.sentAt],
     );
     return id;
-  }
-
-  async markSent(messageId: string, providerMessageId: string, sentAt: string): Promise<void> {
-    const { text, values } = ConversationStore.markSentStatement(this.workspaceId, messageId, {
-      provider_message_id: providerMessageId,
-      sent_at: sentAt,
-    });
-    await this.client.query(text, values);
-  }
-
-  /**
-   * Marks a message sent: a statement to write along with its `message.sent` (see writeEvent), which is
-   * written only if the message was not sent already. Two writers may settle one send (its own request,
-   * and the reconciliation job once the message has been pending long enough); the second changes nothing
-   * and announces nothing, so a receiver never hears of one send twice. A message failed meanwhile (the
-   * job found no send recorded while a retry's was about to start) becomes sent: the provider took it.
-   */
-  static markSentStatement(
-    workspaceId: string,
-    messageId: string,
-    sent: { provider_message_id: string; sent_at: string },
-  ): AlongStatement {
-    return {
-      text: `update messages set status = 'sent', provider_message_id = $3, sent_at = $4, error = null, outcome_unknown_since = null
-              where workspace_id = $1 and id = $2 and status <> 'sent' returning 1`,
-      values: [workspaceId, messageId, sent.provider_message_id, sent.sent_at],
-      onlyIfChanged: true,
-    };
   }
 
   /**

@@ -1,4 +1,4 @@
-import { type Queryable, TurnBatch } from '@inbox/db';
+import { firstOfEach, type Queryable, TurnBatch } from '@inbox/db';
 
 interface Attempt {
   workspaceId: string;
@@ -29,7 +29,7 @@ export class SendRecords {
   // A turn's only call runs the same statement with one row.
   private readonly begins = new TurnBatch<Attempt, boolean>({
     runBatch: async (attempts) => {
-      const firsts = firstOfEachMessage(attempts);
+      const firsts = firstOfEach(attempts, messageKey);
       const { rows } = await this.pool.query<{ message_id: string }>(beginAttempts, [
         firsts.map((a) => a.messageId),
         firsts.map((a) => a.workspaceId),
@@ -45,7 +45,7 @@ export class SendRecords {
   private readonly accepted = new TurnBatch<Accepted, void>({
     runBatch: async (sends) => {
       // One row per message: a second answer for it in the same turn would change nothing, as in turn.
-      const firsts = firstOfEachMessage(sends);
+      const firsts = firstOfEach(sends, messageKey);
       await this.pool.query(recordAnswers, [
         firsts.map((s) => s.messageId),
         firsts.map((s) => s.workspaceId),
@@ -72,17 +72,3 @@ export class SendRecords {
 
 /** Message ids are uuids: the same one may come in any case, and Postgres answers in lower case. */
 const messageKey = (attempt: Attempt) => attempt.messageId.toLowerCase();
-
-/**
- * A batch's rows: the first call of each message, in the order of their ids, so two batches that share
- * messages (a command redelivered to two replicas at once) take the rows' locks in the same order and one
- * waits for the other instead of both deadlocking.
- */
-function firstOfEachMessage<A extends Attempt>(attempts: readonly A[]): A[] {
-  const firsts = new Map<string, A>();
-  for (const attempt of attempts) {
-    const key = messageKey(attempt);
-    if (!firsts.has(key)) firsts.set(key, attempt);
-  }
-  return [...firsts.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, attempt]) => attempt);
-}
