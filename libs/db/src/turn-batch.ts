@@ -24,9 +24,10 @@ interface Waiting<I, O> {
  * runs and commits (bench/RESULTS.md, nineteenth session).
  *
  * A batch is one statement, all or nothing. When it fails for one of its rows (a data exception, a
- * broken constraint or a value past a limit, SQLSTATE classes 22, 23 and 54), every call is run again on
- * its own, so one caller's row fails that caller alone and never the other workspaces' calls that
- * shared its turn. Any other failure (the connection, a timeout) is every call's.
+ * broken constraint or a value past a limit, SQLSTATE classes 22, 23 and 54) or for the locks it took
+ * together (a deadlock, class 40), every call is run again on its own, so one caller's row fails that
+ * caller alone and never the other workspaces' calls that shared its turn. Any other failure (the
+ * connection, a timeout) is every call's.
  */
 export class TurnBatch<I, O> {
   private waiting: Waiting<I, O>[] = [];
@@ -96,11 +97,13 @@ export class TurnBatch<I, O> {
 
 /**
  * A failure that one row of a statement can cause: a data exception (22), a broken constraint (23), or a
- * value past one of Postgres's limits (54: a provider's id too long for an index entry, say).
+ * value past one of Postgres's limits (54: a provider's id too long for an index entry, say). Or one that
+ * the batch's many row locks made (40: a deadlock with another statement, or a serialization failure),
+ * which its calls, each alone, would not have met.
  */
 function isRowError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && ['22', '23', '54'].includes(code.slice(0, 2));
+  return typeof code === 'string' && ['22', '23', '40', '54'].includes(code.slice(0, 2));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createDatabase } from '@inbox/testkit';
+import { createDatabase, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createPool, type Pool, TurnBatch } from '../src/index.js';
 
@@ -134,6 +134,46 @@ describe('TurnBatch', () => {
     expect(settled[1]).toMatchObject({ status: 'rejected', reason: { code: '54000' } });
     expect(ran).toEqual({ batches: [2], alone: 2 });
     expect(await stored([51, 52])).toEqual([51]);
+  });
+
+  it('runs each call again alone when the batch deadlocks with another transaction', async () => {
+    await pool.query("insert into notes (id, body) values (1001, 'a'), (1002, 'b')");
+    const holder = await pool.connect();
+    const batch = new TurnBatch<number, number>({
+      // Takes its rows' locks one after another: 1001, then 1002, which the holder has.
+      runBatch: async (ids) => {
+        const { rows } = await pool.query<{ id: number }>(
+          `update notes set body = body || '!' where id in (select unnest($1::int[]) order by 1) returning id`,
+          [ids],
+        );
+        return ids.map((id) => (rows.some((row) => row.id === id) ? id : -1));
+      },
+    });
+    try {
+      await holder.query('begin');
+      await holder.query("update notes set body = body || '?' where id = 1002");
+      const settled = Promise.allSettled([batch.run(1001), batch.run(1002)]);
+      await waitFor(
+        async () =>
+          (
+            await pool.query(
+              `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+            )
+          ).rowCount === 1,
+        { what: 'the batch to wait on the holder’s row' },
+      );
+      // The holder now wants the batch's first row: a deadlock, which the batch (waiting longer) is told of.
+      await holder.query("update notes set body = body || '?' where id = 1001");
+      await holder.query('commit');
+      expect((await settled).map((s) => s.status)).toEqual(['fulfilled', 'fulfilled']);
+    } finally {
+      holder.release();
+    }
+    const { rows } = await pool.query('select id, body from notes where id in (1001, 1002) order by id');
+    expect(rows).toEqual([
+      { id: 1001, body: 'a?!' },
+      { id: 1002, body: 'b?!' },
+    ]);
   });
 
   it('fails every call of the batch together when the statement fails for no row of its own', async () => {
