@@ -8,6 +8,7 @@ import { recordLeadMoved } from './handlers/lead-moved.js';
 import { panel } from './handlers/panel.js';
 import { sendMessage, sendTemplate } from './handlers/send-message.js';
 import { PendingReconciler } from './reconcile-pending.js';
+import { Replies } from './store/replies.js';
 import { SentMessages } from './store/sent-messages.js';
 
 export interface MessagingOptions {
@@ -38,7 +39,7 @@ export function messagingService(options: MessagingOptions = {}): ServiceDefinit
       });
       return {
         start: async () => {
-          const deps = { pool, bus, relay, sent: new SentMessages(pool) };
+          const deps = { pool, bus, relay, sent: new SentMessages(pool), replies: new Replies(pool) };
           await bus.handle('cmd.messaging.send-message', (command) => sendMessage(deps, command));
           await bus.handle('cmd.messaging.send-template', (command) => sendTemplate(deps, command));
           await bus.handle('cmd.messaging.external-send', (command) => externalSend(deps, command));

@@ -3,7 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { createPool, migrate, type Pool } from '@inbox/db';
 import { createDatabase, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ConversationStore } from '../src/store/conversations.js';
+import { ConversationStore, type ReplyAllowance } from '../src/store/conversations.js';
+import { Replies } from '../src/store/replies.js';
 import { recordSent, SentMessages } from '../src/store/sent-messages.js';
 
 let pool: Pool;
@@ -160,7 +161,7 @@ describe('a reply into a conversation, read, checked and stored in one statement
     expect((await messagesOf(id)).map((m) => m.text)).toEqual(['primeira', 'dentro da janela']);
   });
 
-  it('writes nothing when the conversation changes between its read and its write', async () => {
+  it('waits for a conversation being changed, and applies the rules to it as changed', async () => {
     const store = new ConversationStore(pool, randomUUID());
     const id = await conversation(store);
     // Another transaction assigns the conversation and holds its row until the statement below waits on it.
@@ -177,19 +178,26 @@ describe('a reply into a conversation, read, checked and stored in one statement
           (
             await pool.query(
               `select 1 from pg_stat_activity
-                where datname = current_database() and wait_event_type = 'Lock' and query like '%touched as%'`,
+                where datname = current_database() and wait_event_type = 'Lock'
+                  and query like '%v(id, workspace_id, conversation_id, sender_type%'`,
             )
           ).rowCount === 1,
         { what: 'the reply to wait on the row lock' },
       );
       await other.query('commit');
       const stored = await storing;
-      // Read before the assignment: as it was, and nothing written, so the caller takes the locked path.
-      expect(stored).toMatchObject({ messageId: undefined, conversation: { id, status: 'open' } });
+      // Read under its lock, so after the assignment: the rules see it assigned, and it stays assigned.
+      expect(stored).toMatchObject({
+        messageId: expect.any(String),
+        conversation: { id, status: 'assigned' },
+      });
     } finally {
       other.release();
     }
-    expect((await messagesOf(id)).map((m) => m.text)).toEqual(['primeira']);
+    expect((await messagesOf(id)).map((m) => m.text)).toEqual(['primeira', 'atrasada']);
+    expect((await pool.query('select status from conversations where id = $1', [id])).rows[0].status).toBe(
+      'assigned',
+    );
   });
 
   it('finds no conversation of another workspace, and writes nothing into it', async () => {
@@ -199,6 +207,71 @@ describe('a reply into a conversation, read, checked and stored in one statement
       await new ConversationStore(pool, randomUUID()).addReplyIfAllowed(id, anyone, reply('intrusa')),
     ).toBeUndefined();
     expect((await messagesOf(id)).map((m) => m.text)).toEqual(['primeira']);
+  });
+
+  it('stores a turn’s replies in one statement, each answered as it would be alone', async () => {
+    const workspace = randomUUID();
+    const store = new ConversationStore(pool, workspace);
+    const busy = await conversation(store);
+    const resolved = (
+      await store.addOutboundToPhone('+5511933330003', null, integration, {
+        text: 'outra',
+        senderType: 'agent',
+      })
+    ).conversation.conversation.id;
+    const elsewhere = await conversation(new ConversationStore(pool, randomUUID()));
+    await pool.query(`update conversations set status = 'resolved' where id = $1`, [resolved]);
+    const replies = new Replies(pool);
+    const add = (conversationId: string, text: string, rules: ReplyAllowance = anyone) =>
+      replies.add({ ...reply(text), workspaceId: workspace, conversationId, rules });
+    const answers = await Promise.all([
+      add(busy, 'um'),
+      add(resolved, 'dois'),
+      add(busy, 'três'),
+      add(busy, 'recusada', { ...anyone, refusingProviders: ['chat'] }),
+      // Another workspace's conversation: not found, and nothing written into it.
+      add(elsewhere, 'intrusa'),
+    ]);
+    expect(answers.map((answer) => answer && (answer.messageId ? 'stored' : 'refused'))).toEqual([
+      'stored',
+      'stored',
+      'stored',
+      'refused',
+      undefined,
+    ]);
+    expect(answers[1]?.conversation).toMatchObject({ id: resolved, status: 'resolved' });
+    // In the order given, reopened once, and all by one transaction.
+    expect((await messagesOf(busy)).map((m) => m.text)).toEqual(['primeira', 'um', 'três']);
+    expect((await messagesOf(elsewhere)).map((m) => m.text)).toEqual(['primeira']);
+    const { rows } = await pool.query<{ status: string }>('select status from conversations where id = $1', [
+      resolved,
+    ]);
+    expect(rows[0]?.status).toBe('open');
+    const writers = await pool.query<{ xmin: string }>(
+      'select distinct xmin::text from messages where id = any($1)',
+      [answers.slice(0, 3).map((answer) => answer?.messageId)],
+    );
+    expect(writers.rows).toHaveLength(1);
+  });
+
+  it('runs a turn’s replies again one by one when one of them breaks the statement', async () => {
+    const workspace = randomUUID();
+    const id = await conversation(new ConversationStore(pool, workspace));
+    const replies = new Replies(pool);
+    const add = (text: string, idempotencyKey: string) =>
+      replies.add({
+        ...reply(text),
+        workspaceId: workspace,
+        conversationId: id,
+        rules: anyone,
+        idempotencyKey,
+      });
+    // Two requests with one key: the first stores its reply, the second alone hears of the key taken.
+    const answers = await Promise.allSettled([add('a', 'k-1'), add('b', 'k-1'), add('c', 'k-2')]);
+    expect(answers.map((answer) => answer.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(answers[1]).toMatchObject({ reason: { code: '23505' } });
+    // Run again each alone, at once: in either order.
+    expect((await messagesOf(id)).map((m) => m.text).sort()).toEqual(['a', 'c', 'primeira']);
   });
 });
 

@@ -15,6 +15,7 @@ import { externalSend } from '../src/handlers/external-send.js';
 import { applyStatus } from '../src/handlers/inbound.js';
 import { PendingReconciler } from '../src/reconcile-pending.js';
 import { ConversationStore } from '../src/store/conversations.js';
+import { Replies } from '../src/store/replies.js';
 import { recordSent, SentMessages } from '../src/store/sent-messages.js';
 
 const logger = createLogger('messaging', { level: 'silent' });
@@ -446,6 +447,7 @@ describe('external sends racing other writers', () => {
         bus,
         relay,
         sent: new SentMessages(messagingPool),
+        replies: new Replies(messagingPool),
       },
       { workspace_id: world.workspaceId, conversation_id: opened.conversationId, text: 'e agora?' },
     );
@@ -474,15 +476,22 @@ describe('external sends racing other writers', () => {
       text: 'só uma vez',
       idempotency_key: 'ext-race',
     };
-    const deps = { pool: messagingPool, bus, relay, sent: new SentMessages(messagingPool) };
+    const deps = {
+      pool: messagingPool,
+      bus,
+      relay,
+      sent: new SentMessages(messagingPool),
+      replies: new Replies(messagingPool),
+    };
     // Both requests look their key up before either stores a message: the conversation is held locked
-    // until both have found no message and wait on it to store one.
+    // until both have found no message and wait on it to store one. Each in a replica of its own (its
+    // own batch of replies): in one replica's batch the key's clash is its turn's (outbound-store test).
     const holder = await messagingPool.connect();
     await holder.query('begin');
     await holder.query('select 1 from conversations where id = $1 for update', [opened.conversationId]);
     const running = Promise.all(
       [0, 1].map(() =>
-        externalSend(deps, command).then(
+        externalSend({ ...deps, replies: new Replies(messagingPool) }, command).then(
           (sent) => ({ status: 200, body: sent as unknown }),
           (error: { status?: number; body?: unknown }) => ({ status: error.status, body: error.body }),
         ),

@@ -17,11 +17,16 @@ import {
   messageOfKey,
   retryIfRefused,
 } from '../store/keyed-messages.js';
+import type { Replies } from '../store/replies.js';
 import { deliverOutbound, type OutboundDeps } from './outbound-delivery.js';
+
+export interface ExternalSendDeps extends OutboundDeps {
+  replies: Replies;
+}
 
 /** external send: a message into an existing conversation of the workspace; creates nothing else. */
 export async function externalSend(
-  deps: OutboundDeps,
+  deps: ExternalSendDeps,
   command: CommandPayload<'cmd.messaging.external-send'>,
 ): Promise<CommandResult<'cmd.messaging.external-send'>> {
   const workspaceId = command.workspace_id;
@@ -37,19 +42,21 @@ export async function externalSend(
   };
   const prepare = async (continuing: KeyedMessage | undefined) => {
     if (!continuing) {
-      // Read, checked, and stored in one statement while the conversation is as read: no lock held
-      // across round trips, so replies into one busy conversation do not queue behind each other.
-      const stored = await new ConversationStore(deps.pool, workspaceId).addReplyIfAllowed(
-        command.conversation_id,
-        replyAllowance(senderType),
-        reply,
-      );
+      // Read under its lock, checked, and stored in one statement (shared with this turn's other replies):
+      // no lock held across round trips, so replies into one busy conversation do not queue for long.
+      const stored = await deps.replies.add({
+        ...reply,
+        workspaceId,
+        conversationId: command.conversation_id,
+        rules: replyAllowance(senderType),
+      });
       if (!stored) throw AppError.notFound(errorTexts.conversationNotFound);
       if (stored.messageId) return { conversation: stored.conversation, messageId: stored.messageId };
-      // Nothing written: the rules refused it (answered here, with the reason), or it changed meanwhile.
+      // Nothing written: the rules refused it, answered here with the reason.
       checkReply(stored.conversation, senderType);
     }
-    // Continuing a message, or the conversation changed since it was read: under its lock.
+    // Continuing a message, under its lock (and, should checkReply ever let by a reply the statement
+    // refused, storing it here).
     return withTransaction(deps.pool, async (client) => {
       const store = new ConversationStore(client, workspaceId);
       const conversation = await store.conversationForSend(

@@ -286,67 +286,20 @@ export class ConversationStore {
   }
 
   /**
-   * A reply read, checked and stored in one statement: the conversation read with its contact, the reply
-   * rules applied to what was read, and, where they allow it, the conversation reopened and touched and
-   * the message stored pending, as long as the conversation is still as read (its status and assignee).
-   * What a locked read, reopen and insert do in a transaction, without holding the conversation's lock
-   * across round trips, and in one round trip.
+   * A reply read, checked and stored in one statement (addRepliesIfAllowed, with this reply alone).
    *
-   * Answers the conversation as read (undefined in another workspace) and the new message's id, which is
-   * undefined when nothing was written: the rules refused the reply, or the conversation changed since
-   * it was read. The caller tells these apart on the conversation it gets back.
+   * Answers the conversation as read under its lock (undefined in another workspace) and the new
+   * message's id, undefined when the rules refused the reply: the caller finds why on the conversation.
    */
   async addReplyIfAllowed(
     conversationId: string,
     rules: ReplyAllowance,
-    input: {
-      text: string;
-      senderType: 'human' | 'agent' | 'system';
-      senderName?: string | null;
-      idempotencyKey?: string;
-    },
-  ): Promise<{ conversation: ConversationRow & SendRecipient; messageId: string | undefined } | undefined> {
-    const id = randomUUID();
-    const { rows } = await this.client.query<ConversationRow & SendRecipient & { message_id: string | null }>(
-      `with c as (
-         select c.id, c.contact_id, c.integration_id, c.status, c.assigned_to_type, c.assigned_to_id, c.provider,
-                c.last_inbound_at, k.phone, k.provider_user_id
-           from conversations c join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
-          where c.workspace_id = $2 and c.id = $3),
-       touched as (
-         update conversations u
-            set status = $7::jsonb ->> (c.status || ':' || (c.assigned_to_type is not null)::text), updated_at = now()
-           from c
-          where u.workspace_id = $2 and u.id = c.id
-            and c.provider <> all($8::text[])
-            and (c.provider <> all($9::text[]) or c.last_inbound_at > $10)
-            and u.status = c.status
-            and u.assigned_to_type is not distinct from c.assigned_to_type
-            and u.assigned_to_id is not distinct from c.assigned_to_id
-         returning u.id),
-       inserted as (
-         insert into messages (id, workspace_id, conversation_id, direction, sender_type, sender_name, text, type, status, idempotency_key)
-         select $1, $2, touched.id, 'outbound', $4, $5, $6, 'text', 'pending', $11 from touched
-         returning id)
-       select c.*, (select id from inserted) as message_id from c`,
-      [
-        id,
-        this.workspaceId,
-        conversationId,
-        input.senderType,
-        input.senderName ?? null,
-        input.text,
-        reopenings,
-        rules.refusingProviders,
-        rules.windowedProviders,
-        rules.windowOpenAfter,
-        input.idempotencyKey ?? null,
-      ],
-    );
-    const row = rows[0];
-    if (!row) return undefined;
-    const { message_id: messageId, ...conversation } = row;
-    return { conversation, messageId: messageId ?? undefined };
+    input: Omit<ReplyRequest, 'workspaceId' | 'conversationId' | 'rules'>,
+  ): Promise<ReplyOutcome> {
+    const [outcome] = await addRepliesIfAllowed(this.client, [
+      { ...input, workspaceId: this.workspaceId, conversationId, rules },
+    ]);
+    return outcome;
   }
 
   /** Stores an inbound message once per provider id; undefined when it was stored before. */
@@ -410,6 +363,99 @@ export class ConversationStore {
       [this.workspaceId, messageId, error],
     );
   }
+}
+
+/** A reply to store where the rules allow it: into the conversation of the workspace named. */
+export interface ReplyRequest {
+  workspaceId: string;
+  conversationId: string;
+  rules: ReplyAllowance;
+  text: string;
+  senderType: 'human' | 'agent' | 'system';
+  senderName?: string | null;
+  idempotencyKey?: string;
+}
+
+/** The conversation as read, with the new message's id; undefined where the workspace has no such one. */
+export type ReplyOutcome =
+  | { conversation: ConversationRow & SendRecipient; messageId: string | undefined }
+  | undefined;
+
+/**
+ * Replies read, checked and stored in one statement: each conversation read with its contact and locked
+ * (in the order of their ids, so two such statements never wait on each other in a cycle), the reply
+ * rules applied to what was read, and, for the conversations with a reply the rules allow, the
+ * conversation reopened and touched once and those replies stored pending, in the order given. What a
+ * locked read, reopen and insert do in a transaction, without holding a conversation's lock across round
+ * trips, and in one round trip for as many replies as there are.
+ *
+ * Answers, for each request in its order, what addReplyIfAllowed answers for it.
+ */
+export async function addRepliesIfAllowed(
+  db: Queryable,
+  requests: readonly ReplyRequest[],
+): Promise<ReplyOutcome[]> {
+  const ids = requests.map(() => randomUUID());
+  const column = <K>(pick: (request: ReplyRequest) => K) => requests.map(pick);
+  const { rows } = await db.query<
+    ConversationRow & SendRecipient & { n: string; found: boolean; stored: boolean }
+  >(
+    `with v as (
+       select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[],
+                            $8::text[], $9::text[], $10::timestamptz[])
+         with ordinality as v(id, workspace_id, conversation_id, sender_type, sender_name, text, idempotency_key,
+                              refusing, windowed, window_open_after, n)),
+     c as (
+       select c.id, c.workspace_id, c.contact_id, c.integration_id, c.status, c.assigned_to_type, c.assigned_to_id,
+              c.provider, c.last_inbound_at, k.phone, k.provider_user_id
+         from conversations c join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
+        where (c.workspace_id, c.id) in (select workspace_id, conversation_id from v)
+        order by c.id
+          for no key update of c),
+     allowed as (
+       select v.* from v join c on c.workspace_id = v.workspace_id and c.id = v.conversation_id
+        where c.provider <> all(string_to_array(v.refusing, ','))
+          and (c.provider <> all(string_to_array(v.windowed, ',')) or c.last_inbound_at > v.window_open_after)),
+     touched as (
+       update conversations u
+          set status = $11::jsonb ->> (c.status || ':' || (c.assigned_to_type is not null)::text), updated_at = now()
+         from c
+        where u.workspace_id = c.workspace_id and u.id = c.id
+          and exists (select from allowed a where a.workspace_id = c.workspace_id and a.conversation_id = c.id)
+       returning u.workspace_id, u.id),
+     inserted as (
+       -- Each its own time, in the order given: one statement's now() would tie them in the conversation.
+       insert into messages (id, workspace_id, conversation_id, direction, sender_type, sender_name, text, type,
+                             status, idempotency_key, created_at)
+       select a.id, a.workspace_id, a.conversation_id, 'outbound', a.sender_type, a.sender_name, a.text, 'text',
+              'pending', a.idempotency_key, clock_timestamp()
+         from allowed a join touched t on t.workspace_id = a.workspace_id and t.id = a.conversation_id
+        order by a.n
+       returning id)
+     select v.n, c.id is not null as found, v.id in (select id from inserted) as stored, c.id, c.contact_id,
+            c.integration_id, c.status, c.assigned_to_type, c.assigned_to_id, c.provider, c.last_inbound_at,
+            c.phone, c.provider_user_id
+       from v left join c on c.workspace_id = v.workspace_id and c.id = v.conversation_id`,
+    [
+      ids,
+      column((r) => r.workspaceId),
+      column((r) => r.conversationId),
+      column((r) => r.senderType),
+      column((r) => r.senderName ?? null),
+      column((r) => r.text),
+      column((r) => r.idempotencyKey ?? null),
+      column((r) => r.rules.refusingProviders.join(',')),
+      column((r) => r.rules.windowedProviders.join(',')),
+      column((r) => r.rules.windowOpenAfter),
+      reopenings,
+    ],
+  );
+  const outcomes: ReplyOutcome[] = requests.map(() => undefined);
+  for (const { n, found, stored, ...conversation } of rows) {
+    const index = Number(n) - 1;
+    if (found) outcomes[index] = { conversation, messageId: stored ? ids[index] : undefined };
+  }
+  return outcomes;
 }
 
 /**
