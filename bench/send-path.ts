@@ -29,7 +29,13 @@ import { cpuMillis, rssMiB } from './process-cpu.js';
 
 const durationSeconds = Number(process.env.BENCH_SECONDS ?? 15);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const warmUpSeconds = 5;
+/**
+ * BENCH_WARMUP_SECONDS: how long the unmeasured external sends run before the first load. 30 by default
+ * since the twenty-ninth session: after the 5 of every earlier run, the first load still paid for the
+ * services' code being compiled (4.06-4.50 ms a send, against 2.91-3.36 after 30 s, the same code the same
+ * hour; bench/RESULTS.md), which a service running for hours pays once.
+ */
+const warmUpSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 30);
 /**
  * Tracing is on as shipped (spans exported); BENCH_TRACING=off measures without the SDK, and
  * BENCH_TRACING=propagate with the SDK and its instrumentations but no exporter (context propagated, no span
