@@ -48,12 +48,19 @@ export async function writeEvent<T extends EventType>(
   data: EventData<T>,
   along?: AlongStatement,
 ): Promise<EventEnvelope<T>> {
-  const event = prepareEvent(type, data);
-  const { envelope, key } = event;
+  const { envelope, key, traceContext } = prepareEvent(type, data);
   // The statement written along comes first, with its own $1…$n; the event's parameters follow.
   const before = along?.values ?? [];
   const p = (n: number) => `$${before.length + n}`;
-  const values = [...before, ...eventValues(event)];
+  const values = [
+    ...before,
+    envelope.id,
+    envelope.type,
+    envelope.workspace_id,
+    envelope.occurred_at,
+    envelope.data,
+    traceContext,
+  ];
   const columns = `${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}`;
   const ctes = along ? [`along as (${along.text})`] : [];
   if (key === undefined) {
@@ -115,15 +122,6 @@ export function prepareEvent<T extends EventType>(type: T, data: EventData<T>): 
   if (bytes > maxEventBytes) throw new EventTooLarge(type, bytes);
   return { envelope, key: orderingKeyOf(type, data), traceContext: captureContext() };
 }
-
-const eventValues = ({ envelope, traceContext }: PreparedEvent) => [
-  envelope.id,
-  envelope.type,
-  envelope.workspace_id,
-  envelope.occurred_at,
-  envelope.data,
-  traceContext,
-];
 
 /**
  * Several state changes and their events in one statement: `along` changes the rows of a batch and

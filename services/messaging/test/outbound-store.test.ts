@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { createPool, migrate, type Pool } from '@inbox/db';
 import { createDatabase, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ConversationStore, type ReplyAllowance } from '../src/store/conversations.js';
+import { addRepliesIfAllowed, ConversationStore, type ReplyAllowance } from '../src/store/conversations.js';
 import { Replies } from '../src/store/replies.js';
 import { recordSent, SentMessages } from '../src/store/sent-messages.js';
 
@@ -107,12 +107,20 @@ describe('a reply into a conversation, read, checked and stored in one statement
     return sent.conversation.conversation.id;
   }
 
+  /** One reply alone through the statement a turn's replies share. */
+  const addReply = async (
+    workspaceId: string,
+    conversationId: string,
+    rules: ReplyAllowance,
+    input: ReturnType<typeof reply>,
+  ) => (await addRepliesIfAllowed(pool, [{ ...input, workspaceId, conversationId, rules }]))[0];
+
   it('stores the reply and reopens a resolved conversation as the domain says', async () => {
-    const store = new ConversationStore(pool, randomUUID());
-    const id = await conversation(store);
+    const workspace = randomUUID();
+    const id = await conversation(new ConversationStore(pool, workspace));
     await pool.query(`update conversations set status = 'resolved' where id = $1`, [id]);
 
-    const stored = await store.addReplyIfAllowed(id, anyone, reply('segunda'));
+    const stored = await addReply(workspace, id, anyone, reply('segunda'));
     expect(stored?.messageId).toEqual(expect.any(String));
     expect(stored?.conversation).toMatchObject({
       id,
@@ -129,10 +137,11 @@ describe('a reply into a conversation, read, checked and stored in one statement
   });
 
   it('writes nothing where the rules refuse the reply, and answers the conversation as read', async () => {
-    const store = new ConversationStore(pool, randomUUID());
-    const id = await conversation(store);
+    const workspace = randomUUID();
+    const id = await conversation(new ConversationStore(pool, workspace));
     await pool.query(`update conversations set status = 'resolved' where id = $1`, [id]);
-    const refused = await store.addReplyIfAllowed(
+    const refused = await addReply(
+      workspace,
       id,
       { ...anyone, refusingProviders: ['social', 'chat'] },
       reply('recusada'),
@@ -143,7 +152,8 @@ describe('a reply into a conversation, read, checked and stored in one statement
     const hourAgo = new Date(Date.now() - 3_600_000);
     await pool.query('update conversations set last_inbound_at = $2 where id = $1', [id, hourAgo]);
     const windowed = { ...anyone, windowedProviders: ['chat'] };
-    const closed = await store.addReplyIfAllowed(
+    const closed = await addReply(
+      workspace,
       id,
       { ...windowed, windowOpenAfter: new Date(Date.now() - 60_000) },
       reply('fora da janela'),
@@ -152,7 +162,8 @@ describe('a reply into a conversation, read, checked and stored in one statement
     expect((await pool.query('select status from conversations where id = $1', [id])).rows[0].status).toBe(
       'resolved',
     );
-    const open = await store.addReplyIfAllowed(
+    const open = await addReply(
+      workspace,
       id,
       { ...windowed, windowOpenAfter: new Date(Date.now() - 86_400_000) },
       reply('dentro da janela'),
@@ -162,8 +173,8 @@ describe('a reply into a conversation, read, checked and stored in one statement
   });
 
   it('waits for a conversation being changed, and applies the rules to it as changed', async () => {
-    const store = new ConversationStore(pool, randomUUID());
-    const id = await conversation(store);
+    const workspace = randomUUID();
+    const id = await conversation(new ConversationStore(pool, workspace));
     // Another transaction assigns the conversation and holds its row until the statement below waits on it.
     const other = await pool.connect();
     try {
@@ -172,7 +183,7 @@ describe('a reply into a conversation, read, checked and stored in one statement
         `update conversations set status = 'assigned', assigned_to_type = 'human', assigned_to_id = $2 where id = $1`,
         [id, randomUUID()],
       );
-      const storing = store.addReplyIfAllowed(id, anyone, reply('atrasada'));
+      const storing = addReply(workspace, id, anyone, reply('atrasada'));
       await waitFor(
         async () =>
           (
@@ -203,9 +214,7 @@ describe('a reply into a conversation, read, checked and stored in one statement
   it('finds no conversation of another workspace, and writes nothing into it', async () => {
     const owner = new ConversationStore(pool, randomUUID());
     const id = await conversation(owner);
-    expect(
-      await new ConversationStore(pool, randomUUID()).addReplyIfAllowed(id, anyone, reply('intrusa')),
-    ).toBeUndefined();
+    expect(await addReply(randomUUID(), id, anyone, reply('intrusa'))).toBeUndefined();
     expect((await messagesOf(id)).map((m) => m.text)).toEqual(['primeira']);
   });
 

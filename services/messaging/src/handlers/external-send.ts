@@ -114,7 +114,7 @@ function allowanceFor(senderType: string): Omit<ReplyAllowance, 'windowOpenAfter
   };
 }
 
-/** checkReply's rules, for a statement to apply (addReplyIfAllowed) as they stand now. */
+/** checkReply's rules, for a statement to apply (addRepliesIfAllowed) as they stand now. */
 function replyAllowance(senderType: string): ReplyAllowance {
   return {
     ...allowances[senderType === 'human' ? 'human' : 'other'],

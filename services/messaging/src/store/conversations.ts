@@ -285,23 +285,6 @@ export class ConversationStore {
     return rows[0];
   }
 
-  /**
-   * A reply read, checked and stored in one statement (addRepliesIfAllowed, with this reply alone).
-   *
-   * Answers the conversation as read under its lock (undefined in another workspace) and the new
-   * message's id, undefined when the rules refused the reply: the caller finds why on the conversation.
-   */
-  async addReplyIfAllowed(
-    conversationId: string,
-    rules: ReplyAllowance,
-    input: Omit<ReplyRequest, 'workspaceId' | 'conversationId' | 'rules'>,
-  ): Promise<ReplyOutcome> {
-    const [outcome] = await addRepliesIfAllowed(this.client, [
-      { ...input, workspaceId: this.workspaceId, conversationId, rules },
-    ]);
-    return outcome;
-  }
-
   /** Stores an inbound message once per provider id; undefined when it was stored before. */
   async addInboundMessage(input: {
     conversationId: string;
@@ -389,7 +372,9 @@ export type ReplyOutcome =
  * locked read, reopen and insert do in a transaction, without holding a conversation's lock across round
  * trips, and in one round trip for as many replies as there are.
  *
- * Answers, for each request in its order, what addReplyIfAllowed answers for it.
+ * Answers, for each request in its order, the conversation as read under its lock (undefined where the
+ * workspace has no such one) and the new message's id, undefined when the rules refused the reply: the
+ * caller finds why on the conversation.
  */
 export async function addRepliesIfAllowed(
   db: Queryable,
