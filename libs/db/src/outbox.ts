@@ -8,7 +8,7 @@ import {
   type WireEvent,
 } from '@inbox/contracts';
 import { captureContext, meter, outsideSpans, withCapturedContext } from '@inbox/telemetry';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Queryable } from './pool.js';
 import { classifyPublishFailure, PublishFailure } from './publish-failure.js';
 import { storableText } from './storable-text.js';
@@ -299,7 +299,12 @@ export class OutboxRelay {
   private again = false;
   private stopped = true;
 
-  constructor(private readonly options: OutboxRelayOptions) {}
+  // The pass's first round trip: the transaction and its lock.
+  private readonly lock: string;
+
+  constructor(private readonly options: OutboxRelayOptions) {
+    this.lock = `begin; select pg_try_advisory_xact_lock(hashtext(${pg.escapeLiteral(`outbox:${options.schema}`)})) as locked`;
+  }
 
   private gauge: NodeJS.Timeout | undefined;
   private pruner: NodeJS.Timeout | undefined;
@@ -378,16 +383,26 @@ export class OutboxRelay {
     });
   }
 
+  /**
+   * One batch in three round trips: the transaction and its lock in one; the batch's rows; the publishes;
+   * then the marks and the commit in one. Each round trip costs both processes more than these statements
+   * do once they run (bench/RESULTS.md, thirtieth session), and a relay makes a batch for every turn of
+   * its service that commits events. The rows are read by a prepared statement of their own, after the
+   * lock's: so their plan is kept (a text of several statements goes by the simple protocol and is
+   * planned on every run), and their snapshot is taken with the lock held (one taken before could miss
+   * the marks of the replica that held the lock until then, and publish its rows again).
+   */
   private async relayBatch(): Promise<number> {
-    const { pool, schema } = this.options;
+    const { pool } = this.options;
     const client = await pool.connect();
     try {
-      await client.query('begin');
-      const { rows: lock } = await client.query<{ locked: boolean }>(
-        'select pg_try_advisory_xact_lock(hashtext($1)) as locked',
-        [`outbox:${schema}`],
-      );
-      if (!lock[0]?.locked) {
+      // Several statements in one text go by the simple protocol, which takes no parameters: the lock's
+      // name is escaped into it.
+      const [, lock] = (await client.query(this.lock)) as unknown as [
+        pg.QueryResult,
+        pg.QueryResult<{ locked: boolean }>,
+      ];
+      if (!lock.rows[0]?.locked) {
         await client.query('rollback');
         return 0;
       }
@@ -398,8 +413,16 @@ export class OutboxRelay {
           order by seq limit $1`,
         [this.options.batchSize ?? 100],
       );
-      const failure = await this.publishRows(client, rows);
-      await client.query('commit');
+      const { published, failure } = await this.publishRows(client, rows);
+      // The seqs are the numbers the batch read back, so they go into the text as they are, and the
+      // marks are planned for them each time. Prepared, the marks kept the generic plan a connection made
+      // while the outbox was small: a scan of every row, published ones too (14,000 rows read past for 8
+      // marks in a harness, 1.4 ms a batch against 0.13; bench/RESULTS.md, thirtieth session).
+      await client.query(
+        published.length > 0
+          ? `update outbox set published_at = now() where seq = any('{${published.join(',')}}'::bigint[]); commit`
+          : 'commit',
+      );
       if (failure !== undefined) throw failure;
       return rows.length;
     } catch (error) {
@@ -411,8 +434,9 @@ export class OutboxRelay {
   }
 
   /**
-   * Publishes the rows, all at once, and settles them in order; answers the failure that ended the pass
-   * early, if one did.
+   * Publishes the rows, all at once, and settles them in order: answers the rows whose publish went
+   * through, for the caller to mark in the batch's commit, and the failure that ended the pass early, if
+   * one did.
    *
    * The whole batch is under way together: the broker gets it in a write or two and confirms it in as
    * few, where one publish after another cost a round trip each (bench/RESULTS.md, twelfth session). The
@@ -423,7 +447,10 @@ export class OutboxRelay {
    * pass are marked, set aside or counted; the rows behind it count as not tried, stay pending, and are
    * published again next pass, where the stream drops them as duplicates of their event id.
    */
-  private async publishRows(client: pg.PoolClient, rows: OutboxRow[]): Promise<unknown> {
+  private async publishRows(
+    client: pg.PoolClient,
+    rows: OutboxRow[],
+  ): Promise<{ published: number[]; failure: unknown }> {
     const { bus, schema } = this.options;
     const maxAttempts = this.options.maxAttempts ?? 5;
     const envelopes = rows.map(wireEvent);
@@ -437,45 +464,38 @@ export class OutboxRelay {
     // Rows that failed maxAttempts times, skipped until a later row shows whether the broker is healthy.
     let skipped: Array<{ row: OutboxRow; error: unknown }> = [];
     let failure: unknown;
-    try {
-      for (const [index, row] of rows.entries()) {
-        const outcome = outcomes[index]!;
-        if (outcome.status === 'rejected') {
-          const error: unknown = outcome.reason;
-          const kind = classifyPublishFailure(error, bus);
-          const attempts = await this.recordFailure(client, row, error);
-          if (kind === PublishFailure.refused) {
-            await this.deadLetter(client, row, 'refused', error);
-            continue;
-          }
-          if (
-            kind === PublishFailure.unknown &&
-            attempts >= maxAttempts &&
-            skipped.length < maxSkippedPerPass
-          ) {
-            skipped.push({ row, error });
-            continue;
-          }
-          failure = error;
-          break;
+    for (const [index, row] of rows.entries()) {
+      const outcome = outcomes[index]!;
+      if (outcome.status === 'rejected') {
+        const error: unknown = outcome.reason;
+        const kind = classifyPublishFailure(error, bus);
+        const attempts = await this.recordFailure(client, row, error);
+        if (kind === PublishFailure.refused) {
+          await this.deadLetter(client, row, 'refused', error);
+          continue;
         }
-        publishLag.record((Date.now() - row.occurred_at.getTime()) / 1000, { schema });
-        this.options.afterPublish?.(envelopes[index]!);
-        published.push(row.seq);
-        // A later row went through, so the broker is healthy: what it kept refusing is set aside.
-        for (const { row: refused, error } of skipped) {
-          await this.deadLetter(client, refused, 'repeated_failure', error);
+        if (
+          kind === PublishFailure.unknown &&
+          attempts >= maxAttempts &&
+          skipped.length < maxSkippedPerPass
+        ) {
+          skipped.push({ row, error });
+          continue;
         }
-        skipped = [];
+        failure = error;
+        break;
       }
-    } finally {
-      // Whatever was published is marked even when a later step fails, so it is not sent again.
-      if (published.length > 0) {
-        await client.query('update outbox set published_at = now() where seq = any($1)', [published]);
+      publishLag.record((Date.now() - row.occurred_at.getTime()) / 1000, { schema });
+      this.options.afterPublish?.(envelopes[index]!);
+      published.push(row.seq);
+      // A later row went through, so the broker is healthy: what it kept refusing is set aside.
+      for (const { row: refused, error } of skipped) {
+        await this.deadLetter(client, refused, 'repeated_failure', error);
       }
+      skipped = [];
     }
     // Rows still skipped stay pending, in their place, and are tried first on the next pass.
-    return failure ?? skipped[0]?.error;
+    return { published, failure: failure ?? skipped[0]?.error };
   }
 
   private async recordFailure(client: pg.PoolClient, row: OutboxRow, error: unknown): Promise<number> {

@@ -585,6 +585,53 @@ describe('transactional outbox', () => {
     expect(rows.map((r) => r.publish_attempts)).toEqual([0, 0, 1, 0, 0]);
   });
 
+  it('takes its lock with the transaction’s begin, and marks a batch with the commit', async () => {
+    await pool.query('update outbox set published_at = now()');
+    const prefix = uniquePrefix();
+    const ids = await writeEvents(5);
+    const counted = createPool({ url, schema: 'relaytest' });
+    const sent: string[] = [];
+    counted.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      Object.assign(client, {
+        query: (...args: unknown[]) => {
+          sent.push(String(args[0]).trim());
+          return query(...args);
+        },
+      });
+    });
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    const relay = new OutboxRelay({ pool: counted, bus, schema: 'relaytest', pollIntervalMs: 60_000 });
+    relay.start();
+    const seen = await streamContents(prefix, 5);
+    await waitFor(
+      async () => {
+        const { rows } = await pool.query<{ n: number }>(
+          'select count(*)::int as n from outbox where published_at is null',
+        );
+        return rows[0]?.n === 0;
+      },
+      { what: 'every row marked' },
+    );
+    // Stopping runs one more pass, which finds nothing.
+    await relay.stop();
+    await bus.drain();
+    await counted.end();
+    expect(seen.map((e) => e.id)).toEqual(ids);
+    const kinds = sent.map((text) =>
+      /^begin; select pg_try_advisory_xact_lock\(hashtext\('outbox:relaytest'\)\) as locked$/.test(text)
+        ? 'begin and lock'
+        : /^select seq, .*\bfrom outbox\b/s.test(text)
+          ? 'read'
+          : /^update outbox set published_at = now\(\) where seq = any\('\{[\d,]+\}'::bigint\[\]\); commit$/.test(
+                text,
+              )
+            ? 'mark and commit'
+            : text,
+    );
+    expect(kinds).toEqual(['begin and lock', 'read', 'mark and commit', 'begin and lock', 'read', 'commit']);
+  });
+
   it('sets nothing aside while the broker is unreachable, and publishes everything in order once it is back', async () => {
     await pool.query('update outbox set published_at = now()');
     const prefix = uniquePrefix();
