@@ -64,6 +64,8 @@ const consumerLag = meter('webhook-dispatcher').createObservableGauge('webhook.c
 
 type WorkerStep = 'lease' | 'secret' | 'attempt' | 'record' | 'loop';
 
+type LeaseOutcome = 'full' | 'short' | 'failed';
+
 // How long a woken worker waits for more work before it leases (it adds this much to a delivery's
 // latency when the worker was idle; a worker with work due does not wait).
 const wakeGatherMs = 10;
@@ -156,36 +158,40 @@ export class DeliveryWorker {
     const { concurrency, pollMs = 500 } = this.options;
     let failures = 0;
     while (this.running) {
-      let leased: number | 'failed';
+      let lease: LeaseOutcome;
       try {
-        leased = await this.iterate();
+        lease = await this.iterate();
       } catch (error) {
         this.noteError('loop', error, 'delivery worker iteration failed');
-        leased = 'failed';
+        lease = 'failed';
       }
-      if (leased === 'failed') {
+      if (lease === 'failed') {
         failures++;
         await this.pause(Math.min(maxBackoffMs, pollMs * 2 ** Math.min(failures - 1, 10)), false);
         continue;
       }
       failures = 0;
       this.lastIterationAt = Date.now();
-      // A full lease suggests more is due; otherwise wait for a wake-up, freed slots or the poll.
-      if (leased === 0 || concurrency - this.inFlight < this.batchThreshold) await this.pause(pollMs, true);
+      // A full lease suggests more is due. After a short one, what was due then was taken or waits for a
+      // slot: the next lease waits for new work (a wake-up), a freed slot (a record) or the poll, where
+      // leasing again at once found nothing, one statement in two (bench/RESULTS.md, thirtieth session).
+      if (lease === 'short' || concurrency - this.inFlight < this.batchThreshold)
+        await this.pause(pollMs, true);
     }
   }
 
-  /** One pass: lease what is due and start its attempts. Returns how many were leased. */
-  private async iterate(): Promise<number | 'failed'> {
+  /** One pass: lease what is due and start its attempts. Full: it took as many as it asked for. */
+  private async iterate(): Promise<LeaseOutcome> {
     const free = this.options.concurrency - this.inFlight;
-    if (free < this.batchThreshold && this.inFlight > 0) return 0;
+    if (free < this.batchThreshold && this.inFlight > 0) return 'short';
+    const limit = Math.min(free, 500);
     this.readLag();
     let leased: Awaited<ReturnType<DeliveryStore['lease']>>;
     // What was scheduled or freed before this lease starts, it sees.
     this.missedWake = undefined;
     try {
       leased = await this.options.deliveries.lease(
-        Math.min(free, 500),
+        limit,
         this.options.perEndpointConcurrency,
         this.leaseMs,
         this.options.orderingGapWaitMs ?? 600_000,
@@ -194,7 +200,7 @@ export class DeliveryWorker {
       this.noteError('lease', error, 'leasing deliveries failed');
       return 'failed';
     }
-    if (leased.length === 0) return 0;
+    if (leased.length === 0) return 'short';
     const targets = new Map<string, DeliveryTarget | undefined>();
     for (const row of leased) {
       if (targets.has(row.endpoint_id)) continue;
@@ -213,7 +219,7 @@ export class DeliveryWorker {
       ...delivery
     } of leased)
       this.dispatch(delivery, targets.get(delivery.endpoint_id));
-    return leased.length;
+    return leased.length === limit ? 'full' : 'short';
   }
 
   // The gauge's reading, refreshed in the background at most every 5 s: it informs, it never gates.

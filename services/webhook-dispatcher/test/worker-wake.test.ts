@@ -58,3 +58,35 @@ it('answers a wake-up that came while it was leasing, not at the next poll', asy
     await worker.stop();
   }
 });
+
+/** The real store, counting its leases. */
+class CountingStore extends DeliveryStore {
+  leases = 0;
+  override async lease(...args: Parameters<DeliveryStore['lease']>) {
+    this.leases++;
+    return super.lease(...args);
+  }
+}
+
+it('after a lease that took less than it asked for, leases again only once something frees or comes due', async () => {
+  const workspaceId = randomUUID();
+  const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
+  await endpoints.create(workspaceId, { url: target.url, events: ['*'] });
+  const deliveries = new CountingStore(pool);
+  await deliveries.scheduleMany([1, 2, 3].map(() => eventToSchedule(workspaceId)));
+  const before = target.hits.length;
+  const worker = loopbackWorker({ pool, deliveries, endpoints });
+  worker.start();
+  try {
+    await waitFor(() => target.hits.length === before + 3, {
+      what: 'the three deliveries',
+      timeoutMs: 5_000,
+    });
+    // The three recorded free their slots, which asks for one more lease; nothing else does.
+    await waitFor(() => deliveries.leases === 2, { what: 'the lease after the record' });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(deliveries.leases).toBe(2);
+  } finally {
+    await worker.stop();
+  }
+});
