@@ -56,6 +56,7 @@ import {
 } from './rabbitmq-messages.js';
 import { RabbitNames } from './rabbitmq-names.js';
 import { declareDurable, declareExchanges } from './rabbitmq-topology.js';
+import { coalesceTurnWrites } from './rabbitmq-turn-writes.js';
 import { failsEveryDelivery } from './unreadable-event.js';
 
 export interface RabbitBusOptions {
@@ -200,6 +201,7 @@ export class RabbitBus implements Bus {
 
   /** Runs after every (re)connect, before the connection counts as up: channels, exchanges, subscriptions. */
   private async attach(model: ChannelModel): Promise<void> {
+    coalesceTurnWrites(model.connection);
     const publisher = await model.createConfirmChannel();
     const requester = await model.createChannel();
     const responder = await model.createChannel();
