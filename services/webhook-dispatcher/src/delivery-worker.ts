@@ -28,6 +28,11 @@ export interface DeliveryWorkerOptions {
    * delivery's cycle.
    */
   recordGatherMs?: number;
+  /**
+   * How long a woken worker waits for more work before it leases (default 10 ms): it adds this much to a
+   * delivery's latency when the worker was idle; a worker with work due does not wait.
+   */
+  wakeGatherMs?: number;
   /** Events waiting for the scheduling consumer (its lag), for the gauge. */
   consumerLag: () => Promise<number>;
   /**
@@ -66,10 +71,6 @@ type WorkerStep = 'lease' | 'secret' | 'attempt' | 'record' | 'loop';
 
 type LeaseOutcome = 'full' | 'short' | 'failed';
 
-// How long a woken worker waits for more work before it leases (it adds this much to a delivery's
-// latency when the worker was idle; a worker with work due does not wait).
-const wakeGatherMs = 10;
-
 // After repeated failed iterations the loop waits longer, up to this, so a database outage is not
 // met with a tight loop of errors.
 const maxBackoffMs = 5_000;
@@ -96,6 +97,7 @@ export class DeliveryWorker {
   // A wake-up that came while the loop was not paused (leasing, say): the next pause answers it at once,
   // rather than sleeping through work that arrived meanwhile until the next poll.
   private missedWake: number | undefined;
+  private endPause: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private idleWaiters: Array<() => void> = [];
 
@@ -129,7 +131,7 @@ export class DeliveryWorker {
 
   /** New work is due (an event scheduled, an endpoint enabled): lease soon, with what comes meanwhile. */
   wake(): void {
-    this.signal(wakeGatherMs);
+    this.signal(this.options.wakeGatherMs ?? 10);
   }
 
   private signal(gatherMs: number): void {
@@ -148,7 +150,7 @@ export class DeliveryWorker {
   /** Takes no new deliveries, lets attempts under way finish, and records them. */
   async stop(): Promise<void> {
     this.running = false;
-    this.wakeUp?.(0);
+    this.endPause?.();
     await this.loop;
     if (this.inFlight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     await this.flush();
@@ -245,15 +247,27 @@ export class DeliveryWorker {
     if (!this.running) return Promise.resolve();
     const missed = wakeable ? this.missedWake : undefined;
     this.missedWake = undefined;
-    if (missed !== undefined) return new Promise<void>((resolve) => setTimeout(resolve, missed));
     return new Promise<void>((resolve) => {
-      let timer = setTimeout(resolve, ms);
+      let timer: NodeJS.Timeout;
+      const end = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        this.endPause = undefined;
+        resolve();
+      };
+      // A stop ends any pause at once, a wake-up's gather included.
+      this.endPause = end;
+      if (missed !== undefined) {
+        timer = setTimeout(end, missed);
+        return;
+      }
+      timer = setTimeout(end, ms);
       this.wakeUp = (gatherMs) => {
         if (!wakeable && this.running) return;
         clearTimeout(timer);
         this.wakeUp = undefined;
-        if (this.running && gatherMs > 0) timer = setTimeout(resolve, gatherMs);
-        else resolve();
+        if (this.running && gatherMs > 0) timer = setTimeout(end, gatherMs);
+        else end();
       };
     });
   }

@@ -90,3 +90,38 @@ it('after a lease that took less than it asked for, leases again only once somet
     await worker.stop();
   }
 });
+
+it('leases at once for a wake-up that came while a lease ran, without waiting out the gather', async () => {
+  const workspaceId = randomUUID();
+  const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
+  await endpoints.create(workspaceId, { url: target.url, events: ['*'] });
+  const held = gate();
+  const deliveries = new HeldStore(pool, held);
+  const before = target.hits.length;
+  // Neither the poll nor a wake-up's gather ends within the test: only leasing at once delivers.
+  const worker = loopbackWorker({ pool, deliveries, endpoints }, { wakeGatherMs: 600_000 });
+  worker.start();
+  try {
+    await waitFor(() => deliveries.leases === 1, { what: 'the first lease under way' });
+    await deliveries.scheduleMany([eventToSchedule(workspaceId)]);
+    worker.wake();
+    held.open();
+    await waitFor(() => target.hits.length === before + 1, { what: 'the delivery', timeoutMs: 5_000 });
+  } finally {
+    held.open();
+    await worker.stop();
+  }
+});
+
+it('stops at once while it gathers after a wake-up', async () => {
+  const deliveries = new CountingStore(pool);
+  const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
+  const worker = loopbackWorker({ pool, deliveries, endpoints }, { wakeGatherMs: 600_000 });
+  worker.start();
+  await waitFor(() => deliveries.leases === 1, { what: 'the first lease' });
+  // Idle now, it waits for the poll; woken, it waits out the gather, which a stop must not.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  worker.wake();
+  await worker.stop();
+  expect(deliveries.leases).toBe(1);
+});
