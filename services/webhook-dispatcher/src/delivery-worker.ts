@@ -262,11 +262,12 @@ export class DeliveryWorker {
         return;
       }
       timer = setTimeout(end, ms);
+      // Only while running: a stop ends the pause through `end` and takes this handle with it.
       this.wakeUp = (gatherMs) => {
-        if (!wakeable && this.running) return;
+        if (!wakeable) return;
         clearTimeout(timer);
         this.wakeUp = undefined;
-        if (this.running && gatherMs > 0) timer = setTimeout(end, gatherMs);
+        if (gatherMs > 0) timer = setTimeout(end, gatherMs);
         else end();
       };
     });

@@ -59,20 +59,18 @@ it('answers a wake-up that came while it was leasing at once, not at the next po
   }
 });
 
-/** The real store, counting its leases. */
-class CountingStore extends DeliveryStore {
-  leases = 0;
-  override async lease(...args: Parameters<DeliveryStore['lease']>) {
-    this.leases++;
-    return super.lease(...args);
-  }
+/** The real store, counting its leases and holding none. */
+function countingStore(): HeldStore {
+  const never = gate();
+  never.open();
+  return new HeldStore(pool, never);
 }
 
 it('after a lease that took less than it asked for, leases again only once something frees or comes due', async () => {
   const workspaceId = randomUUID();
   const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
   await endpoints.create(workspaceId, { url: target.url, events: ['*'] });
-  const deliveries = new CountingStore(pool);
+  const deliveries = countingStore();
   await deliveries.scheduleMany([1, 2, 3].map(() => eventToSchedule(workspaceId)));
   const before = target.hits.length;
   const worker = loopbackWorker({ pool, deliveries, endpoints });
@@ -92,7 +90,7 @@ it('after a lease that took less than it asked for, leases again only once somet
 });
 
 it('stops at once while it gathers after a wake-up', async () => {
-  const deliveries = new CountingStore(pool);
+  const deliveries = countingStore();
   const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
   const worker = loopbackWorker({ pool, deliveries, endpoints }, { wakeGatherMs: 600_000 });
   worker.start();
