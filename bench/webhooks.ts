@@ -16,6 +16,8 @@ import {
 } from '@inbox/testkit';
 import pg from 'pg';
 import type { BenchBroker } from './broker.js';
+import { imageRuntimeEnvironment } from './image-environment.js';
+import { type PodMemoryLimits, podMemoryLimits } from './memory-cgroup.js';
 import { cpuMillis } from './process-cpu.js';
 
 const eventCount = Number(process.env.BENCH_EVENTS ?? 20_000);
@@ -24,6 +26,10 @@ const eventCount = Number(process.env.BENCH_EVENTS ?? 20_000);
 const eventRate = process.env.BENCH_EVENT_RATE ? Number(process.env.BENCH_EVENT_RATE) : undefined;
 const tickMs = 10;
 const warmUpEvents = 2_000;
+// BENCH_MEMORY_LIMIT=<MiB> runs the dispatcher as the send-path bench runs every service: in a memory
+// cgroup of that limit, as a pod, with the image's NODE_OPTIONS and MALLOC_ARENA_MAX (BENCH_IMAGE_ENV=off
+// leaves those out).
+const memoryLimit = process.env.BENCH_MEMORY_LIMIT ? Number(process.env.BENCH_MEMORY_LIMIT) : undefined;
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -35,6 +41,7 @@ const spread = (sorted: number[]) =>
 export async function benchWebhooks(broker: BenchBroker): Promise<Record<string, string>> {
   const servers: LocalServer[] = [];
   let dispatcher: ManagedProcess | undefined;
+  let pod: PodMemoryLimits | undefined;
   let bus: Bus | undefined;
   const latencies: number[] = [];
   const arrivals = new Map<string, number>();
@@ -88,6 +95,11 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
         '--cpu-prof-dir',
         fileURLToPath(new URL('./profiles/', import.meta.url)),
       ];
+    if (memoryLimit) {
+      const environment = process.env.BENCH_IMAGE_ENV === 'off' ? {} : imageRuntimeEnvironment();
+      pod = podMemoryLimits([spec.name], memoryLimit, environment);
+      spec.launcher = pod.launchers[spec.name];
+    }
     dispatcher = await startServiceProcess(spec);
     bus = await connectBus({ url: brokerServer.url });
     const workspace = randomUUID();
@@ -146,6 +158,9 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
     await stats.query('select pg_stat_statements_reset()');
     const roots = { dispatcher: dispatcher.child.pid!, postgres: postgres.pid!, broker: brokerServer.pid! };
     const cpuBefore = cpuMillis(roots);
+    // The bench's own process publishes the events and is the receiver: on a small machine it takes the
+    // same cores, so its share is printed beside the others'.
+    const loadBefore = process.cpuUsage();
     const started = Date.now();
     await publishEvents(eventCount, eventRate, started);
     const published = Date.now();
@@ -155,9 +170,13 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
       intervalMs: 100,
     });
     const cpuAfter = cpuMillis(roots);
-    const cpuPerDelivery = Object.keys(roots)
-      .map((name) => `${name} ${((cpuAfter[name]! - cpuBefore[name]!) / eventCount).toFixed(2)}`)
-      .join(', ');
+    const load = process.cpuUsage(loadBefore);
+    const cpuPerDelivery = [
+      ...Object.keys(roots).map(
+        (name) => `${name} ${((cpuAfter[name]! - cpuBefore[name]!) / eventCount).toFixed(2)}`,
+      ),
+      `(publisher and receiver ${((load.user + load.system) / 1000 / eventCount).toFixed(2)})`,
+    ].join(', ');
     // Statements per delivery, and the time Postgres spent in each (the dispatcher waits on it).
     const top = await stats.query<{ calls: string; ms: number; query: string }>(
       `select calls, total_exec_time as ms, query from pg_stat_statements
@@ -196,6 +215,7 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
   } finally {
     await bus?.drain().catch(() => undefined);
     await dispatcher?.stop();
+    pod?.remove();
     receiver.closeAllConnections();
     receiver.close();
     await Promise.all(servers.map((server) => server.stop()));
