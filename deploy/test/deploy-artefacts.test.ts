@@ -346,6 +346,8 @@ describe('docker-compose.yml', () => {
     expect(JSON.stringify(dict(rabbitmq.healthcheck).test)).toMatch(/rabbitmq-diagnostics/);
     // Its password from the environment, with a local-only default, as the NATS passwords.
     expect(composeEnv(rabbitmq).RABBITMQ_DEFAULT_PASS).toMatch(/^\$\{RABBITMQ_PASSWORD:-[a-z0-9]+\}$/);
+    // Its schedulers unbound: bound to cores it shares with the services, one waits for its busy core.
+    expect(composeEnv(rabbitmq).RABBITMQ_SCHEDULER_BIND_TYPE).toBe('u');
     // AMQP stays on the compose network; the management UI is published on the loopback interface only.
     expect(list(rabbitmq.ports).map(String)).toEqual(['127.0.0.1:15672:15672']);
   });

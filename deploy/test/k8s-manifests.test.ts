@@ -729,6 +729,8 @@ describe('RabbitMQ component', () => {
       name: 'inbox-secrets',
       key: 'RABBITMQ_PASSWORD',
     });
+    // Its schedulers unbound: bound to cores of a node it shares with other pods, one waits for its busy core.
+    expect(env.find((e) => e.name === 'RABBITMQ_SCHEDULER_BIND_TYPE')?.value).toBe('u');
     // The services' URL names the Service rabbitmq on 5672.
     const service = named(dev, 'Service', 'rabbitmq');
     expect(list(dict(service?.spec).ports).map((p) => dict(p).port)).toContain(5672);

@@ -190,6 +190,10 @@ export async function startRabbitMQ(options: RabbitMQOptions = {}): Promise<Loca
     RABBITMQ_MNESIA_BASE: file('mnesia'),
     RABBITMQ_LOG_BASE: file('log'),
     RABBITMQ_PID_FILE: file('rabbitmq.pid'),
+    // As the compose file and the dev manifests run it: schedulers the OS may move between cores. RabbitMQ
+    // binds each to a core of its own by default, and on a host whose cores the services share, a
+    // scheduler whose core is busy waits for it (bench/RESULTS.md, thirty-first session).
+    RABBITMQ_SCHEDULER_BIND_TYPE: 'u',
   };
   let server: ReturnType<typeof startProcess> | undefined;
   // The script runs the Erlang VM as its child; should the script not pass on a stop, the VM is ended by pid.
