@@ -9,13 +9,18 @@ import {
   startRabbitMQ,
 } from '../src/index.js';
 
-/** A field of /proc/<path>/status. */
-const statusField = (path: string, field: string) =>
-  readFileSync(`/proc/${path}/status`, 'utf8')
-    .split('\n')
-    .find((line) => line.startsWith(`${field}:`))
-    ?.split(':')[1]
-    ?.trim();
+/** A field of /proc/<path>/status; undefined once the process has exited (others come and go meanwhile). */
+function statusField(path: string, field: string): string | undefined {
+  try {
+    return readFileSync(`/proc/${path}/status`, 'utf8')
+      .split('\n')
+      .find((line) => line.startsWith(`${field}:`))
+      ?.split(':')[1]
+      ?.trim();
+  } catch {
+    return undefined;
+  }
+}
 
 /** The Erlang VM (beam.smp) among the descendants of `root`. */
 function erlangVm(root: number): number | undefined {
