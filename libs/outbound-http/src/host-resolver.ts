@@ -6,9 +6,14 @@ export interface ResolverSettings {
   tries: number;
   /** Name servers to ask instead of the system's (`/etc/resolv.conf`), as `address[:port]`. */
   servers?: string[];
+  /** How many names may be with the system resolver at once, each holding a thread of libuv's pool (1). */
+  systemLookups?: number;
 }
 
 const defaultSettings: ResolverSettings = { queryTimeoutMs: 1_500, tries: 2 };
+
+/** The system's resolver (getaddrinfo, on a thread of libuv's pool): every address a name has. */
+export type SystemLookup = (hostname: string) => Promise<LookupAddress[]>;
 
 /**
  * Answers that say the name servers do not know the name (or that there are none to ask), as opposed to
@@ -25,16 +30,28 @@ const unknownToDns = new Set(['ENOTFOUND', 'ENODATA', 'ENONAME', 'ECONNREFUSED',
  * of the process, for every tenant. Names go to the name servers through c-ares (`dns.Resolver`),
  * bounded by `queryTimeoutMs` and `tries`; a name the name servers do not know (a hosts-file entry, a
  * cluster's short service name, which only the system's search domains complete) is then asked of the
- * system, which answers those from its own files at once; a name server that stays silent is not. The
- * lookups of one name under way at once are one lookup.
+ * system, which answers those from its own files at once. The system has no time bound of its own,
+ * though, and completes a name with its search domains before asking for it as it is: a name server that
+ * said it did not know a name to c-ares may keep silent when the system asks, and hold a thread for the
+ * system resolver's whole timeout. So the system takes `systemLookups` names at a time (1), and a name
+ * that waits for its turn, or for the system's answer, longer than the name servers' own bound
+ * (`queryTimeoutMs` × `tries`) is refused with `ETIMEOUT`: one tenant's names can hold one thread of the
+ * pool, never the four, and delay only the names that only the system knows. The lookups of one name
+ * under way at once are one lookup.
  */
 export class HostResolver {
   private readonly resolver: Resolver;
   private readonly inFlight = new Map<string, Promise<LookupAddress[]>>();
+  private readonly system: SystemTurns;
 
-  constructor(settings: ResolverSettings = defaultSettings) {
+  constructor(settings: ResolverSettings = defaultSettings, systemLookup: SystemLookup = askSystem) {
     this.resolver = new Resolver({ timeout: settings.queryTimeoutMs, tries: settings.tries });
     if (settings.servers) this.resolver.setServers(settings.servers);
+    this.system = new SystemTurns(
+      systemLookup,
+      settings.systemLookups ?? 1,
+      settings.queryTimeoutMs * settings.tries,
+    );
   }
 
   /** Every address the name has, IPv4 first; rejects with the name servers' error when it has none. */
@@ -55,7 +72,7 @@ export class HostResolver {
     const failures = [v4, v6].map((answer) => (answer as PromiseRejectedResult).reason);
     // Only when neither query met silence: getaddrinfo would ask the silent server again, on a thread.
     if (failures.every((failure) => unknownToDns.has((failure as { code?: string } | null)?.code ?? '')))
-      return askSystem(hostname);
+      return this.system.lookup(hostname);
     throw failures.find((failure) => !unknownToDns.has((failure as { code?: string } | null)?.code ?? ''));
   }
 
@@ -69,6 +86,53 @@ export class HostResolver {
       else this.resolver.resolve6(hostname, answer);
     });
   }
+}
+
+/**
+ * The system resolver's turns: at most `concurrency` names with it at once. A lookup keeps its turn until
+ * the system answers, even after its caller gave up, since its thread stays held until then; a caller is
+ * answered within `waitMs`, turn or no turn.
+ */
+class SystemTurns {
+  private running = 0;
+  private readonly queue: Array<() => void> = [];
+
+  constructor(
+    private readonly ask: SystemLookup,
+    private readonly concurrency: number,
+    private readonly waitMs: number,
+  ) {}
+
+  lookup(hostname: string): Promise<LookupAddress[]> {
+    return new Promise((resolve, reject) => {
+      const start = () => {
+        this.running++;
+        this.ask(hostname)
+          .then(resolve, reject)
+          .finally(() => {
+            clearTimeout(timer);
+            this.running--;
+            this.queue.shift()?.();
+          });
+      };
+      const timer = setTimeout(() => {
+        const waiting = this.queue.indexOf(start);
+        if (waiting >= 0) this.queue.splice(waiting, 1);
+        reject(timedOut(hostname));
+      }, this.waitMs);
+      if (this.running < this.concurrency) start();
+      else this.queue.push(start);
+    });
+  }
+}
+
+/** As c-ares says a name server kept silent. */
+function timedOut(hostname: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`getaddrinfo ETIMEOUT ${hostname}`), {
+    code: 'ETIMEOUT',
+    syscall: 'getaddrinfo',
+    hostname,
+  });
 }
 
 function askSystem(hostname: string): Promise<LookupAddress[]> {

@@ -11,5 +11,5 @@ export {
   OutboundTimeoutError,
   ResponseTooLargeError,
 } from './guarded-json.js';
-export { HostResolver, hostResolver, type ResolverSettings } from './host-resolver.js';
+export { HostResolver, hostResolver, type ResolverSettings, type SystemLookup } from './host-resolver.js';
 export { type Agent, type Dispatcher, request } from './undici-parts.js';
