@@ -2,24 +2,23 @@ import { readFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 
 /**
- * The ports the kernel hands out as the local end of outgoing connections (and to a listen on port 0).
- * A port taken from that range for a server that binds it seconds later (RabbitMQ takes ten) can become,
- * meanwhile, the local port of any connection on the machine, a readiness probe's included: RabbitMQ
- * once failed to start in CI with `eaddrinuse`. Linux says the range in /proc; elsewhere the kernels'
- * ranges start at 32768 or above.
+ * The first of the ports the kernel hands out as the local end of outgoing connections (and to a listen
+ * on port 0). A port taken from that range for a server that binds it seconds later (RabbitMQ takes ten)
+ * can become, meanwhile, the local port of any connection on the machine, a readiness probe's included:
+ * RabbitMQ once failed to start in CI with `eaddrinuse`. Linux says the range in /proc; elsewhere the
+ * kernels' ranges start at 32768 or above.
  */
-export function ephemeralPorts(): { first: number; last: number } {
+export const firstEphemeralPort = ((): number => {
   try {
-    const [first, last] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
-      .trim()
-      .split(/\s+/)
-      .map(Number);
-    if (Number.isInteger(first) && Number.isInteger(last)) return { first: first!, last: last! };
+    const first = Number(
+      readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0],
+    );
+    if (Number.isInteger(first)) return first;
   } catch {
     // Not Linux.
   }
-  return { first: 32768, last: 60999 };
-}
+  return 32768;
+})();
 
 // Below the well-known and registered ports most machines run, above which the draw is made.
 const lowest = 10_000;
@@ -32,9 +31,8 @@ const handedOut = new Set<number>();
  * low), the kernel's pick.
  */
 export async function freePort(): Promise<number> {
-  const { first } = ephemeralPorts();
-  for (let draw = 0; draw < 50 && first - lowest >= 1_000; draw++) {
-    const port = lowest + Math.floor(Math.random() * (first - lowest));
+  for (let draw = 0; draw < 50 && firstEphemeralPort - lowest >= 1_000; draw++) {
+    const port = lowest + Math.floor(Math.random() * (firstEphemeralPort - lowest));
     if (handedOut.has(port)) continue;
     if (await listens(port)) {
       handedOut.add(port);
@@ -60,6 +58,7 @@ function listens(port: number): Promise<number> {
     });
   });
 }
+
 export function canConnect(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = new Socket();
