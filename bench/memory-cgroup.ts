@@ -4,6 +4,20 @@
 // 2 MiB, against 32 MiB on this 24 GiB machine. The process must be in the cgroup before Node starts,
 // hence a launcher that moves its shell there and then becomes the Node process.
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { imageRuntimeEnvironment } from './image-environment.js';
+
+/**
+ * A bench run's pods, as its environment asks: BENCH_MEMORY_LIMIT=<MiB> runs each service in a memory
+ * cgroup of that limit, with the image's NODE_OPTIONS and MALLOC_ARENA_MAX (image-environment.ts) unless
+ * BENCH_IMAGE_ENV=off leaves those out, to measure what they change. Undefined without a limit.
+ */
+export function benchPods(): { mebibytes: number; environment: Record<string, string> } | undefined {
+  if (!process.env.BENCH_MEMORY_LIMIT) return undefined;
+  return {
+    mebibytes: Number(process.env.BENCH_MEMORY_LIMIT),
+    environment: process.env.BENCH_IMAGE_ENV === 'off' ? {} : imageRuntimeEnvironment(),
+  };
+}
 
 export interface PodMemoryLimits {
   /** For each name, the command that starts a process inside its own limited cgroup. */

@@ -23,8 +23,7 @@ import {
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { BenchBroker } from './broker.js';
-import { imageRuntimeEnvironment } from './image-environment.js';
-import { type PodMemoryLimits, podMemoryLimits } from './memory-cgroup.js';
+import { benchPods, type PodMemoryLimits, podMemoryLimits } from './memory-cgroup.js';
 import { cpuMillis, rssMiB } from './process-cpu.js';
 
 const durationSeconds = Number(process.env.BENCH_SECONDS ?? 15);
@@ -71,14 +70,10 @@ const offeredRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : un
  * planning's milliseconds per request, and the rows each call read or wrote.
  */
 const listStatements = process.env.BENCH_STATEMENTS === 'on';
-/**
- * BENCH_MEMORY_LIMIT=<MiB> runs each service in a memory cgroup of that limit, as a pod (memory-cgroup.ts),
- * with the image's NODE_OPTIONS and MALLOC_ARENA_MAX (image-environment.ts); BENCH_IMAGE_ENV=off leaves
- * those out, to measure what they change.
- */
-const memoryLimit = process.env.BENCH_MEMORY_LIMIT ? Number(process.env.BENCH_MEMORY_LIMIT) : undefined;
-const podEnvironment =
-  memoryLimit && process.env.BENCH_IMAGE_ENV !== 'off' ? imageRuntimeEnvironment() : undefined;
+/** Each service in a memory cgroup as a pod, with the image's runtime variables (memory-cgroup.ts). */
+const podSettings = benchPods();
+const memoryLimit = podSettings?.mebibytes;
+const podEnvironment = podSettings?.environment;
 /**
  * BENCH_CONVERSATIONS=<n> adds, right after the external send load, the same load spread over n
  * conversations of the workspace, taken in turn. The external send load itself sends to one conversation,

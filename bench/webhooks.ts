@@ -16,8 +16,7 @@ import {
 } from '@inbox/testkit';
 import pg from 'pg';
 import type { BenchBroker } from './broker.js';
-import { imageRuntimeEnvironment } from './image-environment.js';
-import { type PodMemoryLimits, podMemoryLimits } from './memory-cgroup.js';
+import { benchPods, type PodMemoryLimits, podMemoryLimits } from './memory-cgroup.js';
 import { cpuMillis } from './process-cpu.js';
 
 const eventCount = Number(process.env.BENCH_EVENTS ?? 20_000);
@@ -26,10 +25,8 @@ const eventCount = Number(process.env.BENCH_EVENTS ?? 20_000);
 const eventRate = process.env.BENCH_EVENT_RATE ? Number(process.env.BENCH_EVENT_RATE) : undefined;
 const tickMs = 10;
 const warmUpEvents = 2_000;
-// BENCH_MEMORY_LIMIT=<MiB> runs the dispatcher as the send-path bench runs every service: in a memory
-// cgroup of that limit, as a pod, with the image's NODE_OPTIONS and MALLOC_ARENA_MAX (BENCH_IMAGE_ENV=off
-// leaves those out).
-const memoryLimit = process.env.BENCH_MEMORY_LIMIT ? Number(process.env.BENCH_MEMORY_LIMIT) : undefined;
+// The dispatcher in a pod as the send-path bench runs every service (BENCH_MEMORY_LIMIT, memory-cgroup.ts).
+const pods = benchPods();
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -95,9 +92,8 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
         '--cpu-prof-dir',
         fileURLToPath(new URL('./profiles/', import.meta.url)),
       ];
-    if (memoryLimit) {
-      const environment = process.env.BENCH_IMAGE_ENV === 'off' ? {} : imageRuntimeEnvironment();
-      pod = podMemoryLimits([spec.name], memoryLimit, environment);
+    if (pods) {
+      pod = podMemoryLimits([spec.name], pods.mebibytes, pods.environment);
       spec.launcher = pod.launchers[spec.name];
     }
     dispatcher = await startServiceProcess(spec);
