@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns';
 import type { AddressPolicy } from './address-policy.js';
-import { hostResolver } from './host-resolver.js';
+import { type HostResolver, hostResolver } from './host-resolver.js';
 import { Agent } from './undici-parts.js';
 
 /** An outbound call aimed at an address the policy refuses: a literal one, or what a name resolved to. */
@@ -11,10 +11,15 @@ export class ForbiddenAddressError extends Error {
 /**
  * An HTTP agent whose lookup refuses forbidden addresses at connect time, so a name that resolves to a
  * private address (or is re-pointed there after the URL was accepted) is never reached. Names are
- * resolved off libuv's thread pool (HostResolver). Literal addresses never go through a lookup: callers
+ * resolved off libuv's thread pool (HostResolver), as the tenant's the call is made for (`asTenant`),
+ * whose context reaches the lookup through undici's connect. Literal addresses never go through a lookup: callers
  * check those against the policy themselves.
  */
-export function guardedAgent(policy: AddressPolicy, timeoutMs: number): Agent {
+export function guardedAgent(
+  policy: AddressPolicy,
+  timeoutMs: number,
+  resolver: HostResolver = hostResolver,
+): Agent {
   return new Agent({
     // Keep-alive connections with no cap per origin: tenants share hosts, and a request queued behind a
     // cap outlives its abort signal, which undici applies only once it is on a connection.
@@ -37,7 +42,7 @@ export function guardedAgent(policy: AddressPolicy, timeoutMs: number): Agent {
           if (all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, permitted);
           return callback(null, permitted[0]!.address, permitted[0]!.family);
         };
-        hostResolver.resolve(hostname).then(answer, (error: NodeJS.ErrnoException) => callback(error, '', 0));
+        resolver.resolve(hostname).then(answer, (error: NodeJS.ErrnoException) => callback(error, '', 0));
       },
     },
     headersTimeout: timeoutMs,

@@ -3,6 +3,7 @@ import type { AddressPolicy } from './address-policy.js';
 import { hostOf } from './check-url.js';
 import { Deadline } from './deadline.js';
 import { ForbiddenAddressError, guardedAgent } from './guarded-agent.js';
+import { asTenant, type HostResolver, hostResolver } from './host-resolver.js';
 import { type Agent, type Dispatcher, request } from './undici-parts.js';
 
 /** An answer bigger than the caller's bound; the connection was dropped rather than read to the end. */
@@ -25,10 +26,10 @@ export class OutboundGuard {
 
   constructor(
     readonly policy: AddressPolicy,
-    options: { timeoutMs?: number } = {},
+    options: { timeoutMs?: number; resolver?: HostResolver } = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? 15_000;
-    this.agent = guardedAgent(policy, this.timeoutMs);
+    this.agent = guardedAgent(policy, this.timeoutMs, options.resolver ?? hostResolver);
   }
 
   close(): Promise<void> {
@@ -37,6 +38,8 @@ export class OutboundGuard {
 }
 
 export interface GuardedJsonOptions {
+  /** Whom the call is made for (a workspace): its names take that tenant's turn (HostResolver). */
+  tenant: string;
   method?: Dispatcher.HttpMethod;
   headers?: Record<string, string>;
   /** Sent as JSON. */
@@ -97,7 +100,7 @@ function parseJson(bytes: Buffer): unknown {
 export async function guardedJson(
   guard: OutboundGuard,
   url: string | URL,
-  options: GuardedJsonOptions = {},
+  options: GuardedJsonOptions,
 ): Promise<JsonAnswer> {
   const target = new URL(url);
   const host = hostOf(target);
@@ -107,17 +110,19 @@ export async function guardedJson(
   const deadline = new Deadline(timeoutMs, options.signal);
   const hasBody = options.body !== undefined;
   try {
-    const response = await request(target, {
-      method: options.method ?? 'GET',
-      headers: {
-        accept: 'application/json',
-        ...(hasBody ? { 'content-type': 'application/json' } : {}),
-        ...options.headers,
-      },
-      body: hasBody ? JSON.stringify(options.body) : undefined,
-      dispatcher: guard.agent,
-      signal: deadline.signal,
-    });
+    const response = await asTenant(options.tenant, () =>
+      request(target, {
+        method: options.method ?? 'GET',
+        headers: {
+          accept: 'application/json',
+          ...(hasBody ? { 'content-type': 'application/json' } : {}),
+          ...options.headers,
+        },
+        body: hasBody ? JSON.stringify(options.body) : undefined,
+        dispatcher: guard.agent,
+        signal: deadline.signal,
+      }),
+    );
     response.body.on('error', () => undefined);
     const bytes = await readBounded(response, options.maxBodyBytes ?? defaultMaxBodyBytes, target.origin);
     return {

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { type LookupAddress, Resolver, lookup as systemLookup } from 'node:dns';
 
 /** What a name server's silence costs a lookup at most: each query's first wait, and how often it is sent. */
@@ -6,7 +7,10 @@ export interface ResolverSettings {
   tries: number;
   /** Name servers to ask instead of the system's (`/etc/resolv.conf`), as `address[:port]`. */
   servers?: string[];
-  /** How many names may be with the system resolver at once, each holding a thread of libuv's pool (1). */
+  /**
+   * How many names may be with the system resolver at once, each holding a thread of libuv's pool, and
+   * never more than one of any tenant's: half the pool (`UV_THREADPOOL_SIZE`, 4 unless set), so 2.
+   */
   systemLookups?: number;
 }
 
@@ -14,6 +18,16 @@ const defaultSettings: ResolverSettings = { queryTimeoutMs: 1_500, tries: 2 };
 
 /** The system's resolver (getaddrinfo, on a thread of libuv's pool): every address a name has. */
 export type SystemLookup = (hostname: string) => Promise<LookupAddress[]>;
+
+const outboundTenant = new AsyncLocalStorage<string>();
+
+/**
+ * Runs `call` as an outbound call made for `tenant` (a workspace): the names its connections look up
+ * take that tenant's turn with the system resolver.
+ */
+export function asTenant<T>(tenant: string, call: () => T): T {
+  return outboundTenant.run(tenant, call);
+}
 
 /**
  * Answers that say the name servers do not know the name (or that there are none to ask), as opposed to
@@ -33,11 +47,13 @@ const unknownToDns = new Set(['ENOTFOUND', 'ENODATA', 'ENONAME', 'ECONNREFUSED',
  * system, which answers those from its own files at once. The system has no time bound of its own,
  * though, and completes a name with its search domains before asking for it as it is: a name server that
  * said it did not know a name to c-ares may keep silent when the system asks, and hold a thread for the
- * system resolver's whole timeout. So the system takes `systemLookups` names at a time (1), and a name
- * that waits for its turn, or for the system's answer, longer than the name servers' own bound
- * (`queryTimeoutMs` × `tries`) is refused with `ETIMEOUT`: one tenant's names can hold one thread of the
- * pool, never the four, and delay only the names that only the system knows. The lookups of one name
- * under way at once are one lookup.
+ * system resolver's whole timeout. So the system takes `systemLookups` names at a time (half the pool),
+ * one of each tenant's at most, and a name that waits for its turn, or for the system's answer, longer
+ * than the name servers' own bound (`queryTimeoutMs` × `tries`) is refused with `ETIMEOUT`: one tenant's
+ * names can hold one thread of the pool, never the four, and delay only its own names that only the
+ * system knows. The tenant is the one an outbound call is made for (`asTenant`), which reaches the
+ * lookup a connection makes. The lookups of one name under way at once for one tenant are one lookup;
+ * another tenant's lookup of that name is its own, so it never waits behind the first tenant's turn.
  */
 export class HostResolver {
   private readonly resolver: Resolver;
@@ -49,21 +65,25 @@ export class HostResolver {
     if (settings.servers) this.resolver.setServers(settings.servers);
     this.system = new SystemTurns(
       systemLookup,
-      settings.systemLookups ?? 1,
+      settings.systemLookups ?? halfThePool(),
       settings.queryTimeoutMs * settings.tries,
     );
   }
 
-  /** Every address the name has, IPv4 first; rejects with the name servers' error when it has none. */
-  resolve(hostname: string): Promise<LookupAddress[]> {
-    const known = this.inFlight.get(hostname);
+  /**
+   * Every address the name has, IPv4 first; rejects with the name servers' error when it has none.
+   * `tenant` is whose lookup it is: the outbound call's (`asTenant`) unless given.
+   */
+  resolve(hostname: string, tenant = outboundTenant.getStore() ?? ''): Promise<LookupAddress[]> {
+    const key = `${tenant}\n${hostname}`;
+    const known = this.inFlight.get(key);
     if (known) return known;
-    const resolving = this.resolveOnce(hostname).finally(() => this.inFlight.delete(hostname));
-    this.inFlight.set(hostname, resolving);
+    const resolving = this.resolveOnce(hostname, tenant).finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, resolving);
     return resolving;
   }
 
-  private async resolveOnce(hostname: string): Promise<LookupAddress[]> {
+  private async resolveOnce(hostname: string, tenant: string): Promise<LookupAddress[]> {
     // Loopback by definition (RFC 6761), and always in the hosts file: no name server is asked.
     if (hostname === 'localhost' || hostname.endsWith('.localhost')) return askSystem(hostname);
     const [v4, v6] = await Promise.allSettled([this.query(hostname, 4), this.query(hostname, 6)]);
@@ -72,7 +92,7 @@ export class HostResolver {
     const failures = [v4, v6].map((answer) => (answer as PromiseRejectedResult).reason);
     // Only when neither query met silence: getaddrinfo would ask the silent server again, on a thread.
     if (failures.every((failure) => unknownToDns.has((failure as { code?: string } | null)?.code ?? '')))
-      return this.system.lookup(hostname);
+      return this.system.lookup(hostname, tenant);
     throw failures.find((failure) => !unknownToDns.has((failure as { code?: string } | null)?.code ?? ''));
   }
 
@@ -89,13 +109,14 @@ export class HostResolver {
 }
 
 /**
- * The system resolver's turns: at most `concurrency` names with it at once. A lookup keeps its turn until
- * the system answers, even after its caller gave up, since its thread stays held until then; a caller is
- * answered within `waitMs`, turn or no turn.
+ * The system resolver's turns: at most `concurrency` names with it at once, and one of each tenant's. A
+ * lookup keeps its turn until the system answers, even after its caller gave up, since its thread stays
+ * held until then; a caller is answered within `waitMs`, turn or no turn. A freed turn goes to the
+ * longest waiting name whose tenant has none.
  */
 class SystemTurns {
-  private running = 0;
-  private readonly queue: Array<() => void> = [];
+  private readonly holders = new Set<string>();
+  private readonly waiting: Array<{ tenant: string; start: () => void }> = [];
 
   constructor(
     private readonly ask: SystemLookup,
@@ -103,26 +124,38 @@ class SystemTurns {
     private readonly waitMs: number,
   ) {}
 
-  lookup(hostname: string): Promise<LookupAddress[]> {
+  lookup(hostname: string, tenant: string): Promise<LookupAddress[]> {
     return new Promise((resolve, reject) => {
-      const start = () => {
-        this.running++;
-        this.ask(hostname)
-          .then(resolve, reject)
-          .finally(() => {
-            clearTimeout(timer);
-            this.running--;
-            this.queue.shift()?.();
-          });
+      const turn = {
+        tenant,
+        start: () => {
+          this.holders.add(tenant);
+          this.ask(hostname)
+            .then(resolve, reject)
+            .finally(() => {
+              clearTimeout(timer);
+              this.holders.delete(tenant);
+              this.next();
+            });
+        },
       };
       const timer = setTimeout(() => {
-        const waiting = this.queue.indexOf(start);
-        if (waiting >= 0) this.queue.splice(waiting, 1);
+        const at = this.waiting.indexOf(turn);
+        if (at >= 0) this.waiting.splice(at, 1);
         reject(timedOut(hostname));
       }, this.waitMs);
-      if (this.running < this.concurrency) start();
-      else this.queue.push(start);
+      if (this.free(tenant)) turn.start();
+      else this.waiting.push(turn);
     });
+  }
+
+  private free(tenant: string): boolean {
+    return this.holders.size < this.concurrency && !this.holders.has(tenant);
+  }
+
+  private next(): void {
+    const at = this.waiting.findIndex((turn) => this.free(turn.tenant));
+    if (at >= 0) this.waiting.splice(at, 1)[0]!.start();
   }
 }
 
@@ -139,6 +172,12 @@ function askSystem(hostname: string): Promise<LookupAddress[]> {
   return new Promise((resolve, reject) =>
     systemLookup(hostname, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
   );
+}
+
+/** Half of libuv's thread pool, which `UV_THREADPOOL_SIZE` sizes (4 unless set), and at least one thread. */
+function halfThePool(): number {
+  const threads = Number(process.env.UV_THREADPOOL_SIZE) || 4;
+  return Math.max(1, Math.floor(threads / 2));
 }
 
 /** The resolver every outbound call of a process shares. */

@@ -11,5 +11,11 @@ export {
   OutboundTimeoutError,
   ResponseTooLargeError,
 } from './guarded-json.js';
-export { HostResolver, hostResolver, type ResolverSettings, type SystemLookup } from './host-resolver.js';
+export {
+  asTenant,
+  HostResolver,
+  hostResolver,
+  type ResolverSettings,
+  type SystemLookup,
+} from './host-resolver.js';
 export { type Agent, type Dispatcher, request } from './undici-parts.js';

@@ -91,6 +91,7 @@ describe('guardedJson', () => {
       res.end(JSON.stringify({ id: 'm-1' }));
     });
     const answer = await guardedJson(loopback(), `${server.url}/send?to=a%20b&n=1`, {
+      tenant: 'w1',
       method: 'POST',
       headers: { authorization: 'Bearer t' },
       body: { text: 'olá' },
@@ -111,6 +112,7 @@ describe('guardedJson', () => {
       res.end();
     });
     const answer = await guardedJson(loopback(), `${redirecting.url}/x`, {
+      tenant: 'w1',
       method: 'POST',
       headers: { apikey: 'secret-key', 'client-token': 'secret-token' },
       body: {},
@@ -136,26 +138,30 @@ describe('guardedJson', () => {
       };
       pump();
     });
-    await expect(guardedJson(loopback(), endless.url, { maxBodyBytes: 64 * 1024 })).rejects.toBeInstanceOf(
-      ResponseTooLargeError,
-    );
+    await expect(
+      guardedJson(loopback(), endless.url, { tenant: 'w1', maxBodyBytes: 64 * 1024 }),
+    ).rejects.toBeInstanceOf(ResponseTooLargeError);
     expect(await eventually(() => endless.hits[0]!.connectionClosed())).toBe(true);
 
     const declared = await startServer((_hit, res) => {
       res.writeHead(200, { 'content-length': String(2 * 1024 * 1024) });
       res.write(chunk);
     });
-    await expect(guardedJson(loopback(), declared.url)).rejects.toThrow(/exceeds 1048576 bytes/);
+    await expect(guardedJson(loopback(), declared.url, { tenant: 'w1' })).rejects.toThrow(
+      /exceeds 1048576 bytes/,
+    );
     expect(await eventually(() => declared.hits[0]!.connectionClosed())).toBe(true);
   });
 
   it('refuses at connect time a name that resolves to a loopback address, unless allowed', async () => {
     const server = await startServer((_hit, res) => res.end('{"ok":true}'));
     const byName = `http://localhost:${server.port}/`;
-    await expect(guardedJson(guard(), byName)).rejects.toBeInstanceOf(ForbiddenAddressError);
+    await expect(guardedJson(guard(), byName, { tenant: 'w1' })).rejects.toBeInstanceOf(
+      ForbiddenAddressError,
+    );
     expect(server.hits).toHaveLength(0);
     // The same call with loopback allowed reaches it (localhost may resolve to ::1 first; 127.0.0.1 is kept).
-    expect((await guardedJson(loopback(), byName)).body).toEqual({ ok: true });
+    expect((await guardedJson(loopback(), byName, { tenant: 'w1' })).body).toEqual({ ok: true });
   });
 
   it.each([
@@ -169,18 +175,18 @@ describe('guardedJson', () => {
     '169.254.169.254',
   ])('refuses %s before connecting', async (host) => {
     const server = await startServer((_hit, res) => res.end('{}'));
-    await expect(guardedJson(guard(), `http://${host}:${server.port}/`)).rejects.toBeInstanceOf(
-      ForbiddenAddressError,
-    );
+    await expect(
+      guardedJson(guard(), `http://${host}:${server.port}/`, { tenant: 'w1' }),
+    ).rejects.toBeInstanceOf(ForbiddenAddressError);
     expect(server.hits).toHaveLength(0);
   });
 
   it('bounds the whole call: a server that never answers, and one that never finishes its answer', async () => {
     const silent = await startServer(() => undefined);
     let started = Date.now();
-    await expect(guardedJson(loopback(), silent.url, { timeoutMs: 300 })).rejects.toBeInstanceOf(
-      OutboundTimeoutError,
-    );
+    await expect(
+      guardedJson(loopback(), silent.url, { tenant: 'w1', timeoutMs: 300 }),
+    ).rejects.toBeInstanceOf(OutboundTimeoutError);
     expect(Date.now() - started).toBeLessThan(2_000);
 
     const trickling = await startServer((_hit, res) => {
@@ -196,7 +202,7 @@ describe('guardedJson', () => {
       }, 50);
     });
     started = Date.now();
-    await expect(guardedJson(loopback(), trickling.url, { timeoutMs: 400 })).rejects.toThrow(
+    await expect(guardedJson(loopback(), trickling.url, { tenant: 'w1', timeoutMs: 400 })).rejects.toThrow(
       /no complete answer .* within 400 ms/,
     );
     expect(Date.now() - started).toBeLessThan(2_000);
@@ -206,9 +212,10 @@ describe('guardedJson', () => {
     const silent = await startServer(() => undefined);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const failure = await guardedJson(loopback(), silent.url, { signal: controller.signal }).catch(
-      (error: unknown) => error,
-    );
+    const failure = await guardedJson(loopback(), silent.url, {
+      tenant: 'w1',
+      signal: controller.signal,
+    }).catch((error: unknown) => error);
     expect(failure).not.toBeInstanceOf(OutboundTimeoutError);
     expect(controller.signal.aborted).toBe(true);
   });
@@ -238,7 +245,7 @@ describe('checkUrl', () => {
   const strict = new AddressPolicy();
 
   it('refuses a name that resolves to a private address without saying which address', async () => {
-    const refusal = await checkUrl('http://localhost:8080/hook', strict);
+    const refusal = await checkUrl('http://localhost:8080/hook', strict, 'w1');
     expect(refusal?.text).toBe('o destino localhost aponta para um endereço não permitido');
     expect(refusal?.address).toMatch(/^(127\.0\.0\.1|::1)$/);
     expect(refusal?.text).not.toContain(refusal!.address!);
@@ -252,16 +259,18 @@ describe('checkUrl', () => {
     'http://10.0.0.1/',
     'http://169.254.169.254/latest',
   ])('refuses %s', async (url) => {
-    expect((await checkUrl(url, strict))?.text).toMatch(/aponta para um endereço não permitido$/);
+    expect((await checkUrl(url, strict, 'w1'))?.text).toMatch(/aponta para um endereço não permitido$/);
   });
 
   it('accepts a public literal address and a private one that is allowed', async () => {
-    expect(await checkUrl('https://8.8.8.8/', strict)).toBeUndefined();
-    expect(await checkUrl('http://127.0.0.1:9/', AddressPolicy.fromSetting('127.0.0.0/8'))).toBeUndefined();
+    expect(await checkUrl('https://8.8.8.8/', strict, 'w1')).toBeUndefined();
+    expect(
+      await checkUrl('http://127.0.0.1:9/', AddressPolicy.fromSetting('127.0.0.0/8'), 'w1'),
+    ).toBeUndefined();
   });
 
   it('says when a name does not resolve', async () => {
-    expect((await checkUrl('http://no-such-host.invalid/', strict))?.text).toBe(
+    expect((await checkUrl('http://no-such-host.invalid/', strict, 'w1'))?.text).toBe(
       'não foi possível resolver no-such-host.invalid',
     );
   });

@@ -1,56 +1,30 @@
 import { pbkdf2 } from 'node:crypto';
-import { createSocket, type Socket } from 'node:dgram';
-import type { AddressInfo } from 'node:net';
+import { type NameServer, startNameServer, systemResolverStandIn, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostResolver, type SystemLookup } from '../src/host-resolver.js';
+import { HostResolver } from '../src/host-resolver.js';
 
 // A name server that takes every query and never answers, as one a tenant controls may.
-let silent: Socket;
-const queries: Buffer[] = [];
+let silent: NameServer;
 let server: string;
 // A name server that knows no name: it answers every query NXDOMAIN at once.
-let unknowing: Socket;
+let unknowing: NameServer;
 let unknowingServer: string;
-
-async function bound(socket: Socket): Promise<string> {
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  return `127.0.0.1:${(socket.address() as AddressInfo).port}`;
-}
+let queries: Buffer[];
 
 beforeAll(async () => {
-  silent = createSocket('udp4');
-  silent.on('message', (message) => queries.push(message));
-  server = await bound(silent);
-  unknowing = createSocket('udp4');
-  unknowing.on('message', (query, from) => {
-    const answer = Buffer.from(query);
-    answer[2] = (answer[2] ?? 0) | 0x80; // a response, the question's id and recursion flag kept
-    answer[3] = 0x80 | 3; // recursion available, NXDOMAIN
-    unknowing.send(answer, from.port, from.address);
-  });
-  unknowingServer = await bound(unknowing);
+  silent = await startNameServer('silent');
+  server = silent.address;
+  queries = silent.queries;
+  unknowing = await startNameServer('unknowing');
+  unknowingServer = unknowing.address;
 });
-afterAll(() => {
-  silent.close();
-  unknowing.close();
+afterAll(async () => {
+  await silent.close();
+  await unknowing.close();
 });
 
 /** The system resolver as a tenant's name server can make it: it never answers names under `silent.example`. */
-function systemResolver() {
-  const seen = { asked: [] as string[], atOnce: 0, mostAtOnce: 0 };
-  const lookup: SystemLookup = (hostname) => {
-    seen.asked.push(hostname);
-    seen.mostAtOnce = Math.max(seen.mostAtOnce, ++seen.atOnce);
-    if (hostname.endsWith('.silent.example')) return new Promise(() => undefined);
-    return new Promise((resolve) =>
-      setTimeout(() => {
-        seen.atOnce--;
-        resolve([{ address: '10.0.0.7', family: 4 }]);
-      }, 10),
-    );
-  };
-  return { lookup, seen };
-}
+const systemResolver = () => systemResolverStandIn();
 
 const outcome = (resolving: Promise<unknown>) =>
   resolving.then(
@@ -125,5 +99,44 @@ describe('HostResolver', () => {
     );
     expect([...system.seen.asked].sort()).toEqual([...names].sort());
     expect(system.seen.mostAtOnce).toBe(1);
+  });
+
+  it("gives each tenant one turn with the system, so one tenant's silent names never delay another's names", async () => {
+    const system = systemResolver();
+    const resolver = new HostResolver(
+      { queryTimeoutMs: 300, tries: 1, servers: [unknowingServer], systemLookups: 2 },
+      system.lookup,
+    );
+    const hostile = Array.from({ length: 8 }, (_, i) =>
+      outcome(resolver.resolve(`n${i}.silent.example`, 'hostile')),
+    );
+    await waitFor(() => system.seen.asked.length > 0, { timeoutMs: 2_000, intervalMs: 5 });
+    // The hostile tenant asks for another tenant's name too: its own lookup, behind its own held turn.
+    const hostileAsksOthersName = outcome(resolver.resolve('receiver', 'hostile'));
+    const names = ['receiver', 'provider', 'receiver.team'];
+    const found = await Promise.all(names.map((name) => resolver.resolve(name, 'other')));
+    expect(found.map((addresses) => addresses.map((entry) => entry.address))).toEqual(
+      Array(3).fill(['10.0.0.7']),
+    );
+    expect(await Promise.all(hostile)).toEqual(Array(8).fill('ETIMEOUT'));
+    expect(await hostileAsksOthersName).toBe('ETIMEOUT');
+    // One of the hostile tenant's names held its turn; the other tenant's took the second, one at a time.
+    expect(system.seen.asked.filter((name) => name.endsWith('.silent.example'))).toHaveLength(1);
+    expect(system.seen.asked.filter((name) => !name.endsWith('.silent.example'))).toEqual(names);
+    expect(system.seen.mostAtOnce).toBe(2);
+  });
+
+  it('never has more names with the system at once than it has turns, whatever the tenants', async () => {
+    const system = systemResolver();
+    const resolver = new HostResolver(
+      { queryTimeoutMs: 300, tries: 1, servers: [unknowingServer], systemLookups: 2 },
+      system.lookup,
+    );
+    const lookups = ['a', 'b', 'c'].map((tenant) =>
+      outcome(resolver.resolve(`${tenant}.silent.example`, tenant)),
+    );
+    expect(await Promise.all(lookups)).toEqual(Array(3).fill('ETIMEOUT'));
+    expect(system.seen.asked).toHaveLength(2);
+    expect(system.seen.mostAtOnce).toBe(2);
   });
 });

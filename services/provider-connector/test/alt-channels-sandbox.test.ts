@@ -59,7 +59,12 @@ afterAll(async () => {
   await pool?.end();
 });
 
-const call = (): ProviderCall => ({ guard, logger, signal: AbortSignal.timeout(5_000) });
+const call = (): ProviderCall => ({
+  guard,
+  workspaceId: randomUUID(),
+  logger,
+  signal: AbortSignal.timeout(5_000),
+});
 
 async function create(channel: 'alt-a' | 'alt-b', config: Json) {
   const workspaceId = randomUUID();

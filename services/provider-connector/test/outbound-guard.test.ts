@@ -55,7 +55,7 @@ function guard(allowedCidrs = ''): OutboundGuard {
 }
 
 function providerCall(allowedCidrs = ''): ProviderCall {
-  return { guard: guard(allowedCidrs), logger, signal: AbortSignal.timeout(2_000) };
+  return { guard: guard(allowedCidrs), workspaceId: 'w1', logger, signal: AbortSignal.timeout(2_000) };
 }
 
 let pool: Pool;

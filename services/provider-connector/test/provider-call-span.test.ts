@@ -61,7 +61,7 @@ async function callInCommand(url: string) {
   return trace.getTracer('test').startActiveSpan('process cmd.connector.send-text', async (command) => {
     try {
       return await callProvider(
-        { guard, logger, signal: AbortSignal.timeout(2_000) },
+        { guard, workspaceId: 'w1', logger, signal: AbortSignal.timeout(2_000) },
         'alt-a',
         new URL(url),
         {

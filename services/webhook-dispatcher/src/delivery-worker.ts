@@ -345,6 +345,7 @@ export class DeliveryWorker {
         async (span, traceHeaders) => {
           const result = await attemptDelivery(
             {
+              workspaceId: delivery.workspace_id,
               url: target.url,
               body: delivery.body,
               eventId: delivery.event_id,

@@ -83,6 +83,8 @@ export class InboundRejected extends Error {
 export interface ProviderCall {
   /** The connector's address policy and client: every provider request goes through it. */
   guard: OutboundGuard;
+  /** The workspace the call is made for: its lookups take that workspace's turn (HostResolver). */
+  workspaceId: string;
   /** The operation's deadline. */
   signal: AbortSignal;
   logger: Logger;

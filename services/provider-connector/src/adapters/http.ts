@@ -56,6 +56,7 @@ export async function callProvider(
       async (span, traceHeaders) => {
         const answer = await guardedJson(call.guard, url, {
           ...init,
+          tenant: call.workspaceId,
           headers: { ...init.headers, ...traceHeaders },
           signal: call.signal,
         });

@@ -168,6 +168,7 @@ async function resolveNotified(
     throw new Error(`${integration.channel} cannot fetch notified resources here`);
   const call = {
     guard: deps.fetching.guard,
+    workspaceId,
     logger: deps.logger,
     signal: AbortSignal.timeout(deps.fetching.providerTimeoutMs),
     oauth: oauthTokens(deps.store, workspaceId, integration.id),

@@ -29,9 +29,13 @@ export interface CreateIntegrationDeps {
  * A base_url must lead to an address the connector may call: a tenant must not point the connector (and
  * the credentials it sends) at the platform's own network or the cloud metadata endpoint.
  */
-async function requireAllowedBaseUrl(deps: CreateIntegrationDeps, baseUrl: string | undefined) {
+async function requireAllowedBaseUrl(
+  deps: CreateIntegrationDeps,
+  baseUrl: string | undefined,
+  workspaceId: string,
+) {
   if (baseUrl === undefined) return;
-  const refusal = await checkUrl(baseUrl, deps.guard.policy);
+  const refusal = await checkUrl(baseUrl, deps.guard.policy, workspaceId);
   if (!refusal) return;
   deps.logger.warn(
     { host: refusal.host, address: refusal.address ?? null },
@@ -58,7 +62,7 @@ export async function createIntegration(
   const checked: StoredConfig = descriptor.callbackSecret
     ? { ...config.data, callback_secret: randomBytes(32).toString('base64url') }
     : config.data;
-  await requireAllowedBaseUrl(deps, checked.base_url);
+  await requireAllowedBaseUrl(deps, checked.base_url, command.workspace_id);
   // The id is chosen here because some channels' account id is the integration's own.
   const id = randomUUID();
   const stored = await store.create(command.workspace_id, {
@@ -77,6 +81,7 @@ export async function createIntegration(
   try {
     registration = await adapter.registerInbound(stored.config, callbackUrl, {
       guard,
+      workspaceId: command.workspace_id,
       logger,
       signal: AbortSignal.timeout(providerTimeoutMs),
       oauth: oauthTokens(store, command.workspace_id, stored.integration.id),

@@ -50,6 +50,7 @@ export async function sendOnce(
   try {
     const answered = await send(stored, {
       guard,
+      workspaceId: ids.workspaceId,
       logger,
       signal,
       oauth: oauthTokens(store, ids.workspaceId, stored.integration.id),

@@ -38,6 +38,7 @@ async function refresh(deps: TemplateDeps, stored: StoredIntegration, workspaceI
   try {
     const listed = await capability.list(stored.config, {
       guard: deps.guard,
+      workspaceId,
       logger: deps.logger,
       signal: AbortSignal.timeout(deps.providerTimeoutMs),
     });

@@ -1,10 +1,19 @@
 import { isIP } from 'node:net';
 import { storableText, storableUtf8 } from '@inbox/db';
-import { type AddressPolicy, Deadline, type Dispatcher, hostOf, request } from '@inbox/outbound-http';
+import {
+  type AddressPolicy,
+  asTenant,
+  Deadline,
+  type Dispatcher,
+  hostOf,
+  request,
+} from '@inbox/outbound-http';
 import { deliveryHeaders } from '@inbox/sdk/webhooks';
 import { parseRetryAfter } from './retry-policy.js';
 
 export interface AttemptInput {
+  /** The workspace the delivery is for: the receiver's name takes its turn (HostResolver). */
+  workspaceId: string;
   url: string;
   body: string;
   eventId: string;
@@ -71,13 +80,15 @@ export async function attemptDelivery(
   const signal = deadline.signal;
   try {
     const response = await deadline.race(
-      request(input.url, {
-        method: 'POST',
-        body: input.body,
-        headers: { ...input.traceHeaders, ...deliveryHeaders({ ...input, now: new Date() }) },
-        dispatcher: deps.agent,
-        signal,
-      }),
+      asTenant(input.workspaceId, () =>
+        request(input.url, {
+          method: 'POST',
+          body: input.body,
+          headers: { ...input.traceHeaders, ...deliveryHeaders({ ...input, now: new Date() }) },
+          dispatcher: deps.agent,
+          signal,
+        }),
+      ),
     );
     response.body.on('error', () => undefined);
     let responseBody: string | null = null;

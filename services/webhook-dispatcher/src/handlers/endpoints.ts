@@ -26,8 +26,8 @@ export interface EndpointDeps {
 
 const webhookNotFound = () => AppError.notFound(platformTexts.webhookNotFound);
 
-async function requireAllowedUrl(deps: EndpointDeps, url: string): Promise<void> {
-  const refusal = await checkUrl(url, deps.policy);
+async function requireAllowedUrl(deps: EndpointDeps, url: string, workspaceId: string): Promise<void> {
+  const refusal = await checkUrl(url, deps.policy, workspaceId);
   if (!refusal) return;
   // The caller is told which host was refused, never what it resolved to; the log keeps the address.
   deps.logger.warn({ host: refusal.host, address: refusal.address ?? null }, 'webhook url refused');
@@ -43,7 +43,7 @@ async function requireWebhook(deps: EndpointDeps, workspaceId: string, webhookId
 /** The admin API's webhook operations: endpoints, their delivery log, resend and replay. */
 export const webhooks = {
   async create(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.create-webhook'>) {
-    await requireAllowedUrl(deps, command.url);
+    await requireAllowedUrl(deps, command.url, command.workspace_id);
     return deps.endpoints.create(command.workspace_id, command);
   },
 
@@ -55,7 +55,7 @@ export const webhooks = {
     requireWebhook(deps, command.workspace_id, command.webhook_id),
 
   async update(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.update-webhook'>) {
-    if (command.url) await requireAllowedUrl(deps, command.url);
+    if (command.url) await requireAllowedUrl(deps, command.url, command.workspace_id);
     const updated = await deps.endpoints.update(command.workspace_id, command.webhook_id, command);
     if (!updated) throw webhookNotFound();
     if (command.enabled) deps.wake();
