@@ -267,7 +267,7 @@ describe('market (Mercado Livre)', () => {
       };
     };
     const replicas = [store, new IntegrationStore(otherPool, secrets)].map((each) =>
-      oauthTokens(each, workspaceId, created.id),
+      oauthTokens(each, workspaceId, created.id, 2_000),
     );
     const [a, b] = await Promise.all(
       replicas.map((tokens) => tokens.renew(String(granted.access_token), refresh)),

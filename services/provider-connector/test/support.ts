@@ -4,10 +4,11 @@ import { createDatabase } from '@inbox/testkit';
 import { inject } from 'vitest';
 
 /** A pool on a fresh database of this run's Postgres, with the connector's schema and outbox migrated. */
-export async function migratedPool(): Promise<Pool> {
+export async function migratedPool(options: { max?: number } = {}): Promise<Pool> {
   const pool = createPool({
     url: await createDatabase(inject('infra').postgresAdminUrl),
     schema: 'connector',
+    ...options,
   });
   await migrate(pool, {
     schema: 'connector',

@@ -171,7 +171,7 @@ async function resolveNotified(
     workspaceId,
     logger: deps.logger,
     signal: AbortSignal.timeout(deps.fetching.providerTimeoutMs),
-    oauth: oauthTokens(deps.store, workspaceId, integration.id),
+    oauth: oauthTokens(deps.store, workspaceId, integration.id, deps.fetching.providerTimeoutMs),
   };
   const resolved: InboundBatch = {
     messages: [...batch.messages],

@@ -84,7 +84,7 @@ export async function createIntegration(
       workspaceId: command.workspace_id,
       logger,
       signal: AbortSignal.timeout(providerTimeoutMs),
-      oauth: oauthTokens(store, command.workspace_id, stored.integration.id),
+      oauth: oauthTokens(store, command.workspace_id, stored.integration.id, providerTimeoutMs),
     });
   } catch (error) {
     await store.remove(command.workspace_id, stored.integration.id);

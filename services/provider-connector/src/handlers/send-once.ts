@@ -53,7 +53,7 @@ export async function sendOnce(
       workspaceId: ids.workspaceId,
       logger,
       signal,
-      oauth: oauthTokens(store, ids.workspaceId, stored.integration.id),
+      oauth: oauthTokens(store, ids.workspaceId, stored.integration.id, providerTimeoutMs),
       messageId: ids.messageId,
       ...(visitors ? { visitors: visitors(stored.integration.id, ids.messageId) } : {}),
       ...(replyContexts ? { replyContexts: replyContexts(stored.integration.id) } : {}),

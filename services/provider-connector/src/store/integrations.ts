@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Integration, IntegrationChannel } from '@inbox/contracts';
 import { integrationChannels, providerOf } from '@inbox/contracts';
-import { type Pool, withTransaction } from '@inbox/db';
+import type { Pool } from '@inbox/db';
 import type { SecretBox } from '@inbox/service-kit';
 import { ExpiringCache } from './expiring-cache.js';
 import { SendRecords } from './send-records.js';
@@ -164,34 +164,51 @@ export class IntegrationStore {
   }
 
   /**
-   * Changes an integration's config under its row lock: `change` sees the config as stored now (another
-   * replica's change included) and answers the new one, or undefined to keep it. Replicas changing the
-   * same integration take turns, so a provider's single-use credential (a refresh token) is spent once.
+   * Claims an integration's config for `claimMs`, so one replica at a time changes it (a provider's
+   * single-use refresh token is spent once) without a row lock: the change involves a call to the
+   * provider, and a lock held across it held a pooled connection too, for as long as a tenant's own
+   * token endpoint kept silent, with every other call of that integration queued on the lock, each on a
+   * connection of its own. `taken` while another claim runs; undefined when the integration is gone.
    */
-  async changeConfigLocked<T>(
+  async claimConfig(
     workspaceId: string,
     id: string,
-    change: (config: Record<string, string>) => Promise<{ config?: Record<string, string>; result: T }>,
-  ): Promise<T | undefined> {
-    const outcome = await withTransaction(this.pool, async (client) => {
-      const { rows } = await client.query<IntegrationRow>(
-        `select ${columns} from integrations where workspace_id = $1 and id = $2 for update`,
-        [workspaceId, id],
-      );
-      if (!rows[0]) return undefined;
-      const { config, result } = await change(this.toStored(rows[0]).config);
-      if (config) {
-        await client.query('update integrations set config_sealed = $3 where workspace_id = $1 and id = $2', [
-          workspaceId,
-          id,
-          this.secrets.seal(JSON.stringify(config), sealContext(workspaceId, id)),
-        ]);
-      }
-      return { result, changed: config !== undefined };
-    });
-    // Every replica drops the old credentials at once (a refresh token is single-use).
-    if (outcome?.changed) this.hasChanged(workspaceId, id);
-    return outcome?.result;
+    claimMs: number,
+  ): Promise<{ claim: string; config: Record<string, string> } | 'taken' | undefined> {
+    const claim = randomUUID();
+    const { rows } = await this.pool.query<IntegrationRow>(
+      `update integrations set config_claim = $3, config_claimed_until = now() + $4 * interval '1 millisecond'
+        where workspace_id = $1 and id = $2 and (config_claimed_until is null or config_claimed_until < now())
+        returning ${columns}`,
+      [workspaceId, id, claim, claimMs],
+    );
+    if (rows[0]) return { claim, config: this.toStored(rows[0]).config };
+    const { rowCount } = await this.pool.query(
+      'select from integrations where workspace_id = $1 and id = $2',
+      [workspaceId, id],
+    );
+    return rowCount === 1 ? 'taken' : undefined;
+  }
+
+  /**
+   * Ends a claim: stores `config` when given (every replica drops the old one at once, since a refresh
+   * token is single-use) and lets the next claim in. False when the claim had run out and was taken.
+   */
+  async settleClaim(
+    workspaceId: string,
+    id: string,
+    claim: string,
+    config?: Record<string, string>,
+  ): Promise<boolean> {
+    const sealed = config && this.secrets.seal(JSON.stringify(config), sealContext(workspaceId, id));
+    const { rowCount } = await this.pool.query(
+      `update integrations set config_sealed = coalesce($4, config_sealed), config_claim = null,
+         config_claimed_until = null
+        where workspace_id = $1 and id = $2 and config_claim = $3`,
+      [workspaceId, id, claim, sealed ?? null],
+    );
+    if (config) this.hasChanged(workspaceId, id);
+    return rowCount === 1;
   }
 
   async remove(workspaceId: string, id: string): Promise<void> {

@@ -1,4 +1,4 @@
-import type { OAuthTokens, TokenGrant } from '../adapters/channel-adapter.js';
+import { type OAuthTokens, ProviderError, type TokenGrant } from '../adapters/channel-adapter.js';
 import type { IntegrationStore } from './integrations.js';
 
 /** Refreshed this long before the provider's expiry, so a call made just before it still carries a live token. */
@@ -9,52 +9,100 @@ const EXPIRES_AT = 'access_token_expires_at';
 
 type Refresh = (refreshToken: string) => Promise<TokenGrant>;
 
+/** How often a call that found another replica refreshing looks for the pair it stored. */
+const WAIT_STEP_MS = 100;
+
+/** The refreshes under way in this process, by store (a replica) and integration: one at a time each. */
+const underWay = new WeakMap<object, Map<string, Promise<string>>>();
+
 /**
  * An integration's OAuth tokens, kept in its sealed config (`access_token`, `refresh_token`) with their
- * expiry. Every refresh happens under the integration's row lock and first looks at what is stored now,
- * so two replicas that both find the token stale refresh once: the second takes the first's new pair
- * instead of spending the (single-use) refresh token again.
+ * expiry. A refresh claims the config first (`claimConfig`) and looks at what is stored now, so two
+ * replicas that both find the token stale refresh once: the second waits for the claim to end and takes
+ * the first's new pair instead of spending the (single-use) refresh token again. No database connection
+ * is held while the provider (a host the tenant configured) answers; the claim lasts the provider call's
+ * bound (`providerTimeoutMs`) and a margin, so a replica that died during one leaves it to the next.
+ * Calls of one process share its refresh.
  */
 export function oauthTokens(
-  store: Pick<IntegrationStore, 'changeConfigLocked' | 'get'>,
+  store: Pick<IntegrationStore, 'claimConfig' | 'settleClaim' | 'get'>,
   workspaceId: string,
   integrationId: string,
+  providerTimeoutMs: number,
   now: () => number = Date.now,
 ): OAuthTokens {
+  const claimMs = providerTimeoutMs + 5_000;
   const stale = (config: Record<string, string>) => {
     const expiresAt = Date.parse(config[EXPIRES_AT] ?? '');
     // Unknown expiry (a token pasted when the integration was created): used until the provider refuses it.
     return Number.isFinite(expiresAt) && expiresAt - REFRESH_MARGIN_MS <= now();
   };
+  const gone = () => new Error(`integration ${integrationId} is gone`);
+
+  async function refreshed(config: Record<string, string>, refresh: Refresh, claim: string) {
+    const grant = await refresh(config.refresh_token ?? '');
+    const renewed = {
+      ...config,
+      access_token: grant.accessToken,
+      refresh_token: grant.refreshToken,
+      [EXPIRES_AT]: new Date(now() + grant.expiresIn * 1000).toISOString(),
+    };
+    await store.settleClaim(workspaceId, integrationId, claim, renewed);
+    return grant.accessToken;
+  }
 
   async function refreshUnless(keep: (config: Record<string, string>) => boolean, refresh: Refresh) {
-    const token = await store.changeConfigLocked(workspaceId, integrationId, async (config) => {
-      if (keep(config)) return { result: config.access_token ?? '' };
-      const grant = await refresh(config.refresh_token ?? '');
-      return {
-        config: {
-          ...config,
-          access_token: grant.accessToken,
-          refresh_token: grant.refreshToken,
-          [EXPIRES_AT]: new Date(now() + grant.expiresIn * 1000).toISOString(),
-        },
-        result: grant.accessToken,
-      };
-    });
-    if (token === undefined) throw new Error(`integration ${integrationId} is gone`);
-    return token;
+    // A claim left by a replica that died runs out within claimMs of when it was taken.
+    const giveUpAt = Date.now() + claimMs + 2 * WAIT_STEP_MS;
+    for (;;) {
+      const claimed = await store.claimConfig(workspaceId, integrationId, claimMs);
+      if (claimed === undefined) throw gone();
+      if (claimed !== 'taken') {
+        const { claim, config } = claimed;
+        try {
+          if (keep(config)) {
+            await store.settleClaim(workspaceId, integrationId, claim);
+            return config.access_token ?? '';
+          }
+          return await refreshed(config, refresh, claim);
+        } catch (error) {
+          await store.settleClaim(workspaceId, integrationId, claim).catch(() => undefined);
+          throw error;
+        }
+      }
+      // Another replica is refreshing: its pair, once stored, is the one to use.
+      const stored = await store.get(workspaceId, integrationId);
+      if (!stored) throw gone();
+      if (keep(stored.config)) return stored.config.access_token ?? '';
+      // Nothing was sent: the provider's failure, as any other before the call.
+      if (Date.now() > giveUpAt)
+        throw new ProviderError(`integration ${integrationId}: another replica's token refresh never ended`);
+      await new Promise((resolve) => setTimeout(resolve, WAIT_STEP_MS));
+    }
+  }
+
+  function oneAtATime(refreshing: () => Promise<string>): Promise<string> {
+    const ours = underWay.get(store) ?? new Map<string, Promise<string>>();
+    underWay.set(store, ours);
+    const known = ours.get(integrationId);
+    if (known) return known;
+    const started = refreshing().finally(() => ours.delete(integrationId));
+    ours.set(integrationId, started);
+    return started;
   }
 
   return {
     async current(refresh) {
-      // The common case reads without the lock: only a stale token needs the turn-taking.
+      // The common case reads without a claim: only a stale token needs the turn-taking.
       const stored = await store.get(workspaceId, integrationId);
       if (stored && !stale(stored.config) && stored.config.access_token) return stored.config.access_token;
-      return refreshUnless((config) => !stale(config), refresh);
+      return oneAtATime(() => refreshUnless((config) => !stale(config), refresh));
     },
     async renew(rejected, refresh) {
       // Another replica already replaced the refused token: take its new one.
-      return refreshUnless((config) => config.access_token !== rejected && !stale(config), refresh);
+      return oneAtATime(() =>
+        refreshUnless((config) => config.access_token !== rejected && !stale(config), refresh),
+      );
     },
   };
 }

@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool } from '@inbox/db';
+import { SecretBox } from '@inbox/service-kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TokenGrant } from '../src/adapters/channel-adapter.js';
+import { IntegrationStore } from '../src/store/integrations.js';
+import { oauthTokens } from '../src/store/oauth-tokens.js';
+import { migratedPool } from './support.js';
+
+const secrets = new SecretBox(SecretBox.generateKey());
+let pool: Pool;
+
+beforeAll(async () => {
+  // As few connections as a busy connector has to spare.
+  pool = await migratedPool({ max: 3 });
+});
+afterAll(() => pool.end());
+
+async function integration(store: IntegrationStore) {
+  const workspaceId = randomUUID();
+  const created = await store.create(workspaceId, {
+    channel: 'market',
+    config: { access_token: 'refused', refresh_token: 'r1', client_id: 'app', client_secret: 's' },
+    accountId: randomUUID(),
+  });
+  return { workspaceId, id: created.integration.id };
+}
+
+const answered = (query: Promise<unknown>, withinMs: number) =>
+  Promise.race([
+    query.then(() => 'answered'),
+    new Promise((resolve) => setTimeout(() => resolve('still waiting'), withinMs)),
+  ]);
+
+describe("an integration's OAuth tokens", () => {
+  it("hold no database connection while the tenant's token endpoint keeps silent", async () => {
+    const first = new IntegrationStore(pool, secrets);
+    const { workspaceId, id } = await integration(first);
+    let fail: (error: Error) => void = () => undefined;
+    // The tenant's own token endpoint: it answers nothing until the test lets the call fail.
+    const silent = new Promise<TokenGrant>((_, reject) => {
+      fail = reject;
+    });
+    silent.catch(() => undefined);
+    let asked = 0;
+    const refresh = () => {
+      asked++;
+      return silent;
+    };
+    // Six replicas (the pool has three connections), each with a call the provider answered 401.
+    const renewals = Array.from({ length: 6 }, (_, i) =>
+      oauthTokens(i === 0 ? first : new IntegrationStore(pool, secrets), workspaceId, id, 2_000)
+        .renew('refused', refresh)
+        .then(
+          () => 'renewed',
+          (error: Error) => error.message,
+        ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Every other tenant's statement still gets a connection, at once.
+    expect(await answered(pool.query('select 1'), 2_000)).toBe('answered');
+    expect(asked).toBe(1);
+    fail(new Error('token endpoint unreachable'));
+    // The claim ends with the failed call: the waiting replicas try in turn and fail the same way.
+    expect(await Promise.all(renewals)).toEqual(Array(6).fill('token endpoint unreachable'));
+    const { rows } = await pool.query('select config_claim from integrations where id = $1', [id]);
+    expect(rows[0]).toEqual({ config_claim: null });
+  });
+
+  it('takes over a claim left by a replica that died, once it runs out', async () => {
+    const store = new IntegrationStore(pool, secrets);
+    const { workspaceId, id } = await integration(store);
+    // A replica claimed the config to refresh, and died before it settled the claim.
+    expect(await store.claimConfig(workspaceId, id, 300)).toMatchObject({ claim: expect.any(String) });
+    const spent: string[] = [];
+    const token = await oauthTokens(new IntegrationStore(pool, secrets), workspaceId, id, 2_000).renew(
+      'refused',
+      async (refreshToken) => {
+        spent.push(refreshToken);
+        return { accessToken: 'fresh', refreshToken: 'r2', expiresIn: 21_600 };
+      },
+    );
+    expect(token).toBe('fresh');
+    expect(spent).toEqual(['r1']);
+    expect((await store.get(workspaceId, id))?.config).toMatchObject({
+      access_token: 'fresh',
+      refresh_token: 'r2',
+    });
+    expect(await store.claimConfig(workspaceId, id, 300)).toMatchObject({ claim: expect.any(String) });
+  });
+
+  it('answers that an integration removed meanwhile is gone', async () => {
+    const store = new IntegrationStore(pool, secrets);
+    const { workspaceId, id } = await integration(store);
+    await store.remove(workspaceId, id);
+    await expect(
+      oauthTokens(store, workspaceId, id, 2_000).renew('refused', async () => {
+        throw new Error('never asked');
+      }),
+    ).rejects.toThrow(`integration ${id} is gone`);
+  });
+});
