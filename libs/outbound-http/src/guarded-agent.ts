@@ -8,6 +8,9 @@ export class ForbiddenAddressError extends Error {
   override name = 'ForbiddenAddressError';
 }
 
+/** How long an idle keep-alive connection is kept at most (undici's own default when a server names none). */
+export const idleConnectionMs = 4_000;
+
 /**
  * An HTTP agent whose lookup refuses forbidden addresses at connect time, so a name that resolves to a
  * private address (or is re-pointed there after the URL was accepted) is never reached. Names are
@@ -24,6 +27,12 @@ export function guardedAgent(
     // Keep-alive connections with no cap per origin: tenants share hosts, and a request queued behind a
     // cap outlives its abort signal, which undici applies only once it is on a connection.
     connections: null,
+    // A receiver's `Keep-Alive: timeout=600` would keep each of its idle sockets for ten minutes (undici's
+    // ceiling), and a tenant with endpoints on many origins would hold sockets, descriptors and memory
+    // for every tenant's process: an idle connection lives as long as undici keeps one that names no
+    // time, or less when the server says so.
+    keepAliveTimeout: idleConnectionMs,
+    keepAliveMaxTimeout: idleConnectionMs,
     connect: {
       timeout: timeoutMs,
       lookup: (hostname, options, callback) => {

@@ -2,7 +2,7 @@ export { AddressPolicy, isCidrList } from './address-policy.js';
 export { checkUrl, hostOf, type UrlRefusal } from './check-url.js';
 export { cidrListSetting } from './cidr-list-setting.js';
 export { Deadline } from './deadline.js';
-export { ForbiddenAddressError, guardedAgent } from './guarded-agent.js';
+export { ForbiddenAddressError, guardedAgent, idleConnectionMs } from './guarded-agent.js';
 export {
   type GuardedJsonOptions,
   guardedJson,

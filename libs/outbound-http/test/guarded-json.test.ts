@@ -1,13 +1,14 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { runModuleSnippet } from '@inbox/testkit';
+import { runModuleSnippet, waitFor } from '@inbox/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   AddressPolicy,
   checkUrl,
   ForbiddenAddressError,
   guardedJson,
+  idleConnectionMs,
   OutboundGuard,
   OutboundTimeoutError,
   ResponseTooLargeError,
@@ -243,6 +244,27 @@ describe('the undici it loads', () => {
 
 describe('checkUrl', () => {
   const strict = new AddressPolicy();
+
+  it('keeps an idle connection no longer than its own bound, whatever the server asks for', async () => {
+    const server = createServer((_req, res) => res.end('{}'));
+    // Node answers `Keep-Alive: timeout=600` on every response.
+    server.keepAliveTimeout = 600_000;
+    servers.push(server);
+    let closedAt = 0;
+    server.on('connection', (socket) =>
+      socket.on('close', () => {
+        closedAt = Date.now();
+      }),
+    );
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const answer = await guardedJson(loopback(), `http://127.0.0.1:${port}/`, { tenant: 'w1' });
+    const answeredAt = Date.now();
+    expect(answer.headers['keep-alive']).toBe('timeout=600');
+    await waitFor(() => closedAt > 0, { timeoutMs: idleConnectionMs + 3_000, intervalMs: 50 });
+    expect(closedAt - answeredAt).toBeLessThan(idleConnectionMs + 3_000);
+  });
 
   it('refuses a name that resolves to a private address without saying which address', async () => {
     const refusal = await checkUrl('http://localhost:8080/hook', strict, 'w1');
