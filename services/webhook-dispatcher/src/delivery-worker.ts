@@ -18,6 +18,11 @@ export interface DeliveryWorkerOptions {
   timeoutMs: number;
   concurrency: number;
   perEndpointConcurrency: number;
+  /**
+   * How many of this worker's slots one workspace's attempts may hold (default half of them, and at
+   * least an endpoint's cap), so no workspace's receivers hold them all while others' deliveries wait.
+   */
+  perWorkspaceConcurrency?: number;
   disableAfterMs: number;
   /** How often to look for deliveries that other replicas scheduled or that came due. */
   pollMs?: number;
@@ -88,6 +93,9 @@ export class DeliveryWorker {
   private loopEnded = false;
   private lastIterationAt = 0;
   private inFlight = 0;
+  // Each workspace's attempts in flight here, for its room in the next lease.
+  private readonly inFlightByWorkspace = new Map<string, number>();
+  private readonly perWorkspace: number;
   private results: RecordedAttempt[] = [];
   // Attempts whose results a flush has taken and is recording.
   private recording = 0;
@@ -115,6 +123,9 @@ export class DeliveryWorker {
     this.leaseMs = options.timeoutMs + 5_000;
     this.stalledAfterMs = options.stalledAfterMs ?? Math.max(30_000, 3 * this.leaseMs);
     this.batchThreshold = Math.max(1, Math.floor(options.concurrency / 4));
+    this.perWorkspace =
+      options.perWorkspaceConcurrency ??
+      Math.max(options.perEndpointConcurrency, Math.ceil(options.concurrency / 2));
     consumerLag.addCallback((result) => result.observe(this.lag));
   }
 
@@ -198,6 +209,7 @@ export class DeliveryWorker {
         this.options.perEndpointConcurrency,
         this.leaseMs,
         this.options.orderingGapWaitMs ?? 600_000,
+        { cap: this.perWorkspace, inFlight: this.inFlightByWorkspace },
       );
     } catch (error) {
       this.noteError('lease', error, 'leasing deliveries failed');
@@ -275,6 +287,8 @@ export class DeliveryWorker {
 
   private dispatch(delivery: LeasedDelivery, target: DeliveryTarget | undefined): void {
     this.inFlight++;
+    const workspace = delivery.workspace_id;
+    this.inFlightByWorkspace.set(workspace, (this.inFlightByWorkspace.get(workspace) ?? 0) + 1);
     void this.attempt(delivery, target)
       .catch((error: unknown) =>
         // Left to its lease expiry, then attempted again.
@@ -282,6 +296,9 @@ export class DeliveryWorker {
       )
       .finally(() => {
         this.inFlight--;
+        const left = (this.inFlightByWorkspace.get(workspace) ?? 1) - 1;
+        if (left > 0) this.inFlightByWorkspace.set(workspace, left);
+        else this.inFlightByWorkspace.delete(workspace);
         if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
         // Its record has committed, so its endpoint's slot is free now: lease at once.
         if (this.options.concurrency - this.inFlight >= this.batchThreshold) this.signal(0);

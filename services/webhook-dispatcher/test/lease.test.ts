@@ -18,9 +18,9 @@ afterAll(async () => {
 const leaseMs = 60_000;
 const gapWaitMs = 600_000;
 
-async function endpoint(options: { ordered?: boolean; enabled?: boolean } = {}) {
+async function endpoint(options: { ordered?: boolean; enabled?: boolean; workspaceId?: string } = {}) {
   const id = randomUUID();
-  const workspaceId = randomUUID();
+  const workspaceId = options.workspaceId ?? randomUUID();
   await pool.query(
     'insert into endpoints (id, workspace_id, url, events, ordered, enabled) values ($1, $2, $3, $4, $5, $6)',
     [
@@ -139,6 +139,34 @@ describe('leasing due deliveries', () => {
     expect((await lease(4, 8)).map((d) => d.event_id)).toEqual([...bEvents, aEvents[0]]);
   });
 
+  it('gives a workspace no more than its room in this worker, however many of its endpoints have room', async () => {
+    await clear();
+    const busy = await endpoint();
+    const others = await Promise.all([1, 2].map(() => endpoint({ workspaceId: busy.workspaceId })));
+    expect(others).toHaveLength(2);
+    // Five events, each a delivery to every one of the workspace's three endpoints.
+    const backlog = await schedule(busy, 5);
+    const newcomer = await endpoint();
+    const due = await schedule(newcomer, 2);
+    await pool.query(
+      "update deliveries set next_attempt_at = now() - interval '1 minute' where event_id = any($1)",
+      [due],
+    );
+    // Its cap is four and one of its attempts is in flight here: three of its fifteen.
+    const leased = await store.lease(128, 8, leaseMs, gapWaitMs, {
+      cap: 4,
+      inFlight: new Map([[busy.workspaceId, 1]]),
+    });
+    const ofBusy = leased.filter((d) => d.workspace_id === busy.workspaceId);
+    expect(ofBusy).toHaveLength(3);
+    expect(ofBusy.every((d) => backlog.includes(d.event_id))).toBe(true);
+    expect(eventsOf(leased, newcomer.id)).toEqual(due.sort());
+    // Without a cap, every due one.
+    await clear();
+    await schedule(busy, 5);
+    expect(await lease(128, 8)).toHaveLength(15);
+  });
+
   it('finds the due deliveries among many endpoints whose retries are not yet due', async () => {
     await clear();
     const failing = await Promise.all(Array.from({ length: 300 }, () => endpoint()));
@@ -161,6 +189,23 @@ describe('leasing due deliveries', () => {
     expect(leased.length).toBeGreaterThanOrEqual(16);
     expect(new Set(leased).size).toBe(leased.length);
     expect(leased.every((id) => all.includes(id))).toBe(true);
+  });
+
+  it("takes back other workspaces' expired leases, however many a disabled endpoint's are", async () => {
+    await clear();
+    const disabled = await endpoint();
+    const stuck = await schedule(disabled, 5);
+    const other = await endpoint();
+    const [crashed] = await schedule(other, 1);
+    expect(await lease(128, 8)).toHaveLength(6);
+    // A worker died with all six under way; the disabled endpoint's leases ran out first.
+    await pool.query(
+      `update deliveries set lease_until = now() - case when event_id = any($1) then interval '1 hour'
+         else interval '1 second' end where event_id = any($2)`,
+      [stuck, [...stuck, crashed]],
+    );
+    await pool.query('update endpoints set enabled = false where id = $1', [disabled.id]);
+    expect((await lease(3, 8)).map((d) => d.event_id)).toEqual([crashed]);
   });
 
   it("takes over a crashed worker's expired lease, within its endpoint's room", async () => {

@@ -55,3 +55,44 @@ it("one workspace's slow endpoint on a shared receiver host holds back no other 
     await host.close();
   }
 });
+
+it("one workspace's many slow endpoints hold no more than its share of the worker's slots", async () => {
+  const held = gate();
+  const host = await receiver((hit, res) => {
+    if (hit.path.startsWith('/slow')) void held.opened.then(() => res.end('late'));
+    else res.end('ok');
+  });
+  const at = (path: string) => host.url.replace(/\/hook$/, path);
+  const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
+  const deliveries = new DeliveryStore(pool);
+  const slowWorkspace = randomUUID();
+  const otherWorkspace = randomUUID();
+  // Enough endpoints, each within its own cap, to take every slot of the worker.
+  for (let i = 0; i < 8; i++) await endpoints.create(slowWorkspace, { url: at(`/slow/${i}`), events: ['*'] });
+  await endpoints.create(otherWorkspace, { url: at('/fast'), events: ['*'] });
+  const worker = loopbackWorker(
+    { pool, deliveries, endpoints },
+    { timeoutMs: 120_000, concurrency: 16, perEndpointConcurrency: 4 },
+  );
+  worker.start();
+  try {
+    // A backlog of the slow workspace's, older than anything the other one will have.
+    await deliveries.scheduleMany(Array.from({ length: 6 }, () => eventToSchedule(slowWorkspace)));
+    worker.wake();
+    const slowHits = () => host.hits.filter((hit) => hit.path.startsWith('/slow')).length;
+    // Half of the worker's sixteen slots, though its endpoints had room for thirty-two.
+    await waitFor(() => slowHits() === 8, { what: "the slow workspace's share of the slots" });
+
+    await deliveries.scheduleMany([eventToSchedule(otherWorkspace)]);
+    worker.wake();
+    await waitFor(() => host.hits.some((hit) => hit.path.startsWith('/fast')), {
+      what: "the other workspace's delivery",
+      timeoutMs: 10_000,
+    });
+    expect(slowHits()).toBe(8);
+  } finally {
+    held.open();
+    await worker.stop();
+    await host.close();
+  }
+});

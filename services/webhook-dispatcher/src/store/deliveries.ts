@@ -211,12 +211,17 @@ export class DeliveryStore {
    * asked for its earliest due deliveries up to its room. So an endpoint at its cap with a backlog of any
    * size holds back no other endpoint's deliveries, and a lease reads in proportion to what it can take,
    * not to the backlog.
+   *
+   * A workspace gets no more than its room in this worker: `perWorkspace.cap` less its attempts this
+   * worker has in flight (`perWorkspace.inFlight`), so one workspace's endpoints, however many and however
+   * slow their receivers, never hold every slot of a worker while other workspaces' deliveries wait.
    */
   async lease(
     limit: number,
     perEndpoint: number,
     leaseMs: number,
     gapWaitMs: number,
+    perWorkspace?: { cap: number; inFlight: ReadonlyMap<string, number> },
   ): Promise<Array<LeasedDelivery & TargetColumns>> {
     // Prepared once per connection, as every statement is: planning it cost more than running it. Its
     // plan cannot turn into a scan of the backlog on statistics older than the backlog (which a backlog
@@ -231,9 +236,14 @@ export class DeliveryStore {
          select endpoint_id from (select * from ${rotatedScan('endpoints')} v limit $1 * 4) v
           where next_attempt_at <= now()
        ),
+       -- Of enabled endpoints only: a disabled one's never get room, and at the head of this order they
+       -- kept every other workspace's expired leases from being taken back.
        expired as (
-         select id, workspace_id, endpoint_id, next_attempt_at, ordering_seq, ordering_key, created_at from deliveries
-          where status = 'sending' and lease_until < now() order by lease_until limit $1
+         select d.id, d.workspace_id, d.endpoint_id, d.next_attempt_at, d.ordering_seq, d.ordering_key, d.created_at
+           from deliveries d
+          where d.status = 'sending' and d.lease_until < now()
+            and exists (select 1 from endpoints e where e.id = d.endpoint_id and e.enabled)
+          order by d.lease_until limit $1
        ),
        considered as (select endpoint_id from visited union select endpoint_id from expired),
        -- Each endpoint's attempts in flight, counted through its own entries in the index of leased
@@ -260,7 +270,7 @@ export class DeliveryStore {
           where e.id in (select endpoint_id from considered) and e.enabled
        ),
        candidates as (
-         select c.*, r.ordered, r.free
+         select c.*, r.ordered, r.free, r.workspace_id
            from room r
            cross join lateral (
              select d.id, d.endpoint_id, d.next_attempt_at, d.ordering_seq, d.ordering_key, d.created_at from deliveries d
@@ -272,7 +282,7 @@ export class DeliveryStore {
          -- An ordered endpoint: the first undelivered delivery of each of its conversations, one probe of
          -- deliveries_in_order per conversation however many wait behind it (from $5 on, then from the
          -- start, at most 4 × limit conversations), if it is pending and due.
-         select c.*, r.ordered, r.free
+         select c.*, r.ordered, r.free, r.workspace_id
            from room r
            cross join lateral (
              with recursive ${conversationHeads}
@@ -288,12 +298,13 @@ export class DeliveryStore {
                order by d.ordering_key, d.ordering_seq limit r.free)) c
           where r.free > 0 and r.ordered
          union all
-         select x.id, x.endpoint_id, x.next_attempt_at, x.ordering_seq, x.ordering_key, x.created_at, r.ordered, r.free
+         select x.id, x.endpoint_id, x.next_attempt_at, x.ordering_seq, x.ordering_key, x.created_at, r.ordered, r.free,
+                r.workspace_id
            from expired x join room r on r.id = x.endpoint_id and r.workspace_id = x.workspace_id
           where r.free > 0
        ),
        eligible as (
-         select c.id, c.next_attempt_at, c.ordering_seq, c.free,
+         select c.id, c.workspace_id, c.next_attempt_at, c.ordering_seq, c.free,
                 row_number() over (partition by c.endpoint_id order by c.next_attempt_at, c.ordering_seq) as place
            from candidates c
            left join ordering_progress o on c.ordered and o.ordering_key = c.ordering_key
@@ -304,8 +315,16 @@ export class DeliveryStore {
                      where p.endpoint_id = c.endpoint_id and p.ordering_key = c.ordering_key
                        and p.ordering_seq < c.ordering_seq and p.status in ('pending', 'sending')))
        ),
+       -- Each workspace no further than its room in this worker ($6: the cap, $7 and $8: its attempts in
+       -- flight here), when there is a cap.
        capped as (
-         select id from eligible where place <= free order by next_attempt_at, ordering_seq limit $1
+         select w.id from (
+           select e.id, e.workspace_id, e.next_attempt_at, e.ordering_seq,
+                  row_number() over (partition by e.workspace_id order by e.next_attempt_at, e.ordering_seq) as wplace
+             from eligible e where e.place <= e.free) w
+           left join unnest($7::uuid[], $8::int[]) as busy(workspace_id, n) on busy.workspace_id = w.workspace_id
+          where $6::int is null or w.wplace <= $6::int - coalesce(busy.n, 0)
+          order by w.next_attempt_at, w.ordering_seq limit $1
        ),
        -- The due condition again, on the row as it is now: under read committed a row another
        -- replica leased (and committed) since this statement's snapshot is re-checked and skipped.
@@ -332,7 +351,16 @@ export class DeliveryStore {
         order by l.next_attempt_at, l.ordering_seq`,
       // A random first endpoint, so that when more endpoints wait than one lease visits, none is always
       // the last one visited.
-      [limit, perEndpoint, leaseMs, gapWaitMs, randomUUID()],
+      [
+        limit,
+        perEndpoint,
+        leaseMs,
+        gapWaitMs,
+        randomUUID(),
+        perWorkspace?.cap ?? null,
+        [...(perWorkspace?.inFlight.keys() ?? [])],
+        [...(perWorkspace?.inFlight.values() ?? [])],
+      ],
     );
     return rows;
   }
