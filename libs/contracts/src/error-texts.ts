@@ -217,6 +217,8 @@ export const platformTexts = {
   callbackHandshakeRefused: 'verificação recusada',
   callbackRefused: 'callback recusado',
   callbacksTooMany: 'callbacks demais; tente novamente mais tarde',
+  /** A callback carrying more messages and statuses than any provider batches in one. */
+  callbackTooManyItems: (max: number) => `callback com itens demais (no máximo ${max} por callback)`,
   /** A notification that names a resource the provider would not give us now: the provider retries it. */
   callbackResourceUnavailable:
     'o recurso da notificação não pôde ser lido no provedor; tente novamente mais tarde',

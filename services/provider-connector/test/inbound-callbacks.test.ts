@@ -1,9 +1,11 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InProcessBus } from '@inbox/bus';
+import { platformTexts } from '@inbox/contracts';
 import { maxEventBytes, OutboxRelay, type Pool } from '@inbox/db';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
+import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALT_A_CALLBACK_HEADER } from '../src/adapters/alt-a.js';
 import { type CallbackLimits, defaultCallbackLimits } from '../src/handlers/callback-admission.js';
@@ -53,8 +55,7 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
   servers.push(server);
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const integration = async () => {
-    const workspaceId = randomUUID();
+  const integration = async (workspaceId = randomUUID()) => {
     const apiKey = `key-${randomUUID()}`;
     const secret = `secret-${randomUUID()}`;
     const created = await store.create(workspaceId, {
@@ -147,7 +148,43 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
       body,
     });
   };
-  return { url, store, secrets, integration, callback, officialIntegration, batchCallback };
+  /** A callback whose body arrives only when `finish` is called: its reading holds its turn meanwhile. */
+  const slowCallback = async (target: { id: string; secret: string }) => {
+    const body = JSON.stringify({
+      event: 'messages.upsert',
+      instance: 'inst',
+      apikey: null,
+      data: {
+        key: { remoteJid: '5511944440001@s.whatsapp.net', fromMe: false, id: randomUUID() },
+        message: { conversation: 'devagar' },
+      },
+    });
+    const request = httpRequest(`${url}/inbound/alt-a/${target.id}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        [ALT_A_CALLBACK_HEADER]: target.secret,
+      },
+    });
+    const answered = new Promise<number>((resolve, reject) => {
+      request.once('response', (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      request.once('error', reject);
+    });
+    request.write(body.slice(0, 10));
+    request.flushHeaders();
+    return {
+      answered,
+      finish: () => {
+        request.end(body.slice(10));
+        return answered;
+      },
+    };
+  };
+  return { url, store, secrets, integration, callback, officialIntegration, batchCallback, slowCallback };
 }
 
 async function eventsOf(workspaceId: string) {
@@ -250,6 +287,45 @@ describe('inbound callbacks', () => {
     expect(next.status).toBe(429);
     expect(Number(next.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect((await connector.batchCallback(other, 1)).status).toBe(200);
+  });
+
+  it("carries what a callback's items spend beyond the window as a debt, paid at the integration's rate", async () => {
+    const connector = await startConnector({ perSecond: 5, burst: 10 });
+    const batching = await connector.officialIntegration();
+    expect((await connector.batchCallback(batching, 30)).status).toBe(200);
+    // Twenty items beyond a window of ten: four seconds at five a second, not the window's two.
+    const next = await connector.batchCallback(batching, 1);
+    expect(next.status).toBe(429);
+    expect(Number(next.headers.get('retry-after'))).toBeGreaterThanOrEqual(4);
+  });
+
+  it('refuses a callback carrying more items than any provider batches, and charges them', async () => {
+    const connector = await startConnector({ perSecond: 5, burst: 10, itemsPerCallback: 20 });
+    const batching = await connector.officialIntegration();
+    const refused = await connector.batchCallback(batching, 21);
+    expect(refused.status).toBe(413);
+    expect(await refused.json()).toEqual({ error: platformTexts.callbackTooManyItems(20) });
+    expect(await eventsOf(batching.workspaceId)).toHaveLength(0);
+    expect((await connector.batchCallback(batching, 1)).status).toBe(429);
+  });
+
+  it("reads no more of one workspace's callbacks at once than its turns, and serves other workspaces meanwhile", async () => {
+    const connector = await startConnector({ perWorkspaceInFlight: 1, perWorkspaceWaiting: 1 });
+    const busy = await connector.integration();
+    const sibling = await connector.integration(busy.workspaceId);
+    const other = await connector.integration();
+    // The workspace's one turn, held while the body trickles in.
+    const reading = await connector.slowCallback(busy);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Another of its integrations' callbacks waits for the turn; one more than may wait is refused.
+    const waiting = connector.callback(sibling);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await connector.callback(sibling)).status).toBe(429);
+    // Another workspace's callback is not held back.
+    expect((await connector.callback(other)).status).toBe(200);
+    expect(await reading.finish()).toBe(200);
+    expect((await waiting).status).toBe(200);
+    await waitFor(async () => (await eventsOf(busy.workspaceId)).length === 2, { what: 'both recorded' });
   });
 
   it('costs one lookup and one decrypt per integration for a burst of callbacks', async () => {

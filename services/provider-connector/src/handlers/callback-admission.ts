@@ -3,6 +3,7 @@ import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
+import { WorkspaceTurns } from './workspace-turns.js';
 
 export interface CallbackLimits {
   /** Callbacks one integration may send per second, on average. */
@@ -14,6 +15,12 @@ export interface CallbackLimits {
   unknownWindowSeconds: number;
   /** How long an address over that budget is refused. */
   unknownBlockSeconds: number;
+  /** Messages, statuses and notified resources one callback may carry; a bigger one is refused (413). */
+  itemsPerCallback: number;
+  /** Callbacks of one workspace's integrations this process reads and records at once (WorkspaceTurns). */
+  perWorkspaceInFlight: number;
+  /** And how many more may wait for a turn before one is refused (429). */
+  perWorkspaceWaiting: number;
 }
 
 /**
@@ -26,10 +33,15 @@ export const defaultCallbackLimits: CallbackLimits = {
   unknownPerWindow: 50,
   unknownWindowSeconds: 10,
   unknownBlockSeconds: 30,
+  // Meta batches at most 1,000 updates in one notification; the others send one or a few.
+  itemsPerCallback: 1_000,
+  perWorkspaceInFlight: 8,
+  perWorkspaceWaiting: 200,
 };
 
 export type Admission =
-  | { admitted: true; stored: CallbackIntegration }
+  /** `release` when the callback has been answered: its workspace's turn is free again. */
+  | { admitted: true; stored: CallbackIntegration; release: () => void }
   | { admitted: false; status: 404 }
   | { admitted: false; status: 429; retryAfterSeconds: number };
 
@@ -50,6 +62,7 @@ const channels = new Set<string>(inboundChannels);
 export class CallbackAdmission {
   private readonly perIntegration: RateLimiterMemory;
   private readonly unknownCallers: RateLimiterMemory;
+  private readonly turns: WorkspaceTurns;
 
   /**
    * `budgetPer: 'address'` gives each client address its own budget within an integration: for an API
@@ -77,6 +90,11 @@ export class CallbackAdmission {
       duration: limits.unknownWindowSeconds,
       blockDuration: limits.unknownBlockSeconds,
     });
+    this.turns = new WorkspaceTurns(limits.perWorkspaceInFlight, limits.perWorkspaceWaiting);
+  }
+
+  get itemsPerCallback(): number {
+    return this.limits.itemsPerCallback;
   }
 
   async admit(channel: string, integrationId: string, address: string): Promise<Admission> {
@@ -113,16 +131,31 @@ export class CallbackAdmission {
       }
       return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(rejection.msBeforeNext) };
     }
-    return { admitted: true, stored };
+    // Bodies read and parsed at once cost memory and the event loop: one workspace's integrations,
+    // however many, take a bounded share of them.
+    const release = await this.turns.take(stored.workspaceId);
+    if (!release) {
+      refusals.add(1, { reason: 'workspace_in_flight' });
+      return { admitted: false, status: 429, retryAfterSeconds: 1 };
+    }
+    return { admitted: true, stored, release };
   }
 
   /**
    * Charges an admitted callback's other items to its integration's budget: one body carrying thousands
    * of messages (a provider's batch, or a tenant signing its own) costs what as many callbacks would. The
    * callback is taken; the integration's next ones wait their turn (429) until the budget has refilled.
+   * What goes beyond the window's budget is a debt, paid at `perSecond`: the window's end alone would
+   * forgive it, and a tenant could then send a window's worth of items every few seconds.
    */
   async chargeItems(integrationId: string, items: number): Promise<void> {
-    if (items > 1) await this.perIntegration.penalty(integrationId, items - 1);
+    if (items <= 1) return;
+    const charged = await this.perIntegration.penalty(integrationId, items - 1);
+    const debt = charged.consumedPoints - this.limits.burst;
+    if (debt > 0) {
+      const seconds = Math.ceil(debt / this.limits.perSecond);
+      if (seconds * 1000 > charged.msBeforeNext) await this.perIntegration.block(integrationId, seconds);
+    }
   }
 
   private refusedCaller(blocked: RateLimiterRes): Admission {

@@ -81,6 +81,13 @@ export function inboundRoutes(deps: InboundDeps): Router {
         refuse(res, decision, unknown);
         return;
       }
+      // The turn is held until the answer is sent or the client leaves; one that left while it waited
+      // gives its turn back at once.
+      if (req.socket.destroyed) {
+        decision.release();
+        return;
+      }
+      res.once('close', decision.release);
       admitted.set(req, decision.stored);
       traceAdmitted(req, res, next);
     };
@@ -126,6 +133,16 @@ export function inboundRoutes(deps: InboundDeps): Router {
           return;
         }
         throw error;
+      }
+      const items = batch.messages.length + batch.statuses.length + (batch.toFetch?.length ?? 0);
+      if (items > admission.itemsPerCallback) {
+        await admission.chargeItems(found.integration.id, items);
+        deps.logger.warn(
+          { integration_id: found.integration.id, workspace_id: found.workspaceId, items },
+          'inbound callback refused: too many items',
+        );
+        answerJson(res, 413, { error: platformTexts.callbackTooManyItems(admission.itemsPerCallback) });
+        return;
       }
       if (batch.toFetch?.length) {
         const resolved = await resolveNotified(deps, found, adapter, batch);

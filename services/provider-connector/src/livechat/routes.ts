@@ -7,7 +7,7 @@ import { answerJson, inRequestContext, type Logger } from '@inbox/service-kit';
 import { traceAdmitted } from '@inbox/telemetry';
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { CallbackAdmission } from '../handlers/callback-admission.js';
+import { CallbackAdmission, defaultCallbackLimits } from '../handlers/callback-admission.js';
 import { recordInTransaction } from '../handlers/inbound.js';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
 import { announce } from './delivery.js';
@@ -72,7 +72,9 @@ export function livechatRoutes(deps: LivechatDeps): Router {
   const admission = new CallbackAdmission(
     deps.store,
     deps.logger,
-    { perSecond: 200, burst: 1000, unknownPerWindow: 50, unknownWindowSeconds: 10, unknownBlockSeconds: 30 },
+    // Its event streams stay open as long as a visitor's page does: they have budgets of their own, and
+    // hold no turn of the workspace's.
+    { ...defaultCallbackLimits, perSecond: 200, burst: 1000, perWorkspaceInFlight: Number.POSITIVE_INFINITY },
     'address',
   );
   const budget = (keyPrefix: string, points: number, duration: number) =>
