@@ -33,8 +33,10 @@ export const defaultCallbackLimits: CallbackLimits = {
   unknownPerWindow: 50,
   unknownWindowSeconds: 10,
   unknownBlockSeconds: 30,
-  // Meta batches at most 1,000 updates in one notification; the others send one or a few.
-  itemsPerCallback: 1_000,
+  // Meta aggregates at most 1,000 updates in one notification (its Graph API webhooks documentation),
+  // an update one message or status or a few; the others send one or a few. Refused, a batch would be
+  // retried for 36 hours and then lost, so the bound leaves a margin.
+  itemsPerCallback: 5_000,
   perWorkspaceInFlight: 8,
   perWorkspaceWaiting: 200,
 };
