@@ -55,6 +55,21 @@ describe('inbound bounds', () => {
     expect(boundStatus({ providerMessageId: 'x', status: 'read', error: null }).errorCode).toBeNull();
   });
 
+  it('keep only times an event can carry, as ISO date-times with a four-digit year', () => {
+    const message = (sentAt: Date) =>
+      boundMessage({ providerMessageId: 'p', from: '1', name: null, text: 't', type: 'text', sentAt })
+        .message;
+    const sent = new Date('2026-11-29T10:00:00.000Z');
+    expect(message(sent).sentAt).toEqual(sent);
+    for (const odd of [new Date(1e15), new Date(-1e14), new Date(-62198755200000)]) {
+      const bounded = message(odd).sentAt;
+      expect(Math.abs(bounded.getTime() - Date.now())).toBeLessThan(60_000);
+      expect(
+        boundStatus({ providerMessageId: 'x', status: 'read', error: null, at: odd }).at!.toISOString(),
+      ).toMatch(/^\d{4}-/);
+    }
+  });
+
   it('give long provider ids a stable digest, so two of them never collide', () => {
     const a = boundMessage({
       providerMessageId: `${'i'.repeat(300)}a`,

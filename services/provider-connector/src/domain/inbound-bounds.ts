@@ -51,8 +51,7 @@ export function boundMessage(message: InboundMessage): { message: InboundMessage
       name: message.name === null ? null : cut('name', message.name, inboundBounds.nameChars),
       text: cut('text', message.text, inboundBounds.textChars),
       type: message.type,
-      // A provider timestamp out of Date's range would make toISOString throw, and the callback fail.
-      sentAt: Number.isNaN(message.sentAt.getTime()) ? new Date() : message.sentAt,
+      sentAt: eventTime(message.sentAt, false),
     },
     truncated,
   };
@@ -66,8 +65,8 @@ export function boundStatus(status: StatusUpdate): StatusUpdate {
     error: status.error === null ? null : storableText(status.error, inboundBounds.statusErrorChars),
     // An integer column holds it; anything else a provider calls a code is kept in the error text only.
     errorCode: Number.isSafeInteger(errorCode) && Math.abs(errorCode!) <= 2 ** 31 - 1 ? errorCode! : null,
-    // Out of Date's range, or ahead of our clock: when it reached us is the better guess.
-    at: at === undefined || Number.isNaN(at.getTime()) || at.getTime() > Date.now() ? new Date() : at,
+    // Ahead of our clock, too: when it reached us is the better guess.
+    at: eventTime(at, true),
     // Ours are UUIDs; anything else echoed back is someone else's text and names nothing of ours.
     ...(status.ourMessageId !== undefined && ourIdShape.safeParse(status.ourMessageId).success
       ? { ourMessageId: status.ourMessageId.toLowerCase() }
@@ -77,3 +76,17 @@ export function boundStatus(status: StatusUpdate): StatusUpdate {
 
 /** The shape of our message ids, as the contracts check them everywhere else. */
 const ourIdShape = z.uuid();
+
+// What the inbound events' times must be (their schemas'): an ISO date-time, with a four-digit year.
+const isoDateTime = z.iso.datetime();
+
+/**
+ * A provider's time as an event can carry it, or when it reached us. Out of Date's range, toISOString
+ * throws and the callback failed; past the year 9999 or before the year 1 it is no ISO date-time, and
+ * messaging dead-lettered the event after the message had been taken in as seen: lost.
+ */
+function eventTime(at: Date | undefined, notAfterNow: boolean): Date {
+  const ms = at?.getTime();
+  if (ms === undefined || Number.isNaN(ms) || (notAfterNow && ms > Date.now())) return new Date();
+  return isoDateTime.safeParse(at!.toISOString()).success ? at! : new Date();
+}
