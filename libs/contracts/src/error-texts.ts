@@ -176,6 +176,8 @@ export const platformTexts = {
   webhookNotFound: 'Webhook não encontrado neste workspace',
   webhookUrlInvalid: 'url deve ser uma URL http(s)',
   webhookUrlRefused: (reason: string) => `url recusada: ${reason}`,
+  /** A workspace that already has as many webhooks as one may. */
+  webhookLimitReached: (max: number) => `limite de ${max} webhooks por workspace atingido`,
   webhookEventsInvalid: (eventTypes: readonly string[]) =>
     `events deve ser uma lista de: *, ${eventTypes.join(', ')}`,
   webhookEventsEmpty: 'events não pode ser vazio',

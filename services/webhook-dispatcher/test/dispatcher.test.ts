@@ -1,6 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { NatsBus } from '@inbox/bus';
+import { platformTexts } from '@inbox/contracts';
 import { createPool, migrate } from '@inbox/db';
 import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
 import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
@@ -11,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { webhooks } from '../src/handlers/endpoints.js';
 import { dispatcherService } from '../src/index.js';
 import { DeliveryStore } from '../src/store/deliveries.js';
-import { EndpointStore } from '../src/store/endpoints.js';
+import { EndpointStore, endpointsPerWorkspace } from '../src/store/endpoints.js';
 import { type Hit, messageSent, type Receiver, receiver } from './support.js';
 
 let dispatcher: HostedService;
@@ -557,6 +558,24 @@ describe('endpoint management and address policy', () => {
     await expect(
       bus.request('cmd.dispatcher.get-webhook', { workspace_id: randomUUID(), webhook_id: list[0]!.id }),
     ).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('refuses a webhook past the workspace limit, naming it, and counts no other workspace', async () => {
+    const crowded = randomUUID();
+    const create = (workspace_id: string) =>
+      bus.request('cmd.dispatcher.create-webhook', {
+        workspace_id,
+        url: 'https://8.8.8.8/hook',
+        events: ['*'],
+      });
+    for (let i = 0; i < endpointsPerWorkspace; i++) await create(crowded);
+    await expect(create(crowded)).rejects.toMatchObject({
+      status: 400,
+      body: { error: platformTexts.webhookLimitReached(endpointsPerWorkspace) },
+    });
+    expect((await create(randomUUID())).id).toEqual(expect.any(String));
+    const { webhooks: list } = await bus.request('cmd.dispatcher.list-webhooks', { workspace_id: crowded });
+    expect(list).toHaveLength(endpointsPerWorkspace);
   });
 
   it('refuses private, loopback, link-local and metadata targets unless allowed, and never follows redirects', async () => {

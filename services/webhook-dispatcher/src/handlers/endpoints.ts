@@ -11,7 +11,7 @@ import { type AddressPolicy, checkUrl } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import { captureContext } from '@inbox/telemetry';
 import type { DeliveryStore } from '../store/deliveries.js';
-import type { EndpointStore } from '../store/endpoints.js';
+import { type EndpointStore, endpointsPerWorkspace } from '../store/endpoints.js';
 
 export interface EndpointDeps {
   endpoints: EndpointStore;
@@ -44,7 +44,9 @@ async function requireWebhook(deps: EndpointDeps, workspaceId: string, webhookId
 export const webhooks = {
   async create(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.create-webhook'>) {
     await requireAllowedUrl(deps, command.url, command.workspace_id);
-    return deps.endpoints.create(command.workspace_id, command);
+    const created = await deps.endpoints.create(command.workspace_id, command);
+    if (!created) throw AppError.badRequest(platformTexts.webhookLimitReached(endpointsPerWorkspace));
+    return created;
   },
 
   async list(deps: EndpointDeps, command: CommandPayload<'cmd.dispatcher.list-webhooks'>) {

@@ -69,6 +69,13 @@ const toEndpoint = (row: EndpointRow): Endpoint => ({
   updated_at: row.updated_at.toISOString(),
 });
 
+/**
+ * How many webhooks a workspace may have. A lease visits a bounded number of endpoints with pending
+ * deliveries (DeliveryStore.lease), and a workspace's tens of thousands, retries waiting or disabled,
+ * would have stood between every other workspace's due deliveries and the lease that finds them.
+ */
+export const endpointsPerWorkspace = 50;
+
 /** Webhook endpoints of a workspace; every query names the workspace. */
 export class EndpointStore {
   constructor(
@@ -76,6 +83,7 @@ export class EndpointStore {
     private readonly secrets: SecretBox,
   ) {}
 
+  /** The new endpoint, or undefined when the workspace has `endpointsPerWorkspace` already. */
   async create(
     workspaceId: string,
     input: {
@@ -85,11 +93,13 @@ export class EndpointStore {
       ordered?: boolean | null;
       max_per_second?: number | null;
     },
-  ): Promise<Endpoint> {
+  ): Promise<Endpoint | undefined> {
     const id = randomUUID();
     const { rows } = await this.pool.query<EndpointRow>(
       `insert into endpoints (id, workspace_id, url, events, secret_sealed, ordered, max_per_second)
-       values ($1, $2, $3, $4, $5, $6, $7) returning ${columns}`,
+       select $1, $2, $3, $4, $5, $6, $7
+        where (select count(*) from endpoints where workspace_id = $2) < $8
+       returning ${columns}`,
       [
         id,
         workspaceId,
@@ -98,9 +108,10 @@ export class EndpointStore {
         input.secret ? this.secrets.seal(input.secret, sealContext(workspaceId, id)) : null,
         input.ordered ?? false,
         input.max_per_second ?? null,
+        endpointsPerWorkspace,
       ],
     );
-    return toEndpoint(rows[0]!);
+    return rows[0] && toEndpoint(rows[0]);
   }
 
   async get(workspaceId: string, id: string): Promise<Endpoint | undefined> {
