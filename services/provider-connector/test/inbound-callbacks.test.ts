@@ -299,6 +299,21 @@ describe('inbound callbacks', () => {
     expect(Number(next.headers.get('retry-after'))).toBeGreaterThanOrEqual(4);
   });
 
+  it('gives a workspace one budget for all its integrations, not one per integration it creates', async () => {
+    const connector = await startConnector({ workspacePerSecond: 5, workspaceBurst: 10 });
+    const first = await connector.integration();
+    const second = await connector.integration(first.workspaceId);
+    const other = await connector.integration();
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await connector.callback(i % 2 ? first : second)).status);
+    expect(statuses).toEqual(Array(10).fill(200));
+    const third = await connector.integration(first.workspaceId);
+    const refused = await connector.callback(third);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect((await connector.callback(other)).status).toBe(200);
+  });
+
   it('refuses a callback carrying more items than any provider batches, and charges them', async () => {
     const connector = await startConnector({ perSecond: 5, burst: 10, itemsPerCallback: 20 });
     const batching = await connector.officialIntegration();

@@ -10,6 +10,12 @@ export interface CallbackLimits {
   perSecond: number;
   /** Callbacks one integration may send at once. */
   burst: number;
+  /**
+   * The same for all of one workspace's integrations together (items charged alike), so a workspace's
+   * budget is not one per integration it creates; unbounded when `Infinity`.
+   */
+  workspacePerSecond: number;
+  workspaceBurst: number;
   /** Callbacks from one client address naming no integration (looked up in vain, or malformed) per window. */
   unknownPerWindow: number;
   unknownWindowSeconds: number;
@@ -30,6 +36,8 @@ export interface CallbackLimits {
 export const defaultCallbackLimits: CallbackLimits = {
   perSecond: 50,
   burst: 200,
+  workspacePerSecond: 200,
+  workspaceBurst: 800,
   unknownPerWindow: 50,
   unknownWindowSeconds: 10,
   unknownBlockSeconds: 30,
@@ -62,7 +70,8 @@ const channels = new Set<string>(inboundChannels);
  * from costing more than a memory lookup.
  */
 export class CallbackAdmission {
-  private readonly perIntegration: RateLimiterMemory;
+  private readonly perIntegration: Budget;
+  private readonly perWorkspace: Budget | undefined;
   private readonly unknownCallers: RateLimiterMemory;
   private readonly turns: WorkspaceTurns;
 
@@ -79,13 +88,11 @@ export class CallbackAdmission {
     private readonly limits: CallbackLimits = defaultCallbackLimits,
     private readonly budgetPer: 'integration' | 'address' = 'integration',
   ) {
-    // A window holding `burst` callbacks and lasting burst / perSecond seconds: the average rate is
-    // perSecond, and a quiet integration may send its whole burst at once.
-    this.perIntegration = new RateLimiterMemory({
-      keyPrefix: 'callbacks',
-      points: limits.burst,
-      duration: Math.max(1, Math.ceil(limits.burst / limits.perSecond)),
-    });
+    this.perIntegration = new Budget('callbacks', limits.burst, limits.perSecond);
+    this.perWorkspace =
+      limits.workspacePerSecond === Number.POSITIVE_INFINITY
+        ? undefined
+        : new Budget('workspace-callbacks', limits.workspaceBurst, limits.workspacePerSecond);
     this.unknownCallers = new RateLimiterMemory({
       keyPrefix: 'unknown-callbacks',
       points: limits.unknownPerWindow,
@@ -117,22 +124,15 @@ export class CallbackAdmission {
       refusals.add(1, { reason: 'not_connected' });
       return { admitted: false, status: 404 };
     }
-    try {
-      await this.perIntegration.consume(
-        this.budgetPer === 'address' ? `${integrationId}|${address}` : integrationId,
-      );
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      refusals.add(1, { reason: 'integration_rate' });
-      // Once per window, not once per refused callback.
-      if (rejection.consumedPoints === this.limits.burst + 1) {
-        this.logger.warn(
-          { integration_id: integrationId, workspace_id: stored.workspaceId, burst: this.limits.burst },
-          'inbound callbacks over the integration limit: refused with 429',
-        );
-      }
-      return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(rejection.msBeforeNext) };
-    }
+    const over =
+      (await this.spend(
+        this.perIntegration,
+        this.integrationKey(integrationId, address),
+        'integration',
+        stored,
+      )) ??
+      (this.perWorkspace && (await this.spend(this.perWorkspace, stored.workspaceId, 'workspace', stored)));
+    if (over) return over;
     // Bodies read and parsed at once cost memory and the event loop: one workspace's integrations,
     // however many, take a bounded share of them.
     const release = await this.turns.take(stored.workspaceId);
@@ -144,19 +144,41 @@ export class CallbackAdmission {
   }
 
   /**
-   * Charges an admitted callback's other items to its integration's budget: one body carrying thousands
-   * of messages (a provider's batch, or a tenant signing its own) costs what as many callbacks would. The
-   * callback is taken; the integration's next ones wait their turn (429) until the budget has refilled.
-   * What goes beyond the window's budget is a debt, paid at `perSecond`: the window's end alone would
-   * forgive it, and a tenant could then send a window's worth of items every few seconds.
+   * Charges an admitted callback's other items to its integration's budget and its workspace's: one body
+   * carrying thousands of messages (a provider's batch, or a tenant signing its own) costs what as many
+   * callbacks would. The callback is taken; the next ones wait their turn (429) until the debt is paid.
    */
-  async chargeItems(integrationId: string, items: number): Promise<void> {
+  async chargeItems(found: CallbackIntegration, items: number): Promise<void> {
     if (items <= 1) return;
-    const charged = await this.perIntegration.penalty(integrationId, items - 1);
-    const debt = charged.consumedPoints - this.limits.burst;
-    if (debt > 0) {
-      const seconds = Math.ceil(debt / this.limits.perSecond);
-      if (seconds * 1000 > charged.msBeforeNext) await this.perIntegration.block(integrationId, seconds);
+    await this.perIntegration.charge(found.integration.id, items - 1);
+    await this.perWorkspace?.charge(found.workspaceId, items - 1);
+  }
+
+  private integrationKey(integrationId: string, address: string): string {
+    return this.budgetPer === 'address' ? `${integrationId}|${address}` : integrationId;
+  }
+
+  /** A 429 when the key's budget is spent, or undefined once the callback is charged to it. */
+  private async spend(
+    budget: Budget,
+    key: string,
+    of: 'integration' | 'workspace',
+    stored: CallbackIntegration,
+  ): Promise<Admission | undefined> {
+    try {
+      await budget.limiter.consume(key);
+      return undefined;
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      refusals.add(1, { reason: `${of}_rate` });
+      // Once per window, not once per refused callback.
+      if (rejection.consumedPoints === budget.burst + 1) {
+        this.logger.warn(
+          { integration_id: stored.integration.id, workspace_id: stored.workspaceId, burst: budget.burst },
+          `inbound callbacks over the ${of} limit: refused with 429`,
+        );
+      }
+      return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(rejection.msBeforeNext) };
     }
   }
 
@@ -187,6 +209,36 @@ export class CallbackAdmission {
 }
 
 const retryAfterSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+/**
+ * A window holding `burst` callbacks and lasting burst / perSecond seconds: the average rate is
+ * perSecond, and a quiet key may send its whole burst at once. What items charge beyond the window's
+ * budget is a debt, paid at `perSecond`: the window's end alone would forgive it, and a tenant could then
+ * send a window's worth of items every few seconds.
+ */
+class Budget {
+  readonly limiter: RateLimiterMemory;
+
+  constructor(
+    keyPrefix: string,
+    readonly burst: number,
+    private readonly perSecond: number,
+  ) {
+    this.limiter = new RateLimiterMemory({
+      keyPrefix,
+      points: burst,
+      duration: Math.max(1, Math.ceil(burst / perSecond)),
+    });
+  }
+
+  async charge(key: string, items: number): Promise<void> {
+    const charged = await this.limiter.penalty(key, items);
+    const debt = charged.consumedPoints - this.burst;
+    if (debt <= 0) return;
+    const seconds = Math.ceil(debt / this.perSecond);
+    if (seconds * 1000 > charged.msBeforeNext) await this.limiter.block(key, seconds);
+  }
+}
 
 /**
  * Connected integrations take callbacks; so does one the provider disconnected by refusing its

@@ -136,7 +136,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
       }
       const items = batch.messages.length + batch.statuses.length + (batch.toFetch?.length ?? 0);
       if (items > admission.itemsPerCallback) {
-        await admission.chargeItems(found.integration.id, items);
+        await admission.chargeItems(found, items);
         deps.logger.warn(
           { integration_id: found.integration.id, workspace_id: found.workspaceId, items },
           'inbound callback refused: too many items',
@@ -152,7 +152,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
         }
         batch = resolved;
       }
-      await admission.chargeItems(found.integration.id, batch.messages.length + batch.statuses.length);
+      await admission.chargeItems(found, batch.messages.length + batch.statuses.length);
       for (const { providerMessageId, reason } of batch.unreadable ?? []) {
         deps.logger.warn(
           { integration_id: found.integration.id, provider_message_id: providerMessageId, reason },

@@ -72,9 +72,16 @@ export function livechatRoutes(deps: LivechatDeps): Router {
   const admission = new CallbackAdmission(
     deps.store,
     deps.logger,
-    // Its event streams stay open as long as a visitor's page does: they have budgets of their own, and
-    // hold no turn of the workspace's.
-    { ...defaultCallbackLimits, perSecond: 200, burst: 1000, perWorkspaceInFlight: Number.POSITIVE_INFINITY },
+    // Its event streams stay open as long as a visitor's page does, and its visitors are a site's
+    // public: sessions, origins and streams have budgets of their own (below), and hold nothing of the
+    // workspace's.
+    {
+      ...defaultCallbackLimits,
+      perSecond: 200,
+      burst: 1000,
+      workspacePerSecond: Number.POSITIVE_INFINITY,
+      perWorkspaceInFlight: Number.POSITIVE_INFINITY,
+    },
     'address',
   );
   const budget = (keyPrefix: string, points: number, duration: number) =>
