@@ -89,6 +89,23 @@ describe("an integration's OAuth tokens", () => {
     expect(await store.claimConfig(workspaceId, id, 300)).toMatchObject({ claim: expect.any(String) });
   });
 
+  it('stores a new pair even when its claim ran out and another replica took it', async () => {
+    const store = new IntegrationStore(pool, secrets);
+    const { workspaceId, id } = await integration(store);
+    const stalled = await store.claimConfig(workspaceId, id, 1);
+    if (!stalled || stalled === 'taken') throw new Error('not claimed');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const next = await store.claimConfig(workspaceId, id, 60_000);
+    expect(next).toMatchObject({ claim: expect.any(String) });
+    // The provider rotated the spent refresh token into this pair: it is the one that works.
+    const renewed = { ...stalled.config, access_token: 'fresh', refresh_token: 'r2' };
+    expect(await store.settleClaim(workspaceId, id, stalled.claim, renewed)).toBe(false);
+    expect((await store.get(workspaceId, id))?.config).toMatchObject({ refresh_token: 'r2' });
+    // The other claim stands until its holder settles it.
+    expect(await store.claimConfig(workspaceId, id, 60_000)).toBe('taken');
+    expect(await store.settleClaim(workspaceId, id, (next as { claim: string }).claim)).toBe(true);
+  });
+
   it('answers that an integration removed meanwhile is gone', async () => {
     const store = new IntegrationStore(pool, secrets);
     const { workspaceId, id } = await integration(store);

@@ -191,8 +191,10 @@ export class IntegrationStore {
   }
 
   /**
-   * Ends a claim: stores `config` when given (every replica drops the old one at once, since a refresh
-   * token is single-use) and lets the next claim in. False when the claim had run out and was taken.
+   * Ends a claim and stores `config` when given (every replica drops the old one at once, since a refresh
+   * token is single-use). A new pair is stored even when the claim ran out meanwhile (an event loop
+   * stalled past the margin) and another took it: the provider rotated the spent refresh token into this
+   * pair, so it is the one that works. False when the claim was no longer this one.
    */
   async settleClaim(
     workspaceId: string,
@@ -201,14 +203,16 @@ export class IntegrationStore {
     config?: Record<string, string>,
   ): Promise<boolean> {
     const sealed = config && this.secrets.seal(JSON.stringify(config), sealContext(workspaceId, id));
-    const { rowCount } = await this.pool.query(
-      `update integrations set config_sealed = coalesce($4, config_sealed), config_claim = null,
-         config_claimed_until = null
-        where workspace_id = $1 and id = $2 and config_claim = $3`,
+    const { rows } = await this.pool.query<{ ours: boolean }>(
+      `update integrations set config_sealed = coalesce($4, config_sealed),
+         config_claim = case when config_claim = $3 then null else config_claim end,
+         config_claimed_until = case when config_claim = $3 then null else config_claimed_until end
+        where workspace_id = $1 and id = $2 and (config_claim = $3 or $4::text is not null)
+        returning config_claim is null as ours`,
       [workspaceId, id, claim, sealed ?? null],
     );
     if (config) this.hasChanged(workspaceId, id);
-    return rowCount === 1;
+    return rows[0]?.ours === true;
   }
 
   async remove(workspaceId: string, id: string): Promise<void> {
