@@ -16,9 +16,17 @@ afterAll(async () => {
   await pool?.end();
 });
 
-it("one workspace's slow endpoint on a shared receiver host holds back no other workspace's", async () => {
+/**
+ * One receiver host, as an automation service's is for many customers: a slow workspace's `slowEndpoints`
+ * under /slow never answer until the end, another workspace's one under /fast answers at once. The slow
+ * workspace's `events` go first; once `slowUnderWay` of its attempts are under way, the other
+ * workspace's one event must be delivered, and no more of the slow one's started.
+ */
+async function slowBesideFast(
+  { slowEndpoints, events, slowUnderWay }: { slowEndpoints: number; events: number; slowUnderWay: number },
+  worker: { concurrency: number; perEndpointConcurrency: number },
+) {
   const held = gate();
-  // One host, as an automation service's is for many customers: /slow never answers until the end.
   const host = await receiver((hit, res) => {
     if (hit.path.startsWith('/slow')) void held.opened.then(() => res.end('late'));
     else res.end('ok');
@@ -28,71 +36,42 @@ it("one workspace's slow endpoint on a shared receiver host holds back no other 
   const deliveries = new DeliveryStore(pool);
   const slowWorkspace = randomUUID();
   const otherWorkspace = randomUUID();
-  await endpoints.create(slowWorkspace, { url: at('/slow'), events: ['*'] });
+  for (let i = 0; i < slowEndpoints; i++)
+    await endpoints.create(slowWorkspace, { url: at(`/slow/${i}`), events: ['*'] });
   await endpoints.create(otherWorkspace, { url: at('/fast'), events: ['*'] });
   // A deadline far beyond the test's time: the other workspace's delivery must not wait for it.
-  const worker = loopbackWorker(
-    { pool, deliveries, endpoints },
-    { timeoutMs: 120_000, concurrency: 16, perEndpointConcurrency: 8 },
-  );
-  worker.start();
+  const running = loopbackWorker({ pool, deliveries, endpoints }, { timeoutMs: 120_000, ...worker });
+  running.start();
   try {
-    await deliveries.scheduleMany(Array.from({ length: 8 }, () => eventToSchedule(slowWorkspace)));
-    worker.wake();
+    await deliveries.scheduleMany(Array.from({ length: events }, () => eventToSchedule(slowWorkspace)));
+    running.wake();
     const slowHits = () => host.hits.filter((hit) => hit.path.startsWith('/slow')).length;
-    await waitFor(() => slowHits() === 8, { what: "the slow endpoint's eight attempts under way" });
+    await waitFor(() => slowHits() === slowUnderWay, { what: "the slow workspace's attempts under way" });
 
     await deliveries.scheduleMany([eventToSchedule(otherWorkspace)]);
-    worker.wake();
+    running.wake();
     await waitFor(() => host.hits.some((hit) => hit.path.startsWith('/fast')), {
       what: "the other workspace's delivery",
       timeoutMs: 10_000,
     });
-    expect(slowHits()).toBe(8);
+    expect(slowHits()).toBe(slowUnderWay);
   } finally {
     held.open();
-    await worker.stop();
+    await running.stop();
     await host.close();
   }
-});
+}
 
-it("one workspace's many slow endpoints hold no more than its share of the worker's slots", async () => {
-  const held = gate();
-  const host = await receiver((hit, res) => {
-    if (hit.path.startsWith('/slow')) void held.opened.then(() => res.end('late'));
-    else res.end('ok');
-  });
-  const at = (path: string) => host.url.replace(/\/hook$/, path);
-  const endpoints = new EndpointStore(pool, new SecretBox(SecretBox.generateKey()));
-  const deliveries = new DeliveryStore(pool);
-  const slowWorkspace = randomUUID();
-  const otherWorkspace = randomUUID();
-  // Enough endpoints, each within its own cap, to take every slot of the worker.
-  for (let i = 0; i < 8; i++) await endpoints.create(slowWorkspace, { url: at(`/slow/${i}`), events: ['*'] });
-  await endpoints.create(otherWorkspace, { url: at('/fast'), events: ['*'] });
-  const worker = loopbackWorker(
-    { pool, deliveries, endpoints },
-    { timeoutMs: 120_000, concurrency: 16, perEndpointConcurrency: 4 },
-  );
-  worker.start();
-  try {
-    // A backlog of the slow workspace's, older than anything the other one will have.
-    await deliveries.scheduleMany(Array.from({ length: 6 }, () => eventToSchedule(slowWorkspace)));
-    worker.wake();
-    const slowHits = () => host.hits.filter((hit) => hit.path.startsWith('/slow')).length;
-    // Half of the worker's sixteen slots, though its endpoints had room for thirty-two.
-    await waitFor(() => slowHits() === 8, { what: "the slow workspace's share of the slots" });
+it("one workspace's slow endpoint on a shared receiver host holds back no other workspace's", () =>
+  slowBesideFast(
+    { slowEndpoints: 1, events: 8, slowUnderWay: 8 },
+    { concurrency: 16, perEndpointConcurrency: 8 },
+  ));
 
-    await deliveries.scheduleMany([eventToSchedule(otherWorkspace)]);
-    worker.wake();
-    await waitFor(() => host.hits.some((hit) => hit.path.startsWith('/fast')), {
-      what: "the other workspace's delivery",
-      timeoutMs: 10_000,
-    });
-    expect(slowHits()).toBe(8);
-  } finally {
-    held.open();
-    await worker.stop();
-    await host.close();
-  }
-});
+// Enough endpoints, each within its own cap, to take every slot of the worker: the workspace gets half
+// of its sixteen slots, though its endpoints had room for thirty-two.
+it("one workspace's many slow endpoints hold no more than its share of the worker's slots", () =>
+  slowBesideFast(
+    { slowEndpoints: 8, events: 6, slowUnderWay: 8 },
+    { concurrency: 16, perEndpointConcurrency: 4 },
+  ));
