@@ -248,6 +248,53 @@ describe('recording a batch of attempts in one statement', () => {
     expect(Date.now() - after.failing_since!.getTime()).toBeLessThan(60_000);
   });
 
+  it('locks the endpoints it changes in one order, so two batches changing the same ones never deadlock', async () => {
+    // Two endpoints whose ids sort one way, and hash the other way.
+    const first = { workspaceId: randomUUID(), endpointId: '00000000-0000-4000-8000-000000000001' };
+    const last = { workspaceId: randomUUID(), endpointId: 'ffffffff-ffff-4fff-bfff-ffffffffffff' };
+    for (const { workspaceId, endpointId } of [last, first])
+      await pool.query(
+        `insert into endpoints (id, workspace_id, url, events) values ($1, $2, 'https://receiver.example/hook', '{*}')`,
+        [endpointId, workspaceId],
+      );
+    const failure = async (at: { workspaceId: string; endpointId: string }) =>
+      outcome(await sending(pool, at.workspaceId, at.endpointId), { statusCode: 500, status: 'pending' });
+    const [one, other] = [await pool.connect(), await pool.connect()];
+    try {
+      const otherPid = (await other.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+      await one.query('begin');
+      await other.query('begin');
+      // Planned as a batch big enough for hashing is: its endpoints come in the hash's order, not the ids'.
+      await other.query('set local enable_sort = off');
+      // A batch of one replica has started the first endpoint's failure clock and not yet committed.
+      await deliveries.record(one, [await failure(first)], disableAfterMs);
+      // Another replica's batch changes both, named last first: it waits for the first endpoint.
+      const both = deliveries.record(other, [await failure(last), await failure(first)], disableAfterMs);
+      await waitFor(
+        async () =>
+          (
+            await pool.query(`select 1 from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'`, [
+              otherPid,
+            ])
+          ).rowCount === 1,
+        { what: "the second batch waiting on the first endpoint's row" },
+      );
+      // The first replica's next batch changes the last endpoint: it must not find it locked.
+      await deliveries.record(one, [await failure(last)], disableAfterMs);
+      await one.query('commit');
+      await both;
+      await other.query('commit');
+    } finally {
+      one.release();
+      other.release();
+    }
+    const { rows } = await pool.query<{ failing: boolean }>(
+      'select failing_since is not null as failing from endpoints where id = any($1)',
+      [[first.endpointId, last.endpointId]],
+    );
+    expect(rows).toEqual([{ failing: true }, { failing: true }]);
+  });
+
   it('leaves an endpoint whose state does not change unwritten', async () => {
     const healthy = await leased();
     const failing = await leased({ failingForMs: dayMs });

@@ -431,7 +431,16 @@ export class DeliveryStore {
            from u join settled s on s.id = u.id group by u.endpoint_id, u.workspace_id),
        judged as (
          select e.id, o.success, o.gone
-           from outcome o join endpoints e on e.id = o.endpoint_id and e.workspace_id = o.workspace_id)
+           from outcome o join endpoints e on e.id = o.endpoint_id and e.workspace_id = o.workspace_id),
+       -- The endpoints whose state changes, locked in id order before the update writes them, so that two
+       -- replicas' batches changing the same endpoints never wait on each other in a circle (in the
+       -- join's order they could deadlock, and each batch was then recorded again row by row). The
+       -- update's own lock strength: deliveries can still be scheduled for them meanwhile.
+       ordered as (
+         select e.id from endpoints e join judged j on j.id = e.id
+          where ${disabling} is not null or (j.success = (e.failing_since is not null))
+          order by e.id
+            for no key update of e)
        update endpoints e
           set failing_since = case when j.success then null else coalesce(e.failing_since, now()) end,
               enabled = e.enabled and ${disabling} is null,
@@ -443,7 +452,7 @@ export class DeliveryStore {
          from judged j
         -- Only an endpoint whose state changes: rewriting an unchanged row on every batch left a dead
         -- version of it behind each time, and held its row lock against every other batch.
-        where e.id = j.id
+        where e.id = j.id and e.id in (select id from ordered)
           and (${disabling} is not null or (j.success = (e.failing_since is not null)))
        -- What this update disabled: RETURNING sees the row it wrote, and only a disabling stamps updated_at
        -- with the statement's time.
