@@ -114,7 +114,23 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
     });
     return { id: created.integration.id, workspaceId, appSecret };
   };
-  const batchCallback = (target: { id: string; appSecret: string }, messages: number) => {
+  /** `edit` changes the messages before they are signed; `statuses` go beside them. */
+  const batchCallback = (
+    target: { id: string; appSecret: string },
+    messages: number,
+    {
+      edit,
+      statuses,
+    }: { edit?: (messages: Array<Record<string, unknown>>) => void; statuses?: unknown[] } = {},
+  ) => {
+    const listed: Array<Record<string, unknown>> = Array.from({ length: messages }, (_, i) => ({
+      from: '5511944440001',
+      id: `wamid.${randomUUID()}`,
+      timestamp: String(1_700_000_000 + i),
+      type: 'text',
+      text: { body: `m${i}` },
+    }));
+    edit?.(listed);
     const body = JSON.stringify({
       object: 'whatsapp_business_account',
       entry: [
@@ -126,13 +142,8 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
               value: {
                 messaging_product: 'whatsapp',
                 metadata: { phone_number_id: '1' },
-                messages: Array.from({ length: messages }, (_, i) => ({
-                  from: '5511944440001',
-                  id: `wamid.${randomUUID()}`,
-                  timestamp: String(1_700_000_000 + i),
-                  type: 'text',
-                  text: { body: `m${i}` },
-                })),
+                messages: listed,
+                ...(statuses ? { statuses } : {}),
               },
             },
           ],
@@ -312,6 +323,43 @@ describe('inbound callbacks', () => {
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect((await connector.callback(other)).status).toBe(200);
+  });
+
+  it('leaves out, unseen, what messaging could not read, and takes the rest of the callback in', async () => {
+    const connector = await startConnector();
+    const target = await connector.officialIntegration();
+    let misread = '';
+    const answer = await connector.batchCallback(target, 3, {
+      edit: (messages) => {
+        messages[0]!.id = '';
+        // A sender that is no phone number.
+        messages[1]!.from = '12';
+        misread = String(messages[1]!.id);
+      },
+      statuses: [{ id: '', status: 'delivered', timestamp: '1700000000', recipient_id: '5511944440001' }],
+    });
+    expect(answer.status).toBe(200);
+    expect((await eventsOf(target.workspaceId)).map((event) => event.data.text)).toEqual(['m2']);
+    const { rows } = await pool.query(
+      "select 1 from outbox where workspace_id = $1 and type = 'inbound.status'",
+      [target.workspaceId],
+    );
+    expect(rows).toHaveLength(0);
+    expect(
+      logLines.filter(
+        (line) =>
+          line.msg === 'inbound item not taken in: not an event messaging reads' &&
+          line.workspace_id === target.workspaceId,
+      ),
+    ).toHaveLength(3);
+    // Not taken in as seen: the same message, readable this time, is taken in.
+    const again = await connector.batchCallback(target, 1, {
+      edit: (messages) => {
+        messages[0]!.id = misread;
+      },
+    });
+    expect(again.status).toBe(200);
+    expect(await eventsOf(target.workspaceId)).toHaveLength(2);
   });
 
   it('refuses a callback carrying more items than any provider batches, and charges them', async () => {

@@ -1,9 +1,4 @@
-import {
-  eventTypes,
-  type InboundMessageEvent,
-  type InboundStatusEvent,
-  platformTexts,
-} from '@inbox/contracts';
+import { eventTypes, InboundMessageEvent, InboundStatusEvent, platformTexts } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, type PoolClient, withTransaction, writeEvent } from '@inbox/db';
 import type { OutboundGuard } from '@inbox/outbound-http';
 import { answerJson, inRequestContext, type Logger } from '@inbox/service-kit';
@@ -253,6 +248,23 @@ export async function recordInTransaction(
   const { integration, workspaceId } = found;
   for (const received of batch.messages) {
     const { message, truncated } = boundMessage(received);
+    const data: InboundMessageEvent = {
+      workspace_id: workspaceId,
+      integration: { id: integration.id, channel: integration.channel, provider: integration.provider },
+      provider_message_id: message.providerMessageId,
+      ...(message.keyedBy === 'user_id'
+        ? { from: null, from_user_id: message.from }
+        : { from: `+${message.from}` }),
+      name: message.name,
+      text: message.text,
+      type: message.type,
+      sent_at: message.sentAt.toISOString(),
+      ...(truncated.length > 0 ? { truncated: true } : {}),
+    };
+    // Checked before it is taken in as seen: an event messaging cannot read (an empty id, a sender that
+    // is no number) was dead-lettered there after this had marked the message seen, so no repeat of the
+    // callback could bring it in, and one tenant's such items filled the dead letters every tenant shares.
+    if (!readable(logger, found, InboundMessageEvent, data)) continue;
     if (!(await firstSighting(client, integration.id, message.providerMessageId))) continue;
     if (received.replyContext)
       await rememberReplyContext(client, integration.id, received.from, received.replyContext);
@@ -269,19 +281,6 @@ export async function recordInTransaction(
         'inbound message field cut to the connector bound',
       );
     }
-    const data: InboundMessageEvent = {
-      workspace_id: workspaceId,
-      integration: { id: integration.id, channel: integration.channel, provider: integration.provider },
-      provider_message_id: message.providerMessageId,
-      ...(message.keyedBy === 'user_id'
-        ? { from: null, from_user_id: message.from }
-        : { from: `+${message.from}` }),
-      name: message.name,
-      text: message.text,
-      type: message.type,
-      sent_at: message.sentAt.toISOString(),
-      ...(truncated.length > 0 ? { truncated: true } : {}),
-    };
     await writeEvent(client, eventTypes.inboundMessage, data);
   }
   for (const received of batch.statuses) {
@@ -292,14 +291,37 @@ export async function recordInTransaction(
       provider_message_id: status.providerMessageId,
       status: status.status,
       error: status.error,
-      // Named by our id when we sent it: a status the provider posts right after accepting a message
-      // (a late failure) may reach messaging before the send's answer recorded the provider's id.
-      message_id:
-        (await sentMessageId(client, integration.id, status.providerMessageId)) ??
-        (await sendKnownByStatus(client, workspaceId, integration.id, status)),
       error_code: status.errorCode ?? null,
       ...(status.at ? { at: status.at.toISOString() } : {}),
     };
+    if (!readable(logger, found, InboundStatusEvent, data)) continue;
+    // Named by our id when we sent it: a status the provider posts right after accepting a message
+    // (a late failure) may reach messaging before the send's answer recorded the provider's id.
+    data.message_id =
+      (await sentMessageId(client, integration.id, status.providerMessageId)) ??
+      (await sendKnownByStatus(client, workspaceId, integration.id, status));
     await writeEvent(client, eventTypes.inboundStatus, data);
   }
+}
+
+/** Whether messaging can read the event; one it cannot is logged and left out. */
+function readable(
+  logger: Logger,
+  { integration, workspaceId }: Pick<CallbackIntegration, 'integration' | 'workspaceId'>,
+  schema: typeof InboundMessageEvent | typeof InboundStatusEvent,
+  data: unknown,
+): boolean {
+  const checked = schema.safeParse(data);
+  if (checked.success) return true;
+  logger.warn(
+    {
+      integration_id: integration.id,
+      workspace_id: workspaceId,
+      provider_message_id: (data as { provider_message_id?: unknown }).provider_message_id,
+      reason: checked.error.issues[0]?.message,
+      path: checked.error.issues[0]?.path.join('.'),
+    },
+    'inbound item not taken in: not an event messaging reads',
+  );
+  return false;
 }
