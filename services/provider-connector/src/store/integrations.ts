@@ -168,13 +168,14 @@ export class IntegrationStore {
    * single-use refresh token is spent once) without a row lock: the change involves a call to the
    * provider, and a lock held across it held a pooled connection too, for as long as a tenant's own
    * token endpoint kept silent, with every other call of that integration queued on the lock, each on a
-   * connection of its own. `taken` while another claim runs; undefined when the integration is gone.
+   * connection of its own. `taken` while another claim runs, or when the integration is gone: the caller
+   * reads it next either way, and that read tells.
    */
   async claimConfig(
     workspaceId: string,
     id: string,
     claimMs: number,
-  ): Promise<{ claim: string; config: Record<string, string> } | 'taken' | undefined> {
+  ): Promise<{ claim: string; config: Record<string, string> } | 'taken'> {
     const claim = randomUUID();
     const { rows } = await this.pool.query<IntegrationRow>(
       `update integrations set config_claim = $3, config_claimed_until = now() + $4 * interval '1 millisecond'
@@ -182,12 +183,7 @@ export class IntegrationStore {
         returning ${columns}`,
       [workspaceId, id, claim, claimMs],
     );
-    if (rows[0]) return { claim, config: this.toStored(rows[0]).config };
-    const { rowCount } = await this.pool.query(
-      'select from integrations where workspace_id = $1 and id = $2',
-      [workspaceId, id],
-    );
-    return rowCount === 1 ? 'taken' : undefined;
+    return rows[0] ? { claim, config: this.toStored(rows[0]).config } : 'taken';
   }
 
   /**

@@ -56,7 +56,6 @@ export function oauthTokens(
     const giveUpAt = Date.now() + claimMs + 2 * WAIT_STEP_MS;
     for (;;) {
       const claimed = await store.claimConfig(workspaceId, integrationId, claimMs);
-      if (claimed === undefined) throw gone();
       if (claimed !== 'taken') {
         const { claim, config } = claimed;
         try {
@@ -70,7 +69,7 @@ export function oauthTokens(
           throw error;
         }
       }
-      // Another replica is refreshing: its pair, once stored, is the one to use.
+      // Another replica is refreshing (or the integration is gone): its pair, once stored, is the one to use.
       const stored = await store.get(workspaceId, integrationId);
       if (!stored) throw gone();
       if (keep(stored.config)) return stored.config.access_token ?? '';
@@ -82,8 +81,11 @@ export function oauthTokens(
   }
 
   function oneAtATime(refreshing: () => Promise<string>): Promise<string> {
-    const ours = underWay.get(store) ?? new Map<string, Promise<string>>();
-    underWay.set(store, ours);
+    let ours = underWay.get(store);
+    if (!ours) {
+      ours = new Map();
+      underWay.set(store, ours);
+    }
     const known = ours.get(integrationId);
     if (known) return known;
     const started = refreshing().finally(() => ours.delete(integrationId));
