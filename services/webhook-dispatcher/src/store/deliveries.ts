@@ -391,6 +391,9 @@ export class DeliveryStore {
                              when j.gone then 'gone'
                              when not j.success and e.failing_since < now() - $14 * interval '1 millisecond' then 'failing'
                         end)`;
+    // Only an endpoint whose state changes is written: rewriting an unchanged row on every batch left a
+    // dead version of it behind each time, and held its row lock against every other batch.
+    const changes = `(${disabling} is not null or (j.success = (e.failing_since is not null)))`;
     // The arrays reach `unnest` through a subquery the planner keeps (`offset 0`): given them directly, a
     // plan made for the values counts their elements, and for a batch smaller than the ten rows a generic
     // plan assumes it always looked cheaper, so Postgres planned this statement anew on every call, which
@@ -438,7 +441,7 @@ export class DeliveryStore {
        -- update's own lock strength: deliveries can still be scheduled for them meanwhile.
        ordered as (
          select e.id from endpoints e join judged j on j.id = e.id
-          where ${disabling} is not null or (j.success = (e.failing_since is not null))
+          where ${changes}
           order by e.id
             for no key update of e)
        update endpoints e
@@ -450,10 +453,7 @@ export class DeliveryStore {
                 else e.disabled_reason end,
               updated_at = case when ${disabling} is null then e.updated_at else now() end
          from judged j
-        -- Only an endpoint whose state changes: rewriting an unchanged row on every batch left a dead
-        -- version of it behind each time, and held its row lock against every other batch.
-        where e.id = j.id and e.id in (select id from ordered)
-          and (${disabling} is not null or (j.success = (e.failing_since is not null)))
+        where e.id = j.id and e.id in (select id from ordered) and ${changes}
        -- What this update disabled: RETURNING sees the row it wrote, and only a disabling stamps updated_at
        -- with the statement's time.
        returning e.id, e.workspace_id,
