@@ -20,7 +20,8 @@ export function hostOf(url: URL): string {
 /**
  * Checks a URL when it is configured (a webhook endpoint, a provider's base_url): a literal address
  * directly, a name by resolving it now. Numeric forms such as `http://2130706433/` or `http://127.1/` are
- * dotted addresses by the time they are parsed. `tenant` is the workspace configuring it. Calls are checked again at connect time (guardedAgent).
+ * dotted addresses by the time they are parsed. `tenant` is the workspace configuring it. Calls are
+ * checked again at connect time (guardedAgent).
  */
 export async function checkUrl(
   url: string,

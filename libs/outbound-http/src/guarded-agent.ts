@@ -15,8 +15,8 @@ export const idleConnectionMs = 4_000;
  * An HTTP agent whose lookup refuses forbidden addresses at connect time, so a name that resolves to a
  * private address (or is re-pointed there after the URL was accepted) is never reached. Names are
  * resolved off libuv's thread pool (HostResolver), as the tenant's the call is made for (`asTenant`),
- * whose context reaches the lookup through undici's connect. Literal addresses never go through a lookup: callers
- * check those against the policy themselves.
+ * whose context reaches the lookup through undici's connect. Literal addresses never go through a
+ * lookup: callers check those against the policy themselves.
  */
 export function guardedAgent(
   policy: AddressPolicy,

@@ -3,7 +3,7 @@ import type { AddressPolicy } from './address-policy.js';
 import { hostOf } from './check-url.js';
 import { Deadline } from './deadline.js';
 import { ForbiddenAddressError, guardedAgent } from './guarded-agent.js';
-import { asTenant, type HostResolver, hostResolver } from './host-resolver.js';
+import { asTenant, type HostResolver } from './host-resolver.js';
 import { type Agent, type Dispatcher, request } from './undici-parts.js';
 
 /** An answer bigger than the caller's bound; the connection was dropped rather than read to the end. */
@@ -29,7 +29,7 @@ export class OutboundGuard {
     options: { timeoutMs?: number; resolver?: HostResolver } = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? 15_000;
-    this.agent = guardedAgent(policy, this.timeoutMs, options.resolver ?? hostResolver);
+    this.agent = guardedAgent(policy, this.timeoutMs, options.resolver);
   }
 
   close(): Promise<void> {

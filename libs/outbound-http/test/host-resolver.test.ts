@@ -23,8 +23,15 @@ afterAll(async () => {
   await unknowing.close();
 });
 
-/** The system resolver as a tenant's name server can make it: it never answers names under `silent.example`. */
-const systemResolver = () => systemResolverStandIn();
+/**
+ * A resolver whose name servers know no name, so that every name goes to the system resolver, here as a
+ * tenant's name server can make it: it never answers names under `silent.example`.
+ */
+function behindTheSystem(settings: { queryTimeoutMs: number; systemLookups?: number }) {
+  const system = systemResolverStandIn();
+  const resolver = new HostResolver({ tries: 1, servers: [unknowingServer], ...settings }, system.lookup);
+  return { system, resolver };
+}
 
 const outcome = (resolving: Promise<unknown>) =>
   resolving.then(
@@ -67,11 +74,7 @@ describe('HostResolver', () => {
   });
 
   it("asks the system one name at a time, and answers within the name servers' bound when the system keeps silent", async () => {
-    const system = systemResolver();
-    const resolver = new HostResolver(
-      { queryTimeoutMs: 200, tries: 1, servers: [unknowingServer] },
-      system.lookup,
-    );
+    const { system, resolver } = behindTheSystem({ queryTimeoutMs: 200 });
     const started = Date.now();
     // Names the name servers say they do not know, whose own server then keeps silent when the system asks.
     const lookups = Array.from({ length: 16 }, (_, i) => outcome(resolver.resolve(`n${i}.silent.example`)));
@@ -81,17 +84,13 @@ describe('HostResolver', () => {
     ]);
     expect(settled).toEqual(Array(16).fill('ETIMEOUT'));
     expect(Date.now() - started).toBeLessThan(3_000);
-    // The first held the system's one turn (one thread of libuv's pool); the others never reached it.
+    // The first held the tenant's one turn (one thread of libuv's pool); the others never reached it.
     expect(system.seen.asked).toEqual(['n0.silent.example']);
     expect(system.seen.mostAtOnce).toBe(1);
   });
 
   it('takes names only the system knows one after another, each answered', async () => {
-    const system = systemResolver();
-    const resolver = new HostResolver(
-      { queryTimeoutMs: 500, tries: 1, servers: [unknowingServer] },
-      system.lookup,
-    );
+    const { system, resolver } = behindTheSystem({ queryTimeoutMs: 500 });
     const names = ['receiver', 'receiver.team', 'provider', 'provider.team'];
     const found = await Promise.all(names.map((name) => resolver.resolve(name)));
     expect(found.map((addresses) => addresses.map((entry) => entry.address))).toEqual(
@@ -102,11 +101,7 @@ describe('HostResolver', () => {
   });
 
   it("gives each tenant one turn with the system, so one tenant's silent names never delay another's names", async () => {
-    const system = systemResolver();
-    const resolver = new HostResolver(
-      { queryTimeoutMs: 300, tries: 1, servers: [unknowingServer], systemLookups: 2 },
-      system.lookup,
-    );
+    const { system, resolver } = behindTheSystem({ queryTimeoutMs: 300, systemLookups: 2 });
     const hostile = Array.from({ length: 8 }, (_, i) =>
       outcome(resolver.resolve(`n${i}.silent.example`, 'hostile')),
     );
@@ -127,11 +122,7 @@ describe('HostResolver', () => {
   });
 
   it('never has more names with the system at once than it has turns, whatever the tenants', async () => {
-    const system = systemResolver();
-    const resolver = new HostResolver(
-      { queryTimeoutMs: 300, tries: 1, servers: [unknowingServer], systemLookups: 2 },
-      system.lookup,
-    );
+    const { system, resolver } = behindTheSystem({ queryTimeoutMs: 300, systemLookups: 2 });
     const lookups = ['a', 'b', 'c'].map((tenant) =>
       outcome(resolver.resolve(`${tenant}.silent.example`, tenant)),
     );

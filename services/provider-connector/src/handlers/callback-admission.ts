@@ -65,8 +65,8 @@ const channels = new Set<string>(inboundChannels);
 /**
  * Decides, before a callback's body is read, whether the connector takes it: the integration must
  * exist, be of the URL's channel and be connected, be within its own and its workspace's callback
- * budgets, and take one of its workspace's turns (waiting for one when they are all taken); a client address
- * that keeps naming integrations that do not exist is refused for a while. Callback URLs carry no
+ * budgets, and take one of its workspace's turns (waiting for one when they are all taken); a client
+ * address that keeps naming integrations that do not exist is refused for a while. Callback URLs carry no
  * credentials a caller must show before this point, so each of these keeps an unauthenticated caller
  * from costing more than a memory lookup.
  */
