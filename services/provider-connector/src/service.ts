@@ -17,9 +17,10 @@ import { visitorDelivery } from './livechat/delivery.js';
 import { type LivechatLimits, livechatRoutes } from './livechat/routes.js';
 import { LivechatStore } from './livechat/store.js';
 import { defaultStreamLimits, LivechatStreams, type StreamLimits } from './livechat/streams.js';
-import { IntegrationStore } from './store/integrations.js';
+import { IntegrationStore, type StoredIntegration } from './store/integrations.js';
 import { replyContexts } from './store/reply-contexts.js';
 import { TemplateStore } from './store/templates.js';
+import { defaultSweepWorkers, TemplateSweep } from './template-sweep.js';
 
 export interface ConnectorOptions {
   encryptionKey: string;
@@ -100,24 +101,25 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         publicConnectorUrl: options.publicConnectorUrl,
         providerTimeoutMs,
         // A new official integration fetches its catalogue at once; a failure here is retried later.
-        afterCreate: (created: Awaited<ReturnType<IntegrationStore['create']>>, workspaceId: string) =>
+        afterCreate: (created: StoredIntegration, workspaceId: string) =>
           templates
             .refresh(templateDeps, created, workspaceId)
             .catch((error: unknown) => logger.warn({ err: error }, 'first template fetch failed')),
       };
-      const refreshEveryMs = options.templateRefreshMs ?? 30 * 60_000;
-      let refresher: NodeJS.Timeout | undefined;
-      const refreshStale = async () => {
-        for (const { id, workspace_id } of await templateDeps.templates.stale(refreshEveryMs, 20)) {
-          const stored = await store.get(workspace_id, id);
-          if (stored)
-            await templates
-              .refresh(templateDeps, stored, workspace_id)
-              .catch((error: unknown) =>
-                logger.warn({ err: error, integration_id: id }, 'template refresh failed'),
-              );
-        }
-      };
+      const maxAgeMs = options.templateRefreshMs ?? 30 * 60_000;
+      const sweep = new TemplateSweep(
+        {
+          templates: templateDeps.templates,
+          integrations: store,
+          logger,
+          refresh: (stored, workspaceId) => templates.refresh(templateDeps, stored, workspaceId),
+        },
+        {
+          maxAgeMs,
+          everyMs: Math.min(maxAgeMs, 5 * 60_000),
+          workers: defaultSweepWorkers,
+        },
+      );
       const relay = outboxRelay(service, 'connector', options.outboxRetentionHours);
       return {
         // Inbound routes read the raw body themselves: signatures are over the exact bytes.
@@ -173,19 +175,11 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           );
           streams.start();
           relay.start();
-          // Catalogues are refreshed in the background; every replica may do it, the writes are idempotent.
-          refresher = setInterval(
-            () => {
-              refreshStale().catch((error: unknown) =>
-                logger.warn({ err: error }, 'template refresh pass failed'),
-              );
-            },
-            Math.min(refreshEveryMs, 5 * 60_000),
-          );
-          refresher.unref();
+          // Catalogues are refreshed in the background; replicas share the work through claims.
+          sweep.start();
         },
         stop: async () => {
-          clearInterval(refresher);
+          await sweep.stop();
           streams.stop();
           await relay.stop();
           await guard.close();

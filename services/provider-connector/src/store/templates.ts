@@ -51,15 +51,32 @@ export class TemplateStore {
     return { templates: rows, refreshedAt: meta[0]?.templates_refreshed_at ?? null };
   }
 
-  /** Connected integrations of the channels with templates whose catalogue is older than `maxAgeMs` (or never fetched). */
-  async stale(maxAgeMs: number, limit: number): Promise<Array<{ id: string; workspace_id: string }>> {
+  /**
+   * Claims one connected integration of a channel with templates whose catalogue is older than `maxAgeMs`
+   * (or never fetched), outside `busyWorkspaces`, and stamps the attempt. The stamp keeps it from being
+   * claimed again for `retryAfterMs`, here or by another replica, so a refresh that fails (a provider that
+   * refuses or keeps silent) goes behind every other due catalogue instead of staying at the head of the
+   * line; the least recently attempted comes first.
+   */
+  async claimDue(options: {
+    maxAgeMs: number;
+    retryAfterMs: number;
+    busyWorkspaces: readonly string[];
+  }): Promise<{ id: string; workspace_id: string } | undefined> {
     const { rows } = await this.pool.query<{ id: string; workspace_id: string }>(
-      `select id, workspace_id from integrations
-        where channel = any($3) and status = 'connected'
-          and (templates_refreshed_at is null or templates_refreshed_at < now() - $1 * interval '1 millisecond')
-        order by templates_refreshed_at nulls first limit $2`,
-      [maxAgeMs, limit, templateChannels],
+      `update integrations set templates_attempted_at = now()
+        where id = (
+          select id from integrations
+           where channel = any($1) and status = 'connected'
+             and (templates_refreshed_at is null or templates_refreshed_at < now() - $2 * interval '1 millisecond')
+             and (templates_attempted_at is null or templates_attempted_at < now() - $3 * interval '1 millisecond')
+             and workspace_id <> all($4::uuid[])
+           order by templates_attempted_at nulls first, id
+           limit 1
+           for update skip locked)
+        returning id, workspace_id`,
+      [templateChannels, options.maxAgeMs, options.retryAfterMs, options.busyWorkspaces],
     );
-    return rows;
+    return rows[0];
   }
 }
