@@ -161,6 +161,8 @@ export const platformTexts = {
   integrationChannelInvalid: (channels: readonly string[]) =>
     `channel deve ser um de: ${channels.join(', ')}`,
   integrationStatusInvalid: 'status deve ser "connected" ou "disconnected"',
+  /** A workspace that already has as many integrations as one may. */
+  integrationLimitReached: (max: number) => `limite de ${max} integrações por workspace atingido`,
   configNotStrings: 'config deve ser um objeto de strings',
   configInvalid: 'config inválido',
   configRequired: (key: string) => `config.${key} é obrigatório`,

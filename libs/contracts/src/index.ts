@@ -17,3 +17,4 @@ export * from './public-events.js';
 export * from './route-failures.js';
 export * from './routes.js';
 export * from './validate.js';
+export * from './workspace-limits.js';

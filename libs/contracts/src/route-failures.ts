@@ -3,6 +3,7 @@ import { channelDescriptors, externalSendChannels, templateChannels } from './ch
 import type { ErrorResponse } from './error-response.js';
 import { errorTexts, platformTexts } from './error-texts.js';
 import { schemaTexts } from './schema-texts.js';
+import { endpointsPerWorkspace, integrationsPerWorkspace } from './workspace-limits.js';
 
 /**
  * A failure a route may answer that its entry in the route table does not show: when it happens, and
@@ -243,6 +244,10 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
         AppError.badRequest(platformTexts.baseUrlRefused(platformTexts.destinationForbidden('localhost'))),
       ),
       answers(
+        'the workspace has as many integrations as one may',
+        AppError.badRequest(platformTexts.integrationLimitReached(integrationsPerWorkspace)),
+      ),
+      answers(
         "the provider refused to register the integration's inbound URL",
         new AppError(502, { error: platformTexts.inboundRegistrationFailed('alt-a') }),
       ),
@@ -325,7 +330,13 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     listPipelineContacts: [pipelineNotFound, ...twoOwners('pipeline or messaging')],
     moveContact: moveLead,
 
-    createWebhook: [urlRefused],
+    createWebhook: [
+      urlRefused,
+      answers(
+        'the workspace has as many webhooks as one may',
+        AppError.badRequest(platformTexts.webhookLimitReached(endpointsPerWorkspace)),
+      ),
+    ],
     getWebhook: [webhookNotFound],
     updateWebhook: [webhookNotFound, urlRefused],
     deleteWebhook: [webhookNotFound],

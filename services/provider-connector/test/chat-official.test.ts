@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InProcessBus } from '@inbox/bus';
-import { type AppError, platformTexts } from '@inbox/contracts';
+import { type AppError, integrationsPerWorkspace, platformTexts } from '@inbox/contracts';
 import { OutboxRelay, type Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createSandbox, type Sandbox } from '@inbox/provider-sandbox';
@@ -68,8 +68,7 @@ async function startWorld(options: { httpCallbacks?: 'allow' | 'refuse'; publicC
   const sent = async () =>
     (await (await fetch(`${sandboxUrl}/_sandbox/sent?channel=chat-official`)).json()) as unknown[];
 
-  const create = async (account = `pn-${randomUUID().slice(0, 8)}`) => {
-    const workspaceId = randomUUID();
+  const create = async (account = `pn-${randomUUID().slice(0, 8)}`, workspaceId = randomUUID()) => {
     const config = {
       base_url: `${sandboxUrl}/chat-official`,
       phone_number_id: account,
@@ -160,6 +159,35 @@ describe('chat-official registration', () => {
     });
     const { rows } = await pool.query('select 1 from integrations where account_id = $1', [account]);
     expect(rows).toHaveLength(0);
+  });
+
+  it('refuses an integration past the workspace limit, naming it, and counts no other workspace', async () => {
+    const world = await startWorld();
+    const crowded = randomUUID();
+    for (let i = 0; i < integrationsPerWorkspace; i++) {
+      await world.store.create(crowded, {
+        channel: 'alt-a',
+        config: { base_url: 'https://evolution.example.com', instance: `i${i}`, api_key: 'k' },
+        accountId: `i${i}`,
+      });
+    }
+    const account = `pn-${randomUUID().slice(0, 8)}`;
+    const refused = await failure(world.create(account, crowded));
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { error: platformTexts.integrationLimitReached(integrationsPerWorkspace) },
+    });
+    expect(refused.body.error).toBe('limite de 100 integrações por workspace atingido');
+    const { rows } = await pool.query('select 1 from integrations where workspace_id = $1', [crowded]);
+    expect(rows).toHaveLength(integrationsPerWorkspace);
+    // Nothing was asked of the provider for the refused one.
+    const apps = (await (
+      await fetch(`${world.sandboxUrl}/chat-official/v21.0/waba-${account}/subscribed_apps`, {
+        headers: { authorization: `Bearer token-${account}` },
+      })
+    ).json()) as { data: unknown[] };
+    expect(apps.data).toHaveLength(0);
+    expect((await world.create()).integration).toMatchObject({ status: 'connected' });
   });
 
   it('names a callback URL over 200 characters', async () => {

@@ -68,7 +68,7 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
       },
       accountId: 'inst',
     });
-    return { id: created.integration.id, workspaceId, secret };
+    return { id: created!.integration.id, workspaceId, secret };
   };
   // As Evolution posts them: the secret in the header its webhook was set with, `apikey` null. `from`: the
   // client an ingress in front of the connector names in X-Forwarded-For.
@@ -112,7 +112,7 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
       },
       accountId: randomUUID(),
     });
-    return { id: created.integration.id, workspaceId, appSecret };
+    return { id: created!.integration.id, workspaceId, appSecret };
   };
   /** `edit` changes the messages before they are signed; `statuses` go beside them. */
   const batchCallback = (

@@ -23,7 +23,7 @@ async function integration(store: IntegrationStore) {
     config: { access_token: 'refused', refresh_token: 'r1', client_id: 'app', client_secret: 's' },
     accountId: randomUUID(),
   });
-  return { workspaceId, id: created.integration.id };
+  return { workspaceId, id: created!.integration.id };
 }
 
 const answered = (query: Promise<unknown>, withinMs: number) =>

@@ -29,12 +29,12 @@ it("stores a provider's overlong message id as the digest a status callback's id
   };
   const integrationOf = async () => {
     const workspaceId = randomUUID();
-    const { integration } = await store.create(workspaceId, {
+    const created = await store.create(workspaceId, {
       channel: 'alt-a',
       config: { base_url: 'https://evolution.example.com', instance: 'i', api_key: 'k' },
       accountId: randomUUID(),
     });
-    return { workspaceId, integrationId: integration.id, messageId: randomUUID() };
+    return { workspaceId, integrationId: created!.integration.id, messageId: randomUUID() };
   };
   // A provider the tenant runs itself may answer any id: random, so no compression fits it in an index entry.
   const overlong = randomBytes(3_000).toString('base64');

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { NatsBus } from '@inbox/bus';
-import { platformTexts } from '@inbox/contracts';
+import { endpointsPerWorkspace, platformTexts } from '@inbox/contracts';
 import { createPool, migrate } from '@inbox/db';
 import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
 import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { webhooks } from '../src/handlers/endpoints.js';
 import { dispatcherService } from '../src/index.js';
 import { DeliveryStore } from '../src/store/deliveries.js';
-import { EndpointStore, endpointsPerWorkspace } from '../src/store/endpoints.js';
+import { EndpointStore } from '../src/store/endpoints.js';
 import { type Hit, messageSent, type Receiver, receiver } from './support.js';
 
 let dispatcher: HostedService;

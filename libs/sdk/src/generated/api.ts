@@ -2705,6 +2705,7 @@ export interface operations {
        *     - body field `config` is not valid
        *     - config does not fit the channel's provider (the text names the field)
        *     - config.base_url leads to an address the connector may not call, or does not resolve
+       *     - the workspace has as many integrations as one may
        */
       400: {
         headers: {
@@ -5872,6 +5873,7 @@ export interface operations {
        *     - body field `ordered` is not valid
        *     - body field `max_per_second` is not valid
        *     - url leads to an address the dispatcher may not call, or to a name that does not resolve
+       *     - the workspace has as many webhooks as one may
        */
       400: {
         headers: {

@@ -5,6 +5,7 @@ import {
   type CommandResult,
   descriptorOf,
   errorTexts,
+  integrationsPerWorkspace,
   platformTexts,
   type StoredConfig,
 } from '@inbox/contracts';
@@ -72,6 +73,7 @@ export async function createIntegration(
     config: checked,
     accountId: descriptor.accountId(config.data, id),
   });
+  if (!stored) throw AppError.badRequest(platformTexts.integrationLimitReached(integrationsPerWorkspace));
   const callbackUrl = new URL(
     inboundPath(command.channel, stored.integration.id),
     publicConnectorUrl,

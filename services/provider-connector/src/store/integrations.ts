@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Integration, IntegrationChannel } from '@inbox/contracts';
-import { integrationChannels, providerOf } from '@inbox/contracts';
+import { integrationChannels, integrationsPerWorkspace, providerOf } from '@inbox/contracts';
 import type { Pool } from '@inbox/db';
 import type { SecretBox } from '@inbox/service-kit';
 import { ExpiringCache } from './expiring-cache.js';
@@ -96,6 +96,7 @@ export class IntegrationStore {
     };
   }
 
+  /** The new integration, or undefined when the workspace has `integrationsPerWorkspace` already. */
   async create(
     workspaceId: string,
     input: {
@@ -106,11 +107,14 @@ export class IntegrationStore {
       config: Record<string, string>;
       accountId: string;
     },
-  ): Promise<StoredIntegration> {
+  ): Promise<StoredIntegration | undefined> {
     const id = input.id ?? randomUUID();
+    // Concurrent creations may pass the limit by a few.
     const { rows } = await this.pool.query<IntegrationRow>(
       `insert into integrations (id, workspace_id, channel, provider, name, status, config_sealed, account_id, connected_at)
-       values ($1, $2, $3, $4, $5, 'connected', $6, $7, now()) returning ${columns}`,
+       select $1, $2, $3, $4, $5, 'connected', $6, $7, now()
+        where (select count(*) from integrations where workspace_id = $2) < $8
+       returning ${columns}`,
       [
         id,
         workspaceId,
@@ -119,11 +123,13 @@ export class IntegrationStore {
         input.name ?? null,
         this.secrets.seal(JSON.stringify(input.config), sealContext(workspaceId, id)),
         input.accountId,
+        integrationsPerWorkspace,
       ],
     );
+    if (!rows[0]) return undefined;
     // The channel's most recently connected integration is now this one, here and in every replica.
     this.hasChanged(workspaceId, id);
-    return this.toStored(rows[0]!);
+    return this.toStored(rows[0]);
   }
 
   /**

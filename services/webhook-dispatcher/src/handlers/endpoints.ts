@@ -3,6 +3,7 @@ import {
   AppError,
   type CommandPayload,
   type CommandResult,
+  endpointsPerWorkspace,
   platformTexts,
   testEventType,
   type WebhookTest,
@@ -11,7 +12,7 @@ import { type AddressPolicy, checkUrl } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import { captureContext } from '@inbox/telemetry';
 import type { DeliveryStore } from '../store/deliveries.js';
-import { type EndpointStore, endpointsPerWorkspace } from '../store/endpoints.js';
+import type { EndpointStore } from '../store/endpoints.js';
 
 export interface EndpointDeps {
   endpoints: EndpointStore;

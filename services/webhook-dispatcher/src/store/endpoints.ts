@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Webhook } from '@inbox/contracts';
+import { endpointsPerWorkspace, type Webhook } from '@inbox/contracts';
 import type { Pool } from '@inbox/db';
 import { generateWebhookSecret } from '@inbox/sdk/webhooks';
 import type { SecretBox } from '@inbox/service-kit';
@@ -68,13 +68,6 @@ const toEndpoint = (row: EndpointRow): Endpoint => ({
   created_at: row.created_at.toISOString(),
   updated_at: row.updated_at.toISOString(),
 });
-
-/**
- * How many webhooks a workspace may have. A lease visits a bounded number of endpoints with pending
- * deliveries (DeliveryStore.lease), and a workspace's tens of thousands, retries waiting or disabled,
- * would have stood between every other workspace's due deliveries and the lease that finds them.
- */
-export const endpointsPerWorkspace = 50;
 
 /** Webhook endpoints of a workspace; every query names the workspace. */
 export class EndpointStore {
