@@ -75,6 +75,12 @@ export const platformTexts = {
     `headerMedia.type deve ser "${format}": é o tipo de cabeçalho aprovado no template "${name}" (enviado: ${given})`,
   templateHeaderUnexpected: (name: string) =>
     `O template "${name}" não tem cabeçalho de mídia: não envie headerMedia`,
+  /** A body that, with its variables in, is longer than a message the platform keeps. */
+  templateRenderedTooLong: (name: string, length: number, max: number) =>
+    `O corpo do template "${name}" com as variáveis tem ${length} caracteres, e uma mensagem tem no máximo ${max}: envie variáveis mais curtas`,
+  /** A provider's template list with more templates than one integration's catalogue holds. */
+  templateCatalogueTooLarge: (max: number) =>
+    `O provedor listou mais de ${max} templates para a integração: o catálogo não foi atualizado`,
   templateRefusedByProvider:
     'Template não encontrado ou não aprovado no provedor: verifique o nome, o idioma e o status de aprovação',
   templateVariablesRefused:
@@ -102,10 +108,13 @@ export const platformTexts = {
     `O provedor do canal "${channel}" limitou os envios (muitas mensagens em pouco tempo): tente novamente em alguns segundos`,
   providerTimedOut: (channel: string) =>
     `O provedor do canal "${channel}" não respondeu a tempo: o envio pode ter sido aceito e não será repetido automaticamente`,
-  /** Why reconciliation failed a message left pending: the connector never recorded the provider's acceptance. */
+  /** A workspace with as many sends waiting on providers in one connector process as it may have. */
+  providerSendsBusy: (channel: string, max: number) =>
+    `O workspace já tem ${max} envios aguardando a resposta dos provedores: nada foi enviado pelo canal "${channel}"; tente novamente em instantes`,
   /** A second send of a message whose first provider call ended without a known outcome. */
   sendOutcomeUnknown: (messageId: string) =>
     `O envio da mensagem ${messageId} ao provedor foi iniciado e o resultado é desconhecido: ela não será enviada de novo, para não duplicar o envio`,
+  /** Why reconciliation failed a message left pending: the connector never recorded the provider's acceptance. */
   pendingUnresolved: (minutes: number) =>
     `Envio não iniciado após ${minutes} minuto(s): nada foi enviado ao provedor, e a mensagem foi marcada como falha`,
   mustBeUuid: (field: string) => `${field} deve ser um UUID`,

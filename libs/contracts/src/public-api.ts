@@ -172,6 +172,12 @@ const Buttons = z.unknown().transform((value, ctx): TemplateButton[] => {
 
 const maxVariables = 100;
 const maxVariableLength = 1_024;
+/**
+ * How long a template's body may be once its variables are in: the text stored as the message and carried
+ * by its `message.sent`, which must fit an event (256 KiB) however its characters are escaped. A body of
+ * a catalogue the tenant's own provider lists may repeat a placeholder any number of times.
+ */
+export const maxRenderedTemplateChars = 32_768;
 
 export const SendTemplateBody = z.object({
   channel: z.enum(templateChannels, { error: platformTexts.templateChannel(templateChannels) }),

@@ -2,8 +2,13 @@ import { AppError } from './app-error.js';
 import { channelDescriptors, externalSendChannels, templateChannels } from './channels.js';
 import type { ErrorResponse } from './error-response.js';
 import { errorTexts, platformTexts } from './error-texts.js';
+import { maxRenderedTemplateChars } from './public-api.js';
 import { schemaTexts } from './schema-texts.js';
-import { endpointsPerWorkspace, integrationsPerWorkspace } from './workspace-limits.js';
+import {
+  endpointsPerWorkspace,
+  integrationsPerWorkspace,
+  sendsInFlightPerWorkspace,
+} from './workspace-limits.js';
 
 /**
  * A failure a route may answer that its entry in the route table does not show: when it happens, and
@@ -42,6 +47,10 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     answers(
       'the provider did not answer in time: it may have accepted the message, which is not sent again',
       new AppError(504, { error: platformTexts.providerTimedOut(channel) }),
+    ),
+    answers(
+      `${sendsInFlightPerWorkspace} of the workspace's sends already wait on providers in the connector that took this one: nothing was sent, try again in a moment`,
+      new AppError(503, { error: platformTexts.providerSendsBusy(channel, sendsInFlightPerWorkspace) }),
     ),
     answers(
       'a retry (same Idempotency-Key) of a request whose provider call began and never reported back: the message, named by its id, is not sent again and stays pending (the conversation read shows why)',
@@ -204,6 +213,16 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
         'the template has no media header and headerMedia is given',
         131053,
         platformTexts.templateHeaderUnexpected(template.name),
+      ),
+      answers(
+        `the body with its variables in is longer than ${maxRenderedTemplateChars} characters`,
+        AppError.badRequest(
+          platformTexts.templateRenderedTooLong(
+            template.name,
+            maxRenderedTemplateChars + 1,
+            maxRenderedTemplateChars,
+          ),
+        ),
       ),
       templateAnswer(
         'the provider does not know the template or has not approved it',

@@ -12,3 +12,14 @@ export const endpointsPerWorkspace = 50;
  * of thousands of them would be one tenant's claim on all of it.
  */
 export const integrationsPerWorkspace = 100;
+
+/**
+ * How many of a workspace's sends may wait on providers at once in one process. A provider the tenant
+ * names may keep every call open until the timeout, and each waiting send holds a socket, memory, a
+ * messaging handler and a gateway request (with its Idempotency-Key lease renewed every second) for all
+ * of that time: without a bound, one tenant sending at its provider's silence held more of each with
+ * every request. Beyond it a send is refused at once (503) and nothing is sent. A provider that answers
+ * in 100 ms still gets 640 sends a second of one workspace through each replica (provider-connector's
+ * sendOnce).
+ */
+export const sendsInFlightPerWorkspace = 64;

@@ -1,9 +1,15 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type AppError, platformTexts } from '@inbox/contracts';
 import type { Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createLogger, SecretBox } from '@inbox/service-kit';
+import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sendOnce } from '../src/handlers/send-once.js';
+import { sendText } from '../src/handlers/send-text.js';
+import { WorkspaceTurns } from '../src/handlers/workspace-turns.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { migratedPool } from './support.js';
 
@@ -56,4 +62,79 @@ it("stores a provider's overlong message id as the digest a status callback's id
   expect(await store.findSend(other.workspaceId, other.messageId)).toMatchObject({
     provider_message_id: 'wamid.short',
   });
+});
+
+it("refuses a workspace's send at once while as many of its sends wait on a silent provider as it may have, and sends the others'", async () => {
+  const silent = createServer(() => undefined);
+  silent.listen(0, '127.0.0.1');
+  await new Promise((resolve) => silent.once('listening', resolve));
+  const calls = () => new Promise<number>((resolve) => silent.getConnections((_, count) => resolve(count)));
+  const local = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
+  const store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
+  const deps = {
+    store,
+    guard: local,
+    logger: createLogger('provider-connector', { level: 'silent' }),
+    providerTimeoutMs: 1_500,
+    sendTurns: new WorkspaceTurns(2, 0),
+  };
+  const integrate = async (workspaceId: string) => {
+    const created = await store.create(workspaceId, {
+      channel: 'alt-a',
+      config: {
+        base_url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        instance: 'i',
+        api_key: 'k',
+      },
+      accountId: randomUUID(),
+    });
+    return created!.integration.id;
+  };
+  const hostile = randomUUID();
+  const integrationId = await integrate(hostile);
+  const send = (workspaceId: string, integration_id: string, message_id = randomUUID()) =>
+    sendText(deps, {
+      workspace_id: workspaceId,
+      integration_id,
+      message_id,
+      to: '+5511944440001',
+      text: 'Olá',
+    });
+  try {
+    const held = [send(hostile, integrationId), send(hostile, integrationId)].map((sending) =>
+      sending.catch((error: unknown) => error as AppError),
+    );
+    await waitFor(async () => (await calls()) === 2, { what: 'two sends held by the silent provider' });
+
+    const refusedId = randomUUID();
+    await expect(send(hostile, integrationId, refusedId)).rejects.toMatchObject({
+      status: 503,
+      body: { error: platformTexts.providerSendsBusy('alt-a', 2) },
+    });
+    expect(await store.findSend(hostile, refusedId)).toBeUndefined();
+    expect(await calls()).toBe(2);
+
+    // Another workspace's sends go through the same process meanwhile.
+    const other = randomUUID();
+    const otherIntegration = await integrate(other);
+    const answered = await sendOnce(
+      deps,
+      { workspaceId: other, integrationId: otherIntegration, messageId: randomUUID() },
+      async () => ({ providerMessageId: 'wamid.other' }),
+    );
+    expect(answered.provider_message_id).toBe('wamid.other');
+
+    // The held ones end at the provider timeout (504, outcome unknown), and the workspace's turns are free.
+    expect((await Promise.all(held)).map((error) => (error as AppError).status)).toEqual([504, 504]);
+    const after = await sendOnce(
+      deps,
+      { workspaceId: hostile, integrationId, messageId: randomUUID() },
+      async () => ({ providerMessageId: 'wamid.after' }),
+    );
+    expect(after.provider_message_id).toBe('wamid.after');
+  } finally {
+    silent.closeAllConnections();
+    silent.close();
+    await local.close();
+  }
 });

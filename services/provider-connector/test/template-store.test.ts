@@ -69,3 +69,26 @@ it("replaces a catalogue with one listing, never two replicas' listings together
   );
   expect(rows.map((row) => row.name)).toEqual(['second']);
 });
+
+it('keeps each name and language once, its text storable, and leaves out templates no send could use', async () => {
+  const integrationId = randomUUID();
+  await pool.query(
+    `insert into integrations (id, workspace_id, channel, provider, status, config_sealed, account_id)
+     values ($1, $2, 'chat-official', 'chat-official', 'connected', 'sealed', 'waba')`,
+    [integrationId, randomUUID()],
+  );
+  const store = new TemplateStore(pool);
+  await store.replace(integrationId, [
+    template('repetido'),
+    { ...template('repetido'), body: 'O último listado' },
+    { ...template('nulo'), body: 'a\u0000b', buttons: [{ type: 'URL', text: 'c\u0000d' }] },
+    template('n'.repeat(513)),
+    { ...template('longo'), body: 'x'.repeat(40_000) },
+  ]);
+  const listed = (await store.list(integrationId)).templates;
+  expect(listed.map((t) => [t.name, t.body])).toEqual([
+    ['nulo', 'a\uFFFDb'],
+    ['repetido', 'O último listado'],
+  ]);
+  expect(listed[0]!.buttons).toEqual([{ type: 'URL', text: 'c\uFFFDd' }]);
+});

@@ -1593,7 +1593,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description The service that owns the request is not reachable */
+      /**
+       * @description - 64 of the workspace's sends already wait on providers in the connector that took this one: nothing was sent, try again in a moment
+       *     - the service that owns the request is not reachable
+       */
       503: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -1686,6 +1689,7 @@ export interface operations {
        *     - the template has a media header and headerMedia is absent (meta_error_code 131053)
        *     - headerMedia.type is not the template's header type (meta_error_code 131053)
        *     - the template has no media header and headerMedia is given (meta_error_code 131053)
+       *     - the body with its variables in is longer than 32768 characters
        *     - the provider does not know the template or has not approved it (meta_error_code 132001)
        *     - the provider counts another number of placeholders (meta_error_code 132000)
        *     - the provider cannot fetch the header's media, or its type does not match (meta_error_code 131053)
@@ -1831,7 +1835,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description The service that owns the request is not reachable */
+      /**
+       * @description - 64 of the workspace's sends already wait on providers in the connector that took this one: nothing was sent, try again in a moment
+       *     - the service that owns the request is not reachable
+       */
       503: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -2017,7 +2024,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description The service that owns the request is not reachable */
+      /**
+       * @description - 64 of the workspace's sends already wait on providers in the connector that took this one: nothing was sent, try again in a moment
+       *     - the service that owns the request is not reachable
+       */
       503: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
@@ -4166,7 +4176,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description The service that owns the request is not reachable */
+      /**
+       * @description - 64 of the workspace's sends already wait on providers in the connector that took this one: nothing was sent, try again in a moment
+       *     - the service that owns the request is not reachable
+       */
       503: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];

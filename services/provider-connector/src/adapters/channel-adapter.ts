@@ -1,4 +1,5 @@
 import type { ChannelConfig, IntegrationChannel, TemplateChannel, TemplateSend } from '@inbox/contracts';
+import { storableText } from '@inbox/db';
 import type { OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 
@@ -186,7 +187,15 @@ export interface ProviderTemplate {
   buttons: Array<Record<string, unknown>>;
 }
 
+/**
+ * How many templates one integration's catalogue holds. Meta lists a WABA's in pages of at most 100 and
+ * allows some thousands; a provider the tenant names may list any number, and each is a row written in
+ * the catalogue's one transaction. A listing past it is refused whole, and the catalogue kept as it was.
+ */
+export const maxCatalogueTemplates = 10_000;
+
 export interface TemplateCapability<C> {
+  /** Every template, at most maxCatalogueTemplates (else an AppError saying so). */
   list(config: C, call: ProviderCall): Promise<ProviderTemplate[]>;
   send(
     config: C,
@@ -202,6 +211,13 @@ export interface TemplateCapability<C> {
  */
 export type ProviderRefusal = 'credentials_rejected' | 'rate_limited' | 'callback_refused';
 
+/**
+ * How much of a provider's own words an error keeps. A provider the tenant names may answer a megabyte
+ * of them, and the message travels on: the error's detail in the bus reply, the failed message's
+ * `error` in Postgres, the connector's and the gateway's log lines.
+ */
+export const providerErrorMaxChars = 1_000;
+
 /** A provider answered with an error or could not be reached; the connector maps it to the API's 502. */
 export class ProviderError extends Error {
   override name = 'ProviderError';
@@ -212,7 +228,7 @@ export class ProviderError extends Error {
     readonly providerCode?: number,
     options?: { cause?: unknown; refusal?: ProviderRefusal },
   ) {
-    super(message, options);
+    super(storableText(message, providerErrorMaxChars), options);
     this.refusal = options?.refusal;
   }
 }

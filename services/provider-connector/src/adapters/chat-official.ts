@@ -7,6 +7,7 @@ import {
   type InboundBatch,
   type InboundMessage,
   InboundRejected,
+  maxCatalogueTemplates,
   type ProviderCall,
   ProviderError,
   type ProviderRefusal,
@@ -307,6 +308,9 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
         });
         if (!answer.ok) throw graphFailure(answer.status, answer.body);
         const parsed = TemplatePage.parse(answer.body);
+        if (templates.length + parsed.data.length > maxCatalogueTemplates) {
+          throw new AppError(502, { error: platformTexts.templateCatalogueTooLarge(maxCatalogueTemplates) });
+        }
         for (const template of parsed.data) {
           const body = template.components.find((c) => c.type.toUpperCase() === 'BODY');
           const header = template.components.find((c) => c.type.toUpperCase() === 'HEADER');

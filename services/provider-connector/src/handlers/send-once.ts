@@ -1,4 +1,4 @@
-import { AppError, errorTexts, platformTexts } from '@inbox/contracts';
+import { AppError, errorTexts, platformTexts, sendsInFlightPerWorkspace } from '@inbox/contracts';
 import { Deadline, type OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import type { ReplyContexts, VisitorDelivery } from '../adapters/channel-adapter.js';
@@ -6,6 +6,7 @@ import { type ProviderCall, ProviderError } from '../adapters/index.js';
 import { storableProviderId } from '../domain/inbound-bounds.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 import { oauthTokens } from '../store/oauth-tokens.js';
+import { WorkspaceTurns } from './workspace-turns.js';
 
 export interface SendOnceDeps {
   store: IntegrationStore;
@@ -16,7 +17,12 @@ export interface SendOnceDeps {
   visitors?: (integrationId: string, messageId: string) => VisitorDelivery;
   /** Where replies to an integration's senders go, for providers whose replies answer a thread. */
   replyContexts?: (integrationId: string) => ReplyContexts;
+  /** Provider calls in flight by workspace; the process's own unless given. */
+  sendTurns?: WorkspaceTurns;
 }
+
+// The process's own; tests give theirs.
+const processSendTurns = new WorkspaceTurns(sendsInFlightPerWorkspace, 0);
 
 /**
  * One outbound message through its integration's provider, at most one provider call per message id:
@@ -28,10 +34,11 @@ export interface SendOnceDeps {
  * answer in time gives 504, since it may still have accepted the message.
  */
 export async function sendOnce(
-  { store, guard, logger, providerTimeoutMs, visitors, replyContexts }: SendOnceDeps,
+  deps: SendOnceDeps,
   ids: { workspaceId: string; integrationId: string; messageId: string },
   send: (stored: StoredIntegration, call: ProviderCall) => Promise<{ providerMessageId: string }>,
 ): Promise<{ provider_message_id: string; sent_at: string }> {
+  const { store, sendTurns = processSendTurns } = deps;
   const stored = await store.forSend(ids.workspaceId, ids.integrationId);
   if (stored?.integration.status !== 'connected') {
     // A repeat of a message sent before the integration went away still gets the first answer.
@@ -40,6 +47,26 @@ export async function sendOnce(
     if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
     throw AppError.badRequest(errorTexts.integrationNotConnected);
   }
+  const release = await sendTurns.take(ids.workspaceId);
+  if (!release) {
+    throw new AppError(503, {
+      error: platformTexts.providerSendsBusy(stored.integration.channel, sendTurns.perWorkspace),
+    });
+  }
+  try {
+    return await sendHolding(deps, ids, stored, send);
+  } finally {
+    release();
+  }
+}
+
+/** sendOnce with the workspace's turn taken. */
+async function sendHolding(
+  { store, guard, logger, providerTimeoutMs, visitors, replyContexts }: SendOnceDeps,
+  ids: { workspaceId: string; integrationId: string; messageId: string },
+  stored: StoredIntegration,
+  send: (stored: StoredIntegration, call: ProviderCall) => Promise<{ providerMessageId: string }>,
+): Promise<{ provider_message_id: string; sent_at: string }> {
   // Recording the attempt is also how an earlier one is found: one round trip on the usual path.
   if (!(await store.beginSend(ids.workspaceId, stored.integration.id, ids.messageId))) {
     const earlier = await answerOfEarlierAttempt(store, ids);

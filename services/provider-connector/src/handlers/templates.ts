@@ -3,6 +3,7 @@ import {
   type CommandPayload,
   type CommandResult,
   errorTexts,
+  maxRenderedTemplateChars,
   platformTexts,
   templateChannels,
 } from '@inbox/contracts';
@@ -116,7 +117,13 @@ export const templates = {
       entry = await deps.templates.find(stored.integration.id, name, language);
     }
     const approved = checkAgainstCatalogue(entry, command.template);
-    return { rendered_text: renderBody(approved.body, command.template.variables) };
+    const rendered = renderBody(approved.body, command.template.variables);
+    if (rendered.length > maxRenderedTemplateChars) {
+      throw AppError.badRequest(
+        platformTexts.templateRenderedTooLong(name, rendered.length, maxRenderedTemplateChars),
+      );
+    }
+    return { rendered_text: rendered };
   },
 
   /** Sends the template message; the provider's own refusals come back with the same codes. */

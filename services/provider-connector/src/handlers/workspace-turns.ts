@@ -1,16 +1,16 @@
 /**
- * Turns of one process's callback handling, by workspace: at most `perWorkspace` of a workspace's
- * callbacks are read, parsed and recorded at once, and up to `waiting` more wait for a turn, in order,
- * with their bodies still in the kernel's buffers rather than in memory. One workspace's integrations,
- * however many and however big their bodies, take a bounded share of the process; a provider's burst
- * waits its turn rather than being refused.
+ * Turns of one process's work, by workspace: at most `perWorkspace` of a workspace's tasks run at once,
+ * and up to `waiting` more wait for a turn, in order; past that, none is given. One workspace, however
+ * many integrations it has and however slowly its providers answer, takes a bounded share of the process.
+ * Callbacks wait their turn with their bodies still in the kernel's buffers (callback-admission.ts);
+ * provider sends wait for none (send-once.ts).
  */
 export class WorkspaceTurns {
   private readonly holders = new Map<string, number>();
   private readonly queues = new Map<string, Array<() => void>>();
 
   constructor(
-    private readonly perWorkspace: number,
+    readonly perWorkspace: number,
     private readonly waiting: number,
   ) {}
 
@@ -33,7 +33,7 @@ export class WorkspaceTurns {
     };
   }
 
-  /** A finished callback's turn goes to the next that waits, or is freed. */
+  /** A finished task's turn goes to the next that waits, or is freed. */
   private handOn(workspace: string): void {
     const queue = this.queues.get(workspace);
     const next = queue?.shift();

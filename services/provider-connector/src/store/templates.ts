@@ -1,5 +1,5 @@
-import { templateChannels } from '@inbox/contracts';
-import { type Pool, withTransaction } from '@inbox/db';
+import { maxRenderedTemplateChars, templateChannels } from '@inbox/contracts';
+import { type Pool, storableText, withTransaction } from '@inbox/db';
 import type { ProviderTemplate } from '../adapters/channel-adapter.js';
 
 /** The catalogue: one integration's templates as the provider last listed them. */
@@ -12,19 +12,42 @@ export class TemplateStore {
    * is locked first, and the delete that follows the lock sees what the other one committed. Without it
    * the second delete did not see the first's rows, and the catalogue became both listings together (a
    * template deleted at the provider still prepared).
+   *
+   * The listing is written by one statement (the statement timeout bounds it, where a row a round trip
+   * kept the lock and a pooled connection for as long as a tenant's provider listed templates), each
+   * name and language once (the last listed wins), its text made storable; a template no send could
+   * use (a name or language longer than a send may give, a body longer than a message) is left out,
+   * rather than failing the listing in an index entry or filling the table.
    */
   async replace(integrationId: string, templates: ProviderTemplate[]): Promise<void> {
+    const kept = new Map<string, ProviderTemplate>();
+    for (const t of templates) {
+      if (t.name.length > 512 || t.language.length > 64 || t.body.length > maxRenderedTemplateChars) continue;
+      kept.set(JSON.stringify([t.name, t.language]), t);
+    }
+    const rows = [...kept.values()];
     await withTransaction(this.pool, async (client) => {
       await client.query('select 1 from integrations where id = $1 for update', [integrationId]);
       await client.query('delete from templates where integration_id = $1', [integrationId]);
-      for (const t of templates) {
-        await client.query(
-          `insert into templates (integration_id, name, language, status, body, header_format, buttons)
-           values ($1, $2, $3, $4, $5, $6, $7) on conflict (integration_id, name, language) do update
-             set status = excluded.status, body = excluded.body, header_format = excluded.header_format, buttons = excluded.buttons`,
-          [integrationId, t.name, t.language, t.status, t.body, t.header_format, JSON.stringify(t.buttons)],
-        );
-      }
+      await client.query(
+        `insert into templates (integration_id, name, language, status, body, header_format, buttons)
+         select $1, name, language, status, body, header_format, buttons
+           from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
+             as listed (name, language, status, body, header_format, buttons)`,
+        [
+          integrationId,
+          rows.map((t) => storableText(t.name)),
+          rows.map((t) => storableText(t.language)),
+          rows.map((t) => storableText(t.status, 64)),
+          rows.map((t) => storableText(t.body)),
+          rows.map((t) => (t.header_format === null ? null : storableText(t.header_format, 64))),
+          rows.map((t) =>
+            JSON.stringify(t.buttons, (_key, value: unknown) =>
+              typeof value === 'string' ? storableText(value) : value,
+            ),
+          ),
+        ],
+      );
       await client.query('update integrations set templates_refreshed_at = now() where id = $1', [
         integrationId,
       ]);

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type AppError, maxRenderedTemplateChars, platformTexts } from '@inbox/contracts';
+import type { Pool } from '@inbox/db';
+import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
+import { createLogger, SecretBox } from '@inbox/service-kit';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { maxCatalogueTemplates, providerErrorMaxChars } from '../src/adapters/channel-adapter.js';
+import { sendText } from '../src/handlers/send-text.js';
+import { templates } from '../src/handlers/templates.js';
+import { IntegrationStore } from '../src/store/integrations.js';
+import { TemplateStore } from '../src/store/templates.js';
+import { migratedPool } from './support.js';
+
+// A tenant names its provider's base_url: what answers there is the tenant's, and may answer anything.
+
+let pool: Pool;
+let guard: OutboundGuard;
+let providerUrl: string;
+let answer: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
+const provider = createServer((req, res) => answer(req, res));
+const logger = createLogger('provider-connector', { level: 'silent' });
+
+beforeAll(async () => {
+  pool = await migratedPool();
+  guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
+  provider.listen(0, '127.0.0.1');
+  await new Promise((resolve) => provider.once('listening', resolve));
+  providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  provider.closeAllConnections();
+  provider.close();
+  await guard?.close();
+  await pool?.end();
+});
+
+const json = (res: ServerResponse, status: number, body: unknown) => {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+
+async function world() {
+  const store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
+  const catalogue = new TemplateStore(pool);
+  const deps = { integrations: store, templates: catalogue, guard, logger, providerTimeoutMs: 5_000 };
+  const workspaceId = randomUUID();
+  const official = async () => {
+    const created = await store.create(workspaceId, {
+      channel: 'chat-official',
+      config: {
+        base_url: providerUrl,
+        phone_number_id: 'pn',
+        waba_id: 'waba',
+        access_token: 't',
+        app_secret: 's',
+        verify_token: 'v',
+      },
+      accountId: randomUUID(),
+    });
+    return created!;
+  };
+  return { store, catalogue, deps, workspaceId, official };
+}
+
+const template = (name: string, body = 'Olá') => ({
+  name,
+  language: 'pt_BR',
+  status: 'APPROVED',
+  category: 'MARKETING',
+  components: [{ type: 'BODY', text: body }],
+});
+
+it('refuses a template listing longer than a catalogue holds, and keeps the catalogue it had', async () => {
+  const { catalogue, deps, workspaceId, official } = await world();
+  const stored = await official();
+  await catalogue.replace(stored.integration.id, [
+    { name: 'antes', language: 'pt_BR', status: 'APPROVED', body: 'Oi', header_format: null, buttons: [] },
+  ]);
+  let pages = 0;
+  // Pages far over the 100 asked for, each with a next page.
+  answer = (req, res) => {
+    pages++;
+    const data = Array.from({ length: 4_000 }, (_, i) => template(`t${pages}_${i}`));
+    const next = new URL(req.url ?? '/', providerUrl);
+    next.searchParams.set('after', String(pages));
+    json(res, 200, { data, paging: { next: next.toString() } });
+  };
+
+  const refused = await templates.refresh(deps, stored, workspaceId).then(
+    () => undefined,
+    (error: unknown) => error as AppError,
+  );
+  expect(refused).toMatchObject({
+    status: 502,
+    body: { error: platformTexts.templateCatalogueTooLarge(maxCatalogueTemplates) },
+  });
+  expect(pages).toBe(Math.ceil(maxCatalogueTemplates / 4_000));
+  expect((await catalogue.list(stored.integration.id)).templates.map((t) => t.name)).toEqual(['antes']);
+});
+
+it('refuses a template send whose body with its variables in is longer than a message', async () => {
+  const { catalogue, deps, workspaceId, official } = await world();
+  const stored = await official();
+  // The tenant's catalogue repeats one placeholder; each variable is within the API's 1,024 characters.
+  await catalogue.replace(stored.integration.id, [
+    {
+      name: 'eco',
+      language: 'pt_BR',
+      status: 'APPROVED',
+      body: '{{1}} '.repeat(40),
+      header_format: null,
+      buttons: [],
+    },
+  ]);
+  const prepare = (variable: string) =>
+    templates.prepare(deps, {
+      workspace_id: workspaceId,
+      integration_id: stored.integration.id,
+      template: { name: 'eco', language: 'pt_BR', variables: [variable] },
+    } as Parameters<typeof templates.prepare>[1]);
+
+  expect((await prepare('curto')).rendered_text).toBe('curto '.repeat(40));
+  const long = 'x'.repeat(1_000);
+  await expect(prepare(long)).rejects.toMatchObject({
+    status: 400,
+    body: { error: platformTexts.templateRenderedTooLong('eco', 40_040, maxRenderedTemplateChars) },
+  });
+});
+
+it("keeps a thousand characters of a provider's error, however long its answer", async () => {
+  const { store, workspaceId } = await world();
+  const created = await store.create(workspaceId, {
+    channel: 'alt-a',
+    config: { base_url: providerUrl, instance: 'i', api_key: 'k' },
+    accountId: randomUUID(),
+  });
+  // Evolution's error shape, with a megabyte of message.
+  answer = (_req, res) =>
+    json(res, 400, { status: 400, error: 'Bad Request', response: { message: ['é'.repeat(400_000)] } });
+
+  const failed = await sendText(
+    { store, guard, logger, providerTimeoutMs: 5_000 },
+    {
+      workspace_id: workspaceId,
+      integration_id: created!.integration.id,
+      message_id: randomUUID(),
+      to: '+5511944440001',
+      text: 'Olá',
+    },
+  ).then(
+    () => undefined,
+    (error: unknown) => error as AppError,
+  );
+  expect(failed).toMatchObject({ status: 502, body: { error: platformTexts.providerFailed('alt-a') } });
+  expect(failed!.detail!.length).toBe(providerErrorMaxChars);
+  expect(failed!.detail).toMatch(/^alt-a answered 400 to sendText: é+$/);
+});
