@@ -120,3 +120,22 @@ describe('a claimed Idempotency-Key', () => {
     expect(await again.json()).toEqual({ error: 'Contato não encontrado' });
   });
 });
+
+it('forgets the records of more than a day ago, a batch a statement, and keeps the others', async () => {
+  const other = randomUUID();
+  await pool.query(
+    `insert into idempotency_keys (workspace_id, key, request_hash, status, created_at)
+     select $1, 'old-' || n, 'h', 'completed', now() - interval '25 hours' from generate_series(1, 2500) n`,
+    [other],
+  );
+  await pool.query(
+    `insert into idempotency_keys (workspace_id, key, request_hash, status) values ($1, 'fresh', 'h', 'completed')`,
+    [other],
+  );
+  expect(await new IdempotencyStore(pool).deleteExpired(1_000)).toBe(2_500);
+  const { rows } = await pool.query<{ key: string }>(
+    'select key from idempotency_keys where workspace_id = $1',
+    [other],
+  );
+  expect(rows.map((row) => row.key)).toEqual(['fresh']);
+});

@@ -1,15 +1,20 @@
 import type { Bus } from '@inbox/bus';
-import { platformTexts } from '@inbox/contracts';
+import { AppError, platformTexts } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction } from '@inbox/db';
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { ConversationStore } from './store/conversations.js';
-import { lockIfPending, type PendingMessage, stalePendingMessages } from './store/pending-messages.js';
+import {
+  lockIfPending,
+  type PendingMessage,
+  setAside,
+  stalePendingMessages,
+} from './store/pending-messages.js';
 import { recordSent } from './store/sent-messages.js';
 
 const reconciled = meter('messaging').createCounter('messaging.pending.reconciled', {
   description:
-    'Outbound messages left pending that the reconciliation job settled: sent (the connector had recorded the send), failed (no send ever started) or unknown (a provider call started and never reported back; left pending)',
+    'Outbound messages left pending that the reconciliation job settled: sent (the connector had recorded the send), failed (no send ever started) unknown (a provider call started and never reported back; left pending) or set-aside (settling it failed; tried again after a full wait)',
 });
 
 export interface PendingReconcilerOptions {
@@ -24,7 +29,7 @@ export interface PendingReconcilerOptions {
   batchSize?: number;
 }
 
-type Outcome = 'sent' | 'failed' | 'unknown' | 'settled-meanwhile';
+type Outcome = 'sent' | 'failed' | 'unknown' | 'settled-meanwhile' | 'set-aside';
 
 /**
  * Settles outbound messages left pending (the process died between storing one and the connector's
@@ -58,7 +63,13 @@ export class PendingReconciler {
   /** One pass over every stale pending message; says how many it settled each way. */
   async reconcile(): Promise<Record<Outcome, number>> {
     const { pool, afterMinutes, batchSize = 100 } = this.options;
-    const counts: Record<Outcome, number> = { sent: 0, failed: 0, unknown: 0, 'settled-meanwhile': 0 };
+    const counts: Record<Outcome, number> = {
+      sent: 0,
+      failed: 0,
+      unknown: 0,
+      'settled-meanwhile': 0,
+      'set-aside': 0,
+    };
     const seen = new Set<string>();
     for (;;) {
       const batch = (await stalePendingMessages(pool, afterMinutes, batchSize)).filter(
@@ -66,14 +77,39 @@ export class PendingReconciler {
       );
       for (const message of batch) {
         seen.add(message.id);
-        // A connector that cannot answer ends the pass (the next one asks again) rather than failing
-        // messages whose send may well be recorded.
-        counts[await this.settle(message)]++;
+        counts[await this.settleOrSetAside(message)]++;
       }
       if (batch.length < batchSize) break;
     }
     if (counts.sent > 0) this.options.relay.wake();
     return counts;
+  }
+
+  /**
+   * A connector that cannot answer ends the pass (the next one asks again) rather than failing messages
+   * whose send may well be recorded. Any other failure is this message's alone: it is set aside for as
+   * long as a new message waits, behind every other, so that one tenant's message that cannot be settled
+   * (its event too large to write, say) never stops the job for every tenant, pass after pass.
+   */
+  private async settleOrSetAside(message: PendingMessage): Promise<Outcome> {
+    try {
+      return await this.settle(message);
+    } catch (error) {
+      if (error instanceof AppError && (error.status === 503 || error.status === 504)) throw error;
+      const { pool, logger, afterMinutes } = this.options;
+      await setAside(pool, message.workspace_id, message.id);
+      reconciled.add(1, { outcome: 'set-aside' });
+      logger.error(
+        {
+          err: error,
+          message_id: message.id,
+          workspace_id: message.workspace_id,
+          retry_after_minutes: afterMinutes,
+        },
+        'pending message could not be settled: set aside, tried again later',
+      );
+      return 'set-aside';
+    }
   }
 
   private async settle(message: PendingMessage): Promise<Outcome> {

@@ -291,6 +291,28 @@ describe('pending message reconciliation', () => {
     expect(providerCalls).toBe(0);
   });
 
+  it("sets aside a message it cannot settle, behind the others, and settles every other tenant's", async () => {
+    const hostile = await workspaceWithIntegration();
+    // Sent, as the connector recorded, with a text whose `message.sent` is too large to write.
+    const unsettleable = await hostile.pendingMessage('\u0001'.repeat(100_000), 30);
+    await hostile.recordSend(unsettleable.id, 'wamid.huge', new Date());
+    const other = await workspaceWithIntegration();
+    const theirs = await other.pendingMessage('Depois', 10);
+    await other.recordSend(theirs.id, 'wamid.theirs', new Date());
+
+    const reconciler = new PendingReconciler({ pool: messagingPool, bus, relay, logger, afterMinutes: 5 });
+    const setAsideBefore = await reconciledCount('set-aside');
+    expect(await reconciler.reconcile()).toMatchObject({ 'set-aside': 1 });
+    expect(await reconciledCount('set-aside')).toBe(setAsideBefore + 1);
+    expect(await other.message(theirs.id)).toMatchObject({
+      status: 'sent',
+      provider_message_id: 'wamid.theirs',
+    });
+    expect((await hostile.message(unsettleable.id)).status).toBe('pending');
+    // Not again until it has waited as long as a new message.
+    expect(await reconciler.reconcile()).toMatchObject({ 'set-aside': 0 });
+  });
+
   it('waits as long for a retried send as for a new one, counted from the retry', async () => {
     const world = await workspaceWithIntegration();
     // Stored ten minutes ago and refused by the provider; its request retried with the same key just now.

@@ -107,11 +107,23 @@ export class IdempotencyStore {
     );
   }
 
-  async deleteExpired(): Promise<number> {
-    const { rowCount } = await this.pool.query(
-      "delete from idempotency_keys where created_at < now() - interval '24 hours'",
-    );
-    return rowCount ?? 0;
+  /**
+   * Deletes the records older than 24 hours, `batchSize` a statement: external send has no rate limit, and
+   * a day's keys in one delete could outlast the statement timeout, roll back every time, and leave the
+   * table to grow.
+   */
+  async deleteExpired(batchSize = 1_000): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await this.pool.query(
+        `delete from idempotency_keys where (workspace_id, key) in (
+           select workspace_id, key from idempotency_keys where created_at < now() - interval '24 hours'
+            limit $1 for update skip locked)`,
+        [batchSize],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < batchSize) return total;
+    }
   }
 }
 

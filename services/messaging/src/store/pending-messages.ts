@@ -43,3 +43,11 @@ export async function lockIfPending(client: PoolClient, workspaceId: string, mes
   );
   return rowCount === 1;
 }
+
+/** Starts a pending message's wait afresh: the reconciliation job looks at it again after a full wait. */
+export async function setAside(db: Queryable, workspaceId: string, messageId: string): Promise<void> {
+  await db.query(
+    `update messages set pending_since = now() where workspace_id = $1 and id = $2 and status = 'pending'`,
+    [workspaceId, messageId],
+  );
+}
