@@ -22,5 +22,5 @@ export {
   type Queryable,
 } from './pool.js';
 export { isStorableText, storableText, storableUtf8 } from './storable-text.js';
-export { withTransaction } from './transaction.js';
+export { withKeyLock, withTransaction } from './transaction.js';
 export { firstOfEach, TurnBatch, type TurnBatchOptions } from './turn-batch.js';

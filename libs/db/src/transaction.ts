@@ -20,3 +20,19 @@ export async function withTransaction<T>(
     client.release();
   }
 }
+
+/**
+ * `withTransaction` under a transaction-scoped advisory lock on `key`, taken first: transactions of one
+ * key run one after another, each seeing what the one before committed (a count against a limit, say,
+ * which two creations at once would each pass by).
+ */
+export function withKeyLock<T>(
+  pool: pg.Pool,
+  key: string,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  return withTransaction(pool, async (client) => {
+    await client.query('select pg_advisory_xact_lock(hashtext($1))', [key]);
+    return work(client);
+  });
+}

@@ -121,7 +121,7 @@ describe('a claimed Idempotency-Key', () => {
   });
 });
 
-it('forgets the records of more than a day ago, a batch a statement, and keeps the others', async () => {
+it('forgets every record of more than a day ago, in batches smaller than their number, and keeps the others', async () => {
   const other = randomUUID();
   await pool.query(
     `insert into idempotency_keys (workspace_id, key, request_hash, status, created_at)

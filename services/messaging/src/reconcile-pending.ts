@@ -1,5 +1,5 @@
 import type { Bus } from '@inbox/bus';
-import { AppError, platformTexts } from '@inbox/contracts';
+import { type CommandResult, platformTexts } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction } from '@inbox/db';
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
@@ -86,16 +86,21 @@ export class PendingReconciler {
   }
 
   /**
-   * A connector that cannot answer ends the pass (the next one asks again) rather than failing messages
-   * whose send may well be recorded. Any other failure is this message's alone: it is set aside for as
-   * long as a new message waits, behind every other, so that one tenant's message that cannot be settled
-   * (its event too large to write, say) never stops the job for every tenant, pass after pass.
+   * Asks the connector what it recorded, then settles the message from that. Whatever the connector
+   * answers besides an outcome (it is unreachable, slow, or failing itself) ends the pass: the next one
+   * asks again, rather than failing messages whose send may well be recorded. A failure of the settling
+   * itself is this message's alone: it is set aside for as long as a new message waits, behind every
+   * other, so that one tenant's message that cannot be settled (its event too large to write, say) never
+   * stops the job for every tenant, pass after pass.
    */
   private async settleOrSetAside(message: PendingMessage): Promise<Outcome> {
+    const outcome = await this.options.bus.request('cmd.connector.send-outcome', {
+      workspace_id: message.workspace_id,
+      message_id: message.id,
+    });
     try {
-      return await this.settle(message);
+      return await this.settle(message, outcome);
     } catch (error) {
-      if (error instanceof AppError && (error.status === 503 || error.status === 504)) throw error;
       const { pool, logger, afterMinutes } = this.options;
       await setAside(pool, message.workspace_id, message.id);
       reconciled.add(1, { outcome: 'set-aside' });
@@ -112,12 +117,11 @@ export class PendingReconciler {
     }
   }
 
-  private async settle(message: PendingMessage): Promise<Outcome> {
-    const { pool, bus, logger, afterMinutes } = this.options;
-    const outcome = await bus.request('cmd.connector.send-outcome', {
-      workspace_id: message.workspace_id,
-      message_id: message.id,
-    });
+  private async settle(
+    message: PendingMessage,
+    outcome: CommandResult<'cmd.connector.send-outcome'>,
+  ): Promise<Outcome> {
+    const { pool, logger, afterMinutes } = this.options;
     const settled = await withTransaction(pool, async (client): Promise<Outcome> => {
       if (!(await lockIfPending(client, message.workspace_id, message.id))) return 'settled-meanwhile';
       if (outcome.outcome === 'sent') {

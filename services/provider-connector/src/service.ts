@@ -112,7 +112,8 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           templates: templateDeps.templates,
           integrations: store,
           logger,
-          refresh: (stored, workspaceId) => templates.refresh(templateDeps, stored, workspaceId),
+          refresh: (stored, workspaceId, stopping) =>
+            templates.refresh(templateDeps, stored, workspaceId, stopping),
         },
         {
           maxAgeMs,

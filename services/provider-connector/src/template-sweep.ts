@@ -15,7 +15,8 @@ export interface TemplateSweepDeps {
   templates: TemplateStore;
   integrations: IntegrationStore;
   logger: Logger;
-  refresh: (stored: StoredIntegration, workspaceId: string) => Promise<void>;
+  /** Refreshes one catalogue; `stopping` aborts its provider call when the process stops. */
+  refresh: (stored: StoredIntegration, workspaceId: string, stopping: AbortSignal) => Promise<void>;
 }
 
 export const defaultSweepWorkers = 4;
@@ -32,7 +33,7 @@ export class TemplateSweep {
   /** One claim at a time: two at once would each pass by the other's workspace. */
   private claiming: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly deps: TemplateSweepDeps,
@@ -49,7 +50,7 @@ export class TemplateSweep {
    * a silent provider keeps running across passes while the others come and go.
    */
   pass(): Promise<void> {
-    while (!this.stopped && this.running.size < this.options.workers) {
+    while (!this.stopping.signal.aborted && this.running.size < this.options.workers) {
       const worker: Promise<void> = this.work()
         .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'template refresh pass failed'))
         .finally(() => this.running.delete(worker));
@@ -59,12 +60,12 @@ export class TemplateSweep {
   }
 
   private async work(): Promise<void> {
-    while (!this.stopped) {
+    while (!this.stopping.signal.aborted) {
       const due = await this.claim();
       if (!due) return;
       try {
         const stored = await this.deps.integrations.get(due.workspace_id, due.id);
-        if (stored) await this.deps.refresh(stored, due.workspace_id);
+        if (stored) await this.deps.refresh(stored, due.workspace_id, this.stopping.signal);
       } catch (error) {
         this.deps.logger.warn({ err: error, integration_id: due.id }, 'template refresh failed');
       } finally {
@@ -87,9 +88,13 @@ export class TemplateSweep {
     return claimed;
   }
 
-  /** Claims nothing more and waits for the refreshes under way (each bounded by the provider timeout). */
+  /**
+   * Claims nothing more, and ends the refreshes under way: their provider calls are aborted (a catalogue
+   * is only a copy, and the claim's stamp has the next pass take it again), so a provider that keeps
+   * silent never holds a stopping process for its timeout.
+   */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.stopping.abort();
     clearInterval(this.timer);
     await Promise.all(this.running);
   }

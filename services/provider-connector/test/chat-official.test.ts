@@ -164,13 +164,18 @@ describe('chat-official registration', () => {
   it('refuses an integration past the workspace limit, naming it, and counts no other workspace', async () => {
     const world = await startWorld();
     const crowded = randomUUID();
-    for (let i = 0; i < integrationsPerWorkspace; i++) {
-      await world.store.create(crowded, {
+    const add = (i: number) =>
+      world.store.create(crowded, {
         channel: 'alt-a',
         config: { base_url: 'https://evolution.example.com', instance: `i${i}`, api_key: 'k' },
         accountId: `i${i}`,
       });
-    }
+    for (let i = 0; i < integrationsPerWorkspace - 5; i++) await add(i);
+    // Ten at once for the last five places (on connections already open, so that they do meet): five
+    // are created, however they interleave.
+    await Promise.all(Array.from({ length: 10 }, () => pool.query('select pg_sleep(0.05)')));
+    const last = await Promise.all(Array.from({ length: 10 }, (_, i) => add(1_000 + i)));
+    expect(last.filter((created) => created !== undefined)).toHaveLength(5);
     const account = `pn-${randomUUID().slice(0, 8)}`;
     const refused = await failure(world.create(account, crowded));
     expect(refused).toMatchObject({

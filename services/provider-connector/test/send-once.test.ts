@@ -101,8 +101,13 @@ it("refuses a workspace's send at once while as many of its sends wait on a sile
       text: 'Olá',
     });
   try {
-    const held = [send(hostile, integrationId), send(hostile, integrationId)].map((sending) =>
-      sending.catch((error: unknown) => error as AppError),
+    const sentBefore = randomUUID();
+    await sendOnce(deps, { workspaceId: hostile, integrationId, messageId: sentBefore }, async () => ({
+      providerMessageId: 'wamid.before',
+    }));
+    const heldIds = [randomUUID(), randomUUID()];
+    const held = heldIds.map((id) =>
+      send(hostile, integrationId, id).catch((error: unknown) => error as AppError),
     );
     await waitFor(async () => (await calls()) === 2, { what: 'two sends held by the silent provider' });
 
@@ -113,6 +118,12 @@ it("refuses a workspace's send at once while as many of its sends wait on a sile
     });
     expect(await store.findSend(hostile, refusedId)).toBeUndefined();
     expect(await calls()).toBe(2);
+    // Repeats of messages tried before get what is known of them, not "nothing was sent".
+    expect((await send(hostile, integrationId, sentBefore)).provider_message_id).toBe('wamid.before');
+    await expect(send(hostile, integrationId, heldIds[0])).rejects.toMatchObject({
+      status: 409,
+      body: { error: platformTexts.sendOutcomeUnknown(heldIds[0]!) },
+    });
 
     // Another workspace's sends go through the same process meanwhile.
     const other = randomUUID();

@@ -81,14 +81,18 @@ it('keeps each name and language once, its text storable, and leaves out templat
   await store.replace(integrationId, [
     template('repetido'),
     { ...template('repetido'), body: 'O último listado' },
-    { ...template('nulo'), body: 'a\u0000b', buttons: [{ type: 'URL', text: 'c\u0000d' }] },
+    { ...template('nulo'), body: 'a\u0000b', buttons: [{ type: 'URL', text: 'c\u0000d', 'k\u0000': 1 }] },
+    // One row once stored: NUL becomes U+FFFD.
+    template('par\u0000'),
+    { ...template('par\uFFFD'), body: 'O segundo' },
     template('n'.repeat(513)),
     { ...template('longo'), body: 'x'.repeat(40_000) },
   ]);
   const listed = (await store.list(integrationId)).templates;
   expect(listed.map((t) => [t.name, t.body])).toEqual([
     ['nulo', 'a\uFFFDb'],
+    ['par\uFFFD', 'O segundo'],
     ['repetido', 'O último listado'],
   ]);
-  expect(listed[0]!.buttons).toEqual([{ type: 'URL', text: 'c\uFFFDd' }]);
+  expect(listed[0]!.buttons).toEqual([{ type: 'URL', text: 'c\uFFFDd', 'k\uFFFD': 1 }]);
 });

@@ -71,7 +71,7 @@ async function startWorld(options: Partial<TemplateSweepOptions> = {}) {
       templates: catalogue,
       integrations: store,
       logger,
-      refresh: (stored, workspaceId) => templates.refresh(deps, stored, workspaceId),
+      refresh: (stored, workspaceId, stopping) => templates.refresh(deps, stored, workspaceId, stopping),
     },
     { maxAgeMs: 60 * 60_000, everyMs: 60 * 60_000, workers: 2, ...options },
   );
@@ -115,7 +115,7 @@ async function startWorld(options: Partial<TemplateSweepOptions> = {}) {
         [workspaceId],
       )
     ).rows[0]!.n;
-  return { sweep, integrate, integrateOnSandbox, catalogueOf, attempted };
+  return { sweep, catalogue, integrate, integrateOnSandbox, catalogueOf, attempted };
 }
 
 it("holds one worker for a tenant whose provider keeps silent, never the other tenants' catalogues", async () => {
@@ -134,11 +134,11 @@ it("holds one worker for a tenant whose provider keeps silent, never the other t
   expect(silent.calls).toHaveLength(1);
   expect(await world.attempted(hostile)).toBe(1);
 
-  // The silent provider gone: its refreshes fail, one at a time, and the pass ends.
-  await silent.close();
-  await pass;
-  expect(await world.attempted(hostile)).toBe(5);
+  // Stopping aborts the call the silent provider holds (its timeout is a minute away) and claims no more.
   await world.sweep.stop();
+  await pass;
+  expect(await world.attempted(hostile)).toBe(1);
+  expect(await world.catalogueOf(theirs.id)).toEqual(['boas_vindas']);
 });
 
 it('puts a refresh that failed behind the others until its retry is due, and two replicas take each one once', async () => {
@@ -163,10 +163,14 @@ it('puts a refresh that failed behind the others until its retry is due, and two
   expect(await world.catalogueOf(theirs.id)).toEqual(['boas_vindas']);
   expect(failing.calls).toHaveLength(6);
 
-  // An hour later (the retry delay), they are tried again.
+  // An hour later (the retry delay) they are due again, behind a catalogue never tried.
   await pool.query(
     "update integrations set templates_attempted_at = templates_attempted_at - interval '1 hour'",
   );
+  const untried = await world.integrateOnSandbox(randomUUID());
+  expect(
+    await world.catalogue.claimDue({ maxAgeMs: 60 * 60_000, retryAfterMs: 60 * 60_000, busyWorkspaces: [] }),
+  ).toMatchObject({ id: untried.id });
   await Promise.all([world.sweep.pass(), replica.sweep.pass()]);
   expect(failing.calls).toHaveLength(12);
   await Promise.all([world.sweep.stop(), replica.sweep.stop()]);

@@ -218,6 +218,9 @@ export type ProviderRefusal = 'credentials_rejected' | 'rate_limited' | 'callbac
  */
 export const providerErrorMaxChars = 1_000;
 
+/** A provider's own words as an error of ours keeps them: bounded, storable. */
+export const providerWords = (text: string): string => storableText(text, providerErrorMaxChars);
+
 /** A provider answered with an error or could not be reached; the connector maps it to the API's 502. */
 export class ProviderError extends Error {
   override name = 'ProviderError';
@@ -228,7 +231,7 @@ export class ProviderError extends Error {
     readonly providerCode?: number,
     options?: { cause?: unknown; refusal?: ProviderRefusal },
   ) {
-    super(storableText(message, providerErrorMaxChars), options);
+    super(providerWords(message), options);
     this.refusal = options?.refusal;
   }
 }

@@ -11,6 +11,7 @@ import {
   type ProviderCall,
   ProviderError,
   type ProviderRefusal,
+  providerWords,
   type StatusUpdate,
 } from './channel-adapter.js';
 import { callProvider, joinUrl } from './http.js';
@@ -51,7 +52,9 @@ export function graphFailure(status: number, body: unknown): Error {
   if (code === graphCodes.reEngagementMessage) return AppError.windowClosed();
   // The provider's own words stay in our records (the error's detail), never in the caller's answer:
   // they are someone else's text, unbounded, and may name things of another account.
-  const detail = new Error(`chat-official error ${code}: ${error_data?.details ?? message ?? ''}`);
+  const detail = new Error(
+    providerWords(`chat-official error ${code}: ${error_data?.details ?? message ?? ''}`),
+  );
   // The template codes pass through with our texts, when our copy of the catalogue was stale.
   if (code === graphCodes.templateDoesNotExist)
     return AppError.template(132001, platformTexts.templateRefusedByProvider, detail);

@@ -8,6 +8,7 @@ import {
   type ProviderCall,
   ProviderError,
   type ProviderRefusal,
+  providerWords,
   type StatusUpdate,
 } from './channel-adapter.js';
 import { callProvider, joinUrl, type ProviderAnswer } from './http.js';
@@ -122,7 +123,9 @@ export function metaMessagingFailure(
   if (!parsed.success)
     return new ProviderError(`${product.channel} answered ${answer.status} to ${operation}`, answer.status);
   const { code, error_subcode: subcode, message } = parsed.data.error;
-  const detail = `${product.channel} error ${code}${subcode === undefined ? '' : `/${subcode}`} to ${operation}: ${message ?? ''}`;
+  const detail = providerWords(
+    `${product.channel} error ${code}${subcode === undefined ? '' : `/${subcode}`} to ${operation}: ${message ?? ''}`,
+  );
   if (code === 10 && subcode === product.windowSubcode) {
     return new AppError(400, { error: platformTexts.replyWindowClosed(product.channel) }, { detail });
   }

@@ -49,6 +49,10 @@ export async function sendOnce(
   }
   const release = await sendTurns.take(ids.workspaceId);
   if (!release) {
+    // A repeat of a message already sent, or of one whose call never reported back, gets that answer:
+    // "nothing was sent" is the truth only for a message never tried.
+    const earlier = await answerOfEarlierAttempt(store, ids);
+    if (earlier) return earlier;
     throw new AppError(503, {
       error: platformTexts.providerSendsBusy(stored.integration.channel, sendTurns.perWorkspace),
     });

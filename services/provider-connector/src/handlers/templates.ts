@@ -33,7 +33,12 @@ async function officialIntegration(deps: TemplateDeps, workspaceId: string, inte
 }
 
 /** Fetches the integration's whole template list from the provider and replaces our copy. */
-async function refresh(deps: TemplateDeps, stored: StoredIntegration, workspaceId: string) {
+async function refresh(
+  deps: TemplateDeps,
+  stored: StoredIntegration,
+  workspaceId: string,
+  stopping?: AbortSignal,
+) {
   const capability = adapterFor(stored.integration.channel)?.templates;
   if (!capability) return;
   try {
@@ -41,7 +46,9 @@ async function refresh(deps: TemplateDeps, stored: StoredIntegration, workspaceI
       guard: deps.guard,
       workspaceId,
       logger: deps.logger,
-      signal: AbortSignal.timeout(deps.providerTimeoutMs),
+      signal: stopping
+        ? AbortSignal.any([AbortSignal.timeout(deps.providerTimeoutMs), stopping])
+        : AbortSignal.timeout(deps.providerTimeoutMs),
     });
     await deps.templates.replace(stored.integration.id, listed);
   } catch (error) {

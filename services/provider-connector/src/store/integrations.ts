@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Integration, IntegrationChannel } from '@inbox/contracts';
 import { integrationChannels, integrationsPerWorkspace, providerOf } from '@inbox/contracts';
-import type { Pool } from '@inbox/db';
+import { type Pool, withKeyLock } from '@inbox/db';
 import type { SecretBox } from '@inbox/service-kit';
 import { ExpiringCache } from './expiring-cache.js';
 import { SendRecords } from './send-records.js';
@@ -109,22 +109,24 @@ export class IntegrationStore {
     },
   ): Promise<StoredIntegration | undefined> {
     const id = input.id ?? randomUUID();
-    // Concurrent creations may pass the limit by a few.
-    const { rows } = await this.pool.query<IntegrationRow>(
-      `insert into integrations (id, workspace_id, channel, provider, name, status, config_sealed, account_id, connected_at)
+    // Under the workspace's lock: creations at once count each other's rows, and the limit holds.
+    const { rows } = await withKeyLock(this.pool, `integrations:${workspaceId}`, (client) =>
+      client.query<IntegrationRow>(
+        `insert into integrations (id, workspace_id, channel, provider, name, status, config_sealed, account_id, connected_at)
        select $1, $2, $3, $4, $5, 'connected', $6, $7, now()
         where (select count(*) from integrations where workspace_id = $2) < $8
        returning ${columns}`,
-      [
-        id,
-        workspaceId,
-        input.channel,
-        providerOf(input.channel),
-        input.name ?? null,
-        this.secrets.seal(JSON.stringify(input.config), sealContext(workspaceId, id)),
-        input.accountId,
-        integrationsPerWorkspace,
-      ],
+        [
+          id,
+          workspaceId,
+          input.channel,
+          providerOf(input.channel),
+          input.name ?? null,
+          this.secrets.seal(JSON.stringify(input.config), sealContext(workspaceId, id)),
+          input.accountId,
+          integrationsPerWorkspace,
+        ],
+      ),
     );
     if (!rows[0]) return undefined;
     // The channel's most recently connected integration is now this one, here and in every replica.

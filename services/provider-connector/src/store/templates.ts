@@ -21,8 +21,10 @@ export class TemplateStore {
    */
   async replace(integrationId: string, templates: ProviderTemplate[]): Promise<void> {
     const kept = new Map<string, ProviderTemplate>();
-    for (const t of templates) {
+    for (const listed of templates) {
+      const t = storableTemplate(listed);
       if (t.name.length > 512 || t.language.length > 64 || t.body.length > maxRenderedTemplateChars) continue;
+      // Keyed as stored: two names that differ only in what storing replaces are one row.
       kept.set(JSON.stringify([t.name, t.language]), t);
     }
     const rows = [...kept.values()];
@@ -36,16 +38,12 @@ export class TemplateStore {
              as listed (name, language, status, body, header_format, buttons)`,
         [
           integrationId,
-          rows.map((t) => storableText(t.name)),
-          rows.map((t) => storableText(t.language)),
-          rows.map((t) => storableText(t.status, 64)),
-          rows.map((t) => storableText(t.body)),
-          rows.map((t) => (t.header_format === null ? null : storableText(t.header_format, 64))),
-          rows.map((t) =>
-            JSON.stringify(t.buttons, (_key, value: unknown) =>
-              typeof value === 'string' ? storableText(value) : value,
-            ),
-          ),
+          rows.map((t) => t.name),
+          rows.map((t) => t.language),
+          rows.map((t) => t.status),
+          rows.map((t) => t.body),
+          rows.map((t) => t.header_format),
+          rows.map((t) => JSON.stringify(t.buttons)),
         ],
       );
       await client.query('update integrations set templates_refreshed_at = now() where id = $1', [
@@ -102,4 +100,26 @@ export class TemplateStore {
     );
     return rows[0];
   }
+}
+
+/** A listed template as it can be stored: every string in it, keys included, storable. */
+function storableTemplate(t: ProviderTemplate): ProviderTemplate {
+  return {
+    name: storableText(t.name),
+    language: storableText(t.language),
+    status: storableText(t.status, 64),
+    body: storableText(t.body),
+    header_format: t.header_format === null ? null : storableText(t.header_format, 64),
+    buttons: storableJson(t.buttons) as ProviderTemplate['buttons'],
+  };
+}
+
+function storableJson(value: unknown): unknown {
+  if (typeof value === 'string') return storableText(value);
+  if (Array.isArray(value)) return value.map(storableJson);
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value).map(([key, inner]) => [storableText(key), storableJson(inner)]),
+    );
+  return value;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { endpointsPerWorkspace, type Webhook } from '@inbox/contracts';
-import type { Pool } from '@inbox/db';
+import { type Pool, withKeyLock } from '@inbox/db';
 import { generateWebhookSecret } from '@inbox/sdk/webhooks';
 import type { SecretBox } from '@inbox/service-kit';
 import type { z } from 'zod';
@@ -88,21 +88,24 @@ export class EndpointStore {
     },
   ): Promise<Endpoint | undefined> {
     const id = randomUUID();
-    const { rows } = await this.pool.query<EndpointRow>(
-      `insert into endpoints (id, workspace_id, url, events, secret_sealed, ordered, max_per_second)
+    // Under the workspace's lock: creations at once count each other's rows, and the limit holds.
+    const { rows } = await withKeyLock(this.pool, `endpoints:${workspaceId}`, (client) =>
+      client.query<EndpointRow>(
+        `insert into endpoints (id, workspace_id, url, events, secret_sealed, ordered, max_per_second)
        select $1, $2, $3, $4, $5, $6, $7
         where (select count(*) from endpoints where workspace_id = $2) < $8
        returning ${columns}`,
-      [
-        id,
-        workspaceId,
-        input.url,
-        input.events,
-        input.secret ? this.secrets.seal(input.secret, sealContext(workspaceId, id)) : null,
-        input.ordered ?? false,
-        input.max_per_second ?? null,
-        endpointsPerWorkspace,
-      ],
+        [
+          id,
+          workspaceId,
+          input.url,
+          input.events,
+          input.secret ? this.secrets.seal(input.secret, sealContext(workspaceId, id)) : null,
+          input.ordered ?? false,
+          input.max_per_second ?? null,
+          endpointsPerWorkspace,
+        ],
+      ),
     );
     return rows[0] && toEndpoint(rows[0]);
   }
