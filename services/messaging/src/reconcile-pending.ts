@@ -14,7 +14,7 @@ import { recordSent } from './store/sent-messages.js';
 
 const reconciled = meter('messaging').createCounter('messaging.pending.reconciled', {
   description:
-    'Outbound messages left pending that the reconciliation job settled: sent (the connector had recorded the send), failed (no send ever started) unknown (a provider call started and never reported back; left pending) or set-aside (settling it failed; tried again after a full wait)',
+    'Outbound messages left pending that the reconciliation job settled: sent (the connector had recorded the send), failed (no send ever started), unknown (a provider call started and never reported back; left pending) or set-aside (settling it failed; tried again after a full wait)',
 });
 
 export interface PendingReconcilerOptions {

@@ -23,13 +23,19 @@ const template = (name: string): ProviderTemplate => ({
   buttons: [],
 });
 
-it("replaces a catalogue with one listing, never two replicas' listings together", async () => {
-  const integrationId = randomUUID();
+/** A connected official integration's row, as the catalogue needs it. */
+async function officialIntegration(): Promise<string> {
+  const id = randomUUID();
   await pool.query(
     `insert into integrations (id, workspace_id, channel, provider, status, config_sealed, account_id)
      values ($1, $2, 'chat-official', 'chat-official', 'connected', 'sealed', 'waba')`,
-    [integrationId, randomUUID()],
+    [id, randomUUID()],
   );
+  return id;
+}
+
+it("replaces a catalogue with one listing, never two replicas' listings together", async () => {
+  const integrationId = await officialIntegration();
   const store = new TemplateStore(pool);
   await store.replace(integrationId, [template('old')]);
 
@@ -71,12 +77,7 @@ it("replaces a catalogue with one listing, never two replicas' listings together
 });
 
 it('keeps each name and language once, its text storable, and leaves out templates no send could use', async () => {
-  const integrationId = randomUUID();
-  await pool.query(
-    `insert into integrations (id, workspace_id, channel, provider, status, config_sealed, account_id)
-     values ($1, $2, 'chat-official', 'chat-official', 'connected', 'sealed', 'waba')`,
-    [integrationId, randomUUID()],
-  );
+  const integrationId = await officialIntegration();
   const store = new TemplateStore(pool);
   await store.replace(integrationId, [
     template('repetido'),
