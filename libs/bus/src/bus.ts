@@ -6,6 +6,7 @@ import type {
   NoticeSubject,
   WireEvent,
 } from '@inbox/contracts';
+import type { OutageWaiting } from './outage.js';
 
 export interface RequestOptions {
   /** The longest the caller waits for the answer; the command's own timeout when absent. */
@@ -30,6 +31,13 @@ export interface ConsumeOptions {
   concurrency?: number;
   /** How long a delivery may stay unacknowledged before the server gives it to another replica. */
   ackWaitMs?: number;
+  /**
+   * How long a delivery whose handler fails with an outage (outage.ts: its database or a service it asks
+   * cannot be reached) is tried again in place before it counts as a failed delivery.
+   */
+  outageWaitMs?: number;
+  /** The pauses between those tries; the last repeats. */
+  outagePausesMs?: number[];
 }
 
 export interface Delivery {
@@ -96,4 +104,22 @@ export const busDefaults = {
   maxDeliver: 5,
   redeliveryDelaysMs: [1_000, 5_000, 30_000, 120_000],
   ackWaitMs: 30_000,
+  // Under RabbitMQ's consumer timeout (30 minutes), past which it closes the channel of a delivery left
+  // unacknowledged.
+  outageWaitMs: 10 * 60_000,
+  outagePausesMs: [1_000, 2_000, 5_000],
 } as const;
+
+/** The outage waiting of a consumer's deliveries, from its options and the defaults. */
+export function outageWaitingOf(
+  options: ConsumeOptions,
+  stillWanted: () => boolean,
+  onOutage: (error: unknown) => void,
+): OutageWaiting {
+  return {
+    maxWaitMs: options.outageWaitMs ?? busDefaults.outageWaitMs,
+    pausesMs: options.outagePausesMs ?? busDefaults.outagePausesMs,
+    stillWanted,
+    onOutage,
+  };
+}

@@ -20,11 +20,13 @@ import {
   type ConsumeOptions,
   type DeadLetter,
   type EventHandler,
+  outageWaitingOf,
   type RequestOptions,
 } from './bus.js';
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
 import { InFlight } from './in-flight.js';
 import { timeCommand } from './metrics.js';
+import { waitingOutOutages } from './outage.js';
 import { subjectMatches } from './subjects.js';
 import { failsEveryDelivery } from './unreadable-event.js';
 
@@ -206,7 +208,15 @@ export class InProcessBus implements Bus {
           messageId: event.id,
         },
         emptyCarrier,
-        () => handler(roundTrip(event), { attempt }),
+        () =>
+          waitingOutOutages(
+            () => handler(roundTrip(event), { attempt }),
+            outageWaitingOf(
+              durable.options,
+              () => !this.intakeClosed,
+              (error) => this.options.onHandlerError?.(error, { subject: eventSubject(event.type) }),
+            ),
+          ),
       );
     } catch (error) {
       this.options.onHandlerError?.(error, { subject: eventSubject(event.type) });

@@ -21,6 +21,7 @@ export {
 } from './event-subscription.js';
 export { InProcessBus } from './in-process-transport.js';
 export { NatsBus, type NatsBusOptions } from './nats-transport.js';
+export { isOutage } from './outage.js';
 // Types only: the transport itself is loaded by connectBus when a URL names RabbitMQ.
 export type { RabbitBus, RabbitBusOptions } from './rabbitmq-transport.js';
 export { Slots } from './slots.js';

@@ -44,6 +44,7 @@ import {
   type ConsumeOptions,
   type DeadLetter,
   type EventHandler,
+  outageWaitingOf,
   type RequestOptions,
 } from './bus.js';
 import { AliveSignals, commandLiveness, watchCall } from './command-liveness.js';
@@ -51,6 +52,7 @@ import { noResponderError, replyFromError, resultFromReply, timeoutError } from 
 import { InFlight } from './in-flight.js';
 import { notePending, redeliveries, timeCommand } from './metrics.js';
 import { connectCoalescing } from './nats-turn-writes.js';
+import { type OutageWaiting, waitingOutOutages } from './outage.js';
 import { PendingCalls } from './pending-calls.js';
 import { SubjectNames } from './subjects.js';
 import { failsEveryDelivery } from './unreadable-event.js';
@@ -390,6 +392,11 @@ export class NatsBus implements Bus {
     // ack deadline, and would be handed to another replica while this one has not started it.
     const messages = await consumer.consume({ max_messages: limit });
     const slots = new InFlight();
+    const outageWaiting = outageWaitingOf(
+      options,
+      () => !this.draining,
+      (error) => this.options.onHandlerError?.(error, { subject: this.names.event(options.filter) }),
+    );
     // The consumer's lag, for the bus.consumer.pending gauge.
     const lag = setInterval(() => {
       this.pending(options.durable).then(
@@ -410,7 +417,7 @@ export class NatsBus implements Bus {
         const heartbeat = setInterval(() => msg.working(), Math.max(1_000, ackWaitMs / 3));
         await slots.acquire(limit);
         void this.inFlight
-          .track(this.deliver(msg, options.durable, maxDeliver, delays, handler))
+          .track(this.deliver(msg, options.durable, maxDeliver, delays, outageWaiting, handler))
           .catch((error: unknown) => this.options.onHandlerError?.(error, { subject: msg.subject }))
           .finally(() => {
             clearInterval(heartbeat);
@@ -429,6 +436,7 @@ export class NatsBus implements Bus {
     durable: string,
     maxDeliver: number,
     delays: number[],
+    outageWaiting: OutageWaiting,
     handler: EventHandler,
   ): Promise<void> {
     const attempt = msg.info.deliveryCount;
@@ -445,7 +453,7 @@ export class NatsBus implements Bus {
       await withConsumerSpan(
         { system: 'nats', destination: eventSubject(event.type), messageId: event.id },
         carrier,
-        () => handler(event, { attempt }),
+        () => waitingOutOutages(() => handler(event, { attempt }), outageWaiting),
       );
       msg.ack();
     } catch (error) {

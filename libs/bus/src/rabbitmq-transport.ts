@@ -32,6 +32,7 @@ import {
   type ConsumeOptions,
   type DeadLetter,
   type EventHandler,
+  outageWaitingOf,
   type RequestOptions,
 } from './bus.js';
 import { AliveSignals, commandLiveness, watchCall } from './command-liveness.js';
@@ -39,6 +40,7 @@ import { noResponderError, replyFromError, resultFromReply, timeoutError } from 
 import { filterFor } from './event-subscription.js';
 import { InFlight } from './in-flight.js';
 import { lateCommands, notePending, redeliveries, timeCommand } from './metrics.js';
+import { type OutageWaiting, waitingOutOutages } from './outage.js';
 import { PendingCalls } from './pending-calls.js';
 import { ChannelAcks, settle } from './rabbitmq-acks.js';
 import {
@@ -511,6 +513,11 @@ export class RabbitBus implements Bus {
       await channel.prefetch(options.concurrency ?? 1);
       await declareDurable(channel, this.names, durable, options.filter, delays);
       const acks = new ChannelAcks(channel);
+      const outageWaiting = outageWaitingOf(
+        options,
+        () => !this.draining,
+        (error) => this.report(error, queue),
+      );
       const { consumerTag } = await channel.consume(queue, (message) => {
         if (!message) return this.lost(session, queue);
         if (this.draining) {
@@ -520,7 +527,7 @@ export class RabbitBus implements Bus {
         }
         acks.received(message);
         void this.inFlight
-          .track(this.deliver(acks, message, durable, maxDeliver, delays, handler))
+          .track(this.deliver(acks, message, durable, maxDeliver, delays, outageWaiting, handler))
           .catch((error: unknown) => this.report(error, queue));
       });
       session.consumers.push({ channel, tag: consumerTag });
@@ -539,6 +546,7 @@ export class RabbitBus implements Bus {
     durable: string,
     maxDeliver: number,
     delays: number[],
+    outageWaiting: OutageWaiting,
     handler: EventHandler,
   ): Promise<void> {
     const attempt = attemptOf(message);
@@ -559,7 +567,7 @@ export class RabbitBus implements Bus {
           messageId: event.id,
         },
         headerCarrier(headers),
-        () => handler(event, { attempt }),
+        () => waitingOutOutages(() => handler(event, { attempt }), outageWaiting),
       );
       await acks.ack(message);
     } catch (error) {

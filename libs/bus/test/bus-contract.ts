@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { AppError, type WireEvent } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -32,6 +33,14 @@ const reply = {
   conversationCreated: true,
   sent_at: new Date().toISOString(),
 };
+
+/** What a handler whose database cannot be reached meets: a refused connection. */
+function unreachable(): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    // Nothing listens on port 1 of loopback.
+    connect(1, '127.0.0.1').on('error', reject);
+  });
+}
 
 function event(type = 'message.sent', id = randomUUID()): WireEvent {
   return { id, type, workspace_id: workspace.id, occurred_at: new Date().toISOString(), data: { n: id } };
@@ -281,6 +290,58 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
       expect(letters).toEqual([{ durable: 'poison', event: poison, error: 'cannot handle', attempts: 3 }]);
       // Reading the dead letters leaves them where they are.
       expect(await bus!.deadLetters('poison')).toEqual(letters);
+    });
+
+    it('waits out an outage within the delivery, never counting it toward the dead letters', async () => {
+      const [bus] = await make();
+      let calls = 0;
+      const attempts: number[] = [];
+      await bus!.consume(
+        { durable: 'outage', filter: '>', maxDeliver: 2, redeliveryDelaysMs: [10], outagePausesMs: [10] },
+        async (_e, delivery) => {
+          calls++;
+          // Its database down: more failed tries than the deliveries an event may have.
+          if (calls <= 5) await unreachable();
+          attempts.push(delivery.attempt);
+        },
+      );
+      await bus!.publish(event());
+      await waitFor(() => attempts.length === 1, { what: 'the event handled once the outage ended' });
+      expect(calls).toBe(6);
+      expect(attempts).toEqual([1]);
+      expect(await bus!.deadLetters('outage')).toEqual([]);
+    });
+
+    it('counts an outage longer than its wait as a failed delivery', async () => {
+      const [bus] = await make();
+      let calls = 0;
+      await bus!.consume(
+        {
+          durable: 'long-outage',
+          filter: '>',
+          maxDeliver: 2,
+          redeliveryDelaysMs: [10],
+          outageWaitMs: 50,
+          outagePausesMs: [10],
+        },
+        async () => {
+          calls++;
+          await unreachable();
+        },
+      );
+      const stuck = event();
+      await bus!.publish(stuck);
+      const letters = await waitFor(
+        async () => {
+          const found = await bus!.deadLetters('long-outage');
+          return found.length > 0 ? found : undefined;
+        },
+        { what: 'dead letter' },
+      );
+      expect(letters).toEqual([
+        { durable: 'long-outage', event: stuck, error: expect.stringContaining('ECONNREFUSED'), attempts: 2 },
+      ]);
+      expect(calls).toBeGreaterThan(2);
     });
 
     it('dead-letters an event whose data its schema does not read on its first delivery, never retrying it', async () => {
