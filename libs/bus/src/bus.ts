@@ -6,6 +6,7 @@ import type {
   NoticeSubject,
   WireEvent,
 } from '@inbox/contracts';
+import { outageWaits } from './metrics.js';
 import type { OutageWaiting } from './outage.js';
 
 export interface RequestOptions {
@@ -120,6 +121,9 @@ export function outageWaitingOf(
     maxWaitMs: options.outageWaitMs ?? busDefaults.outageWaitMs,
     pausesMs: options.outagePausesMs ?? busDefaults.outagePausesMs,
     stillWanted,
-    onOutage,
+    onOutage: (error) => {
+      outageWaits.add(1, { durable: options.durable });
+      onOutage(error);
+    },
   };
 }

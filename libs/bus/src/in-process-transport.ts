@@ -26,7 +26,7 @@ import {
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
 import { InFlight } from './in-flight.js';
 import { timeCommand } from './metrics.js';
-import { waitingOutOutages } from './outage.js';
+import { OutageUnfinished, waitingOutOutages } from './outage.js';
 import { subjectMatches } from './subjects.js';
 import { failsEveryDelivery } from './unreadable-event.js';
 
@@ -219,6 +219,8 @@ export class InProcessBus implements Bus {
           ),
       );
     } catch (error) {
+      // Drained while waiting out an outage: queued again, its attempt as it was.
+      if (error instanceof OutageUnfinished) return this.enqueue(durable, event, attempt, 0);
       this.options.onHandlerError?.(error, { subject: eventSubject(event.type) });
       const maxDeliver = durable.options.maxDeliver ?? busDefaults.maxDeliver;
       if (attempt >= maxDeliver || failsEveryDelivery(error)) {

@@ -14,6 +14,11 @@ export const redeliveries = busMeter().createCounter('bus.consumer.redeliveries'
 });
 
 /** Commands taken from the queue after their caller had given up, dropped unanswered. */
+export const outageWaits = busMeter().createCounter('bus.consumer.outage_waits', {
+  description:
+    'Deliveries whose handler failed with an outage (its database or a service it asks unreachable) and is run again in place until it ends',
+});
+
 export const lateCommands = busMeter().createCounter('bus.command.late', {
   description: 'Commands dropped by the handler side because their caller had already timed out',
 });

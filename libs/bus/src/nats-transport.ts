@@ -52,7 +52,7 @@ import { noResponderError, replyFromError, resultFromReply, timeoutError } from 
 import { InFlight } from './in-flight.js';
 import { notePending, redeliveries, timeCommand } from './metrics.js';
 import { connectCoalescing } from './nats-turn-writes.js';
-import { type OutageWaiting, waitingOutOutages } from './outage.js';
+import { OutageUnfinished, type OutageWaiting, waitingOutOutages } from './outage.js';
 import { PendingCalls } from './pending-calls.js';
 import { SubjectNames } from './subjects.js';
 import { failsEveryDelivery } from './unreadable-event.js';
@@ -457,6 +457,8 @@ export class NatsBus implements Bus {
       );
       msg.ack();
     } catch (error) {
+      // Drained while waiting out an outage: back to the stream for a replica that stays.
+      if (error instanceof OutageUnfinished) return void msg.nak();
       this.options.onHandlerError?.(error, { subject: eventSubject(event.type) });
       if (attempt >= maxDeliver || failsEveryDelivery(error)) {
         await this.giveUp(msg, durable, event, error, attempt, delays);

@@ -78,9 +78,12 @@ export class ChannelAcks {
       entry.message = undefined;
       settle(() => this.channel.ack(message));
     }
-    // The run leaves in place: a new array would be garbage still holding the entries.
-    unsettled.copyWithin(0, run);
-    unsettled.length -= run;
+    // Only the unsettled stay, in place (a new array would be garbage still holding the entries): behind
+    // a delivery held long (a handler waiting out an outage), the settled ones would otherwise pile up and
+    // every flush walk them again.
+    let kept = 0;
+    for (const entry of unsettled) if (entry.message !== undefined) unsettled[kept++] = entry;
+    unsettled.length = kept;
   }
 }
 

@@ -40,7 +40,7 @@ import { noResponderError, replyFromError, resultFromReply, timeoutError } from 
 import { filterFor } from './event-subscription.js';
 import { InFlight } from './in-flight.js';
 import { lateCommands, notePending, redeliveries, timeCommand } from './metrics.js';
-import { type OutageWaiting, waitingOutOutages } from './outage.js';
+import { OutageUnfinished, type OutageWaiting, waitingOutOutages } from './outage.js';
 import { PendingCalls } from './pending-calls.js';
 import { ChannelAcks, settle } from './rabbitmq-acks.js';
 import {
@@ -571,6 +571,11 @@ export class RabbitBus implements Bus {
       );
       await acks.ack(message);
     } catch (error) {
+      // Drained while waiting out an outage: a copy for a replica that stays, its attempts as they were.
+      if (error instanceof OutageUnfinished) {
+        await this.retryLater(acks, message, durable, attempt - 1, 0);
+        return;
+      }
       this.report(error, eventSubject(event.type));
       if (attempt >= maxDeliver || failsEveryDelivery(error)) {
         await this.giveUp(acks, message, durable, error, attempt, delays);

@@ -312,6 +312,31 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
       expect(await bus!.deadLetters('outage')).toEqual([]);
     });
 
+    (abilities.kill ? it : it.skip)(
+      'hands an event back uncounted when its replica drains while waiting out an outage',
+      async () => {
+        const [leaving, staying] = await make(2);
+        let tries = 0;
+        await leaving!.consume(
+          { durable: 'failover', filter: '>', maxDeliver: 1, outagePausesMs: [20] },
+          async () => {
+            tries++;
+            await unreachable();
+          },
+        );
+        await leaving!.publish(event());
+        await waitFor(() => tries >= 2, { what: 'the outage being waited out' });
+        await leaving!.drain();
+        // One delivery allowed, spent on the outage: counted, the drain would have dead-lettered it.
+        const handled: number[] = [];
+        await staying!.consume({ durable: 'failover', filter: '>', maxDeliver: 1 }, async (_e, delivery) => {
+          handled.push(delivery.attempt);
+        });
+        await waitFor(() => handled.length === 1, { what: 'the event handled by the replica that stays' });
+        expect(await staying!.deadLetters('failover')).toEqual([]);
+      },
+    );
+
     it('counts an outage longer than its wait as a failed delivery', async () => {
       const [bus] = await make();
       let calls = 0;
