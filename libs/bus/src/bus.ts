@@ -92,6 +92,15 @@ export interface Bus {
   pending(durable: string): Promise<number>;
   /** Events that exhausted their deliveries for a durable consumer, oldest first. */
   deadLetters(durable: string, limit?: number): Promise<DeadLetter[]>;
+  /**
+   * Puts up to `limit` of a durable's dead letters back for it, oldest first, each with its deliveries
+   * counted afresh, and takes them out of the dead letters; answers how many. For an operator, once what
+   * failed them is mended (an outage longer than the consumer waits, a handler bug). A dead letter that
+   * is no event (`{ raw }`) stays. On NATS the event is published again to its subject, so another
+   * durable whose filter takes its type sees it again too, and ignores it as handled (handlers
+   * de-duplicate by event id); RabbitMQ puts it in the durable's own queue.
+   */
+  redrive(durable: string, limit?: number): Promise<number>;
   /** True while the transport is connected. */
   healthy(): boolean;
   /**

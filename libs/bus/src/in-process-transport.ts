@@ -10,7 +10,7 @@ import {
   type NoticePayload,
   type NoticeSubject,
   noticeCatalogue,
-  type WireEvent,
+  WireEvent,
 } from '@inbox/contracts';
 import { withConsumerSpan } from '@inbox/telemetry';
 import {
@@ -243,6 +243,19 @@ export class InProcessBus implements Bus {
 
   async deadLetters(durable: string, limit = 100): Promise<DeadLetter[]> {
     return this.letters.filter((letter) => letter.durable === durable).slice(0, limit);
+  }
+
+  async redrive(durableName: string, limit = 100): Promise<number> {
+    const durable = this.durables.get(durableName);
+    if (!durable) return 0;
+    const taken = this.letters
+      .filter((letter) => letter.durable === durableName && WireEvent.safeParse(letter.event).success)
+      .slice(0, limit);
+    for (const letter of taken) {
+      this.letters.splice(this.letters.indexOf(letter), 1);
+      this.enqueue(durable, letter.event as WireEvent, 1, 0);
+    }
+    return taken.length;
   }
 
   healthy(): boolean {

@@ -517,6 +517,35 @@ export class NatsBus implements Bus {
     return letters;
   }
 
+  async redrive(durable: string, limit = 100): Promise<number> {
+    const consumer = await this.js.consumers.get(this.names.deadLetterStream, {
+      filter_subjects: this.names.deadLetter(this.names.durable(durable)),
+      deliver_policy: DeliverPolicy.All,
+    });
+    const wanted = Math.min(limit, (await consumer.info(true)).num_pending);
+    let redriven = 0;
+    try {
+      if (wanted === 0) return 0;
+      let seen = 0;
+      for await (const msg of await consumer.fetch({ max_messages: wanted, expires: 2_000 })) {
+        seen++;
+        const event = WireEvent.safeParse(msg.json<DeadLetter>().event);
+        if (event.success) {
+          // A message id of its own: the stream would drop the event's id within its window.
+          await this.js.publish(this.names.event(event.data.type), encode(event.data), {
+            msgID: `redrive:${msg.seq}`,
+          });
+          await this.jsm.streams.deleteMessage(this.names.deadLetterStream, msg.seq);
+          redriven++;
+        }
+        if (seen >= wanted) break;
+      }
+    } finally {
+      await consumer.delete().catch(() => undefined);
+    }
+    return redriven;
+  }
+
   /** Closes the connection at once, in-flight deliveries left unacknowledged, as a crash would. */
   async abort(): Promise<void> {
     this.draining = true;

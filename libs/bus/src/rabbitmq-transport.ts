@@ -121,6 +121,14 @@ function withHeartbeat(url: string): string {
 
 const ignore = () => undefined;
 
+function decodeOrNull(content: Buffer): unknown {
+  try {
+    return decode(content);
+  } catch {
+    return null;
+  }
+}
+
 /** A copy of an event (a retry, a dead letter) keeps its id and type, persistent, and must reach a queue. */
 function copiedProperties(message: Message): Options.Publish {
   return {
@@ -680,6 +688,36 @@ export class RabbitBus implements Bus {
         settle(() => channel.nackAll(true));
       }
       return letters;
+    });
+  }
+
+  async redrive(durable: string, limit = 100): Promise<number> {
+    const letters = this.names.deadLetterQueue(durable);
+    const queue = this.names.durableQueue(durable);
+    return this.onOwnChannel(async (channel) => {
+      let redriven = 0;
+      const kept: Message[] = [];
+      try {
+        while (redriven + kept.length < limit) {
+          const message = await channel.get(letters, { noAck: false });
+          if (!message) break;
+          if (!WireEvent.safeParse(decodeOrNull(message.content)).success) {
+            kept.push(message);
+            continue;
+          }
+          // Its deliveries counted afresh: no attempts header, no x-death.
+          await this.confirmed('', queue, message.content, copiedProperties(message));
+          channel.ack(message);
+          redriven++;
+        }
+      } catch (error) {
+        // A durable that never consumed has no dead-letter queue, and so nothing to put back.
+        if ((error as { code?: unknown }).code === 404) return 0;
+        throw error;
+      } finally {
+        settle(() => channel.nackAll(true));
+      }
+      return redriven;
     });
   }
 

@@ -369,6 +369,38 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
       expect(calls).toBeGreaterThan(2);
     });
 
+    it('puts dead letters back for their durable once what failed them is mended, each counted afresh', async () => {
+      const [bus] = await make();
+      let mended = false;
+      const handled: Array<{ id: string; attempt: number }> = [];
+      await bus!.consume(
+        { durable: 'mended', filter: '>', maxDeliver: 2, redeliveryDelaysMs: [10] },
+        async (e, delivery) => {
+          if (!mended) throw new Error('a bug, since fixed');
+          handled.push({ id: e.id, attempt: delivery.attempt });
+        },
+      );
+      const first = event();
+      const second = event();
+      await bus!.publish(first);
+      await bus!.publish(second);
+      await waitFor(async () => (await bus!.deadLetters('mended')).length === 2, {
+        what: 'two dead letters',
+      });
+      expect(await bus!.redrive('nobody-consumes-this')).toBe(0);
+
+      mended = true;
+      expect(await bus!.redrive('mended', 1)).toBe(1);
+      await waitFor(() => handled.length === 1, { what: 'the first put back and handled' });
+      expect(handled).toEqual([{ id: first.id, attempt: 1 }]);
+      expect((await bus!.deadLetters('mended')).map((letter) => (letter.event as WireEvent).id)).toEqual([
+        second.id,
+      ]);
+      expect(await bus!.redrive('mended')).toBe(1);
+      await waitFor(() => handled.length === 2, { what: 'the second put back and handled' });
+      expect(await bus!.deadLetters('mended')).toEqual([]);
+    });
+
     it('dead-letters an event whose data its schema does not read on its first delivery, never retrying it', async () => {
       const [bus] = await make();
       const handled: string[] = [];
