@@ -26,7 +26,7 @@ import {
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
 import { InFlight } from './in-flight.js';
 import { timeCommand } from './metrics.js';
-import { OutageUnfinished, waitingOutOutages } from './outage.js';
+import { OutageUnfinished, type OutageWaiting, waitingOutOutages } from './outage.js';
 import { subjectMatches } from './subjects.js';
 import { failsEveryDelivery } from './unreadable-event.js';
 
@@ -34,6 +34,7 @@ type AnyHandler = (payload: unknown) => Promise<unknown>;
 
 interface Durable {
   options: ConsumeOptions;
+  outageWaiting: OutageWaiting;
   handlers: EventHandler[];
   nextHandler: number;
   queue: Array<{ event: WireEvent; attempt: number }>;
@@ -158,6 +159,11 @@ export class InProcessBus implements Bus {
     }
     const durable: Durable = {
       options,
+      outageWaiting: outageWaitingOf(
+        options,
+        () => !this.intakeClosed,
+        (error) => this.options.onHandlerError?.(error, { subject: options.filter }),
+      ),
       handlers: [handler],
       nextHandler: 0,
       queue: [],
@@ -208,15 +214,7 @@ export class InProcessBus implements Bus {
           messageId: event.id,
         },
         emptyCarrier,
-        () =>
-          waitingOutOutages(
-            () => handler(roundTrip(event), { attempt }),
-            outageWaitingOf(
-              durable.options,
-              () => !this.intakeClosed,
-              (error) => this.options.onHandlerError?.(error, { subject: eventSubject(event.type) }),
-            ),
-          ),
+        () => waitingOutOutages(() => handler(roundTrip(event), { attempt }), durable.outageWaiting),
       );
     } catch (error) {
       // Drained while waiting out an outage: queued again, its attempt as it was.

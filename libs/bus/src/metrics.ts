@@ -13,12 +13,13 @@ export const redeliveries = busMeter().createCounter('bus.consumer.redeliveries'
   description: 'Events redelivered to a durable consumer',
 });
 
-/** Commands taken from the queue after their caller had given up, dropped unanswered. */
+/** Deliveries whose handler is waiting out an outage in place (outage.ts). */
 export const outageWaits = busMeter().createCounter('bus.consumer.outage_waits', {
   description:
     'Deliveries whose handler failed with an outage (its database or a service it asks unreachable) and is run again in place until it ends',
 });
 
+/** Commands taken from the queue after their caller had given up, dropped unanswered. */
 export const lateCommands = busMeter().createCounter('bus.command.late', {
   description: 'Commands dropped by the handler side because their caller had already timed out',
 });

@@ -500,50 +500,49 @@ export class NatsBus implements Bus {
   }
 
   async deadLetters(durable: string, limit = 100): Promise<DeadLetter[]> {
-    const subject = this.names.deadLetter(this.names.durable(durable));
     const letters: DeadLetter[] = [];
-    const consumer = await this.js.consumers.get(this.names.deadLetterStream, {
-      filter_subjects: subject,
-      deliver_policy: DeliverPolicy.All,
-    });
-    const pending = (await consumer.info(true)).num_pending;
-    if (pending === 0) return letters;
-    const batch = await consumer.fetch({ max_messages: Math.min(limit, pending), expires: 2_000 });
-    for await (const msg of batch) {
+    await this.eachDeadLetter(durable, limit, async (msg) => {
       letters.push(msg.json<DeadLetter>());
-      if (letters.length >= Math.min(limit, pending)) break;
-    }
-    await consumer.delete().catch(() => undefined);
+    });
     return letters;
   }
 
   async redrive(durable: string, limit = 100): Promise<number> {
+    let redriven = 0;
+    await this.eachDeadLetter(durable, limit, async (msg) => {
+      const event = WireEvent.safeParse(msg.json<DeadLetter>().event);
+      if (!event.success) return;
+      // A message id of its own: the stream would drop the event's id within its window.
+      await this.js.publish(this.names.event(event.data.type), encode(event.data), {
+        msgID: `redrive:${msg.seq}`,
+      });
+      await this.jsm.streams.deleteMessage(this.names.deadLetterStream, msg.seq);
+      redriven++;
+    });
+    return redriven;
+  }
+
+  /** Visits up to `limit` of a durable's dead letters, oldest first, through a consumer made for it. */
+  private async eachDeadLetter(
+    durable: string,
+    limit: number,
+    visit: (msg: JsMsg) => Promise<void>,
+  ): Promise<void> {
     const consumer = await this.js.consumers.get(this.names.deadLetterStream, {
       filter_subjects: this.names.deadLetter(this.names.durable(durable)),
       deliver_policy: DeliverPolicy.All,
     });
-    const wanted = Math.min(limit, (await consumer.info(true)).num_pending);
-    let redriven = 0;
     try {
-      if (wanted === 0) return 0;
+      const wanted = Math.min(limit, (await consumer.info(true)).num_pending);
+      if (wanted === 0) return;
       let seen = 0;
       for await (const msg of await consumer.fetch({ max_messages: wanted, expires: 2_000 })) {
-        seen++;
-        const event = WireEvent.safeParse(msg.json<DeadLetter>().event);
-        if (event.success) {
-          // A message id of its own: the stream would drop the event's id within its window.
-          await this.js.publish(this.names.event(event.data.type), encode(event.data), {
-            msgID: `redrive:${msg.seq}`,
-          });
-          await this.jsm.streams.deleteMessage(this.names.deadLetterStream, msg.seq);
-          redriven++;
-        }
-        if (seen >= wanted) break;
+        await visit(msg);
+        if (++seen >= wanted) break;
       }
     } finally {
       await consumer.delete().catch(() => undefined);
     }
-    return redriven;
   }
 
   /** Closes the connection at once, in-flight deliveries left unacknowledged, as a crash would. */

@@ -64,14 +64,18 @@ export function carriedHeaders(message: Message, ours: Headers): Headers {
   return { ...carried, ...ours };
 }
 
-function eventOf(content: Buffer): WireEvent {
-  const text = content.toString('utf8');
+/** A message's content as an event, or undefined when it is none. */
+export function readableEvent(content: Buffer): WireEvent | undefined {
   try {
-    return WireEvent.parse(JSON.parse(text));
+    return WireEvent.parse(JSON.parse(content.toString('utf8')));
   } catch {
-    // Kept as it came, as the NATS transport keeps what it could not read.
-    return { raw: text } as unknown as WireEvent;
+    return undefined;
   }
+}
+
+function eventOf(content: Buffer): WireEvent {
+  // Kept as it came, as the NATS transport keeps what it could not read.
+  return readableEvent(content) ?? ({ raw: content.toString('utf8') } as unknown as WireEvent);
 }
 
 /**

@@ -55,6 +55,7 @@ import {
   type Headers,
   headerCarrier,
   letterFrom,
+  readableEvent,
 } from './rabbitmq-messages.js';
 import { RabbitNames } from './rabbitmq-names.js';
 import { declareDurable, declareExchanges } from './rabbitmq-topology.js';
@@ -120,14 +121,6 @@ function withHeartbeat(url: string): string {
 }
 
 const ignore = () => undefined;
-
-function decodeOrNull(content: Buffer): unknown {
-  try {
-    return decode(content);
-  } catch {
-    return null;
-  }
-}
 
 /** A copy of an event (a retry, a dead letter) keeps its id and type, persistent, and must reach a queue. */
 function copiedProperties(message: Message): Options.Publish {
@@ -671,53 +664,49 @@ export class RabbitBus implements Bus {
    * them back where they were.
    */
   async deadLetters(durable: string, limit = 100): Promise<DeadLetter[]> {
-    const queue = this.names.deadLetterQueue(durable);
-    return this.onOwnChannel(async (channel) => {
-      const letters: DeadLetter[] = [];
-      try {
-        while (letters.length < limit) {
-          const message = await channel.get(queue, { noAck: false });
-          if (!message) break;
-          letters.push(letterFrom(durable, message));
-        }
-      } catch (error) {
-        // A durable that never consumed has no dead-letter queue, and so no letters.
-        if ((error as { code?: unknown }).code === 404) return [];
-        throw error;
-      } finally {
-        settle(() => channel.nackAll(true));
-      }
-      return letters;
+    const letters: DeadLetter[] = [];
+    await this.eachDeadLetter(durable, limit, async (message) => {
+      letters.push(letterFrom(durable, message));
     });
+    return letters;
   }
 
   async redrive(durable: string, limit = 100): Promise<number> {
-    const letters = this.names.deadLetterQueue(durable);
     const queue = this.names.durableQueue(durable);
-    return this.onOwnChannel(async (channel) => {
-      let redriven = 0;
-      const kept: Message[] = [];
+    let redriven = 0;
+    await this.eachDeadLetter(durable, limit, async (message, channel) => {
+      if (!readableEvent(message.content)) return;
+      // Its deliveries counted afresh: no attempts header, no x-death.
+      await this.confirmed('', queue, message.content, copiedProperties(message));
+      channel.ack(message);
+      redriven++;
+    });
+    return redriven;
+  }
+
+  /**
+   * Visits up to `limit` of a durable's dead letters, oldest first, fetched unacknowledged on a channel of
+   * their own; those `visit` does not acknowledge are all handed back at the end, which puts them back
+   * where they were. A durable that never consumed has no dead-letter queue, and so none.
+   */
+  private async eachDeadLetter(
+    durable: string,
+    limit: number,
+    visit: (message: Message, channel: Channel) => Promise<void>,
+  ): Promise<void> {
+    const queue = this.names.deadLetterQueue(durable);
+    await this.onOwnChannel(async (channel) => {
       try {
-        while (redriven + kept.length < limit) {
-          const message = await channel.get(letters, { noAck: false });
+        for (let seen = 0; seen < limit; seen++) {
+          const message = await channel.get(queue, { noAck: false });
           if (!message) break;
-          if (!WireEvent.safeParse(decodeOrNull(message.content)).success) {
-            kept.push(message);
-            continue;
-          }
-          // Its deliveries counted afresh: no attempts header, no x-death.
-          await this.confirmed('', queue, message.content, copiedProperties(message));
-          channel.ack(message);
-          redriven++;
+          await visit(message, channel);
         }
       } catch (error) {
-        // A durable that never consumed has no dead-letter queue, and so nothing to put back.
-        if ((error as { code?: unknown }).code === 404) return 0;
-        throw error;
+        if ((error as { code?: unknown }).code !== 404) throw error;
       } finally {
         settle(() => channel.nackAll(true));
       }
-      return redriven;
     });
   }
 
