@@ -5,6 +5,8 @@
 // drain time, autoscaling, disruption budgets, Ingress routes, the NetworkPolicy rules and, on RabbitMQ,
 // that nothing of NATS is left.
 
+import { subscriptionsFor } from '@inbox/bus';
+import { eventConsumers, eventLanes } from '@inbox/contracts';
 import { stopGraceMs } from '@inbox/service-kit';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -368,18 +370,22 @@ describe('scaling and disruption', () => {
   it("KEDA on NATS reads the JetStream consumers; on RabbitMQ the durables' queues, with BUS_URL", () => {
     const nats = rendered(KEDA);
     expect(triggersOf(nats, 'webhook-dispatcher')).toEqual(['nats-jetstream EVENTS/webhook-dispatcher']);
-    expect(triggersOf(nats, 'messaging')).toEqual([
-      'nats-jetstream EVENTS/messaging',
-      'nats-jetstream EVENTS/messaging-leads',
-    ]);
+    // Every lane of messaging's inbound durables, as the bus names them, and its lead moves.
+    const messagingDurables = [
+      ...subscriptionsFor('messaging', eventConsumers.messaging).map((lane) => lane.durable),
+      'messaging-leads',
+    ];
+    expect(messagingDurables).toHaveLength(eventLanes.count + 1);
+    expect(triggersOf(nats, 'messaging')).toEqual(
+      messagingDurables.map((durable) => `nats-jetstream EVENTS/${durable}`).sort(),
+    );
     const rabbit = rendered(KEDA_RABBITMQ);
     expect(triggersOf(rabbit, 'webhook-dispatcher')).toEqual([
       'rabbitmq QueueLength events.webhook-dispatcher from BUS_URL',
     ]);
-    expect(triggersOf(rabbit, 'messaging')).toEqual([
-      'rabbitmq QueueLength events.messaging from BUS_URL',
-      'rabbitmq QueueLength events.messaging-leads from BUS_URL',
-    ]);
+    expect(triggersOf(rabbit, 'messaging')).toEqual(
+      messagingDurables.map((durable) => `rabbitmq QueueLength events.${durable} from BUS_URL`).sort(),
+    );
     // hostFromEnv names a variable of the target's container that holds the amqp:// URL: its BUS_URL,
     // from its own rabbitmq-<service> Secret.
     for (const object of ofKind(rabbit, 'ScaledObject')) {

@@ -3,8 +3,8 @@
 // its role needs (a command round trip, events through JetStream durables) and nothing past it.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { type Bus, NatsBus } from '@inbox/bus';
-import type { WireEvent } from '@inbox/contracts';
+import { type Bus, NatsBus, subscriptionsFor } from '@inbox/bus';
+import { eventConsumers, eventLanes, laneOf, type WireEvent } from '@inbox/contracts';
 import { type LocalServer, startNatsWithConfig, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { root } from './support.js';
@@ -39,17 +39,16 @@ afterAll(async () => {
 
 const workspaceId = randomUUID();
 let connectorSends = 0;
-const event = (type: string): WireEvent => ({
+const event = (type: string, workspace = workspaceId): WireEvent => ({
   id: randomUUID(),
   type,
-  workspace_id: workspaceId,
+  workspace_id: workspace,
   occurred_at: new Date().toISOString(),
   data: {},
 });
 
 /** Events one durable received, by id. */
-function collect(bus: Bus, durable: string, filter: string): Set<string> {
-  const seen = new Set<string>();
+function collect(bus: Bus, durable: string, filter: string, seen = new Set<string>()): Set<string> {
   void bus.consume({ durable, filter }, async (received) => {
     seen.add(received.id);
   });
@@ -114,22 +113,30 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
 
   it('lets each emitter publish its events and each consumer read them through its own durable', async () => {
     // The services' own durables and filters (services/messaging and services/webhook-dispatcher).
-    const inbound = collect(buses.messaging, 'messaging', 'inbound.>');
+    // Inbound events travel in lanes by workspace, a durable each: one event from the connector in each.
+    const inbound = new Set<string>();
+    for (const lane of subscriptionsFor('messaging', eventConsumers.messaging))
+      collect(buses.messaging, lane.durable, lane.filter, inbound);
     const leads = collect(buses.messaging, 'messaging-leads', 'lead.moved');
     const webhooks = collect(buses['webhook-dispatcher'], 'webhook-dispatcher', '>');
 
-    const fromConnector = event('inbound.message');
+    const lanes = new Map<number, WireEvent>();
+    while (lanes.size < eventLanes.count) {
+      const workspace = randomUUID();
+      lanes.set(laneOf(workspace), event('inbound.message', workspace));
+    }
+    const fromConnector = [...lanes.values()];
     const fromPipeline = event('lead.moved');
     const fromMessaging = event('message.sent');
-    await buses['provider-connector'].publish(fromConnector);
+    for (const inboundEvent of fromConnector) await buses['provider-connector'].publish(inboundEvent);
     await buses.pipeline.publish(fromPipeline);
     await buses.messaging.publish(fromMessaging);
 
     await waitFor(
       () =>
-        inbound.has(fromConnector.id) &&
+        fromConnector.every((e) => inbound.has(e.id)) &&
         leads.has(fromPipeline.id) &&
-        [fromConnector, fromPipeline, fromMessaging].every((e) => webhooks.has(e.id)),
+        [...fromConnector, fromPipeline, fromMessaging].every((e) => webhooks.has(e.id)),
       { what: 'every event at its consumers', timeoutMs: 10_000 },
     );
     expect(await buses['webhook-dispatcher'].pending('webhook-dispatcher')).toBe(0);

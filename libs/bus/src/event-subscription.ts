@@ -4,6 +4,8 @@ import {
   type EventEnvelope,
   type EventType,
   type eventConsumers,
+  eventLanes,
+  laneWord,
   parseEventData,
   type WireEvent,
 } from '@inbox/contracts';
@@ -43,12 +45,37 @@ export function filterFor(types: readonly EventType[]): string {
   return [...shared, '>'].join('.');
 }
 
+/** One durable consumer's name and filter, as the broker knows it. */
+export interface DurableSubscription {
+  durable: string;
+  filter: string;
+}
+
+/**
+ * What a consumer of these types subscribes: its durable with the types' filter, or, for types that travel
+ * in lanes (eventLanes), one durable per lane, each filtering its lane: `messaging` for lane 0, then
+ * `messaging-lane1` on `lane1.inbound.>` and so on.
+ */
+export function subscriptionsFor(durable: string, types: readonly EventType[]): DurableSubscription[] {
+  const filter = filterFor(types);
+  const laned = types.filter((type) => eventLanes.types.includes(type));
+  if (laned.length === 0) return [{ durable, filter }];
+  if (laned.length !== types.length) {
+    throw new Error(`${durable} takes events that travel in lanes with events that do not: subscribe apart`);
+  }
+  return Array.from({ length: eventLanes.count }, (_, lane) => ({
+    durable: lane === 0 ? durable : `${durable}-lane${lane}`,
+    filter: `${laneWord(lane)}${filter}`,
+  }));
+}
+
 const takes = <T extends EventType>(types: readonly T[], type: string): type is T =>
   (types as readonly string[]).includes(type);
 
 /**
- * Subscribes a durable consumer to the handlers' event types. The data is parsed here, the one place a
- * consumer reads it: data of another shape is dead-lettered at once (UnreadableEvent), never retried.
+ * Subscribes a durable consumer to the handlers' event types (a durable per lane for types that travel in
+ * lanes, each with the options' concurrency). The data is parsed here, the one place a consumer reads it:
+ * data of another shape is dead-lettered at once (UnreadableEvent), never retried.
  */
 export function consumeEvents<T extends EventType>(
   bus: Bus,
@@ -56,7 +83,7 @@ export function consumeEvents<T extends EventType>(
   handlers: EventHandlers<T>,
 ): Promise<void> {
   const types = Object.keys(handlers) as T[];
-  return bus.consume({ ...options, filter: filterFor(types) }, async (event, delivery) => {
+  const handle = async (event: WireEvent, delivery: Delivery) => {
     if (!takes(types, event.type)) return;
     const handler = handlers[event.type] as (event: EventEnvelope<T>, delivery: Delivery) => Promise<void>;
     let data: EventData<T>;
@@ -66,7 +93,11 @@ export function consumeEvents<T extends EventType>(
       throw new UnreadableEvent(event.type, error);
     }
     await handler({ ...event, type: event.type, data } as EventEnvelope<T>, delivery);
-  });
+  };
+  const subscriptions = subscriptionsFor(options.durable, types);
+  return Promise.all(subscriptions.map((lane) => bus.consume({ ...options, ...lane }, handle))).then(
+    () => undefined,
+  );
 }
 
 /**
@@ -79,7 +110,11 @@ export function forwardEvents<T extends EventType>(
   types: readonly T[],
   handler: (event: ForwardedEvent<T>, delivery: Delivery) => Promise<void>,
 ): Promise<void> {
-  return bus.consume({ ...options, filter: filterFor(types) }, async (event, delivery) => {
+  const forward = async (event: WireEvent, delivery: Delivery) => {
     if (takes(types, event.type)) await handler(event as ForwardedEvent<T>, delivery);
-  });
+  };
+  const subscriptions = subscriptionsFor(options.durable, types);
+  return Promise.all(subscriptions.map((lane) => bus.consume({ ...options, ...lane }, forward))).then(
+    () => undefined,
+  );
 }

@@ -6,6 +6,7 @@ import {
   commandCatalogue,
   commandTimeoutMs,
   errorMessage,
+  eventRoute,
   eventSubject,
   type NoticePayload,
   type NoticeSubject,
@@ -118,7 +119,7 @@ export class InProcessBus implements Bus {
     const stored = roundTrip(event);
     this.log.push(stored);
     for (const durable of this.durables.values()) {
-      if (subjectMatches(durable.options.filter, stored.type)) this.enqueue(durable, stored, 1, 0);
+      if (subjectMatches(durable.options.filter, eventRoute(stored))) this.enqueue(durable, stored, 1, 0);
     }
   }
 
@@ -172,7 +173,7 @@ export class InProcessBus implements Bus {
     this.durables.set(options.durable, durable);
     // A new durable starts from the beginning of the stream, as a JetStream durable with deliver-all does.
     for (const event of this.log) {
-      if (subjectMatches(options.filter, event.type)) this.enqueue(durable, event, 1, 0);
+      if (subjectMatches(options.filter, eventRoute(event))) this.enqueue(durable, event, 1, 0);
     }
   }
 

@@ -18,6 +18,7 @@ export {
   forwardEvents,
   type HandlersOf,
   type SubscriptionOptions,
+  subscriptionsFor,
 } from './event-subscription.js';
 export { InProcessBus } from './in-process-transport.js';
 export { NatsBus, type NatsBusOptions } from './nats-transport.js';

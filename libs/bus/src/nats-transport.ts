@@ -6,6 +6,7 @@ import {
   commandCatalogue,
   commandTimeoutMs,
   errorMessage,
+  eventRoute,
   eventSubject,
   type NoticePayload,
   type NoticeSubject,
@@ -328,7 +329,7 @@ export class NatsBus implements Bus {
   }
 
   async publish(event: WireEvent): Promise<void> {
-    const subject = this.names.event(event.type);
+    const subject = this.names.event(eventRoute(event));
     await this.js.publish(subject, encode(event), { msgID: event.id, headers: outgoingHeaders() });
   }
 
@@ -513,7 +514,7 @@ export class NatsBus implements Bus {
       const event = WireEvent.safeParse(msg.json<DeadLetter>().event);
       if (!event.success) return;
       // A message id of its own: the stream would drop the event's id within its window.
-      await this.js.publish(this.names.event(event.data.type), encode(event.data), {
+      await this.js.publish(this.names.event(eventRoute(event.data)), encode(event.data), {
         msgID: `redrive:${msg.seq}`,
       });
       await this.jsm.streams.deleteMessage(this.names.deadLetterStream, msg.seq);

@@ -8,6 +8,7 @@ import {
   commandTimeoutMs,
   errorMessage,
   eventConsumers,
+  eventRoute,
   eventSubject,
   type NoticePayload,
   type NoticeSubject,
@@ -37,7 +38,7 @@ import {
 } from './bus.js';
 import { AliveSignals, commandLiveness, watchCall } from './command-liveness.js';
 import { noResponderError, replyFromError, resultFromReply, timeoutError } from './command-reply.js';
-import { filterFor } from './event-subscription.js';
+import { subscriptionsFor } from './event-subscription.js';
 import { InFlight } from './in-flight.js';
 import { lateCommands, notePending, redeliveries, timeCommand } from './metrics.js';
 import { OutageUnfinished, type OutageWaiting, waitingOutOutages } from './outage.js';
@@ -225,7 +226,8 @@ export class RabbitBus implements Bus {
     // Every consumer's queue, whether or not it has started yet: RabbitMQ keeps an event only for the
     // queues bound when it is published.
     for (const [consumer, types] of Object.entries(eventConsumers))
-      await declareDurable(publisher, this.names, consumer, filterFor(types), []);
+      for (const { durable, filter } of subscriptionsFor(consumer, types))
+        await declareDurable(publisher, this.names, durable, filter, []);
     publisher.on('return', (message: Message) => {
       const id = message.properties.correlationId;
       if (typeof id === 'string') session.returned.add(id);
@@ -453,7 +455,7 @@ export class RabbitBus implements Bus {
   }
 
   async publish(event: WireEvent): Promise<void> {
-    await this.confirmed(this.names.eventsExchange, event.type, encode(event), {
+    await this.confirmed(this.names.eventsExchange, eventRoute(event), encode(event), {
       persistent: true,
       messageId: event.id,
       contentType: json,

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import { AppError, type WireEvent } from '@inbox/contracts';
+import { AppError, laneOf, type WireEvent } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Bus, consumeEvents } from '../src/index.js';
+import { type Bus, consumeEvents, subscriptionsFor } from '../src/index.js';
 
 /** Creates `replicas` buses that see the same subjects and streams (one "installation"). */
 export type BusFactory = (replicas: number) => Promise<Bus[]>;
@@ -44,6 +44,24 @@ function unreachable(): Promise<never> {
 
 function event(type = 'message.sent', id = randomUUID()): WireEvent {
   return { id, type, workspace_id: workspace.id, occurred_at: new Date().toISOString(), data: { n: id } };
+}
+
+/** A provider's word on a message of `workspaceId`, as the connector announces it. */
+function inboundStatus(workspaceId: string): WireEvent {
+  const data = {
+    workspace_id: workspaceId,
+    integration_id: randomUUID(),
+    provider_message_id: randomUUID(),
+    status: 'delivered',
+    error: null,
+  };
+  return {
+    id: randomUUID(),
+    type: 'inbound.status',
+    workspace_id: workspaceId,
+    occurred_at: new Date().toISOString(),
+    data,
+  };
 }
 
 /** The behaviour every transport must show; run once per transport. */
@@ -238,6 +256,40 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
       },
     );
 
+    it("keeps a workspace whose inbound floods its lane from holding up the other lanes' workspaces", async () => {
+      const [bus] = await make();
+      const busy = randomUUID();
+      let calm = randomUUID();
+      while (laneOf(calm) === laneOf(busy)) calm = randomUUID();
+      let open: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      const handled: string[] = [];
+      await consumeEvents(
+        bus!,
+        { durable: 'messaging', concurrency: 2 },
+        {
+          'inbound.message': async () => undefined,
+          'inbound.status': async (e) => {
+            if (e.workspace_id === busy) await gate;
+            handled.push(e.workspace_id);
+          },
+        },
+      );
+      try {
+        for (let i = 0; i < 6; i++) await bus!.publish(inboundStatus(busy));
+        await bus!.publish(inboundStatus(calm));
+        await waitFor(() => handled.includes(calm), { what: "the other lane's event" });
+        expect(handled).toEqual([calm]);
+      } finally {
+        open();
+      }
+      await waitFor(() => handled.length === 7, {
+        what: "the flooding workspace's events, once let through",
+      });
+    });
+
     it('delivers only the types its filter names', async () => {
       const [bus] = await make();
       const seen: string[] = [];
@@ -427,16 +479,18 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
       };
       await bus!.publish(unreadable);
       await bus!.publish(readable);
+      // The workspace's lane's durable: inbound events travel in lanes.
+      const { durable } = subscriptionsFor('unreadable', ['inbound.status'])[laneOf(workspace.id)]!;
       const letters = await waitFor(
         async () => {
-          const found = await bus!.deadLetters('unreadable');
+          const found = await bus!.deadLetters(durable);
           return found.length > 0 ? found : undefined;
         },
         { what: 'the unreadable event among the dead letters' },
       );
       expect(letters).toEqual([
         {
-          durable: 'unreadable',
+          durable,
           event: unreadable,
           error: expect.stringMatching(
             /^inbound\.status data does not match its schema: workspace_id: .*; status: /,

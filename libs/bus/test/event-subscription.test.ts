@@ -2,14 +2,19 @@ import { randomUUID } from 'node:crypto';
 import {
   type EventData,
   type EventType,
+  eventConsumers,
+  eventLanes,
+  eventRoute,
   eventTypes,
   type InboundStatusEvent,
+  laneOf,
+  laneWord,
   publicEventTypes,
   type WireEvent,
 } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { consumeEvents, filterFor, forwardEvents, InProcessBus } from '../src/index.js';
+import { consumeEvents, filterFor, forwardEvents, InProcessBus, subscriptionsFor } from '../src/index.js';
 
 const workspace = randomUUID();
 const wire = (type: string, data: unknown): WireEvent => ({
@@ -39,6 +44,43 @@ describe('filterFor', () => {
     expect(filterFor(['a.b', 'a.b.c'] as unknown as EventType[])).toBe('a.>');
     expect(filterFor(['a.b.c', 'a.b.d'] as unknown as EventType[])).toBe('a.b.>');
     expect(() => filterFor([])).toThrow();
+  });
+});
+
+describe('subscriptionsFor', () => {
+  it('gives types outside the lanes one durable, and the lanes’ types a durable per lane', () => {
+    expect(subscriptionsFor('webhook-dispatcher', publicEventTypes)).toEqual([
+      { durable: 'webhook-dispatcher', filter: '>' },
+    ]);
+    const lanes = subscriptionsFor('messaging', eventConsumers.messaging);
+    expect(lanes).toHaveLength(eventLanes.count);
+    // Lane 0 keeps the durable and filter of before lanes, so it reads what was published then.
+    expect(lanes[0]).toEqual({ durable: 'messaging', filter: 'inbound.>' });
+    expect(lanes[3]).toEqual({ durable: 'messaging-lane3', filter: 'lane3.inbound.>' });
+    expect(() => subscriptionsFor('mixed', [eventTypes.inboundStatus, eventTypes.leadMoved])).toThrow(
+      /lanes/,
+    );
+  });
+
+  it('routes a workspace’s events always to its one lane, and spreads workspaces over every lane', () => {
+    const event = (type: string, workspace_id: string) => ({ type, workspace_id });
+    const lanesUsed = new Map<number, number>();
+    for (let i = 0; i < 800; i++) {
+      const id = randomUUID();
+      const route = eventRoute(event(eventTypes.inboundMessage, id));
+      const lane = laneOf(id);
+      expect(route).toBe(lane === 0 ? 'inbound.message' : `lane${lane}.inbound.message`);
+      expect(eventRoute(event(eventTypes.inboundStatus, id))).toBe(`${laneWord(lane)}inbound.status`);
+      // Only the lanes' types take a lane.
+      expect(eventRoute(event(eventTypes.messageSent, id))).toBe('message.sent');
+      lanesUsed.set(lane, (lanesUsed.get(lane) ?? 0) + 1);
+    }
+    expect([...lanesUsed.keys()].sort()).toEqual(Array.from({ length: eventLanes.count }, (_, lane) => lane));
+    for (const count of lanesUsed.values()) expect(count).toBeGreaterThan(40);
+    // Pinned: a release that hashed otherwise would move workspaces to other lanes while older
+    // processes still publish to the lanes of before.
+    expect(laneOf('8a7f1c2e-0000-4000-8000-000000000000')).toBe(6);
+    expect(laneOf('ffffffff-ffff-4fff-bfff-ffffffffffff')).toBe(3);
   });
 });
 
@@ -74,7 +116,8 @@ describe('consumeEvents', () => {
     await waitFor(() => statuses.length === 1, { what: 'the well-formed status' });
     expect(statuses).toEqual([status]);
     expect(messages).toEqual([]);
-    const letters = await bus.deadLetters('typed');
+    const { durable } = subscriptionsFor('typed', [eventTypes.inboundStatus])[laneOf(workspace)]!;
+    const letters = await bus.deadLetters(durable);
     expect(letters.map((letter) => letter.event.id)).toEqual([malformed.id]);
     expect(letters[0]!.error).toMatch(/status/);
     await bus.drain();

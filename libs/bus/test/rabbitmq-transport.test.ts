@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { eventConsumers, type WireEvent } from '@inbox/contracts';
+import { eventConsumers, eventLanes, laneOf, type WireEvent } from '@inbox/contracts';
 import { type LocalServer, startRabbitMQ, uniquePrefix, waitFor } from '@inbox/testkit';
 import { connect } from 'amqplib';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { type Bus, connectBus, filterFor } from '../src/index.js';
+import { type Bus, connectBus, subscriptionsFor } from '../src/index.js';
 import { bindingKey, RabbitNames } from '../src/rabbitmq-names.js';
 import { deliveryLimit } from '../src/rabbitmq-topology.js';
 import { RabbitBus } from '../src/rabbitmq-transport.js';
@@ -57,17 +57,24 @@ describe('rabbitmq transport', () => {
     const prefix = uniquePrefix();
     // Only the connector is up, on a broker where no consumer has run yet.
     const connector = await connectTo(inject('infra').rabbitmqUrl, prefix);
-    const early = { ...event(), type: 'inbound.message' };
-    await connector.publish(early);
+    // One event in each of the lanes messaging reads, each lane a queue of its own.
+    const early = new Map<number, WireEvent>();
+    while (early.size < eventLanes.count) {
+      const workspaceId = randomUUID();
+      early.set(laneOf(workspaceId), { ...event(), type: 'inbound.message', workspace_id: workspaceId });
+    }
+    for (const e of early.values()) await connector.publish(e);
     const messaging = await connectTo(inject('infra').rabbitmqUrl, prefix);
     const seen: string[] = [];
-    await messaging.consume(
-      { durable: 'messaging', filter: filterFor(eventConsumers.messaging) },
-      async (e) => {
+    for (const lane of subscriptionsFor('messaging', eventConsumers.messaging)) {
+      await messaging.consume(lane, async (e) => {
         seen.push(e.id);
-      },
-    );
-    await waitFor(() => seen.includes(early.id), { what: 'the event published before messaging started' });
+      });
+    }
+    await waitFor(() => seen.length === eventLanes.count, {
+      what: 'the events published before messaging started, in every lane',
+    });
+    expect(seen.sort()).toEqual([...early.values()].map((e) => e.id).sort());
   });
 
   it('is what connectBus opens for an amqp:// URL', async () => {

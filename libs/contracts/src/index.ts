@@ -6,6 +6,7 @@ export * from './commands.js';
 export * from './error-response.js';
 export * from './error-texts.js';
 export * from './event-consumers.js';
+export * from './event-lanes.js';
 export * from './event-types.js';
 export * from './events.js';
 export * from './internal-events.js';

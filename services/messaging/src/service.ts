@@ -60,8 +60,10 @@ export function messagingService(options: MessagingOptions = {}): ServiceDefinit
           await bus.handle('cmd.messaging.list-failed-messages', (command) =>
             panel.listFailedMessages(deps, command),
           );
-          // What the connector announced: a contact's message, or a provider's word on one of ours.
-          await consumeEvents(bus, { durable: 'messaging', concurrency: 4 }, {
+          // What the connector announced: a contact's message, or a provider's word on one of ours. These
+          // travel in lanes by workspace (eventLanes), each lane a durable of its own with two handlers at a
+          // time in each replica: a workspace's burst holds its own lane's two, never the other lanes'.
+          await consumeEvents(bus, { durable: 'messaging', concurrency: 2 }, {
             [eventTypes.inboundMessage]: (event) => receiveMessage(deps, event.data),
             [eventTypes.inboundStatus]: (event) => applyStatus(deps, event.data),
           } satisfies HandlersOf<'messaging'>);
