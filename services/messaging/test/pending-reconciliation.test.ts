@@ -15,6 +15,7 @@ import { externalSend } from '../src/handlers/external-send.js';
 import { applyStatus } from '../src/handlers/inbound.js';
 import { PendingReconciler } from '../src/reconcile-pending.js';
 import { ConversationStore } from '../src/store/conversations.js';
+import { stalePendingMessages } from '../src/store/pending-messages.js';
 import { Replies } from '../src/store/replies.js';
 import { recordSent, SentMessages } from '../src/store/sent-messages.js';
 
@@ -373,6 +374,34 @@ describe('pending message reconciliation', () => {
       [pending.conversationId],
     );
     expect(sequences[0]?.seq).toBe(rows[0]?.ordering_seq);
+  });
+
+  it('takes stale messages in turns by workspace, so a workspace with thousands holds back no other', async () => {
+    const flooded = await workspaceWithIntegration();
+    const other = await workspaceWithIntegration();
+    // The flooded workspace's are the oldest, and more than a batch.
+    for (let i = 0; i < 12; i++) await flooded.pendingMessage(`Parado ${i}`, 30);
+    const waiting = await other.pendingMessage('Também parado', 6);
+    const batch = await stalePendingMessages(messagingPool, 5, 10);
+    expect(batch.map((m) => m.id)).toContain(waiting.id);
+    // In turns: the other workspace's one comes before the flooded workspace's second.
+    const pair: string[] = [flooded.workspaceId, other.workspaceId];
+    const ours = batch.filter((m) => pair.includes(m.workspace_id));
+    expect(
+      ours
+        .slice(0, 2)
+        .map((m) => m.workspace_id)
+        .sort(),
+    ).toEqual([flooded.workspaceId, other.workspaceId].sort());
+    // Settled by the job, each workspace's all the same (nothing was recorded: never sent, so failed).
+    const reconciler = new PendingReconciler({ pool: messagingPool, bus, relay, logger, afterMinutes: 5 });
+    await reconciler.reconcile();
+    expect((await other.message(waiting.id)).status).toBe('failed');
+    const { rows } = await messagingPool.query<{ pending: number }>(
+      `select count(*)::int as pending from messages where workspace_id = $1 and status = 'pending'`,
+      [flooded.workspaceId],
+    );
+    expect(rows[0]!.pending).toBe(0);
   });
 
   it('refuses a threshold shorter than a send may take', () => {

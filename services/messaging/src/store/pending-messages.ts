@@ -12,21 +12,32 @@ export interface PendingMessage {
 }
 
 /**
- * Outbound messages of every workspace still pending `olderThanMinutes` after they were stored (or, for a
- * retried one, made pending again), oldest first: the reconciliation job's work (a system job, the one
- * query here that spans workspaces).
+ * Outbound messages still pending `olderThanMinutes` after they were stored (or, for a retried one, made
+ * pending again): the reconciliation job's work (a system job, the one query here that spans
+ * workspaces). Taken in turns by workspace, each one's oldest first, then each one's second, and so on:
+ * oldest first across workspaces, one workspace with thousands left pending (a provider silent for an
+ * hour) held every other workspace's behind them for as long as settling them all took.
  */
 export async function stalePendingMessages(
   db: Queryable,
   olderThanMinutes: number,
   limit: number,
 ): Promise<PendingMessage[]> {
+  const stale = `m.status = 'pending' and m.direction = 'outbound' and m.outcome_unknown_since is null
+        and coalesce(m.pending_since, m.created_at) < now() - $1 * interval '1 minute'`;
   const { rows } = await db.query<PendingMessage>(
-    `select m.id, m.workspace_id, m.conversation_id, m.text, m.sender_type, c.integration_id, c.provider
-       from messages m join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
-      where m.status = 'pending' and m.direction = 'outbound' and m.outcome_unknown_since is null
-        and coalesce(m.pending_since, m.created_at) < now() - $1 * interval '1 minute'
-      order by coalesce(m.pending_since, m.created_at) limit $2`,
+    `select p.id, p.workspace_id, p.conversation_id, p.text, p.sender_type, p.integration_id, p.provider
+       from (select distinct m.workspace_id from messages m where ${stale}) w
+       cross join lateral (
+         select m.id, m.workspace_id, m.conversation_id, m.text, m.sender_type, c.integration_id, c.provider,
+                coalesce(m.pending_since, m.created_at) as since,
+                row_number() over (order by coalesce(m.pending_since, m.created_at)) as turn
+           from messages m
+           join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
+          where m.workspace_id = w.workspace_id and ${stale}
+          order by coalesce(m.pending_since, m.created_at) limit $2
+       ) p
+      order by p.turn, p.since limit $2`,
     [olderThanMinutes, limit],
   );
   return rows;
