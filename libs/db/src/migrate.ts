@@ -73,6 +73,45 @@ const outboxMigrations = [
   },
 ];
 
+/**
+ * A file that starts with this line runs statement by statement outside a transaction: what Postgres runs
+ * only that way, `create index concurrently` above all, which builds an index while the table goes on
+ * taking writes (a plain `create index` holds them back for the whole build, and a migration runs while
+ * the release before still serves). Each statement must be safe to run again (`if exists`), since a
+ * failure part-way leaves the file to be run again from its start; statements end with `;` at a line's end.
+ */
+const withoutTransaction = /^--\s*migrate:\s*without a transaction\s*$/m;
+
+/** The statements of a file run without a transaction, comments and blank lines left out. */
+function statementsOf(sql: string): string[] {
+  return sql
+    .split(/;\s*$/m)
+    .map((chunk) =>
+      chunk
+        .split('\n')
+        .filter((line) => !/^\s*--/.test(line))
+        .join('\n')
+        .trim(),
+    )
+    .filter((statement) => statement.length > 0);
+}
+
+/**
+ * Waits for the schema's migration lock without holding a snapshot: a session blocked in
+ * `pg_advisory_lock` holds one, and `create index concurrently` in the session that has the lock waits
+ * for every such snapshot to end, which would be a deadlock.
+ */
+async function takeMigrationLock(client: pg.PoolClient, schema: string): Promise<void> {
+  for (;;) {
+    const { rows } = await client.query<{ taken: boolean }>(
+      'select pg_try_advisory_lock(hashtext($1)) as taken',
+      [`migrate:${schema}`],
+    );
+    if (rows[0]?.taken) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 async function readMigrations(directory: string) {
   const files = (await readdir(directory)).filter((file) => /^\d+_.+\.sql$/.test(file));
   const migrations = await Promise.all(
@@ -105,7 +144,7 @@ export async function migrate(
   const client = await connectWithoutTimeouts(pool);
   const applied: string[] = [];
   try {
-    await client.query('select pg_advisory_lock(hashtext($1))', [`migrate:${schema}`]);
+    await takeMigrationLock(client, schema);
     await client.query(`create schema if not exists ${schema}`);
     await client.query(`set search_path to ${schema}`);
     await client.query(
@@ -115,6 +154,19 @@ export async function migrate(
     const done = new Set(rows.map((row) => row.version));
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
+      if (withoutTransaction.test(migration.sql)) {
+        try {
+          for (const statement of statementsOf(migration.sql)) await client.query(statement);
+        } catch (error) {
+          throw new Error(`migration ${migration.name} of schema ${schema} failed`, { cause: error });
+        }
+        await client.query('insert into schema_migrations (version, name) values ($1, $2)', [
+          migration.version,
+          migration.name,
+        ]);
+        applied.push(migration.name);
+        continue;
+      }
       await client.query('begin');
       try {
         await client.query(migration.sql);

@@ -51,11 +51,18 @@ describe('migrations', () => {
     const results = await Promise.all(
       pools.map((p) => migrate(p, { schema: 'concurrent', directory: migrations })),
     );
-    expect(results.flat()).toEqual(['001_things.sql', '002_things_index.sql']);
+    expect(results.flat()).toEqual(['001_things.sql', '002_things_index.sql', '003_things_by_name.sql']);
     const again = await migrate(pools[0]!, { schema: 'concurrent', directory: migrations });
     expect(again).toEqual([]);
     const { rows } = await pools[0]!.query('select version from schema_migrations order by version');
-    expect(rows.map((r) => r.version)).toEqual([1, 2]);
+    expect(rows.map((r) => r.version)).toEqual([1, 2, 3]);
+    // Built concurrently (Postgres refuses that inside a transaction) while the other replicas waited
+    // for the lock, and whole.
+    const { rows: index } = await pools[0]!.query(
+      `select i.indisvalid from pg_index i join pg_class c on c.oid = i.indexrelid
+        join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'concurrent' and c.relname = 'things_by_name'`,
+    );
+    expect(index).toEqual([{ indisvalid: true }]);
     await Promise.all(pools.map((p) => p.end()));
   });
 
@@ -78,10 +85,31 @@ describe('migrations', () => {
       '000_outbox_ordering (from @inbox/db)',
       '001_things.sql',
       '002_things_index.sql',
+      '003_things_by_name.sql',
     ]);
     const { rows } = await p.query('select failed_at, publish_error, publish_attempts from outbox');
     expect(rows).toEqual([{ failed_at: null, publish_error: null, publish_attempts: 0 }]);
     expect(await migrate(p, { schema: 'upgraded', directory: migrations, outbox: true })).toEqual([]);
+    await p.end();
+  });
+
+  it('build an index concurrently, the table taking writes meanwhile', async () => {
+    const p = createPool({ url, schema: 'busy' });
+    await migrate(p, { schema: 'busy', directory: migrations });
+    await p.query('drop index things_by_name');
+    await p.query('delete from schema_migrations where version = 3');
+    // A transaction that wrote to the table and is still open: a plain create index would wait for it,
+    // and so would every write after it; a concurrent build waits for it too, but blocks no new write.
+    const writer = await p.connect();
+    await writer.query('begin');
+    await writer.query("insert into things values (gen_random_uuid(), gen_random_uuid(), 'a')");
+    const building = migrate(p, { schema: 'busy', directory: migrations });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Meanwhile, another write goes through at once.
+    await p.query("insert into things values (gen_random_uuid(), gen_random_uuid(), 'b')");
+    await writer.query('commit');
+    writer.release();
+    expect(await building).toEqual(['003_things_by_name.sql']);
     await p.end();
   });
 

@@ -1,5 +1,9 @@
--- The reconciliation job takes stale pending messages in turns by workspace (stalePendingMessages): each
--- workspace's oldest, read from its own part of the index rather than past every other workspace's.
-drop index messages_pending;
-create index messages_pending on messages (workspace_id, (coalesce(pending_since, created_at)))
+-- migrate: without a transaction
+-- The reconciliation job reads each workspace's stale pending messages in turn (stalePendingMessages):
+-- from that workspace's own part of the index, not past every other workspace's. Built concurrently, so
+-- the messages table goes on taking writes from the release still serving while the index is built.
+drop index concurrently if exists messages_pending_by_workspace;
+create index concurrently messages_pending_by_workspace
+  on messages (workspace_id, (coalesce(pending_since, created_at)))
   where status = 'pending' and direction = 'outbound' and outcome_unknown_since is null;
+drop index concurrently if exists messages_pending;

@@ -9,6 +9,7 @@ import {
   type PendingMessage,
   setAside,
   stalePendingMessages,
+  workspacesWithStalePending,
 } from './store/pending-messages.js';
 import { recordSent } from './store/sent-messages.js';
 
@@ -26,7 +27,10 @@ export interface PendingReconcilerOptions {
   afterMinutes: number;
   /** How often stale pending messages are looked for; a minute by default. */
   intervalMs?: number;
-  batchSize?: number;
+  /** How many of one workspace's messages a round settles (10). */
+  perWorkspace?: number;
+  /** How many workspaces one query reads (50). */
+  workspacesPerQuery?: number;
 }
 
 type Outcome = 'sent' | 'failed' | 'unknown' | 'settled-meanwhile' | 'set-aside';
@@ -60,9 +64,13 @@ export class PendingReconciler {
     await this.running;
   }
 
-  /** One pass over every stale pending message; says how many it settled each way. */
+  /**
+   * One pass over every stale pending message; says how many it settled each way. The workspaces are
+   * read once, then visited in rounds, `perWorkspace` of each one's messages a round, `workspacesPerQuery`
+   * workspaces a query: one workspace's backlog adds rounds, never a wait before another's first turn.
+   */
   async reconcile(): Promise<Record<Outcome, number>> {
-    const { pool, afterMinutes, batchSize = 100 } = this.options;
+    const { pool, afterMinutes, perWorkspace = 10, workspacesPerQuery = 50 } = this.options;
     const counts: Record<Outcome, number> = {
       sent: 0,
       failed: 0,
@@ -71,15 +79,28 @@ export class PendingReconciler {
       'set-aside': 0,
     };
     const seen = new Set<string>();
-    for (;;) {
-      const batch = (await stalePendingMessages(pool, afterMinutes, batchSize)).filter(
-        (m) => !seen.has(m.id),
-      );
-      for (const message of batch) {
-        seen.add(message.id);
-        counts[await this.settleOrSetAside(message)]++;
+    let workspaces = await workspacesWithStalePending(pool, afterMinutes);
+    while (workspaces.length > 0) {
+      const left: string[] = [];
+      for (let start = 0; start < workspaces.length; start += workspacesPerQuery) {
+        const turn = workspaces.slice(start, start + workspacesPerQuery);
+        const found = await stalePendingMessages(pool, afterMinutes, turn, perWorkspace);
+        // A workspace stays for the next round while it may have more; one whose messages all came back
+        // again (settled meanwhile by a replica still holding them) is done for this pass.
+        const fresh = new Map<string, number>();
+        const taken = new Map<string, number>();
+        for (const message of found) {
+          taken.set(message.workspace_id, (taken.get(message.workspace_id) ?? 0) + 1);
+          if (seen.has(message.id)) continue;
+          fresh.set(message.workspace_id, (fresh.get(message.workspace_id) ?? 0) + 1);
+          seen.add(message.id);
+          counts[await this.settleOrSetAside(message)]++;
+        }
+        for (const workspace of turn)
+          if ((taken.get(workspace) ?? 0) === perWorkspace && (fresh.get(workspace) ?? 0) > 0)
+            left.push(workspace);
       }
-      if (batch.length < batchSize) break;
+      workspaces = left;
     }
     if (counts.sent > 0) this.options.relay.wake();
     return counts;

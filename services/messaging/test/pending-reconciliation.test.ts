@@ -15,7 +15,7 @@ import { externalSend } from '../src/handlers/external-send.js';
 import { applyStatus } from '../src/handlers/inbound.js';
 import { PendingReconciler } from '../src/reconcile-pending.js';
 import { ConversationStore } from '../src/store/conversations.js';
-import { stalePendingMessages } from '../src/store/pending-messages.js';
+import { stalePendingMessages, workspacesWithStalePending } from '../src/store/pending-messages.js';
 import { Replies } from '../src/store/replies.js';
 import { recordSent, SentMessages } from '../src/store/sent-messages.js';
 
@@ -379,22 +379,29 @@ describe('pending message reconciliation', () => {
   it('takes stale messages in turns by workspace, so a workspace with thousands holds back no other', async () => {
     const flooded = await workspaceWithIntegration();
     const other = await workspaceWithIntegration();
-    // The flooded workspace's are the oldest, and more than a batch.
+    // The flooded workspace's are the oldest, and more than a round takes of one workspace.
     for (let i = 0; i < 12; i++) await flooded.pendingMessage(`Parado ${i}`, 30);
     const waiting = await other.pendingMessage('Também parado', 6);
-    const batch = await stalePendingMessages(messagingPool, 5, 10);
-    expect(batch.map((m) => m.id)).toContain(waiting.id);
-    // In turns: the other workspace's one comes before the flooded workspace's second.
-    const pair: string[] = [flooded.workspaceId, other.workspaceId];
-    const ours = batch.filter((m) => pair.includes(m.workspace_id));
-    expect(
-      ours
-        .slice(0, 2)
-        .map((m) => m.workspace_id)
-        .sort(),
-    ).toEqual([flooded.workspaceId, other.workspaceId].sort());
+    const pair = [flooded.workspaceId, other.workspaceId];
+    expect(await workspacesWithStalePending(messagingPool, 5)).toEqual(expect.arrayContaining(pair));
+    const batch = await stalePendingMessages(messagingPool, 5, pair, 3);
+    // In turns: each workspace's oldest, then the flooded one's next two; never more than three of one.
+    expect(batch.map((m) => m.workspace_id)).toEqual([
+      flooded.workspaceId,
+      other.workspaceId,
+      flooded.workspaceId,
+      flooded.workspaceId,
+    ]);
+    expect(batch[1]!.id).toBe(waiting.id);
     // Settled by the job, each workspace's all the same (nothing was recorded: never sent, so failed).
-    const reconciler = new PendingReconciler({ pool: messagingPool, bus, relay, logger, afterMinutes: 5 });
+    const reconciler = new PendingReconciler({
+      pool: messagingPool,
+      bus,
+      relay,
+      logger,
+      afterMinutes: 5,
+      perWorkspace: 5,
+    });
     await reconciler.reconcile();
     expect((await other.message(waiting.id)).status).toBe('failed');
     const { rows } = await messagingPool.query<{ pending: number }>(

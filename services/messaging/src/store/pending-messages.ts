@@ -11,23 +11,39 @@ export interface PendingMessage {
   provider: Provider;
 }
 
+// Stale: pending past the job's wait, and not of unknown outcome (those are never the job's again). The
+// predicate the messages_pending index is built on, so both queries read that index.
+const stale = `m.status = 'pending' and m.direction = 'outbound' and m.outcome_unknown_since is null
+        and coalesce(m.pending_since, m.created_at) < now() - $1 * interval '1 minute'`;
+
 /**
- * Outbound messages still pending `olderThanMinutes` after they were stored (or, for a retried one, made
- * pending again): the reconciliation job's work (a system job, the one query here that spans
- * workspaces). Taken in turns by workspace, each one's oldest first, then each one's second, and so on:
- * oldest first across workspaces, one workspace with thousands left pending (a provider silent for an
- * hour) held every other workspace's behind them for as long as settling them all took.
+ * The workspaces with outbound messages still pending `olderThanMinutes` after they were stored (or, for a
+ * retried one, made pending again): the reconciliation job's work, read once a pass (a system job, the
+ * one place here that spans workspaces).
+ */
+export async function workspacesWithStalePending(db: Queryable, olderThanMinutes: number): Promise<string[]> {
+  const { rows } = await db.query<{ workspace_id: string }>(
+    `select distinct m.workspace_id from messages m where ${stale}`,
+    [olderThanMinutes],
+  );
+  return rows.map((row) => row.workspace_id);
+}
+
+/**
+ * Up to `perWorkspace` of each given workspace's stale pending messages, oldest first, taken in turns:
+ * each workspace's oldest, then each one's second, and so on. Oldest first across workspaces, one
+ * workspace with thousands left pending (a provider silent for an hour) held every other workspace's
+ * behind them for as long as settling them all took.
  */
 export async function stalePendingMessages(
   db: Queryable,
   olderThanMinutes: number,
-  limit: number,
+  workspaceIds: readonly string[],
+  perWorkspace: number,
 ): Promise<PendingMessage[]> {
-  const stale = `m.status = 'pending' and m.direction = 'outbound' and m.outcome_unknown_since is null
-        and coalesce(m.pending_since, m.created_at) < now() - $1 * interval '1 minute'`;
   const { rows } = await db.query<PendingMessage>(
     `select p.id, p.workspace_id, p.conversation_id, p.text, p.sender_type, p.integration_id, p.provider
-       from (select distinct m.workspace_id from messages m where ${stale}) w
+       from unnest($2::uuid[]) as w (workspace_id)
        cross join lateral (
          select m.id, m.workspace_id, m.conversation_id, m.text, m.sender_type, c.integration_id, c.provider,
                 coalesce(m.pending_since, m.created_at) as since,
@@ -35,10 +51,10 @@ export async function stalePendingMessages(
            from messages m
            join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id
           where m.workspace_id = w.workspace_id and ${stale}
-          order by coalesce(m.pending_since, m.created_at) limit $2
+          order by coalesce(m.pending_since, m.created_at) limit $3
        ) p
-      order by p.turn, p.since limit $2`,
-    [olderThanMinutes, limit],
+      order by p.turn, p.since`,
+    [olderThanMinutes, workspaceIds, perWorkspace],
   );
   return rows;
 }
