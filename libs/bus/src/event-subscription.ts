@@ -10,10 +10,35 @@ import {
   type WireEvent,
 } from '@inbox/contracts';
 import type { Bus, ConsumeOptions, Delivery } from './bus.js';
+import { InFlight } from './in-flight.js';
 import { UnreadableEvent } from './unreadable-event.js';
 
 /** A durable consumer's settings; its filter follows from the event types it takes. */
-export type SubscriptionOptions = Omit<ConsumeOptions, 'filter'>;
+export type SubscriptionOptions = Omit<ConsumeOptions, 'filter'> & {
+  /**
+   * For types that travel in lanes: how many handlers run at once over all the lanes in this process
+   * (`concurrency` is each lane's). Each lane keeps its own share, so a busy lane never takes the rest,
+   * while the lanes together ask no more of the database pool than one durable did.
+   */
+  concurrencyAcrossLanes?: number;
+};
+
+/** A handler that runs only while fewer than `limit` of those sharing `slots` run. */
+function sharing(
+  handler: (event: WireEvent, delivery: Delivery) => Promise<void>,
+  limit: number | undefined,
+): (event: WireEvent, delivery: Delivery) => Promise<void> {
+  if (limit === undefined) return handler;
+  const slots = new InFlight();
+  return async (event, delivery) => {
+    await slots.acquire(limit);
+    try {
+      await handler(event, delivery);
+    } finally {
+      slots.release();
+    }
+  };
+}
 
 /** One handler per event type taken, each given the event with its data parsed by the catalogue. */
 export type EventHandlers<T extends EventType> = {
@@ -94,8 +119,10 @@ export function consumeEvents<T extends EventType>(
     }
     await handler({ ...event, type: event.type, data } as EventEnvelope<T>, delivery);
   };
+  const { concurrencyAcrossLanes, ...consumeOptions } = options;
+  const shared = sharing(handle, concurrencyAcrossLanes);
   const subscriptions = subscriptionsFor(options.durable, types);
-  return Promise.all(subscriptions.map((lane) => bus.consume({ ...options, ...lane }, handle))).then(
+  return Promise.all(subscriptions.map((lane) => bus.consume({ ...consumeOptions, ...lane }, shared))).then(
     () => undefined,
   );
 }
@@ -113,8 +140,10 @@ export function forwardEvents<T extends EventType>(
   const forward = async (event: WireEvent, delivery: Delivery) => {
     if (takes(types, event.type)) await handler(event as ForwardedEvent<T>, delivery);
   };
+  const { concurrencyAcrossLanes, ...consumeOptions } = options;
+  const shared = sharing(forward, concurrencyAcrossLanes);
   const subscriptions = subscriptionsFor(options.durable, types);
-  return Promise.all(subscriptions.map((lane) => bus.consume({ ...options, ...lane }, forward))).then(
+  return Promise.all(subscriptions.map((lane) => bus.consume({ ...consumeOptions, ...lane }, shared))).then(
     () => undefined,
   );
 }

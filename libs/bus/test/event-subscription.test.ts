@@ -142,6 +142,52 @@ describe('consumeEvents', () => {
   });
 });
 
+describe('consumeEvents across lanes', () => {
+  it('runs no more handlers over all the lanes than concurrencyAcrossLanes, each lane within its own', async () => {
+    const bus = new InProcessBus();
+    let running = 0;
+    let most = 0;
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const handled: string[] = [];
+    await consumeEvents(
+      bus,
+      { durable: 'shared', concurrency: 2, concurrencyAcrossLanes: 3 },
+      {
+        [eventTypes.inboundStatus]: async (event) => {
+          running++;
+          most = Math.max(most, running);
+          await gate;
+          running--;
+          handled.push(event.id);
+        },
+        [eventTypes.inboundMessage]: async () => undefined,
+      },
+    );
+    // Two events in each of four lanes: eight that could run at once, lane by lane.
+    const lanes = new Map<number, string>();
+    while (lanes.size < 4) {
+      const id = randomUUID();
+      lanes.set(laneOf(id), id);
+    }
+    for (const workspaceId of lanes.values())
+      for (let i = 0; i < 2; i++)
+        await bus.publish({
+          ...wire(eventTypes.inboundStatus, { ...status, workspace_id: workspaceId }),
+          workspace_id: workspaceId,
+        });
+    await waitFor(() => running === 3, { what: 'three handlers running' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(most).toBe(3);
+    open();
+    await waitFor(() => handled.length === 8, { what: 'every event, once let through' });
+    expect(most).toBe(3);
+    await bus.drain();
+  });
+});
+
 describe('forwardEvents', () => {
   it('passes the given types on with their data exactly as it came, and skips the rest', async () => {
     const bus = new InProcessBus();

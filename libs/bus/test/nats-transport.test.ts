@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { WireEvent } from '@inbox/contracts';
+import { laneOf, type WireEvent } from '@inbox/contracts';
 import { startNats, uniquePrefix, waitFor } from '@inbox/testkit';
-import { AckPolicy, jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect, inject, it, onTestFinished } from 'vitest';
-import { type Bus, NatsBus } from '../src/index.js';
+import { type Bus, consumeEvents, NatsBus } from '../src/index.js';
 import { SubjectNames } from '../src/subjects.js';
 import { busContract } from './bus-contract.js';
 
@@ -43,6 +43,49 @@ describe('nats transport de-duplication', () => {
       await waitFor(() => seen.includes(marker.id), { what: 'the marker' });
       expect(seen).toEqual([first.id, marker.id]);
     } finally {
+      await bus.drain();
+    }
+  });
+});
+
+describe('nats transport inbound lanes', () => {
+  it('reads in lane 0 an inbound event published on the subject of before lanes, whatever its workspace', async () => {
+    const prefix = uniquePrefix();
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    const nc = await connect({ servers: inject('infra').natsUrl });
+    try {
+      const handled: string[] = [];
+      await consumeEvents(
+        bus,
+        { durable: 'messaging' },
+        {
+          'inbound.message': async () => undefined,
+          'inbound.status': async (e) => {
+            handled.push(e.id);
+          },
+        },
+      );
+      let workspaceId = randomUUID();
+      while (laneOf(workspaceId) === 0) workspaceId = randomUUID();
+      const data = {
+        workspace_id: workspaceId,
+        integration_id: randomUUID(),
+        provider_message_id: 'wamid.before-lanes',
+        status: 'delivered',
+        error: null,
+      };
+      const before: WireEvent = {
+        id: randomUUID(),
+        type: 'inbound.status',
+        workspace_id: workspaceId,
+        occurred_at: new Date().toISOString(),
+        data,
+      };
+      // As a connector of the release before lanes published it, still in the stream at the upgrade.
+      await jetstream(nc).publish(new SubjectNames(prefix).event('inbound.status'), JSON.stringify(before));
+      await waitFor(() => handled.includes(before.id), { what: 'the event of before lanes' });
+    } finally {
+      await nc.close();
       await bus.drain();
     }
   });

@@ -62,8 +62,9 @@ export function messagingService(options: MessagingOptions = {}): ServiceDefinit
           );
           // What the connector announced: a contact's message, or a provider's word on one of ours. These
           // travel in lanes by workspace (eventLanes), each lane a durable of its own with two handlers at a
-          // time in each replica: a workspace's burst holds its own lane's two, never the other lanes'.
-          await consumeEvents(bus, { durable: 'messaging', concurrency: 2 }, {
+          // time in each replica: a workspace's burst holds its own lane's two, never the other lanes'. Six
+          // at once over all eight lanes leave the pool's other four connections to commands and the relay.
+          await consumeEvents(bus, { durable: 'messaging', concurrency: 2, concurrencyAcrossLanes: 6 }, {
             [eventTypes.inboundMessage]: (event) => receiveMessage(deps, event.data),
             [eventTypes.inboundStatus]: (event) => applyStatus(deps, event.data),
           } satisfies HandlersOf<'messaging'>);
