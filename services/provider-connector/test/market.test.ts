@@ -279,6 +279,43 @@ describe('market (Mercado Livre)', () => {
     expect(refreshes.filter((entry) => entry.spent)).toHaveLength(1);
   });
 
+  it("answers a send whose token another replica is still refreshing by the send's deadline, as not sent", async () => {
+    const { workspaceId, created } = await connect();
+    // The buyer wrote first: a reply has a conversation to go to.
+    await control('/inbound', {
+      channel: 'market',
+      account: SELLER,
+      from: BUYER,
+      text: 'oi',
+      topic: 'messages',
+    });
+    await control('/market/expire-tokens', { seller_id: SELLER });
+    // Another replica took the claim to refresh, and its call to the token endpoint has not come back.
+    const other = await store.claimConfig(workspaceId, created.id, 60_000);
+    if (!other || other === 'taken') throw new Error('not claimed');
+    const messageId = randomUUID();
+    const answer = sendText(
+      { store, guard, logger, providerTimeoutMs: 500, replyContexts: (id) => replyContexts(pool, id) },
+      {
+        workspace_id: workspaceId,
+        integration_id: created.id,
+        message_id: messageId,
+        to: null,
+        to_user_id: BUYER,
+        text: 'oi',
+      },
+    ).catch((error: unknown) => error);
+    // Answered within its own bound, not the other replica's claim: ML refused the message (401), so
+    // it was not sent, and a retry may send it (502, not the 504 of an outcome unknown).
+    const settled = await Promise.race([
+      answer,
+      new Promise((resolve) => setTimeout(() => resolve('still waiting'), 5_000)),
+    ]);
+    expect(settled).toMatchObject({ status: 502, body: { error: platformTexts.providerFailed('market') } });
+    expect(await store.findSend(workspaceId, messageId)).toBeUndefined();
+    await store.settleClaim(workspaceId, created.id, other.claim);
+  });
+
   it('disconnects the integration when the refresh token is refused (invalid_grant)', async () => {
     const { workspaceId, created, send } = await connect();
     await control('/inbound', {

@@ -106,6 +106,49 @@ describe("an integration's OAuth tokens", () => {
     expect(await store.settleClaim(workspaceId, id, (next as { claim: string }).claim)).toBe(true);
   });
 
+  it("stops waiting for another replica's refresh at the call's deadline, saying nothing was sent", async () => {
+    const store = new IntegrationStore(pool, secrets);
+    const { workspaceId, id } = await integration(store);
+    // Another replica is inside a refresh, with a claim good for a minute.
+    const other = await store.claimConfig(workspaceId, id, 60_000);
+    if (!other || other === 'taken') throw new Error('not claimed');
+    const refresh = async (): Promise<TokenGrant> => {
+      throw new Error('never asked: the other replica holds the claim');
+    };
+    // The call may take 300 ms: its wait ends then, not when the other replica's claim runs out.
+    const renewal = oauthTokens(store, workspaceId, id, 2_000, { signal: AbortSignal.timeout(300) }).renew(
+      'refused',
+      refresh,
+    );
+    renewal.catch(() => undefined);
+    expect(
+      await answered(
+        renewal.catch(() => undefined),
+        1_500,
+      ),
+    ).toBe('answered');
+    await expect(renewal).rejects.toMatchObject({ name: 'ProviderError', unsent: true });
+
+    // A call of this process that finds its refresh begun for another call waits no longer either.
+    const claimHolder = oauthTokens(store, workspaceId, id, 2_000);
+    const first = claimHolder.renew('refused', refresh);
+    first.catch(() => undefined);
+    const joined = oauthTokens(store, workspaceId, id, 2_000, { signal: AbortSignal.timeout(300) }).renew(
+      'refused',
+      refresh,
+    );
+    joined.catch(() => undefined);
+    expect(
+      await answered(
+        joined.catch(() => undefined),
+        1_500,
+      ),
+    ).toBe('answered');
+    await expect(joined).rejects.toMatchObject({ unsent: true });
+    await store.settleClaim(workspaceId, id, other.claim);
+    await expect(first).rejects.toThrow('never asked');
+  });
+
   it('answers that an integration removed meanwhile is gone', async () => {
     const store = new IntegrationStore(pool, secrets);
     const { workspaceId, id } = await integration(store);

@@ -225,13 +225,16 @@ export const providerWords = (text: string): string => storableText(text, provid
 export class ProviderError extends Error {
   override name = 'ProviderError';
   readonly refusal: ProviderRefusal | undefined;
+  /** Known to have ended before the message left (waiting for a token): nothing was sent, deadline or not. */
+  readonly unsent: boolean;
   constructor(
     message: string,
     readonly status?: number,
     readonly providerCode?: number,
-    options?: { cause?: unknown; refusal?: ProviderRefusal },
+    options?: { cause?: unknown; refusal?: ProviderRefusal; unsent?: boolean },
   ) {
     super(providerWords(message), options);
     this.refusal = options?.refusal;
+    this.unsent = options?.unsent ?? false;
   }
 }

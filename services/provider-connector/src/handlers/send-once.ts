@@ -84,7 +84,7 @@ async function sendHolding(
       workspaceId: ids.workspaceId,
       logger,
       signal,
-      oauth: oauthTokens(store, ids.workspaceId, stored.integration.id, providerTimeoutMs),
+      oauth: oauthTokens(store, ids.workspaceId, stored.integration.id, providerTimeoutMs, { signal }),
       messageId: ids.messageId,
       ...(visitors ? { visitors: visitors(stored.integration.id, ids.messageId) } : {}),
       ...(replyContexts ? { replyContexts: replyContexts(stored.integration.id) } : {}),
@@ -106,7 +106,7 @@ async function sendHolding(
       await store.forgetAttempt(ids.workspaceId, ids.messageId);
       throw await providerRefused(store, logger, stored, error, ids.workspaceId);
     }
-    if (signal.aborted) {
+    if (signal.aborted && !error.unsent) {
       // The request may have reached the provider and been accepted: the outcome is unknown, so the
       // message is not called failed (the caller keeps it pending) and the answer says so.
       logger.warn({ err: error, channel, integration_id: id }, 'provider send timed out: outcome unknown');

@@ -29,7 +29,7 @@ export function oauthTokens(
   workspaceId: string,
   integrationId: string,
   providerTimeoutMs: number,
-  now: () => number = Date.now,
+  { signal, now = Date.now }: { signal?: AbortSignal; now?: () => number } = {},
 ): OAuthTokens {
   const claimMs = providerTimeoutMs + 5_000;
   const stale = (config: Record<string, string>) => {
@@ -38,6 +38,17 @@ export function oauthTokens(
     return Number.isFinite(expiresAt) && expiresAt - REFRESH_MARGIN_MS <= now();
   };
   const gone = () => new Error(`integration ${integrationId} is gone`);
+  // The call's deadline passed while it waited for a token (another replica's refresh, or this process's
+  // begun for another call): nothing was sent, and the caller is told so in time, not after the claim.
+  const pastDeadline = () =>
+    new ProviderError(
+      `integration ${integrationId}: the call's deadline passed while its token was refreshed`,
+      undefined,
+      undefined,
+      {
+        unsent: true,
+      },
+    );
 
   async function refreshed(config: Record<string, string>, refresh: Refresh, claim: string) {
     const grant = await refresh(config.refresh_token ?? '');
@@ -73,9 +84,17 @@ export function oauthTokens(
       const stored = await store.get(workspaceId, integrationId);
       if (!stored) throw gone();
       if (keep(stored.config)) return stored.config.access_token ?? '';
+      if (signal?.aborted) throw pastDeadline();
       // Nothing was sent: the provider's failure, as any other before the call.
       if (Date.now() > giveUpAt)
-        throw new ProviderError(`integration ${integrationId}: another replica's token refresh never ended`);
+        throw new ProviderError(
+          `integration ${integrationId}: another replica's token refresh never ended`,
+          undefined,
+          undefined,
+          {
+            unsent: true,
+          },
+        );
       await new Promise((resolve) => setTimeout(resolve, WAIT_STEP_MS));
     }
   }
@@ -87,10 +106,21 @@ export function oauthTokens(
       underWay.set(store, ours);
     }
     const known = ours.get(integrationId);
-    if (known) return known;
+    if (known) return withinDeadline(known);
     const started = refreshing().finally(() => ours.delete(integrationId));
     ours.set(integrationId, started);
     return started;
+  }
+
+  /** Another call's refresh, waited for no longer than this call may take. */
+  function withinDeadline(shared: Promise<string>): Promise<string> {
+    if (!signal) return shared;
+    if (signal.aborted) return Promise.reject(pastDeadline());
+    return new Promise((resolve, reject) => {
+      const stop = () => reject(pastDeadline());
+      signal.addEventListener('abort', stop, { once: true });
+      shared.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+    });
   }
 
   return {
