@@ -74,13 +74,29 @@ const outboxMigrations = [
 ];
 
 /**
- * A file that starts with this line runs statement by statement outside a transaction: what Postgres runs
+ * A file whose first line is this runs statement by statement outside a transaction: what Postgres runs
  * only that way, `create index concurrently` above all, which builds an index while the table goes on
  * taking writes (a plain `create index` holds them back for the whole build, and a migration runs while
- * the release before still serves). Each statement must be safe to run again (`if exists`), since a
- * failure part-way leaves the file to be run again from its start; statements end with `;` at a line's end.
+ * the release before still serves). Each statement must be safe to run again (`if not exists`,
+ * `if exists`), since a failure part-way leaves the file to be run again from its start; a statement ends
+ * with `;` at a line's end, and none may hold a `;` at a line's end inside it (no function bodies).
  */
-const withoutTransaction = /^--\s*migrate:\s*without a transaction\s*$/m;
+const withoutTransaction = /^--\s*migrate:\s*without a transaction\s*$/;
+
+/**
+ * Drops the schema's invalid indexes: what a concurrent build left when it failed or its process died.
+ * `create index concurrently if not exists` would take one for done. Called with the migration lock held,
+ * so no build of ours is under way.
+ */
+async function dropInvalidIndexes(client: pg.PoolClient, schema: string): Promise<void> {
+  const { rows } = await client.query<{ name: string }>(
+    `select format('%I.%I', n.nspname, c.relname) as name
+       from pg_index i join pg_class c on c.oid = i.indexrelid join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = $1 and not i.indisvalid`,
+    [schema],
+  );
+  for (const { name } of rows) await client.query(`drop index concurrently if exists ${name}`);
+}
 
 /** The statements of a file run without a transaction, comments and blank lines left out. */
 function statementsOf(sql: string): string[] {
@@ -154,8 +170,9 @@ export async function migrate(
     const done = new Set(rows.map((row) => row.version));
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
-      if (withoutTransaction.test(migration.sql)) {
+      if (withoutTransaction.test(migration.sql.split('\n', 1)[0] ?? '')) {
         try {
+          await dropInvalidIndexes(client, schema);
           for (const statement of statementsOf(migration.sql)) await client.query(statement);
         } catch (error) {
           throw new Error(`migration ${migration.name} of schema ${schema} failed`, { cause: error });

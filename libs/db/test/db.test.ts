@@ -113,6 +113,42 @@ describe('migrations', () => {
     await p.end();
   });
 
+  it('build again an index a failed build left invalid, and keep one that was finished', async () => {
+    const p = createPool({ url, schema: 'halfbuilt' });
+    await migrate(p, { schema: 'halfbuilt', directory: migrations });
+    const validity = async () =>
+      (
+        await p.query<{ indisvalid: boolean }>(
+          `select i.indisvalid from pg_index i join pg_class c on c.oid = i.indexrelid
+            join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'halfbuilt' and c.relname = 'things_by_name'`,
+        )
+      ).rows.map((row) => row.indisvalid);
+    const finished = (await p.query(`select 'halfbuilt.things_by_name'::regclass::oid as oid`)).rows[0];
+    // Run again (as after a process that died between the build and its record): the finished index stays.
+    await p.query('delete from schema_migrations where version = 3');
+    expect(await migrate(p, { schema: 'halfbuilt', directory: migrations })).toEqual([
+      '003_things_by_name.sql',
+    ]);
+    expect((await p.query(`select 'halfbuilt.things_by_name'::regclass::oid as oid`)).rows[0]).toEqual(
+      finished,
+    );
+    // A build that failed part-way leaves its index invalid (here a unique one over duplicates).
+    await p.query('drop index things_by_name');
+    await p.query(
+      "insert into things values (gen_random_uuid(), gen_random_uuid(), 'twin'), (gen_random_uuid(), gen_random_uuid(), 'twin')",
+    );
+    await expect(
+      p.query('create unique index concurrently things_by_name on things (name)'),
+    ).rejects.toThrow();
+    expect(await validity()).toEqual([false]);
+    await p.query('delete from schema_migrations where version = 3');
+    expect(await migrate(p, { schema: 'halfbuilt', directory: migrations })).toEqual([
+      '003_things_by_name.sql',
+    ]);
+    expect(await validity()).toEqual([true]);
+    await p.end();
+  });
+
   it('refuse a schema name that could inject SQL', async () => {
     const p = createPool({ url, schema: 'guarded' });
     await expect(migrate(p, { schema: 'bad-name; drop', directory: migrations })).rejects.toThrow(

@@ -65,9 +65,10 @@ export class PendingReconciler {
   }
 
   /**
-   * One pass over every stale pending message; says how many it settled each way. The workspaces are
-   * read once, then visited in rounds, `perWorkspace` of each one's messages a round, `workspacesPerQuery`
-   * workspaces a query: one workspace's backlog adds rounds, never a wait before another's first turn.
+   * One pass over every stale pending message; says how many it settled each way. It goes in rounds,
+   * `perWorkspace` of each workspace's messages a round and `workspacesPerQuery` workspaces a query,
+   * reading which workspaces have any each round: one workspace's backlog adds rounds, and a workspace
+   * whose messages went stale meanwhile has its turn in the next round, not after that backlog.
    */
   async reconcile(): Promise<Record<Outcome, number>> {
     const { pool, afterMinutes, perWorkspace = 10, workspacesPerQuery = 50 } = this.options;
@@ -79,28 +80,25 @@ export class PendingReconciler {
       'set-aside': 0,
     };
     const seen = new Set<string>();
-    let workspaces = await workspacesWithStalePending(pool, afterMinutes);
-    while (workspaces.length > 0) {
-      const left: string[] = [];
+    // Workspaces whose oldest stale messages all came back again (held by a replica still settling them):
+    // left to the next pass rather than read again every round.
+    const held = new Set<string>();
+    for (;;) {
+      const workspaces = (await workspacesWithStalePending(pool, afterMinutes)).filter((w) => !held.has(w));
+      let settled = 0;
       for (let start = 0; start < workspaces.length; start += workspacesPerQuery) {
         const turn = workspaces.slice(start, start + workspacesPerQuery);
-        const found = await stalePendingMessages(pool, afterMinutes, turn, perWorkspace);
-        // A workspace stays for the next round while it may have more; one whose messages all came back
-        // again (settled meanwhile by a replica still holding them) is done for this pass.
-        const fresh = new Map<string, number>();
-        const taken = new Map<string, number>();
-        for (const message of found) {
-          taken.set(message.workspace_id, (taken.get(message.workspace_id) ?? 0) + 1);
+        const fresh = new Set<string>();
+        for (const message of await stalePendingMessages(pool, afterMinutes, turn, perWorkspace)) {
           if (seen.has(message.id)) continue;
-          fresh.set(message.workspace_id, (fresh.get(message.workspace_id) ?? 0) + 1);
           seen.add(message.id);
+          fresh.add(message.workspace_id);
           counts[await this.settleOrSetAside(message)]++;
+          settled++;
         }
-        for (const workspace of turn)
-          if ((taken.get(workspace) ?? 0) === perWorkspace && (fresh.get(workspace) ?? 0) > 0)
-            left.push(workspace);
+        for (const workspace of turn) if (!fresh.has(workspace)) held.add(workspace);
       }
-      workspaces = left;
+      if (settled === 0) break;
     }
     if (counts.sent > 0) this.options.relay.wake();
     return counts;

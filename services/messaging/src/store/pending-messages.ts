@@ -12,18 +12,26 @@ export interface PendingMessage {
 }
 
 // Stale: pending past the job's wait, and not of unknown outcome (those are never the job's again). The
-// predicate the messages_pending index is built on, so both queries read that index.
+// predicate messages_pending_by_workspace is built on, so both queries read that index.
 const stale = `m.status = 'pending' and m.direction = 'outbound' and m.outcome_unknown_since is null
         and coalesce(m.pending_since, m.created_at) < now() - $1 * interval '1 minute'`;
 
 /**
  * The workspaces with outbound messages still pending `olderThanMinutes` after they were stored (or, for a
- * retried one, made pending again): the reconciliation job's work, read once a pass (a system job, the
- * one place here that spans workspaces).
+ * retried one, made pending again): the reconciliation job's work (a system job, the one place here that
+ * spans workspaces). One step through the index per workspace, from one to the next (Postgres has no
+ * skip scan): a `distinct` read every stale message, and the job asks again every round.
  */
 export async function workspacesWithStalePending(db: Queryable, olderThanMinutes: number): Promise<string[]> {
   const { rows } = await db.query<{ workspace_id: string }>(
-    `select distinct m.workspace_id from messages m where ${stale}`,
+    `with recursive w (workspace_id) as (
+       (select m.workspace_id from messages m where ${stale} order by m.workspace_id limit 1)
+       union all
+       select (select m.workspace_id from messages m
+                where ${stale} and m.workspace_id > w.workspace_id order by m.workspace_id limit 1)
+         from w where w.workspace_id is not null
+     )
+     select workspace_id from w where workspace_id is not null`,
     [olderThanMinutes],
   );
   return rows.map((row) => row.workspace_id);
