@@ -88,6 +88,10 @@ afterAll(async () => {
   await pool?.end();
 });
 
+/** The buyer writes to the seller: a reply then has a conversation to go to. */
+const buyerWrote = () =>
+  control('/inbound', { channel: 'market', account: SELLER, from: BUYER, text: 'oi', topic: 'messages' });
+
 /** A new seller consent and integration, its notification URL set in the emulated console. */
 async function connect() {
   sandbox.reset();
@@ -114,13 +118,20 @@ async function connect() {
   );
   const callbackUrl = `${connectorUrl}/inbound/market/${created.id}`;
   await control('/market/applications', { ...APP, notification_url: callbackUrl });
-  const send = (text: string, deps: { store: IntegrationStore } = { store }) =>
+  const send = (
+    text: string,
+    { store: through = store, providerTimeoutMs = 5_000, messageId = randomUUID() } = {} as {
+      store?: IntegrationStore;
+      providerTimeoutMs?: number;
+      messageId?: string;
+    },
+  ) =>
     sendText(
-      { ...deps, guard, logger, providerTimeoutMs: 5_000, replyContexts: (id) => replyContexts(pool, id) },
+      { store: through, guard, logger, providerTimeoutMs, replyContexts: (id) => replyContexts(pool, id) },
       {
         workspace_id: workspaceId,
         integration_id: created.id,
-        message_id: randomUUID(),
+        message_id: messageId,
         to: null,
         to_user_id: BUYER,
         text,
@@ -280,31 +291,14 @@ describe('market (Mercado Livre)', () => {
   });
 
   it("answers a send whose token another replica is still refreshing by the send's deadline, as not sent", async () => {
-    const { workspaceId, created } = await connect();
-    // The buyer wrote first: a reply has a conversation to go to.
-    await control('/inbound', {
-      channel: 'market',
-      account: SELLER,
-      from: BUYER,
-      text: 'oi',
-      topic: 'messages',
-    });
+    const { workspaceId, created, send } = await connect();
+    await buyerWrote();
     await control('/market/expire-tokens', { seller_id: SELLER });
     // Another replica took the claim to refresh, and its call to the token endpoint has not come back.
     const other = await store.claimConfig(workspaceId, created.id, 60_000);
     if (!other || other === 'taken') throw new Error('not claimed');
     const messageId = randomUUID();
-    const answer = sendText(
-      { store, guard, logger, providerTimeoutMs: 500, replyContexts: (id) => replyContexts(pool, id) },
-      {
-        workspace_id: workspaceId,
-        integration_id: created.id,
-        message_id: messageId,
-        to: null,
-        to_user_id: BUYER,
-        text: 'oi',
-      },
-    ).catch((error: unknown) => error);
+    const answer = send('oi', { providerTimeoutMs: 500, messageId }).catch((error: unknown) => error);
     // Answered within its own bound, not the other replica's claim: ML refused the message (401), so
     // it was not sent, and a retry may send it (502, not the 504 of an outcome unknown).
     const settled = await Promise.race([
@@ -318,13 +312,7 @@ describe('market (Mercado Livre)', () => {
 
   it('disconnects the integration when the refresh token is refused (invalid_grant)', async () => {
     const { workspaceId, created, send } = await connect();
-    await control('/inbound', {
-      channel: 'market',
-      account: SELLER,
-      from: BUYER,
-      text: 'oi',
-      topic: 'messages',
-    });
+    await buyerWrote();
     // Another holder of the same consent spent the refresh token: ours is no longer valid.
     const { refresh_token } = (await store.get(workspaceId, created.id))!.config as { refresh_token: string };
     const spent = await fetch(`${sandboxUrl}/market/oauth/token`, {
