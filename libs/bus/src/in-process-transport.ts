@@ -211,7 +211,7 @@ export class InProcessBus implements Bus {
       await withConsumerSpan(
         {
           system: 'in-process',
-          destination: eventSubject(event.type),
+          destination: eventSubject(eventRoute(event)),
           messageId: event.id,
         },
         emptyCarrier,
@@ -220,7 +220,7 @@ export class InProcessBus implements Bus {
     } catch (error) {
       // Drained while waiting out an outage: queued again, its attempt as it was.
       if (error instanceof OutageUnfinished) return this.enqueue(durable, event, attempt, 0);
-      this.options.onHandlerError?.(error, { subject: eventSubject(event.type) });
+      this.options.onHandlerError?.(error, { subject: eventSubject(eventRoute(event)) });
       const maxDeliver = durable.options.maxDeliver ?? busDefaults.maxDeliver;
       if (attempt >= maxDeliver || failsEveryDelivery(error)) {
         this.letters.push({

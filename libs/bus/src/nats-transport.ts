@@ -452,7 +452,7 @@ export class NatsBus implements Bus {
     const carrier = headerCarrier(msg.headers ?? createHeaders());
     try {
       await withConsumerSpan(
-        { system: 'nats', destination: eventSubject(event.type), messageId: event.id },
+        { system: 'nats', destination: eventSubject(eventRoute(event)), messageId: event.id },
         carrier,
         () => waitingOutOutages(() => handler(event, { attempt }), outageWaiting),
       );
@@ -460,7 +460,7 @@ export class NatsBus implements Bus {
     } catch (error) {
       // Drained while waiting out an outage: back to the stream for a replica that stays.
       if (error instanceof OutageUnfinished) return void msg.nak();
-      this.options.onHandlerError?.(error, { subject: eventSubject(event.type) });
+      this.options.onHandlerError?.(error, { subject: eventSubject(eventRoute(event)) });
       if (attempt >= maxDeliver || failsEveryDelivery(error)) {
         await this.giveUp(msg, durable, event, error, attempt, delays);
       } else {

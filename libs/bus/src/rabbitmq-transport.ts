@@ -566,7 +566,7 @@ export class RabbitBus implements Bus {
       await withConsumerSpan(
         {
           system: 'rabbitmq',
-          destination: eventSubject(event.type),
+          destination: eventSubject(eventRoute(event)),
           messageId: event.id,
         },
         headerCarrier(headers),
@@ -579,7 +579,7 @@ export class RabbitBus implements Bus {
         await this.retryLater(acks, message, durable, attempt - 1, 0);
         return;
       }
-      this.report(error, eventSubject(event.type));
+      this.report(error, eventSubject(eventRoute(event)));
       if (attempt >= maxDeliver || failsEveryDelivery(error)) {
         await this.giveUp(acks, message, durable, error, attempt, delays);
       } else {

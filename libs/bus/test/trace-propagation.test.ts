@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { laneOf } from '@inbox/contracts';
 import { uniquePrefix, waitFor } from '@inbox/testkit';
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -88,5 +89,30 @@ describe.each(transports)('trace context over $system', ({ system, connect }) =>
       (s) => s.kind === SpanKind.CONSUMER && s.name === 'process cmd.dispatcher.list-deliveries',
     )!;
     expect(handle.parentSpanContext?.spanId).toBe(root.spanId);
+  });
+
+  it('names the lane an inbound event travelled in', async () => {
+    let workspaceId = randomUUID();
+    while (laneOf(workspaceId) === 0) workspaceId = randomUUID();
+    const handled: string[] = [];
+    await bus.consume({ durable: 'traced-lanes', filter: '>' }, async (event) => {
+      handled.push(event.id);
+    });
+    const event = {
+      id: randomUUID(),
+      type: 'inbound.status',
+      workspace_id: workspaceId,
+      occurred_at: new Date().toISOString(),
+      data: {},
+    };
+    await bus.publish(event);
+    const subject = `evt.lane${laneOf(workspaceId)}.inbound.status`;
+    // The span ends just after its handler.
+    const process = await waitFor(
+      () => exporter.getFinishedSpans().find((s) => s.name === `process ${subject}`),
+      { what: "the inbound event's span" },
+    );
+    expect(handled).toContain(event.id);
+    expect(process.attributes).toMatchObject({ 'messaging.destination.name': subject });
   });
 });
