@@ -12,6 +12,12 @@ import { parse, parseAllDocuments } from 'yaml';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const read = (path: string): string => readFileSync(join(root, path), 'utf8');
 
+/** The password variables deploy/nats/nats-server.conf reads: one per NATS user. */
+const natsPasswordVariables = (): string[] =>
+  [...read('deploy/nats/nats-server.conf').matchAll(/password: \$(NATS_[A-Z_]+_PASSWORD)/g)].map(
+    (m) => m[1]!,
+  );
+
 // ---------------------------------------------------------------------------------------------------
 // The contract: each deployed service, the variable that sets its port, the port, and what it needs.
 
@@ -254,6 +260,8 @@ describe('docker-compose.yml', () => {
       expect.arrayContaining(['-c', '/etc/nats/nats-server.conf']),
     );
     expect(list(nats.volumes)).toContain('./deploy/nats/nats-server.conf:/etc/nats/nats-server.conf:ro');
+    // The server refuses to start when a password variable the file reads is missing.
+    for (const variable of natsPasswordVariables()) expect(composeEnv(nats)[variable], variable).toBeTruthy();
 
     const postgres = service('postgres');
     expect(postgres.image).toBe('postgres:16-alpine');
@@ -615,6 +623,8 @@ describe('k8s/', () => {
       expect(natsArgs).toContain('-sd');
       // The users and permissions of deploy/nats/nats-server.conf, from the ConfigMap deploy/nats generates.
       expect(natsArgs.join(' ')).toContain('-c /etc/nats/nats-server.conf');
+      const natsEnv = list(natsContainer.env).map((entry) => String(dict(entry).name));
+      expect(natsEnv).toEqual(expect.arrayContaining(natsPasswordVariables()));
       expect(list(dev.resources)).toContain('../../../deploy/nats');
       const sandbox = firstContainer(
         kindOf('Deployment', 'k8s/overlays/dev/').find((m) => nameOf(m.doc) === SANDBOX.name)?.doc ?? {},

@@ -216,10 +216,10 @@ describe('k8s/ rendered with kustomize', () => {
             if (from.configMapKeyRef) expect(configMaps).toContain(dict(from.configMapKeyRef).name);
             if (!from.secretKeyRef) continue;
             // The shared Secret, or a broker user's own: the service's (nats-<service> or, on RabbitMQ,
-            // rabbitmq-<service>), or each service's for the NATS server.
+            // rabbitmq-<service>), or each service's and the operator's for the NATS server.
             const allowed =
               nameOf(deployment) === 'nats'
-                ? SERVICE_NAMES.map((name) => `nats-${name}`)
+                ? [...SERVICE_NAMES, 'operator'].map((name) => `nats-${name}`)
                 : ['inbox-secrets', `${overlay.bus}-${nameOf(deployment)}`];
             expect(allowed, `${overlay.name} ${nameOf(deployment)}`).toContain(dict(from.secretKeyRef).name);
           }

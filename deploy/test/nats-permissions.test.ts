@@ -11,11 +11,15 @@ import { root } from './support.js';
 
 const USERS = ['gateway', 'messaging', 'provider-connector', 'pipeline', 'webhook-dispatcher'] as const;
 type User = (typeof USERS)[number];
+// Not a service: whoever runs the dead-letters CLI.
+const OPERATOR = 'operator';
 
 /** The variable the config reads each user's password from: NATS_<USER>_PASSWORD. */
 const passwordVariable = (user: string) => `NATS_${user.toUpperCase().replaceAll('-', '_')}_PASSWORD`;
 // Shaped as deploy/nats/nats-server.conf asks: a letter, then hex.
-const passwords = Object.fromEntries(USERS.map((user) => [user, `p${randomBytes(16).toString('hex')}`]));
+const passwords = Object.fromEntries(
+  [...USERS, OPERATOR].map((user) => [user, `p${randomBytes(16).toString('hex')}`]),
+);
 
 let server: LocalServer;
 const buses = {} as Record<User, Bus>;
@@ -25,7 +29,7 @@ const urlFor = (user: string, password: string) => `nats://${user}:${password}@1
 beforeAll(async () => {
   server = await startNatsWithConfig(
     join(root, 'deploy/nats/nats-server.conf'),
-    Object.fromEntries(USERS.map((user) => [passwordVariable(user), passwords[user]!])),
+    Object.fromEntries([...USERS, OPERATOR].map((user) => [passwordVariable(user), passwords[user]!])),
   );
   for (const user of USERS) {
     buses[user] = await NatsBus.connect({ url: urlFor(user, passwords[user]!), name: user });
@@ -109,6 +113,41 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
       { silenceMs: 2_500 },
     );
     expect(answer).toEqual({ answered: conversationId });
+  });
+
+  it("lets the operator list a durable's dead letters and put them back, which no service may", async () => {
+    // Before any other consumer of messaging-leads here: a replica of messaging of its own whose
+    // handler gives up on the first delivery, as one with a bug would.
+    const failing = await NatsBus.connect({
+      url: urlFor('messaging', passwords.messaging!),
+      name: 'messaging',
+    });
+    const moved = event('lead.moved');
+    try {
+      await failing.consume({ durable: 'messaging-leads', filter: 'lead.moved', maxDeliver: 1 }, async () => {
+        throw new Error('a bug, since mended');
+      });
+      await buses.pipeline.publish(moved);
+      // A service cannot read the dead letters, even its own durable's.
+      await expect(buses.messaging.deadLetters('messaging-leads')).rejects.toThrow(/permission/i);
+    } finally {
+      await failing.drain();
+    }
+    const operator = await NatsBus.connect({ url: urlFor(OPERATOR, passwords[OPERATOR]!), name: OPERATOR });
+    try {
+      const letters = await waitFor(
+        async () => {
+          const found = await operator.deadLetters('messaging-leads');
+          return found.length > 0 ? found : undefined;
+        },
+        { what: 'the dead letter' },
+      );
+      expect(letters.map((letter) => (letter.event as WireEvent).id)).toEqual([moved.id]);
+      expect(await operator.redrive('messaging-leads')).toBe(1);
+      expect(await operator.deadLetters('messaging-leads')).toEqual([]);
+    } finally {
+      await operator.drain();
+    }
   });
 
   it('lets each emitter publish its events and each consumer read them through its own durable', async () => {

@@ -1,7 +1,8 @@
 // An operator's look at a durable consumer's dead letters, and the way to put them back once what failed
 // them is mended: `node libs/bus/dist/dead-letters-cli.js <durable> [--redrive] [--limit N]` in any
-// service's image (`npm run dead-letters -- …` from a checkout), with the service's BUS_URL (and
-// BUS_PREFIX where one is set).
+// service's image (`npm run dead-letters -- …` from a checkout), with a BUS_URL allowed to read the dead
+// letters and publish events (on NATS with deploy/nats/nats-server.conf, the user `operator`'s; no
+// service's may) and BUS_PREFIX where one is set.
 import { parseArgs } from 'node:util';
 import { connectBus } from './connect.js';
 
