@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from '@inbox/db';
 import { SecretBox } from '@inbox/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TokenGrant } from '../src/adapters/channel-adapter.js';
+import { ProviderError, type TokenGrant } from '../src/adapters/channel-adapter.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { oauthTokens } from '../src/store/oauth-tokens.js';
 import { migratedPool } from './support.js';
@@ -147,6 +147,35 @@ describe("an integration's OAuth tokens", () => {
     await expect(joined).rejects.toMatchObject({ unsent: true });
     await store.settleClaim(workspaceId, id, other.claim);
     await expect(first).rejects.toThrow('never asked');
+  });
+
+  it('says nothing was sent when its own refresh fails or the deadline cuts it off, keeping a refusal', async () => {
+    const store = new IntegrationStore(pool, secrets);
+    const { workspaceId, id } = await integration(store);
+    const signal = AbortSignal.timeout(200);
+    // The token endpoint keeps silent until the call's deadline ends the request, as a fetch would.
+    const cutOff = oauthTokens(store, workspaceId, id, 2_000, { signal }).renew(
+      'refused',
+      () =>
+        new Promise<TokenGrant>((_, reject) =>
+          signal.addEventListener('abort', () =>
+            reject(new ProviderError('market: POST /oauth/token timed out')),
+          ),
+        ),
+    );
+    await expect(cutOff).rejects.toMatchObject({
+      unsent: true,
+      message: 'market: POST /oauth/token timed out',
+    });
+    // invalid_grant: still a refusal (the integration is disconnected), and still nothing sent.
+    const refused = oauthTokens(store, workspaceId, id, 2_000).renew('refused', async () => {
+      throw new ProviderError('market: invalid_grant', 400, undefined, { refusal: 'credentials_rejected' });
+    });
+    await expect(refused).rejects.toMatchObject({
+      unsent: true,
+      refusal: 'credentials_rejected',
+      status: 400,
+    });
   });
 
   it('answers that an integration removed meanwhile is gone', async () => {

@@ -9,6 +9,20 @@ const EXPIRES_AT = 'access_token_expires_at';
 
 type Refresh = (refreshToken: string) => Promise<TokenGrant>;
 
+/** The error of a token refresh, marked as ending its call before anything was sent; its refusal kept. */
+function unsent(error: unknown): ProviderError {
+  if (error instanceof ProviderError)
+    return new ProviderError(error.message, error.status, error.providerCode, {
+      cause: error,
+      refusal: error.refusal,
+      unsent: true,
+    });
+  return new ProviderError(error instanceof Error ? error.message : String(error), undefined, undefined, {
+    cause: error,
+    unsent: true,
+  });
+}
+
 /** How often a call that found another replica refreshing looks for the pair it stored. */
 const WAIT_STEP_MS = 100;
 
@@ -51,7 +65,14 @@ export function oauthTokens(
     );
 
   async function refreshed(config: Record<string, string>, refresh: Refresh, claim: string) {
-    const grant = await refresh(config.refresh_token ?? '');
+    let grant: TokenGrant;
+    try {
+      grant = await refresh(config.refresh_token ?? '');
+    } catch (error) {
+      // The token endpoint failed (or the call's deadline cut it off) before the call the token is for:
+      // nothing of that call was sent, whatever the deadline says.
+      throw unsent(error);
+    }
     const renewed = {
       ...config,
       access_token: grant.accessToken,
