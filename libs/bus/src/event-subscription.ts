@@ -23,11 +23,10 @@ export type SubscriptionOptions = Omit<ConsumeOptions, 'filter'> & {
   concurrencyAcrossLanes?: number;
 };
 
-/** A handler that runs only while fewer than `limit` of those sharing `slots` run. */
-function sharing(
-  handler: (event: WireEvent, delivery: Delivery) => Promise<void>,
-  limit: number | undefined,
-): (event: WireEvent, delivery: Delivery) => Promise<void> {
+type WireHandler = (event: WireEvent, delivery: Delivery) => Promise<void>;
+
+/** A handler that runs only while fewer than `limit` of its calls run. */
+function sharing(handler: WireHandler, limit: number | undefined): WireHandler {
   if (limit === undefined) return handler;
   const slots = new InFlight();
   return async (event, delivery) => {
@@ -38,6 +37,19 @@ function sharing(
       slots.release();
     }
   };
+}
+
+/** Consumes the types' durable, or each of their lanes' durables, with one handler shared by all. */
+async function subscribe(
+  bus: Bus,
+  { concurrencyAcrossLanes, ...options }: SubscriptionOptions,
+  types: readonly EventType[],
+  handler: WireHandler,
+): Promise<void> {
+  const shared = sharing(handler, concurrencyAcrossLanes);
+  await Promise.all(
+    subscriptionsFor(options.durable, types).map((lane) => bus.consume({ ...options, ...lane }, shared)),
+  );
 }
 
 /** One handler per event type taken, each given the event with its data parsed by the catalogue. */
@@ -108,7 +120,7 @@ export function consumeEvents<T extends EventType>(
   handlers: EventHandlers<T>,
 ): Promise<void> {
   const types = Object.keys(handlers) as T[];
-  const handle = async (event: WireEvent, delivery: Delivery) => {
+  const handle: WireHandler = async (event, delivery) => {
     if (!takes(types, event.type)) return;
     const handler = handlers[event.type] as (event: EventEnvelope<T>, delivery: Delivery) => Promise<void>;
     let data: EventData<T>;
@@ -119,12 +131,7 @@ export function consumeEvents<T extends EventType>(
     }
     await handler({ ...event, type: event.type, data } as EventEnvelope<T>, delivery);
   };
-  const { concurrencyAcrossLanes, ...consumeOptions } = options;
-  const shared = sharing(handle, concurrencyAcrossLanes);
-  const subscriptions = subscriptionsFor(options.durable, types);
-  return Promise.all(subscriptions.map((lane) => bus.consume({ ...consumeOptions, ...lane }, shared))).then(
-    () => undefined,
-  );
+  return subscribe(bus, options, types, handle);
 }
 
 /**
@@ -137,13 +144,8 @@ export function forwardEvents<T extends EventType>(
   types: readonly T[],
   handler: (event: ForwardedEvent<T>, delivery: Delivery) => Promise<void>,
 ): Promise<void> {
-  const forward = async (event: WireEvent, delivery: Delivery) => {
+  const forward: WireHandler = async (event, delivery) => {
     if (takes(types, event.type)) await handler(event as ForwardedEvent<T>, delivery);
   };
-  const { concurrencyAcrossLanes, ...consumeOptions } = options;
-  const shared = sharing(forward, concurrencyAcrossLanes);
-  const subscriptions = subscriptionsFor(options.durable, types);
-  return Promise.all(subscriptions.map((lane) => bus.consume({ ...consumeOptions, ...lane }, shared))).then(
-    () => undefined,
-  );
+  return subscribe(bus, options, types, forward);
 }

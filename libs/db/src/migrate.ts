@@ -128,6 +128,34 @@ async function takeMigrationLock(client: pg.PoolClient, schema: string): Promise
   }
 }
 
+/** Runs one migration and records it: in a transaction, or statement by statement (withoutTransaction). */
+async function apply(
+  client: pg.PoolClient,
+  schema: string,
+  migration: { version: number; name: string; sql: string },
+): Promise<void> {
+  const record = () =>
+    client.query('insert into schema_migrations (version, name) values ($1, $2)', [
+      migration.version,
+      migration.name,
+    ]);
+  const outside = withoutTransaction.test(migration.sql.split('\n', 1)[0] ?? '');
+  if (!outside) await client.query('begin');
+  try {
+    if (outside) {
+      await dropInvalidIndexes(client, schema);
+      for (const statement of statementsOf(migration.sql)) await client.query(statement);
+    } else {
+      await client.query(migration.sql);
+    }
+    await record();
+    if (!outside) await client.query('commit');
+  } catch (error) {
+    if (!outside) await client.query('rollback');
+    throw new Error(`migration ${migration.name} of schema ${schema} failed`, { cause: error });
+  }
+}
+
 async function readMigrations(directory: string) {
   const files = (await readdir(directory)).filter((file) => /^\d+_.+\.sql$/.test(file));
   const migrations = await Promise.all(
@@ -170,33 +198,8 @@ export async function migrate(
     const done = new Set(rows.map((row) => row.version));
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
-      if (withoutTransaction.test(migration.sql.split('\n', 1)[0] ?? '')) {
-        try {
-          await dropInvalidIndexes(client, schema);
-          for (const statement of statementsOf(migration.sql)) await client.query(statement);
-        } catch (error) {
-          throw new Error(`migration ${migration.name} of schema ${schema} failed`, { cause: error });
-        }
-        await client.query('insert into schema_migrations (version, name) values ($1, $2)', [
-          migration.version,
-          migration.name,
-        ]);
-        applied.push(migration.name);
-        continue;
-      }
-      await client.query('begin');
-      try {
-        await client.query(migration.sql);
-        await client.query('insert into schema_migrations (version, name) values ($1, $2)', [
-          migration.version,
-          migration.name,
-        ]);
-        await client.query('commit');
-        applied.push(migration.name);
-      } catch (error) {
-        await client.query('rollback');
-        throw new Error(`migration ${migration.name} of schema ${schema} failed`, { cause: error });
-      }
+      await apply(client, schema, migration);
+      applied.push(migration.name);
     }
   } finally {
     await client

@@ -120,7 +120,6 @@ describe("an integration's OAuth tokens", () => {
       'refused',
       refresh,
     );
-    renewal.catch(() => undefined);
     expect(
       await answered(
         renewal.catch(() => undefined),
@@ -137,7 +136,6 @@ describe("an integration's OAuth tokens", () => {
       'refused',
       refresh,
     );
-    joined.catch(() => undefined);
     expect(
       await answered(
         joined.catch(() => undefined),

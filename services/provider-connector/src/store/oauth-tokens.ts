@@ -9,6 +9,10 @@ const EXPIRES_AT = 'access_token_expires_at';
 
 type Refresh = (refreshToken: string) => Promise<TokenGrant>;
 
+/** A failure that ended its call before anything was sent. */
+const nothingSent = (message: string, cause?: unknown) =>
+  new ProviderError(message, undefined, undefined, { cause, unsent: true });
+
 /** The error of a token refresh, marked as ending its call before anything was sent; its refusal kept. */
 function unsent(error: unknown): ProviderError {
   if (error instanceof ProviderError)
@@ -17,10 +21,7 @@ function unsent(error: unknown): ProviderError {
       refusal: error.refusal,
       unsent: true,
     });
-  return new ProviderError(error instanceof Error ? error.message : String(error), undefined, undefined, {
-    cause: error,
-    unsent: true,
-  });
+  return nothingSent(error instanceof Error ? error.message : String(error), error);
 }
 
 /** How often a call that found another replica refreshing looks for the pair it stored. */
@@ -55,14 +56,7 @@ export function oauthTokens(
   // The call's deadline passed while it waited for a token (another replica's refresh, or this process's
   // begun for another call): nothing was sent, and the caller is told so in time, not after the claim.
   const pastDeadline = () =>
-    new ProviderError(
-      `integration ${integrationId}: the call's deadline passed while its token was refreshed`,
-      undefined,
-      undefined,
-      {
-        unsent: true,
-      },
-    );
+    nothingSent(`integration ${integrationId}: the call's deadline passed while its token was refreshed`);
 
   async function refreshed(config: Record<string, string>, refresh: Refresh, claim: string) {
     let grant: TokenGrant;
@@ -108,14 +102,7 @@ export function oauthTokens(
       if (signal?.aborted) throw pastDeadline();
       // Nothing was sent: the provider's failure, as any other before the call.
       if (Date.now() > giveUpAt)
-        throw new ProviderError(
-          `integration ${integrationId}: another replica's token refresh never ended`,
-          undefined,
-          undefined,
-          {
-            unsent: true,
-          },
-        );
+        throw nothingSent(`integration ${integrationId}: another replica's token refresh never ended`);
       await new Promise((resolve) => setTimeout(resolve, WAIT_STEP_MS));
     }
   }
