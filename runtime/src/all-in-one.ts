@@ -66,7 +66,7 @@ try {
   for (const definition of serviceDefinitions(settings)) {
     const pool = createPool({ url: database.url, schema: definition.schema ?? 'public', max: 5 });
     pools.push(pool);
-    await prepareSchema(pool, definition);
+    await prepareSchema(pool, definition, logger);
     const engine = await definition.create({
       pool,
       bus,

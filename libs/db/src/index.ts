@@ -1,4 +1,4 @@
-export { type MigrateOptions, migrate } from './migrate.js';
+export { type MigrateOptions, type MigrationLockWait, migrate } from './migrate.js';
 export {
   type AlongStatement,
   EventDeadLettered,

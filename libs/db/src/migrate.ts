@@ -9,6 +9,22 @@ export interface MigrateOptions {
   directory: string;
   /** Also create the transactional outbox table in the schema. */
   outbox?: boolean;
+  /**
+   * Called while this replica waits for another to finish migrating, first after `reportEveryMs` and
+   * then every `reportEveryMs`, with the session that holds the lock: a build that runs for minutes and
+   * a replica stuck behind a lock that is never let go look alike from outside otherwise.
+   */
+  onWaiting?: (waiting: MigrationLockWait) => void;
+  /** How often onWaiting is called; 30 s unless told. */
+  reportEveryMs?: number;
+}
+
+/** The session holding a schema's migration lock, as this replica waits for it. */
+export interface MigrationLockWait {
+  schema: string;
+  waitedMs: number;
+  /** Undefined when the holder let go between the try and the look. */
+  holder?: { pid: number; applicationName: string; state: string | null; since: Date | null; query: string };
 }
 
 /**
@@ -117,15 +133,57 @@ function statementsOf(sql: string): string[] {
  * `pg_advisory_lock` holds one, and `create index concurrently` in the session that has the lock waits
  * for every such snapshot to end, which would be a deadlock.
  */
-async function takeMigrationLock(client: pg.PoolClient, schema: string): Promise<void> {
+async function takeMigrationLock(
+  client: pg.PoolClient,
+  schema: string,
+  { onWaiting, reportEveryMs = 30_000 }: Pick<MigrateOptions, 'onWaiting' | 'reportEveryMs'>,
+): Promise<void> {
+  const started = Date.now();
+  let reported = started;
   for (;;) {
     const { rows } = await client.query<{ taken: boolean }>(
       'select pg_try_advisory_lock(hashtext($1)) as taken',
       [`migrate:${schema}`],
     );
     if (rows[0]?.taken) return;
+    if (onWaiting && Date.now() - reported >= reportEveryMs) {
+      reported = Date.now();
+      onWaiting({ schema, waitedMs: reported - started, holder: await lockHolder(client, schema) });
+    }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Who holds the schema's migration lock. pg_locks splits an advisory lock's 64-bit key into classid (the
+ * high half) and objid (the low half), with objsubid 1 for a key taken as one bigint.
+ */
+async function lockHolder(client: pg.PoolClient, schema: string): Promise<MigrationLockWait['holder']> {
+  const { rows } = await client.query<{
+    pid: number;
+    application_name: string;
+    state: string | null;
+    since: Date | null;
+    query: string;
+  }>(
+    `select a.pid, a.application_name, a.state, a.query_start as since, left(a.query, 200) as query
+       from pg_locks l join pg_stat_activity a on a.pid = l.pid
+      where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+        and l.classid::bigint = (hashtext($1)::bigint >> 32) & 4294967295
+        and l.objid::bigint = hashtext($1)::bigint & 4294967295
+      limit 1`,
+    [`migrate:${schema}`],
+  );
+  const row = rows[0];
+  return row
+    ? {
+        pid: row.pid,
+        applicationName: row.application_name,
+        state: row.state,
+        since: row.since,
+        query: row.query,
+      }
+    : undefined;
 }
 
 /** Runs one migration and records it: in a transaction, or statement by statement (withoutTransaction). */
@@ -181,14 +239,14 @@ async function readMigrations(directory: string) {
  */
 export async function migrate(
   pool: pg.Pool,
-  { schema, directory, outbox = false }: MigrateOptions,
+  { schema, directory, outbox = false, ...waiting }: MigrateOptions,
 ): Promise<string[]> {
   assertIdentifier(schema);
   const migrations = [...(outbox ? outboxMigrations : []), ...(await readMigrations(directory))];
   const client = await connectWithoutTimeouts(pool);
   const applied: string[] = [];
   try {
-    await takeMigrationLock(client, schema);
+    await takeMigrationLock(client, schema, waiting);
     await client.query(`create schema if not exists ${schema}`);
     await client.query(`set search_path to ${schema}`);
     await client.query(

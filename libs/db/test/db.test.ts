@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   createPool,
   EventTooLarge,
+  type MigrationLockWait,
   maxEventBytes,
   migrate,
   OutboxRelay,
@@ -148,6 +149,42 @@ describe('migrations', () => {
     expect(await validity()).toEqual([true]);
     await p.end();
   });
+
+  // hashtext gives 'migrate:held' a negative key and 'migrate:kept' a positive one: pg_locks shows the two
+  // halves of each differently.
+  it.each(['held', 'kept'])(
+    'say, while waiting for the lock, which session holds it (schema %s)',
+    async (schema) => {
+      const p = createPool({ url, schema });
+      const holder = await p.connect();
+      await holder.query("set application_name = 'replica-that-builds'");
+      const holderPid = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+      await holder.query('select pg_advisory_lock(hashtext($1))', [`migrate:${schema}`]);
+      // Another schema's lock, held too, is not the one named.
+      const other = await p.connect();
+      await other.query('select pg_advisory_lock(hashtext($1))', [`migrate:${schema}-elsewhere`]);
+      const reports: MigrationLockWait[] = [];
+      const waiting = migrate(p, {
+        schema,
+        directory: migrations,
+        reportEveryMs: 150,
+        onWaiting: (report) => reports.push(report),
+      });
+      await waitFor(() => reports.length >= 2, { what: 'two reports of the wait' });
+      expect(reports[0]).toMatchObject({
+        schema,
+        holder: { pid: holderPid, applicationName: 'replica-that-builds', state: 'idle' },
+      });
+      expect(reports[0]!.holder!.query).toContain('pg_advisory_lock');
+      expect(reports[0]!.waitedMs).toBeGreaterThanOrEqual(150);
+      expect(reports[1]!.waitedMs).toBeGreaterThan(reports[0]!.waitedMs);
+      await holder.query('select pg_advisory_unlock(hashtext($1))', [`migrate:${schema}`]);
+      expect(await waiting).toEqual(['001_things.sql', '002_things_index.sql', '003_things_by_name.sql']);
+      holder.release();
+      other.release();
+      await p.end();
+    },
+  );
 
   it('refuse a schema name that could inject SQL', async () => {
     const p = createPool({ url, schema: 'guarded' });

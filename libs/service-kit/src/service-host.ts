@@ -80,12 +80,21 @@ export interface HostedService {
   stop(): Promise<void>;
 }
 
-export async function prepareSchema(pool: Pool, definition: ServiceDefinition): Promise<void> {
+export async function prepareSchema(
+  pool: Pool,
+  definition: ServiceDefinition,
+  logger?: Logger,
+): Promise<void> {
   if (definition.schema && definition.migrationsDir) {
     await migrate(pool, {
       schema: definition.schema,
       directory: definition.migrationsDir,
       outbox: definition.outbox,
+      onWaiting: ({ schema, waitedMs, holder }) =>
+        logger?.warn(
+          { schema, waitedMs, holder },
+          'waiting for another replica to finish migrating the schema',
+        ),
     });
   }
 }
@@ -101,7 +110,7 @@ export async function hostService(
     schema: definition.schema ?? 'public',
     applicationName: definition.name,
   });
-  await prepareSchema(pool, definition);
+  await prepareSchema(pool, definition, logger);
   const bus = await connectBus({
     url: settings.busUrl,
     prefix: settings.busPrefix,
