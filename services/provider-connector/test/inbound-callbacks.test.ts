@@ -362,6 +362,34 @@ describe('inbound callbacks', () => {
     expect(await eventsOf(target.workspaceId)).toHaveLength(2);
   });
 
+  it("logs a message it cannot take in on one line cut to its bounds, whatever the caller's id", async () => {
+    const connector = await startConnector();
+    const target = await connector.integration();
+    const hugeId = 'x'.repeat(900_000);
+    // A LID chat with no phone number (no remoteJidAlt): alt-a reports it, and nothing is taken in.
+    const answer = await fetch(`${connector.url}/inbound/alt-a/${target.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [ALT_A_CALLBACK_HEADER]: target.secret },
+      body: JSON.stringify({
+        event: 'messages.upsert',
+        instance: 'inst',
+        data: {
+          key: { remoteJid: '12345678901234@lid', fromMe: false, id: hugeId },
+          message: { conversation: 'oi' },
+        },
+      }),
+    });
+    expect(answer.status).toBe(200);
+    expect(await eventsOf(target.workspaceId)).toHaveLength(0);
+    const lines = logLines.filter((line) => line.integration_id === target.id);
+    expect(lines.map((line) => line.msg)).toEqual(['inbound messages not taken in']);
+    expect(lines[0]).toMatchObject({ count: 1, workspace_id: target.workspaceId });
+    const [example] = lines[0]!.examples as Array<{ provider_message_id: string; reason: string }>;
+    expect(example!.provider_message_id).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(example!.reason).toMatch(/LID/);
+    expect(JSON.stringify(lines[0]).length).toBeLessThan(2_000);
+  });
+
   it('refuses a callback carrying more items than any provider batches, and charges them', async () => {
     const connector = await startConnector({ perSecond: 5, burst: 10, itemsPerCallback: 20 });
     const batching = await connector.officialIntegration();

@@ -1,12 +1,19 @@
 import { eventTypes, InboundMessageEvent, InboundStatusEvent, platformTexts } from '@inbox/contracts';
-import { type OutboxRelay, type Pool, type PoolClient, withTransaction, writeEvent } from '@inbox/db';
+import {
+  type OutboxRelay,
+  type Pool,
+  type PoolClient,
+  storableText,
+  withTransaction,
+  writeEvent,
+} from '@inbox/db';
 import type { OutboundGuard } from '@inbox/outbound-http';
 import { answerJson, inRequestContext, type Logger } from '@inbox/service-kit';
 import { meter, traceAdmitted } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
 import { adapterFor, InboundRejected, ProviderError, type StoredConfigAdapter } from '../adapters/index.js';
-import { boundMessage, boundStatus } from '../domain/inbound-bounds.js';
+import { boundMessage, boundStatus, storableProviderId } from '../domain/inbound-bounds.js';
 import { firstSighting } from '../store/inbound-seen.js';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
 import { oauthTokens } from '../store/oauth-tokens.js';
@@ -129,7 +136,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
         }
         throw error;
       }
-      const items = batch.messages.length + batch.statuses.length + (batch.toFetch?.length ?? 0);
+      const items = itemsOf(batch) + (batch.toFetch?.length ?? 0);
       if (items > admission.itemsPerCallback) {
         await admission.chargeItems(found, items);
         deps.logger.warn(
@@ -147,13 +154,8 @@ export function inboundRoutes(deps: InboundDeps): Router {
         }
         batch = resolved;
       }
-      await admission.chargeItems(found, batch.messages.length + batch.statuses.length);
-      for (const { providerMessageId, reason } of batch.unreadable ?? []) {
-        deps.logger.warn(
-          { integration_id: found.integration.id, provider_message_id: providerMessageId, reason },
-          'inbound message not taken in',
-        );
-      }
+      await admission.chargeItems(found, itemsOf(batch));
+      logUnreadable(deps.logger, found, batch.unreadable ?? []);
       await recordBatch(deps, found, batch);
       deps.relay.wake();
       answerJson(res, 200, { ok: true });
@@ -304,6 +306,37 @@ export async function recordInTransaction(
   }
 }
 
+/**
+ * What a callback's items cost: what it carries, read or not. An item we cannot take in is paid for like
+ * any other, or a caller could send floods of them for free.
+ */
+function itemsOf(batch: InboundBatch): number {
+  return batch.messages.length + batch.statuses.length + (batch.unreadable?.length ?? 0);
+}
+
+/**
+ * One line per callback, not per item, with the count and a few examples cut to their bounds: the ids
+ * come from the caller, and a line per item let one callback write megabytes of log.
+ */
+function logUnreadable(
+  logger: Logger,
+  { integration, workspaceId }: Pick<CallbackIntegration, 'integration' | 'workspaceId'>,
+  unreadable: NonNullable<InboundBatch['unreadable']>,
+): void {
+  if (unreadable.length === 0) return;
+  logger.warn(
+    {
+      integration_id: integration.id,
+      workspace_id: workspaceId,
+      count: unreadable.length,
+      examples: unreadable.slice(0, 3).map(({ providerMessageId, reason }) => ({
+        provider_message_id: storableProviderId(providerMessageId),
+        reason: storableText(reason, 200),
+      })),
+    },
+    'inbound messages not taken in',
+  );
+}
 /** Whether messaging can read the event; one it cannot is logged and left out. */
 function readable(
   logger: Logger,
