@@ -81,6 +81,9 @@ export const platformTexts = {
   /** A provider's template list with more templates than one integration's catalogue holds. */
   templateCatalogueTooLarge: (max: number) =>
     `O provedor listou mais de ${max} templates para a integração: o catálogo não foi atualizado`,
+  /** A provider's template list with more text than one integration's catalogue holds. */
+  templateCatalogueTooMuchText: (maxChars: number) =>
+    `O provedor listou templates com mais de ${maxChars} caracteres ao todo para a integração: o catálogo não foi atualizado`,
   templateRefusedByProvider:
     'Template não encontrado ou não aprovado no provedor: verifique o nome, o idioma e o status de aprovação',
   templateVariablesRefused:

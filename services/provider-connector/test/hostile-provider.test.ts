@@ -5,8 +5,13 @@ import { type AppError, maxRenderedTemplateChars, platformTexts } from '@inbox/c
 import type { Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createLogger, SecretBox } from '@inbox/service-kit';
+import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { maxCatalogueTemplates, providerErrorMaxChars } from '../src/adapters/channel-adapter.js';
+import {
+  maxCatalogueChars,
+  maxCatalogueTemplates,
+  providerErrorMaxChars,
+} from '../src/adapters/channel-adapter.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { templates } from '../src/handlers/templates.js';
 import { IntegrationStore } from '../src/store/integrations.js';
@@ -98,6 +103,81 @@ it('refuses a template listing longer than a catalogue holds, and keeps the cata
   });
   expect(pages).toBe(Math.ceil(maxCatalogueTemplates / 4_000));
   expect((await catalogue.list(stored.integration.id)).templates.map((t) => t.name)).toEqual(['antes']);
+});
+
+it('refuses a template listing with more text than a catalogue holds, and keeps the catalogue it had', async () => {
+  const { catalogue, deps, workspaceId, official } = await world();
+  const stored = await official();
+  await catalogue.replace(stored.integration.id, [
+    { name: 'antes', language: 'pt_BR', status: 'APPROVED', body: 'Oi', header_format: null, buttons: [] },
+  ]);
+  let pages = 0;
+  // Each page within the 1 MiB a provider's answer may have, one template whose buttons fill it.
+  answer = (req, res) => {
+    pages++;
+    const buttons = [{ type: 'URL', text: 'Abrir', url: `https://x.example/${'y'.repeat(900_000)}` }];
+    const data = [{ ...template(`t${pages}`), components: [{ type: 'BUTTONS', buttons }] }];
+    const next = new URL(req.url ?? '/', providerUrl);
+    next.searchParams.set('after', String(pages));
+    json(res, 200, { data, paging: { next: next.toString() } });
+  };
+
+  const refused = await templates.refresh(deps, stored, workspaceId).then(
+    () => undefined,
+    (error: unknown) => error as AppError,
+  );
+  expect(refused).toMatchObject({
+    status: 502,
+    body: { error: platformTexts.templateCatalogueTooMuchText(maxCatalogueChars) },
+  });
+  // Refused at the page that went past it, not after the hundred pages a listing may have.
+  expect(pages).toBe(Math.ceil(maxCatalogueChars / 900_000));
+  expect((await catalogue.list(stored.integration.id)).templates.map((t) => t.name)).toEqual(['antes']);
+});
+
+it("refreshes one catalogue at a time per workspace for templates it does not know, across its integrations, and another workspace's meanwhile", async () => {
+  const hostile = await world();
+  const integrations = await Promise.all([hostile.official(), hostile.official(), hostile.official()]);
+  const other = await world();
+  const otherIntegration = await other.official();
+  let listing = 0;
+  let most = 0;
+  const held: ServerResponse[] = [];
+  answer = (_req, res) => {
+    listing++;
+    most = Math.max(most, listing);
+    res.once('close', () => listing--);
+    held.push(res);
+  };
+  const prepare = (deps: typeof hostile.deps, workspaceId: string, integrationId: string, name: string) =>
+    templates
+      .prepare(deps, {
+        workspace_id: workspaceId,
+        integration_id: integrationId,
+        template: { name, language: 'pt_BR', variables: [] as string[], headerMedia: null, buttons: null },
+      } as Parameters<typeof templates.prepare>[1])
+      .catch((error: unknown) => error);
+  const misses = integrations.flatMap((stored, i) =>
+    [0, 1].map((n) =>
+      prepare(hostile.deps, hostile.workspaceId, stored.integration.id, `nao-existe-${i}-${n}`),
+    ),
+  );
+  await waitFor(() => held.length >= 1, { what: "the hostile workspace's first listing" });
+  // While its first listing is held open, the other workspace's goes ahead beside it, and none of its own.
+  const otherMiss = prepare(other.deps, other.workspaceId, otherIntegration.integration.id, 'nao-existe');
+  await waitFor(() => held.length >= 2, { what: "the other workspace's listing" });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  expect(held).toHaveLength(2);
+  // Then every listing answered after a while: the workspace's went one after another.
+  answer = (_req, res) => {
+    listing++;
+    most = Math.max(most, listing);
+    res.once('close', () => listing--);
+    setTimeout(() => json(res, 200, { data: [] }), 20);
+  };
+  for (const res of held.splice(0)) json(res, 200, { data: [] });
+  await Promise.all([...misses, otherMiss]);
+  expect(most).toBe(2);
 });
 
 it('refuses a template send whose body with its variables in is longer than a message', async () => {

@@ -194,8 +194,23 @@ export interface ProviderTemplate {
  */
 export const maxCatalogueTemplates = 10_000;
 
+/**
+ * How much text one catalogue keeps, counted in characters of its templates' fields as stored (buttons as
+ * JSON): held in memory until the listing ends and written in one statement. Meta's own limits (a body
+ * of 1,024 characters, ten buttons of short fields and one URL each) put a thousand templates at a few
+ * megabytes; a provider the tenant names could otherwise fill every page with buttons of any shape, and
+ * a hundred pages of a mebibyte each stay in the process at once.
+ */
+export const maxCatalogueChars = 16 * 2 ** 20;
+
+/** A template's share of maxCatalogueChars. */
+export function templateChars(t: ProviderTemplate): number {
+  const fields = t.name.length + t.language.length + t.status.length + t.body.length;
+  return fields + (t.header_format?.length ?? 0) + JSON.stringify(t.buttons).length;
+}
+
 export interface TemplateCapability<C> {
-  /** Every template, at most maxCatalogueTemplates (else an AppError saying so). */
+  /** Every template, at most maxCatalogueTemplates and maxCatalogueChars (else an AppError saying so). */
   list(config: C, call: ProviderCall): Promise<ProviderTemplate[]>;
   send(
     config: C,

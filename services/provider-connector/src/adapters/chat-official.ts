@@ -7,12 +7,15 @@ import {
   type InboundBatch,
   type InboundMessage,
   InboundRejected,
+  maxCatalogueChars,
   maxCatalogueTemplates,
   type ProviderCall,
   ProviderError,
   type ProviderRefusal,
+  type ProviderTemplate,
   providerWords,
   type StatusUpdate,
+  templateChars,
 } from './channel-adapter.js';
 import { callProvider, joinUrl } from './http.js';
 import { GraphErrorBody, hubChallengeAnswer, hubSignatureMatches } from './meta-graph.js';
@@ -301,7 +304,8 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
      * on the base_url's own origin: the bearer token goes with every page.
      */
     async list(config, call) {
-      const templates = [];
+      const templates: ProviderTemplate[] = [];
+      let chars = 0;
       let url: URL | undefined = graphUrl(config, config.waba_id, 'message_templates');
       url.searchParams.set('limit', '100');
       for (let page = 0; url && page < 100; page++) {
@@ -318,14 +322,19 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
           const body = template.components.find((c) => c.type.toUpperCase() === 'BODY');
           const header = template.components.find((c) => c.type.toUpperCase() === 'HEADER');
           const buttons = template.components.find((c) => c.type.toUpperCase() === 'BUTTONS');
-          templates.push({
+          const kept = {
             name: template.name,
             language: template.language,
             status: template.status.toUpperCase(),
             body: body?.text ?? '',
             header_format: header?.format?.toUpperCase() ?? null,
             buttons: buttons?.buttons ?? [],
-          });
+          };
+          chars += templateChars(kept);
+          if (chars > maxCatalogueChars) {
+            throw new AppError(502, { error: platformTexts.templateCatalogueTooMuchText(maxCatalogueChars) });
+          }
+          templates.push(kept);
         }
         url = nextPage(parsed.paging?.next, config, call);
       }

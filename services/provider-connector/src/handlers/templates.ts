@@ -65,25 +65,36 @@ async function refresh(
 }
 
 /**
- * Refreshes triggered by a template we do not know: a few per integration in a while, and one at a
- * time, so a caller sending made-up names cannot turn each request into a full catalogue fetch.
+ * Refreshes triggered by a template we do not know: a few per integration and per workspace in a while,
+ * and one at a time per workspace, so a caller sending made-up names, across however many integrations,
+ * cannot turn each request into a full catalogue fetch, nor hold many listings in the process at once.
  */
 const missRefreshes = {
-  budget: new RateLimiterMemory({ points: 10, duration: 60, keyPrefix: 'template-miss' }),
-  running: new Map<string, Promise<void>>(),
-  allow(integrationId: string): Promise<boolean> {
-    return this.budget.consume(integrationId).then(
-      () => true,
-      () => false,
-    );
-  },
-  once(integrationId: string, work: () => Promise<void>): Promise<void> {
-    let running = this.running.get(integrationId);
-    if (!running) {
-      running = work().finally(() => this.running.delete(integrationId));
-      this.running.set(integrationId, running);
+  perIntegration: new RateLimiterMemory({ points: 10, duration: 60, keyPrefix: 'template-miss' }),
+  perWorkspace: new RateLimiterMemory({ points: 20, duration: 60, keyPrefix: 'template-miss-workspace' }),
+  /** Per workspace, the refresh under way and its integration, then the ones waiting behind it, chained. */
+  running: new Map<string, { integrationId: string; done: Promise<void> }>(),
+  async allow(workspaceId: string, integrationId: string): Promise<boolean> {
+    try {
+      await this.perIntegration.consume(integrationId);
+      await this.perWorkspace.consume(workspaceId);
+      return true;
+    } catch {
+      return false;
     }
-    return running;
+  },
+  once(workspaceId: string, integrationId: string, work: () => Promise<void>): Promise<void> {
+    const running = this.running.get(workspaceId);
+    if (running?.integrationId === integrationId) return running.done;
+    const done = (running?.done ?? Promise.resolve()).catch(() => undefined).then(work);
+    const entry = { integrationId, done };
+    this.running.set(workspaceId, entry);
+    void done
+      .finally(() => {
+        if (this.running.get(workspaceId) === entry) this.running.delete(workspaceId);
+      })
+      .catch(() => undefined);
+    return done;
   },
 };
 
@@ -119,8 +130,10 @@ export const templates = {
       throw AppError.badRequest(errorTexts.integrationNotConnected);
     const { name, language } = command.template;
     let entry = await deps.templates.find(stored.integration.id, name, language);
-    if (!entry && (await missRefreshes.allow(stored.integration.id))) {
-      await missRefreshes.once(stored.integration.id, () => refresh(deps, stored, command.workspace_id));
+    if (!entry && (await missRefreshes.allow(command.workspace_id, stored.integration.id))) {
+      await missRefreshes.once(command.workspace_id, stored.integration.id, () =>
+        refresh(deps, stored, command.workspace_id),
+      );
       entry = await deps.templates.find(stored.integration.id, name, language);
     }
     const approved = checkAgainstCatalogue(entry, command.template);
