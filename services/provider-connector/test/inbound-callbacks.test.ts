@@ -390,6 +390,26 @@ describe('inbound callbacks', () => {
     expect(JSON.stringify(lines[0]).length).toBeLessThan(2_000);
   });
 
+  it('takes a callback that waited for its turn only if what was taken meanwhile left its budget out of debt', async () => {
+    const connector = await startConnector({ perSecond: 5, burst: 10, perWorkspaceInFlight: 1 });
+    const batching = await connector.officialIntegration();
+    const holder = await connector.integration(batching.workspaceId);
+    // The workspace's one turn held by a callback whose body is still arriving.
+    const slow = await connector.slowCallback(holder);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Both admitted within the budget, and waiting for the turn: thirty items, then one.
+    const big = connector.batchCallback(batching, 30);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const after = connector.batchCallback(batching, 1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await slow.finish()).toBe(200);
+    expect((await big).status).toBe(200);
+    const refused = await after;
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(await eventsOf(batching.workspaceId)).toHaveLength(31);
+  });
+
   it('refuses a callback carrying more items than any provider batches, and charges them', async () => {
     const connector = await startConnector({ perSecond: 5, burst: 10, itemsPerCallback: 20 });
     const batching = await connector.officialIntegration();

@@ -136,10 +136,23 @@ export class CallbackAdmission {
     if (over) return over;
     // Bodies read and parsed at once cost memory and the event loop: one workspace's integrations,
     // however many, take a bounded share of them.
+    const waits = this.turns.full(stored.workspaceId);
     const release = await this.turns.take(stored.workspaceId);
     if (!release) {
       refusals.add(1, { reason: 'workspace_in_flight' });
       return { admitted: false, status: 429, retryAfterSeconds: 1 };
+    }
+    // The callbacks it waited behind may have carried thousands of items each, charged as they were
+    // read: one that waited is taken only if its budgets are not in debt now, or a burst admitted at
+    // once would all be taken in, hundreds of times the budget.
+    if (waits) {
+      const owed =
+        (await this.owed(this.perIntegration, this.integrationKey(integrationId, address), 'integration')) ??
+        (this.perWorkspace && (await this.owed(this.perWorkspace, stored.workspaceId, 'workspace')));
+      if (owed) {
+        release();
+        return owed;
+      }
     }
     return { admitted: true, stored, release };
   }
@@ -181,6 +194,18 @@ export class CallbackAdmission {
       }
       return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(rejection.msBeforeNext) };
     }
+  }
+
+  /** A 429 when the key's budget is in debt (charged past its window by items), without spending from it. */
+  private async owed(
+    budget: Budget,
+    key: string,
+    of: 'integration' | 'workspace',
+  ): Promise<Admission | undefined> {
+    const state = await budget.limiter.get(key);
+    if (!state || state.consumedPoints <= budget.burst) return undefined;
+    refusals.add(1, { reason: `${of}_rate` });
+    return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(state.msBeforeNext) };
   }
 
   private refusedCaller(blocked: RateLimiterRes): Admission {

@@ -14,10 +14,15 @@ export class WorkspaceTurns {
     private readonly waiting: number,
   ) {}
 
+  /** Whether a task of the workspace taken now would wait for its turn. */
+  full(workspace: string): boolean {
+    return (this.holders.get(workspace) ?? 0) >= this.perWorkspace;
+  }
+
   /** A release for the turn taken, or undefined when too many of the workspace's already wait. */
   async take(workspace: string): Promise<(() => void) | undefined> {
     if (this.perWorkspace === Number.POSITIVE_INFINITY) return () => undefined;
-    if ((this.holders.get(workspace) ?? 0) >= this.perWorkspace) {
+    if (this.full(workspace)) {
       const queue = this.queues.get(workspace) ?? [];
       if (queue.length >= this.waiting) return undefined;
       this.queues.set(workspace, queue);
