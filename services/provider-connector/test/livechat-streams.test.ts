@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import type { Pool } from '@inbox/db';
 import { createLogger } from '@inbox/service-kit';
 import { waitFor } from '@inbox/testkit';
@@ -16,6 +17,8 @@ let url: string;
 let streams: LivechatStreams;
 let store: LivechatStore;
 const logger = createLogger('provider-connector', { level: 'silent' });
+/** Each session's last stream response, as the server holds it. */
+const responses = new Map<string, ServerResponse>();
 
 beforeAll(async () => {
   pool = await migratedPool();
@@ -24,19 +27,29 @@ beforeAll(async () => {
   streams = new LivechatStreams(store, logger, {
     perSession: 5,
     perIntegration: 2,
+    perWorkspace: 3,
     perProcess: 100,
     sweepMs: 3_600_000,
+    drainMs: 500,
   });
-  // Real responses held open, as the stream route holds them: /<integration>/<session>?after=<seq>; 429
+  // Real responses held open, as the stream route holds them: /<workspace>/<integration>/<session>?after=<seq>; 429
   // if refused.
   server = createServer((req, res) => {
     const target = new URL(req.url ?? '/', 'http://here');
-    const [, integrationId, sessionId] = target.pathname.split('/');
+    const [, workspaceId, integrationId, sessionId] = target.pathname.split('/');
     const after = BigInt(target.searchParams.get('after') ?? '0');
-    if (!streams.attach(integrationId!, sessionId!, res as unknown as Response, after)) {
+    if (
+      !streams.attach(
+        { integrationId: integrationId!, workspaceId: workspaceId! },
+        sessionId!,
+        res as unknown as Response,
+        after,
+      )
+    ) {
       res.writeHead(429).end();
       return;
     }
+    responses.set(sessionId!, res);
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write('retry: 2000\n\n');
   });
@@ -50,9 +63,15 @@ afterAll(async () => {
 });
 
 /** Opens a stream: its status, what it has received so far, and how to close it. */
-async function open(integrationId: string, sessionId: string = randomUUID(), after = 0n) {
+/** `workspaceId`: the integration's own id unless told, a workspace of its own. */
+async function open(
+  integrationId: string,
+  sessionId: string = randomUUID(),
+  after = 0n,
+  workspaceId = integrationId,
+) {
   const controller = new AbortController();
-  const response = await fetch(`${url}/${integrationId}/${sessionId}?after=${after}`, {
+  const response = await fetch(`${url}/${workspaceId}/${integrationId}/${sessionId}?after=${after}`, {
     signal: controller.signal,
   });
   let received = '';
@@ -103,6 +122,22 @@ it("holds no more of one integration's streams than its share, and still takes a
     { what: "the busy integration's freed place" },
   );
   for (const stream of [held[1]!, taken, again]) stream.close();
+});
+
+it("holds no more of one workspace's streams than its share, however many integrations it spreads them over", async () => {
+  const workspace = randomUUID();
+  const [first, second, third] = [randomUUID(), randomUUID(), randomUUID()];
+  const held = [
+    await open(first, undefined, undefined, workspace),
+    await open(first, undefined, undefined, workspace),
+    await open(second, undefined, undefined, workspace),
+  ];
+  expect(held.map((stream) => stream.status)).toEqual([200, 200, 200]);
+  // Its third integration has streams left of its own, the workspace none.
+  expect((await open(third, undefined, undefined, workspace)).status).toBe(429);
+  const elsewhere = await open(third);
+  expect(elsewhere.status).toBe(200);
+  for (const stream of [...held, elsewhere]) stream.close();
 });
 
 it('sweeps every open stream with one statement, each stream sent only what it has not sent', async () => {
@@ -234,4 +269,32 @@ it('sends a message whose transaction commits after a later one of the same sess
   await waitFor(() => texts(stream.received()).length >= 2, { what: 'both lines' });
   expect(texts(stream.received())).toEqual(['first', 'second']);
   stream.close();
+});
+
+it('ends a stream whose client leaves what it was sent unread, holding no more of it than its buffer', async () => {
+  const integrationId = await liveChatIntegration();
+  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  // 16 MB of history: more than the kernel's buffers take in for a client that does not read.
+  await pool.query(
+    `insert into livechat_messages (id, session_id, author, text)
+     select gen_random_uuid(), $1, 'operator', repeat('x', 16000) from generate_series(1, 1000)`,
+    [session.id],
+  );
+  // A client that asks for the whole history and never reads a byte of it.
+  const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+  client.pause();
+  client.write(`GET /${integrationId}/${integrationId}/${session.id}?after=0 HTTP/1.1\r\nHost: here\r\n\r\n`);
+  let most = 0;
+  const res = await waitFor(
+    () => {
+      const held = responses.get(session.id);
+      most = Math.max(most, held?.writableLength ?? 0);
+      return held?.destroyed ? held : undefined;
+    },
+    { what: 'the unread stream ended', intervalMs: 5 },
+  );
+  expect(res.destroyed).toBe(true);
+  // What waited in the process was the socket's buffer and a message, not the session's 16 MB.
+  expect(most).toBeLessThan(256 * 1024);
+  client.destroy();
 });

@@ -242,7 +242,7 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     res.write('retry: 2000\n\n');
     if (
       !deps.streams.attach(
-        found.get(req)!.integration.id,
+        { integrationId: found.get(req)!.integration.id, workspaceId: found.get(req)!.workspaceId },
         visitor.id,
         res,
         lastSeenSeq(req.get('last-event-id')),

@@ -25,6 +25,8 @@ interface Stream {
   lastSeq: bigint;
   /** Reads are chained, so two wake-ups never send the same message twice or out of order. */
   pending: Promise<void>;
+  /** The read waiting its turn in the chain, if any: a wake-up meanwhile joins it instead of queueing. */
+  queued?: { known?: { from: bigint; messages: LivechatMessage[] } };
 }
 
 export interface StreamLimits {
@@ -34,16 +36,27 @@ export interface StreamLimits {
    * nothing but a name), and without a share one tenant's could take every stream the process allows.
    */
   perIntegration: number;
+  /** A workspace's share, whatever number of integrations it creates to widen its own. */
+  perWorkspace: number;
   perProcess: number;
   /** How often every open stream looks for messages a lost notice did not announce, and keeps alive. */
   sweepMs: number;
+  /**
+   * How long a stream may leave unread what it was sent before it is ended. A stream writes no further
+   * while its socket's buffer is full: a client that opens streams and never reads them would otherwise
+   * have the process hold each session's whole history for it. The widget reconnects from the last
+   * message it read (`Last-Event-ID`), so ending a slow stream loses nothing.
+   */
+  drainMs: number;
 }
 
 export const defaultStreamLimits: StreamLimits = {
   perSession: 5,
   perIntegration: 2_000,
+  perWorkspace: 4_000,
   perProcess: 10_000,
   sweepMs: 5_000,
+  drainMs: 30_000,
 };
 
 /** Most sessions the sweep reads in one statement: its answer is at most 4,000 messages. */
@@ -56,8 +69,8 @@ const sweepSessions = 200;
  */
 export class LivechatStreams {
   private readonly sessions = new Map<string, Set<Stream>>();
-  /** Open streams by integration, for those that have any. */
-  private readonly byIntegration = new Map<string, number>();
+  /** Open streams by integration (`i:<id>`) and by workspace (`w:<id>`), for those that have any. */
+  private readonly shares = new Map<string, number>();
   private open = 0;
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping = false;
@@ -68,28 +81,37 @@ export class LivechatStreams {
     readonly limits: StreamLimits = defaultStreamLimits,
   ) {}
 
-  /** False when the session, its integration or this process already holds as many streams as allowed. */
-  attach(integrationId: string, sessionId: string, res: Response, afterSeq: bigint): boolean {
+  /** False when the session, its integration, its workspace or this process already holds as many streams as allowed. */
+  attach(
+    { integrationId, workspaceId }: { integrationId: string; workspaceId: string },
+    sessionId: string,
+    res: Response,
+    afterSeq: bigint,
+  ): boolean {
     const streams = this.sessions.get(sessionId) ?? new Set<Stream>();
-    const ofIntegration = this.byIntegration.get(integrationId) ?? 0;
+    const shares = [`i:${integrationId}`, `w:${workspaceId}`];
+    const [ofIntegration, ofWorkspace] = shares.map((key) => this.shares.get(key) ?? 0);
     if (
       streams.size >= this.limits.perSession ||
-      ofIntegration >= this.limits.perIntegration ||
+      ofIntegration! >= this.limits.perIntegration ||
+      ofWorkspace! >= this.limits.perWorkspace ||
       this.open >= this.limits.perProcess
     )
       return false;
     const stream: Stream = { res, lastSeq: afterSeq, pending: Promise.resolve() };
     streams.add(stream);
     this.sessions.set(sessionId, streams);
-    this.byIntegration.set(integrationId, ofIntegration + 1);
+    for (const key of shares) this.shares.set(key, (this.shares.get(key) ?? 0) + 1);
     this.open++;
     res.on('close', () => {
       streams.delete(stream);
       this.open--;
       if (streams.size === 0) this.sessions.delete(sessionId);
-      const left = this.byIntegration.get(integrationId)! - 1;
-      if (left === 0) this.byIntegration.delete(integrationId);
-      else this.byIntegration.set(integrationId, left);
+      for (const key of shares) {
+        const left = this.shares.get(key)! - 1;
+        if (left === 0) this.shares.delete(key);
+        else this.shares.set(key, left);
+      }
     });
     this.read(sessionId, stream);
     return true;
@@ -118,6 +140,8 @@ export class LivechatStreams {
       for (const [sessionId, streams] of this.sessions) {
         let from: bigint | undefined;
         for (const stream of streams) {
+          // A stream whose buffer is full is waiting to drain, or to be ended: nothing more for it.
+          if (stream.res.writableNeedDrain) continue;
           stream.res.write(': keep-alive\n\n');
           if (from === undefined || stream.lastSeq < from) from = stream.lastSeq;
         }
@@ -153,27 +177,34 @@ export class LivechatStreams {
    * Sends the stream what it has not sent, starting from `known` if given: its session's messages after
    * `from`, read by the sweep. They serve a stream that has sent up to `from` at least (a read in between
    * may have sent some of them); one that has not (opened during the sweep, its first read failed) reads
-   * for itself, so nothing before `from` is passed over.
+   * for itself, so nothing before `from` is passed over. A read already waiting its turn takes this one
+   * in, reading the store itself: a stream waiting to drain keeps one read queued, not one per wake-up.
    */
   private read(
     sessionId: string,
     stream: Stream,
     known?: { from: bigint; messages: LivechatMessage[] },
   ): void {
+    if (stream.queued) {
+      stream.queued.known = undefined;
+      return;
+    }
+    const queued: NonNullable<Stream['queued']> = { known };
+    stream.queued = queued;
     stream.pending = stream.pending.then(async () => {
+      stream.queued = undefined;
       if (stream.res.writableEnded || stream.res.destroyed) return;
       try {
+        const known = queued.known;
         if (known && stream.lastSeq >= known.from) {
-          this.send(
-            stream,
-            known.messages.filter((message) => BigInt(message.seq) > stream.lastSeq),
-          );
+          const rest = known.messages.filter((message) => BigInt(message.seq) > stream.lastSeq);
+          if (!(await this.send(stream, rest))) return;
           if (known.messages.length < sweepBatch) return;
         }
         for (;;) {
           const messages = await this.store.messagesAfter(sessionId, stream.lastSeq);
           if (messages.length === 0) return;
-          this.send(stream, messages);
+          if (!(await this.send(stream, messages))) return;
         }
       } catch (error) {
         this.logger.warn({ err: error, session_id: sessionId }, 'live chat stream read failed');
@@ -181,9 +212,35 @@ export class LivechatStreams {
     });
   }
 
-  private send(stream: Stream, messages: LivechatMessage[]): void {
-    if (messages.length === 0) return;
-    stream.res.write(messages.map(sseEvent).join(''));
-    stream.lastSeq = BigInt(messages.at(-1)!.seq);
+  /**
+   * Writes the messages one by one, waiting for the socket to drain whenever its buffer is full. False
+   * when the stream ended meanwhile, or was ended for leaving its messages unread for `drainMs`.
+   */
+  private async send(stream: Stream, messages: LivechatMessage[]): Promise<boolean> {
+    for (const message of messages) {
+      const flowing = stream.res.write(sseEvent(message));
+      stream.lastSeq = BigInt(message.seq);
+      if (!flowing && !(await this.drained(stream.res))) return false;
+    }
+    return true;
+  }
+
+  private async drained(res: Response): Promise<boolean> {
+    if (res.destroyed) return false;
+    const drained = await new Promise<boolean>((resolve) => {
+      const finish = (outcome: boolean) => {
+        clearTimeout(timer);
+        res.off('drain', onDrain);
+        res.off('close', onClose);
+        resolve(outcome);
+      };
+      const onDrain = () => finish(true);
+      const onClose = () => finish(false);
+      const timer = setTimeout(() => finish(false), this.limits.drainMs);
+      res.on('drain', onDrain);
+      res.on('close', onClose);
+    });
+    if (!drained && !res.destroyed) res.destroy();
+    return drained;
   }
 }
