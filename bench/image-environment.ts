@@ -1,11 +1,11 @@
 // What the images set for the Node process itself (deploy/Dockerfile's runtime stage), so that a bench run
 // "as the images run" takes it from the one place it is declared instead of from flags someone must
 // remember to pass.
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-/** The runtime variables that tune Node and the C library; the rest (NODE_ENV, SERVICE…) is the image's own business. */
-const RUNTIME_TUNING = ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'] as const;
+/** The runtime variables that tune Node and its allocator; the rest (NODE_ENV, SERVICE…) is the image's own business. */
+const RUNTIME_TUNING = ['NODE_OPTIONS', 'LD_PRELOAD', 'MALLOC_CONF'] as const;
 
 export function imageRuntimeEnvironment(
   dockerfile = fileURLToPath(new URL('../deploy/Dockerfile', import.meta.url)),
@@ -27,5 +27,27 @@ export function imageRuntimeEnvironment(
     if (value === undefined) throw new Error(`${dockerfile} sets no ${name} in its runtime stage`);
     environment[name] = value;
   }
+  environment.LD_PRELOAD = onThisMachine(environment.LD_PRELOAD!);
   return environment;
+}
+
+/**
+ * The image's preloaded library as this machine has it: the image links it to a path of its own, and a
+ * path the loader cannot find is only a warning on stderr, the process then running on glibc's malloc,
+ * which would be measured in its place.
+ */
+function onThisMachine(preload: string): string {
+  if (existsSync(preload)) return preload;
+  const name = preload.split('/').at(-1)!;
+  for (const directory of [
+    '/usr/lib',
+    ...readdirSync('/usr/lib')
+      .filter((d) => d.endsWith('-linux-gnu'))
+      .map((d) => `/usr/lib/${d}`),
+  ]) {
+    if (existsSync(`${directory}/${name}`)) return `${directory}/${name}`;
+  }
+  throw new Error(
+    `the images preload ${name}, which this machine lacks: apt-get install -y libjemalloc2 (or BENCH_IMAGE_ENV=off to run without the image's settings)`,
+  );
 }

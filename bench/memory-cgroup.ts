@@ -8,7 +8,7 @@ import { imageRuntimeEnvironment } from './image-environment.js';
 
 /**
  * A bench run's pods, as its environment asks: BENCH_MEMORY_LIMIT=<MiB> runs each service in a memory
- * cgroup of that limit, with the image's NODE_OPTIONS and MALLOC_ARENA_MAX (image-environment.ts) unless
+ * cgroup of that limit, with the image's NODE_OPTIONS, LD_PRELOAD and MALLOC_CONF (image-environment.ts) unless
  * BENCH_IMAGE_ENV=off leaves those out, to measure what they change. Undefined without a limit.
  */
 export function benchPods(): { mebibytes: number; environment: Record<string, string> } | undefined {

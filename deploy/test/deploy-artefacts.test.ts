@@ -216,11 +216,35 @@ describe('deploy/Dockerfile', () => {
     expect(heapLimit(value!)).not.toBe(heapLimit('--max-semi-space-size=32'));
   });
 
-  it('limits glibc to two malloc arenas, in the image the services run on (glibc, not musl)', () => {
-    const env = instructions.find((line) => line.startsWith('ENV ') && line.includes('MALLOC_ARENA_MAX='));
-    expect(/MALLOC_ARENA_MAX=(\S+)/.exec(env ?? '')?.[1]).toBe('2');
-    // The variable is glibc's: an Alpine (musl) base would take it silently and change nothing.
+  it("runs the services on jemalloc: installed from Debian's packages, preloaded from one path, with options jemalloc reads", () => {
+    const env = (name: string) =>
+      new RegExp(`${name}=(\\S+)`).exec(
+        instructions.find((line) => line.startsWith('ENV ') && line.includes(`${name}=`)) ?? '',
+      )?.[1];
+    expect(dockerfile).toMatch(/apt-get install[^\n]*\blibjemalloc2\b/);
+    // The package puts the library under the architecture's directory; the link is the one path LD_PRELOAD names.
+    const link = /ln -s \/usr\/lib\/\*-linux-gnu\/libjemalloc\.so\.2 (\S+)/.exec(dockerfile)?.[1];
+    expect(link).toBe('/usr/local/lib/libjemalloc.so.2');
+    expect(env('LD_PRELOAD')).toBe(link);
+    // jemalloc names a pair it does not know on stderr and ignores it: each must be one of its options,
+    // with a value of the option's kind.
+    const options: Record<string, RegExp> = {
+      background_thread: /^(true|false)$/,
+      dirty_decay_ms: /^-?\d+$/,
+      muzzy_decay_ms: /^-?\d+$/,
+      narenas: /^[1-9]\d*$/,
+    };
+    const pairs = (env('MALLOC_CONF') ?? '').split(',').map((pair) => pair.split(':'));
+    expect(pairs.map(([name]) => name)).toEqual([
+      'background_thread',
+      'dirty_decay_ms',
+      'muzzy_decay_ms',
+      'narenas',
+    ]);
+    for (const [name, value] of pairs) expect(value).toMatch(options[name!]!);
+    // Debian's package, on a Debian base: an Alpine (musl) image has neither.
     expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:\d+-(bookworm|bullseye|trixie)(-slim)?$/m);
+    expect(dockerfile).not.toMatch(/MALLOC_ARENA_MAX/);
   });
 
   it('starts dist/main.js with OpenTelemetry registered first, from the service directory', () => {
