@@ -410,6 +410,21 @@ describe('inbound callbacks', () => {
     expect(await eventsOf(batching.workspaceId)).toHaveLength(31);
   });
 
+  it('takes the callbacks that waited for their turn when the one refused after them only went past the window', async () => {
+    const connector = await startConnector({ perSecond: 5, burst: 10, perWorkspaceInFlight: 1 });
+    const batching = await connector.officialIntegration();
+    const holder = await connector.integration(batching.workspaceId);
+    const slow = await connector.slowCallback(holder);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The integration's whole window admitted, one message each, all waiting for the turn.
+    const waiting = Array.from({ length: 10 }, () => connector.batchCallback(batching, 1));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // One more is refused: it owes nothing, and neither do the ones before it.
+    expect((await connector.batchCallback(batching, 1)).status).toBe(429);
+    expect(await slow.finish()).toBe(200);
+    expect((await Promise.all(waiting)).map((answer) => answer.status)).toEqual(Array(10).fill(200));
+  });
+
   it('refuses a callback carrying more items than any provider batches, and charges them', async () => {
     const connector = await startConnector({ perSecond: 5, burst: 10, itemsPerCallback: 20 });
     const batching = await connector.officialIntegration();

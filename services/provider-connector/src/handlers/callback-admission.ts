@@ -146,11 +146,15 @@ export class CallbackAdmission {
     // read: one that waited is taken only if its budgets are not in debt now, or a burst admitted at
     // once would all be taken in, hundreds of times the budget.
     if (waits) {
+      const integrationKey = this.integrationKey(integrationId, address);
       const owed =
-        (await this.owed(this.perIntegration, this.integrationKey(integrationId, address), 'integration')) ??
+        (await this.owed(this.perIntegration, integrationKey, 'integration')) ??
         (this.perWorkspace && (await this.owed(this.perWorkspace, stored.workspaceId, 'workspace')));
       if (owed) {
         release();
+        // Refused for what others owe: the point it spent is given back, its retry pays it again.
+        await this.perIntegration.limiter.reward(integrationKey, 1);
+        await this.perWorkspace?.limiter.reward(stored.workspaceId, 1);
         return owed;
       }
     }
@@ -196,16 +200,20 @@ export class CallbackAdmission {
     }
   }
 
-  /** A 429 when the key's budget is in debt (charged past its window by items), without spending from it. */
+  /**
+   * A 429 while the key's budget is in debt (charged past its window by items), without spending from
+   * it. Not "more spent than the window holds": a refused spend counts too, and a burst's refused last
+   * callback would then turn away the ones admitted before it, which owe nothing.
+   */
   private async owed(
     budget: Budget,
     key: string,
     of: 'integration' | 'workspace',
   ): Promise<Admission | undefined> {
-    const state = await budget.limiter.get(key);
-    if (!state || state.consumedPoints <= budget.burst) return undefined;
+    const msOwed = await budget.msInDebt(key);
+    if (msOwed === 0) return undefined;
     refusals.add(1, { reason: `${of}_rate` });
-    return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(state.msBeforeNext) };
+    return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(msOwed) };
   }
 
   private refusedCaller(blocked: RateLimiterRes): Admission {
@@ -244,6 +252,8 @@ const retryAfterSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
  */
 class Budget {
   readonly limiter: RateLimiterMemory;
+  /** Keys in debt, blocked for as long as it lasts: the limiter's own count cannot tell debt from refusals. */
+  private readonly debts: RateLimiterMemory;
 
   constructor(
     keyPrefix: string,
@@ -255,6 +265,7 @@ class Budget {
       points: burst,
       duration: Math.max(1, Math.ceil(burst / perSecond)),
     });
+    this.debts = new RateLimiterMemory({ keyPrefix: `${keyPrefix}-debts`, points: 1, duration: 1 });
   }
 
   async charge(key: string, items: number): Promise<void> {
@@ -263,6 +274,13 @@ class Budget {
     if (debt <= 0) return;
     const seconds = Math.ceil(debt / this.perSecond);
     if (seconds * 1000 > charged.msBeforeNext) await this.limiter.block(key, seconds);
+    await this.debts.block(key, Math.max(seconds, Math.ceil(charged.msBeforeNext / 1000)));
+  }
+
+  /** How long the key's debt lasts yet; 0 when it owes nothing. */
+  async msInDebt(key: string): Promise<number> {
+    const debt = await this.debts.get(key);
+    return debt && debt.consumedPoints > 1 ? debt.msBeforeNext : 0;
   }
 }
 
