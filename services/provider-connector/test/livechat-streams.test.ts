@@ -34,8 +34,11 @@ beforeAll(async () => {
   });
   // Real responses held open, as the stream route holds them: /<workspace>/<integration>/<session>?after=<seq>; 429
   // if refused.
-  server = createServer((req, res) => {
+  server = createServer(async (req, res) => {
     const target = new URL(req.url ?? '/', 'http://here');
+    // As the route looks its session up before attaching: a client may be gone by then.
+    const lookup = Number(target.searchParams.get('lookup_ms') ?? 0);
+    if (lookup > 0) await new Promise((resolve) => setTimeout(resolve, lookup));
     const [, workspaceId, integrationId, sessionId] = target.pathname.split('/');
     const after = BigInt(target.searchParams.get('after') ?? '0');
     if (
@@ -138,6 +141,24 @@ it("holds no more of one workspace's streams than its share, however many integr
   const elsewhere = await open(third);
   expect(elsewhere.status).toBe(200);
   for (const stream of [...held, elsewhere]) stream.close();
+});
+
+it('takes no place for a stream whose client left before it was attached', async () => {
+  const integrationId = randomUUID();
+  for (let i = 0; i < 2; i++) {
+    const controller = new AbortController();
+    const gone = fetch(`${url}/${integrationId}/${integrationId}/${randomUUID()}?after=0&lookup_ms=300`, {
+      signal: controller.signal,
+    }).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    controller.abort();
+    await gone;
+  }
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  // Both of the integration's places are there still.
+  const held = [await open(integrationId), await open(integrationId)];
+  expect(held.map((stream) => stream.status)).toEqual([200, 200]);
+  for (const stream of held) stream.close();
 });
 
 it('sweeps every open stream with one statement, each stream sent only what it has not sent', async () => {

@@ -88,6 +88,8 @@ export class LivechatStreams {
     res: Response,
     afterSeq: bigint,
   ): boolean {
+    // Closed while its session was looked up: its close has been, and would never give the places back.
+    if (res.destroyed || res.writableEnded) return false;
     const streams = this.sessions.get(sessionId) ?? new Set<Stream>();
     const shares = [`i:${integrationId}`, `w:${workspaceId}`];
     const [ofIntegration, ofWorkspace] = shares.map((key) => this.shares.get(key) ?? 0);
@@ -141,7 +143,7 @@ export class LivechatStreams {
         let from: bigint | undefined;
         for (const stream of streams) {
           // A stream whose buffer is full is waiting to drain, or to be ended: nothing more for it.
-          if (stream.res.writableNeedDrain) continue;
+          if (stream.res.writableNeedDrain || stream.res.writableEnded || stream.res.destroyed) continue;
           stream.res.write(': keep-alive\n\n');
           if (from === undefined || stream.lastSeq < from) from = stream.lastSeq;
         }
@@ -218,6 +220,8 @@ export class LivechatStreams {
    */
   private async send(stream: Stream, messages: LivechatMessage[]): Promise<boolean> {
     for (const message of messages) {
+      // Ended meanwhile (the process stopping ends every stream while reads are under way).
+      if (stream.res.writableEnded || stream.res.destroyed) return false;
       const flowing = stream.res.write(sseEvent(message));
       stream.lastSeq = BigInt(message.seq);
       if (!flowing && !(await this.drained(stream.res))) return false;
