@@ -39,12 +39,7 @@ export function imageRuntimeEnvironment(
 function onThisMachine(preload: string): string {
   if (existsSync(preload)) return preload;
   const name = preload.split('/').at(-1)!;
-  for (const directory of [
-    '/usr/lib',
-    ...readdirSync('/usr/lib')
-      .filter((d) => d.endsWith('-linux-gnu'))
-      .map((d) => `/usr/lib/${d}`),
-  ]) {
+  for (const directory of ['/usr/lib', ...readdirSync('/usr/lib').map((d) => `/usr/lib/${d}`)]) {
     if (existsSync(`${directory}/${name}`)) return `${directory}/${name}`;
   }
   throw new Error(

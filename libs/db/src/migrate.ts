@@ -169,6 +169,7 @@ async function lockHolder(client: pg.PoolClient, schema: string): Promise<Migrat
     `select a.pid, a.application_name, a.state, a.query_start as since, left(a.query, 200) as query
        from pg_locks l join pg_stat_activity a on a.pid = l.pid
       where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+        and l.database = (select oid from pg_database where datname = current_database())
         and l.classid::bigint = (hashtext($1)::bigint >> 32) & 4294967295
         and l.objid::bigint = hashtext($1)::bigint & 4294967295
       limit 1`,

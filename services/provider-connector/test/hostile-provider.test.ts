@@ -77,62 +77,64 @@ const template = (name: string, body = 'Olá') => ({
   components: [{ type: 'BODY', text: body }],
 });
 
-it('refuses a template listing longer than a catalogue holds, and keeps the catalogue it had', async () => {
+/**
+ * A catalogue of one template, then a refresh from a provider whose every page (`page(n)`, n from 1)
+ * names a next one: what the refresh was refused with, how many pages it read, and the catalogue after.
+ */
+async function refreshEndlessListing(page: (n: number) => unknown[]) {
   const { catalogue, deps, workspaceId, official } = await world();
   const stored = await official();
   await catalogue.replace(stored.integration.id, [
     { name: 'antes', language: 'pt_BR', status: 'APPROVED', body: 'Oi', header_format: null, buttons: [] },
   ]);
   let pages = 0;
-  // Pages far over the 100 asked for, each with a next page.
   answer = (req, res) => {
     pages++;
-    const data = Array.from({ length: 4_000 }, (_, i) => template(`t${pages}_${i}`));
     const next = new URL(req.url ?? '/', providerUrl);
     next.searchParams.set('after', String(pages));
-    json(res, 200, { data, paging: { next: next.toString() } });
+    json(res, 200, { data: page(pages), paging: { next: next.toString() } });
   };
-
   const refused = await templates.refresh(deps, stored, workspaceId).then(
     () => undefined,
     (error: unknown) => error as AppError,
+  );
+  const kept = (await catalogue.list(stored.integration.id)).templates.map((t) => t.name);
+  return { refused, pages, kept };
+}
+
+it('refuses a template listing longer than a catalogue holds, and keeps the catalogue it had', async () => {
+  // Pages far over the 100 asked for.
+  const { refused, pages, kept } = await refreshEndlessListing((n) =>
+    Array.from({ length: 4_000 }, (_, i) => template(`t${n}_${i}`)),
   );
   expect(refused).toMatchObject({
     status: 502,
     body: { error: platformTexts.templateCatalogueTooLarge(maxCatalogueTemplates) },
   });
   expect(pages).toBe(Math.ceil(maxCatalogueTemplates / 4_000));
-  expect((await catalogue.list(stored.integration.id)).templates.map((t) => t.name)).toEqual(['antes']);
+  expect(kept).toEqual(['antes']);
 });
 
 it('refuses a template listing with more text than a catalogue holds, and keeps the catalogue it had', async () => {
-  const { catalogue, deps, workspaceId, official } = await world();
-  const stored = await official();
-  await catalogue.replace(stored.integration.id, [
-    { name: 'antes', language: 'pt_BR', status: 'APPROVED', body: 'Oi', header_format: null, buttons: [] },
-  ]);
-  let pages = 0;
   // Each page within the 1 MiB a provider's answer may have, one template whose buttons fill it.
-  answer = (req, res) => {
-    pages++;
-    const buttons = [{ type: 'URL', text: 'Abrir', url: `https://x.example/${'y'.repeat(900_000)}` }];
-    const data = [{ ...template(`t${pages}`), components: [{ type: 'BUTTONS', buttons }] }];
-    const next = new URL(req.url ?? '/', providerUrl);
-    next.searchParams.set('after', String(pages));
-    json(res, 200, { data, paging: { next: next.toString() } });
-  };
-
-  const refused = await templates.refresh(deps, stored, workspaceId).then(
-    () => undefined,
-    (error: unknown) => error as AppError,
-  );
+  const { refused, pages, kept } = await refreshEndlessListing((n) => [
+    {
+      ...template(`t${n}`),
+      components: [
+        {
+          type: 'BUTTONS',
+          buttons: [{ type: 'URL', text: 'Abrir', url: `https://x.example/${'y'.repeat(900_000)}` }],
+        },
+      ],
+    },
+  ]);
   expect(refused).toMatchObject({
     status: 502,
     body: { error: platformTexts.templateCatalogueTooMuchText(maxCatalogueChars) },
   });
   // Refused at the page that went past it, not after the hundred pages a listing may have.
   expect(pages).toBe(Math.ceil(maxCatalogueChars / 900_000));
-  expect((await catalogue.list(stored.integration.id)).templates.map((t) => t.name)).toEqual(['antes']);
+  expect(kept).toEqual(['antes']);
 });
 
 it("refreshes one catalogue at a time per workspace for templates it does not know, across its integrations, and another workspace's meanwhile", async () => {
