@@ -137,20 +137,14 @@ it('refuses a template listing with more text than a catalogue holds, and keeps 
   expect(kept).toEqual(['antes']);
 });
 
-it("refreshes one catalogue at a time per workspace for templates it does not know, across its integrations, and another workspace's meanwhile", async () => {
+it("lists one catalogue at a time per workspace for templates it does not know, and another workspace's meanwhile", async () => {
   const hostile = await world();
   const integrations = await Promise.all([hostile.official(), hostile.official(), hostile.official()]);
   const other = await world();
   const otherIntegration = await other.official();
-  let listing = 0;
-  let most = 0;
   const held: ServerResponse[] = [];
-  answer = (_req, res) => {
-    listing++;
-    most = Math.max(most, listing);
-    res.once('close', () => listing--);
-    held.push(res);
-  };
+  answer = (_req, res) => held.push(res);
+  const settled = new Set<string>();
   const prepare = (deps: typeof hostile.deps, workspaceId: string, integrationId: string, name: string) =>
     templates
       .prepare(deps, {
@@ -158,28 +152,39 @@ it("refreshes one catalogue at a time per workspace for templates it does not kn
         integration_id: integrationId,
         template: { name, language: 'pt_BR', variables: [] as string[], headerMedia: null, buttons: null },
       } as Parameters<typeof templates.prepare>[1])
-      .catch((error: unknown) => error);
-  const misses = integrations.flatMap((stored, i) =>
-    [0, 1].map((n) =>
-      prepare(hostile.deps, hostile.workspaceId, stored.integration.id, `nao-existe-${i}-${n}`),
-    ),
-  );
+      .then(
+        () => undefined,
+        (error: AppError) => error,
+      )
+      .finally(() => settled.add(name));
+  const first = prepare(hostile.deps, hostile.workspaceId, integrations[0]!.integration.id, 'nao-existe-0');
   await waitFor(() => held.length >= 1, { what: "the hostile workspace's first listing" });
-  // While its first listing is held open, the other workspace's goes ahead beside it, and none of its own.
+  // While it is held open: a miss of the same integration joins it; misses of the workspace's other
+  // integrations are answered at once from the catalogue as it is, with no listing of their own.
+  const joined = prepare(hostile.deps, hostile.workspaceId, integrations[0]!.integration.id, 'nao-existe-0b');
+  const others = integrations
+    .slice(1)
+    .map((stored, i) =>
+      prepare(hostile.deps, hostile.workspaceId, stored.integration.id, `nao-existe-${i + 1}`),
+    );
+  expect(await Promise.all(others)).toMatchObject([
+    { status: 400, body: { error: platformTexts.templateNotFound('nao-existe-1', 'pt_BR') } },
+    { status: 400, body: { error: platformTexts.templateNotFound('nao-existe-2', 'pt_BR') } },
+  ]);
+  // Another workspace's listing goes ahead beside it.
   const otherMiss = prepare(other.deps, other.workspaceId, otherIntegration.integration.id, 'nao-existe');
   await waitFor(() => held.length >= 2, { what: "the other workspace's listing" });
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await new Promise((resolve) => setTimeout(resolve, 200));
   expect(held).toHaveLength(2);
-  // Then every listing answered after a while: the workspace's went one after another.
-  answer = (_req, res) => {
-    listing++;
-    most = Math.max(most, listing);
-    res.once('close', () => listing--);
-    setTimeout(() => json(res, 200, { data: [] }), 20);
-  };
-  for (const res of held.splice(0)) json(res, 200, { data: [] });
-  await Promise.all([...misses, otherMiss]);
-  expect(most).toBe(2);
+  expect(settled.has('nao-existe-0') || settled.has('nao-existe-0b')).toBe(false);
+  for (const res of held.splice(0)) json(res, 200, { data: [template('nao-existe-0')] });
+  expect(await first).toBeUndefined();
+  expect(await joined).toMatchObject({
+    status: 400,
+    body: { error: platformTexts.templateNotFound('nao-existe-0b', 'pt_BR') },
+  });
+  await otherMiss;
+  expect(held).toHaveLength(0);
 });
 
 it('refuses a template send whose body with its variables in is longer than a message', async () => {

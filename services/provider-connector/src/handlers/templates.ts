@@ -68,12 +68,22 @@ async function refresh(
  * Refreshes triggered by a template we do not know: a few per integration and per workspace in a while,
  * and one at a time per workspace, so a caller sending made-up names, across however many integrations,
  * cannot turn each request into a full catalogue fetch, nor hold many listings in the process at once.
+ * A miss while another of the workspace's integrations is being listed does not wait for it: waiting
+ * behind a listing, then making its own, would outlast the command's budget (one provider call's).
  */
 const missRefreshes = {
   perIntegration: new RateLimiterMemory({ points: 10, duration: 60, keyPrefix: 'template-miss' }),
   perWorkspace: new RateLimiterMemory({ points: 20, duration: 60, keyPrefix: 'template-miss-workspace' }),
-  /** Per workspace, the refresh under way and its integration, then the ones waiting behind it, chained. */
+  /** Per workspace, the refresh under way and its integration. */
   running: new Map<string, { integrationId: string; done: Promise<void> }>(),
+  /** The refresh to wait for: this integration's, under way or started now; undefined when another's runs. */
+  once(workspaceId: string, integrationId: string, work: () => Promise<void>): Promise<void> | undefined {
+    const running = this.running.get(workspaceId);
+    if (running) return running.integrationId === integrationId ? running.done : undefined;
+    const done = work().finally(() => this.running.delete(workspaceId));
+    this.running.set(workspaceId, { integrationId, done });
+    return done;
+  },
   async allow(workspaceId: string, integrationId: string): Promise<boolean> {
     try {
       await this.perIntegration.consume(integrationId);
@@ -82,19 +92,6 @@ const missRefreshes = {
     } catch {
       return false;
     }
-  },
-  once(workspaceId: string, integrationId: string, work: () => Promise<void>): Promise<void> {
-    const running = this.running.get(workspaceId);
-    if (running?.integrationId === integrationId) return running.done;
-    const done = (running?.done ?? Promise.resolve()).catch(() => undefined).then(work);
-    const entry = { integrationId, done };
-    this.running.set(workspaceId, entry);
-    void done
-      .finally(() => {
-        if (this.running.get(workspaceId) === entry) this.running.delete(workspaceId);
-      })
-      .catch(() => undefined);
-    return done;
   },
 };
 
@@ -131,10 +128,13 @@ export const templates = {
     const { name, language } = command.template;
     let entry = await deps.templates.find(stored.integration.id, name, language);
     if (!entry && (await missRefreshes.allow(command.workspace_id, stored.integration.id))) {
-      await missRefreshes.once(command.workspace_id, stored.integration.id, () =>
+      const refreshing = missRefreshes.once(command.workspace_id, stored.integration.id, () =>
         refresh(deps, stored, command.workspace_id),
       );
-      entry = await deps.templates.find(stored.integration.id, name, language);
+      if (refreshing) {
+        await refreshing;
+        entry = await deps.templates.find(stored.integration.id, name, language);
+      }
     }
     const approved = checkAgainstCatalogue(entry, command.template);
     const rendered = renderBody(approved.body, command.template.variables);
