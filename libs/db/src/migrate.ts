@@ -159,14 +159,9 @@ async function takeMigrationLock(
  * high half) and objid (the low half), with objsubid 1 for a key taken as one bigint.
  */
 async function lockHolder(client: pg.PoolClient, schema: string): Promise<MigrationLockWait['holder']> {
-  const { rows } = await client.query<{
-    pid: number;
-    application_name: string;
-    state: string | null;
-    since: Date | null;
-    query: string;
-  }>(
-    `select a.pid, a.application_name, a.state, a.query_start as since, left(a.query, 200) as query
+  const { rows } = await client.query<NonNullable<MigrationLockWait['holder']>>(
+    `select a.pid, a.application_name as "applicationName", a.state, a.query_start as since,
+            left(a.query, 200) as query
        from pg_locks l join pg_stat_activity a on a.pid = l.pid
       where l.locktype = 'advisory' and l.granted and l.objsubid = 1
         and l.database = (select oid from pg_database where datname = current_database())
@@ -175,16 +170,7 @@ async function lockHolder(client: pg.PoolClient, schema: string): Promise<Migrat
       limit 1`,
     [`migrate:${schema}`],
   );
-  const row = rows[0];
-  return row
-    ? {
-        pid: row.pid,
-        applicationName: row.application_name,
-        state: row.state,
-        since: row.since,
-        query: row.query,
-      }
-    : undefined;
+  return rows[0];
 }
 
 /** Runs one migration and records it: in a transaction, or statement by statement (withoutTransaction). */

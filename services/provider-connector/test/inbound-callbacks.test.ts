@@ -1,6 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as pause } from 'node:timers/promises';
 import { InProcessBus } from '@inbox/bus';
 import { platformTexts } from '@inbox/contracts';
 import { maxEventBytes, OutboxRelay, type Pool } from '@inbox/db';
@@ -390,18 +391,25 @@ describe('inbound callbacks', () => {
     expect(JSON.stringify(lines[0]).length).toBeLessThan(2_000);
   });
 
-  it('takes a callback that waited for its turn only if what was taken meanwhile left its budget out of debt', async () => {
+  /**
+   * A Cloud API integration (a window of 10 callbacks) whose workspace's one turn is held by another
+   * integration's callback, its body still arriving.
+   */
+  async function turnHeld() {
     const connector = await startConnector({ perSecond: 5, burst: 10, perWorkspaceInFlight: 1 });
     const batching = await connector.officialIntegration();
-    const holder = await connector.integration(batching.workspaceId);
-    // The workspace's one turn held by a callback whose body is still arriving.
-    const slow = await connector.slowCallback(holder);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const slow = await connector.slowCallback(await connector.integration(batching.workspaceId));
+    await pause(200);
+    return { connector, batching, slow };
+  }
+
+  it('takes a callback that waited for its turn only if what was taken meanwhile left its budget out of debt', async () => {
+    const { connector, batching, slow } = await turnHeld();
     // Both admitted within the budget, and waiting for the turn: thirty items, then one.
     const big = connector.batchCallback(batching, 30);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await pause(200);
     const after = connector.batchCallback(batching, 1);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await pause(200);
     expect(await slow.finish()).toBe(200);
     expect((await big).status).toBe(200);
     const refused = await after;
@@ -411,14 +419,10 @@ describe('inbound callbacks', () => {
   });
 
   it('takes the callbacks that waited for their turn when the one refused after them only went past the window', async () => {
-    const connector = await startConnector({ perSecond: 5, burst: 10, perWorkspaceInFlight: 1 });
-    const batching = await connector.officialIntegration();
-    const holder = await connector.integration(batching.workspaceId);
-    const slow = await connector.slowCallback(holder);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { connector, batching, slow } = await turnHeld();
     // The integration's whole window admitted, one message each, all waiting for the turn.
     const waiting = Array.from({ length: 10 }, () => connector.batchCallback(batching, 1));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await pause(300);
     // One more is refused: it owes nothing, and neither do the ones before it.
     expect((await connector.batchCallback(batching, 1)).status).toBe(429);
     expect(await slow.finish()).toBe(200);

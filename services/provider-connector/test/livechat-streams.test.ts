@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { connect } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import type { Pool } from '@inbox/db';
 import { createLogger } from '@inbox/service-kit';
 import { waitFor } from '@inbox/testkit';
@@ -65,8 +64,10 @@ afterAll(async () => {
   await pool?.end();
 });
 
-/** Opens a stream: its status, what it has received so far, and how to close it. */
-/** `workspaceId`: the integration's own id unless told, a workspace of its own. */
+/**
+ * Opens a stream: its status, what it has received so far, and how to close it. `workspaceId`: the
+ * integration's own id unless told, a workspace of its own.
+ */
 async function open(
   integrationId: string,
   sessionId: string = randomUUID(),

@@ -337,6 +337,7 @@ function logUnreadable(
     'inbound messages not taken in',
   );
 }
+
 /** Whether messaging can read the event; one it cannot is logged and left out. */
 function readable(
   logger: Logger,
