@@ -147,23 +147,22 @@ describe("an integration's OAuth tokens", () => {
     await expect(first).rejects.toThrow('never asked');
   });
 
-  it('says nothing was sent when its own refresh fails or the deadline cuts it off, keeping a refusal', async () => {
+  it('says nothing was sent when its deadline passes or its own refresh fails, keeping a refusal', async () => {
     const store = new IntegrationStore(pool, secrets);
     const { workspaceId, id } = await integration(store);
-    const signal = AbortSignal.timeout(200);
-    // The token endpoint keeps silent until the call's deadline ends the request, as a fetch would.
-    const cutOff = oauthTokens(store, workspaceId, id, 2_000, { signal }).renew(
+    // The token endpoint keeps silent, until the refresh's own bound (the provider timeout) ends it.
+    const cutOff = oauthTokens(store, workspaceId, id, 400, { signal: AbortSignal.timeout(100) }).renew(
       'refused',
-      () =>
+      (_token, bound) =>
         new Promise<TokenGrant>((_, reject) =>
-          signal.addEventListener('abort', () =>
+          bound.addEventListener('abort', () =>
             reject(new ProviderError('market: POST /oauth/token timed out')),
           ),
         ),
     );
     await expect(cutOff).rejects.toMatchObject({
       unsent: true,
-      message: 'market: POST /oauth/token timed out',
+      message: `integration ${id}: the call's deadline passed while its token was refreshed`,
     });
     // invalid_grant: still a refusal (the integration is disconnected), and still nothing sent.
     const refused = oauthTokens(store, workspaceId, id, 2_000).renew('refused', async () => {
@@ -174,6 +173,83 @@ describe("an integration's OAuth tokens", () => {
       refusal: 'credentials_rejected',
       status: 400,
     });
+  });
+
+  it("keeps the pair a refresh got after its call's deadline, for the calls that joined it", async () => {
+    const store = new IntegrationStore(pool, secrets);
+    const { workspaceId, id } = await integration(store);
+    let answer: (grant: TokenGrant) => void = () => undefined;
+    const spent: string[] = [];
+    let boundAborted = false;
+    const slow = (refreshToken: string, bound: AbortSignal) => {
+      spent.push(refreshToken);
+      bound.addEventListener('abort', () => {
+        boundAborted = true;
+      });
+      return new Promise<TokenGrant>((resolve) => {
+        answer = resolve;
+      });
+    };
+    // The first call may take 150 ms; a second call of the process, with a later deadline, joins its refresh.
+    const first = oauthTokens(store, workspaceId, id, 2_000, { signal: AbortSignal.timeout(150) }).renew(
+      'refused',
+      slow,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const joined = oauthTokens(store, workspaceId, id, 2_000, { signal: AbortSignal.timeout(1_500) }).renew(
+      'refused',
+      slow,
+    );
+    await expect(first).rejects.toMatchObject({ unsent: true });
+    // The provider answers after the first call's deadline: the single-use refresh token is spent for this pair.
+    answer({ accessToken: 'fresh', refreshToken: 'r2', expiresIn: 21_600 });
+    expect(await joined).toBe('fresh');
+    expect(spent).toEqual(['r1']);
+    expect(boundAborted).toBe(false);
+    expect((await store.get(workspaceId, id))?.config).toMatchObject({
+      access_token: 'fresh',
+      refresh_token: 'r2',
+    });
+  });
+
+  it("stops waiting for another replica's refresh once every call of this process has left", async () => {
+    const store = new IntegrationStore(pool, secrets);
+    const { workspaceId, id } = await integration(store);
+    const other = await store.claimConfig(workspaceId, id, 60_000);
+    if (!other || other === 'taken') throw new Error('not claimed');
+    let reads = 0;
+    const counting = new Proxy(store, {
+      get(target, name, receiver) {
+        if (name === 'get') reads++;
+        const value = Reflect.get(target, name, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const never = async (): Promise<TokenGrant> => {
+      throw new Error('never asked: the other replica holds the claim');
+    };
+    const gone = oauthTokens(counting, workspaceId, id, 2_000, { signal: AbortSignal.timeout(150) }).renew(
+      'refused',
+      never,
+    );
+    await expect(gone).rejects.toMatchObject({ unsent: true });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const afterLeaving = reads;
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Nobody waits: the process no longer polls for the other replica's pair.
+    expect(reads).toBe(afterLeaving);
+    // A call that comes now starts afresh, and takes the pair once the other replica stores it.
+    const later = oauthTokens(counting, workspaceId, id, 2_000, { signal: AbortSignal.timeout(1_500) }).renew(
+      'refused',
+      never,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    await store.settleClaim(workspaceId, id, other.claim, {
+      ...other.config,
+      access_token: 'theirs',
+      refresh_token: 'r2',
+    });
+    expect(await later).toBe('theirs');
   });
 
   it('answers that an integration removed meanwhile is gone', async () => {

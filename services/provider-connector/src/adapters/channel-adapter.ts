@@ -111,15 +111,21 @@ export interface TokenGrant {
 }
 
 /**
+ * Spends a refresh token at the provider's token endpoint. The signal is the refresh's own bound, not
+ * any one call's deadline: calls share a refresh, and a pair the provider issued must be kept.
+ */
+export type RefreshGrant = (refreshToken: string, signal: AbortSignal) => Promise<TokenGrant>;
+
+/**
  * One integration's OAuth tokens as stored (sealed with its config). Refreshes are serialised across
  * replicas, so a single-use refresh token is spent once; a replica that waited takes the pair the
  * other one stored.
  */
 export interface OAuthTokens {
   /** The access token to use now, refreshed first when it expires within the margin. */
-  current(refresh: (refreshToken: string) => Promise<TokenGrant>): Promise<string>;
+  current(refresh: RefreshGrant): Promise<string>;
   /** A fresh access token after the provider refused `rejected`; refreshed unless another replica did. */
-  renew(rejected: string, refresh: (refreshToken: string) => Promise<TokenGrant>): Promise<string>;
+  renew(rejected: string, refresh: RefreshGrant): Promise<string>;
 }
 
 /** The reply contexts of one integration's senders. */

@@ -9,6 +9,7 @@ import {
   type ProviderCall,
   ProviderError,
   type ProviderRefusal,
+  type RefreshGrant,
   type TokenGrant,
 } from './channel-adapter.js';
 import { sameSecret } from './constant-time.js';
@@ -161,9 +162,9 @@ async function refreshGrant(
 }
 
 /** Without the connector's token store (never in production), the config's token as it is. */
-const configTokens = (config: MarketConfig): OAuthTokens => ({
+const configTokens = (config: MarketConfig, call: ProviderCall): OAuthTokens => ({
   current: async () => config.access_token,
-  renew: async (_rejected, refresh) => (await refresh(config.refresh_token)).accessToken,
+  renew: async (_rejected, refresh) => (await refresh(config.refresh_token, call.signal)).accessToken,
 });
 
 /** One call with the seller's token: refreshed first when it expires soon, and once more on a 401. */
@@ -174,8 +175,9 @@ async function authorized(
   path: string,
   body?: unknown,
 ): Promise<ProviderAnswer> {
-  const tokens = call.oauth ?? configTokens(config);
-  const refresh = (refreshToken: string) => refreshGrant(config, refreshToken, call);
+  const tokens = call.oauth ?? configTokens(config, call);
+  const refresh: RefreshGrant = (refreshToken, signal) =>
+    refreshGrant(config, refreshToken, { ...call, signal });
   const url = joinUrl(config.base_url, path);
   const request = (token: string) =>
     callProvider(call, CHANNEL, url, {

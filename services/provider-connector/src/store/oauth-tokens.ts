@@ -1,4 +1,10 @@
-import { type OAuthTokens, ProviderError, type TokenGrant } from '../adapters/channel-adapter.js';
+import { Deadline } from '@inbox/outbound-http';
+import {
+  type OAuthTokens,
+  ProviderError,
+  type RefreshGrant,
+  type TokenGrant,
+} from '../adapters/channel-adapter.js';
 import type { IntegrationStore } from './integrations.js';
 
 /** Refreshed this long before the provider's expiry, so a call made just before it still carries a live token. */
@@ -6,8 +12,6 @@ export const REFRESH_MARGIN_MS = 5 * 60_000;
 
 /** Kept in the sealed config beside the tokens: when the stored access token stops working. */
 const EXPIRES_AT = 'access_token_expires_at';
-
-type Refresh = (refreshToken: string) => Promise<TokenGrant>;
 
 /** A failure that ended its call before anything was sent. */
 const nothingSent = (message: string, cause?: unknown) =>
@@ -27,8 +31,20 @@ function unsent(error: unknown): ProviderError {
 /** How often a call that found another replica refreshing looks for the pair it stored. */
 const WAIT_STEP_MS = 100;
 
+/**
+ * A refresh under way in this process, and the calls waiting for it. Each call waits until its own
+ * deadline; the refresh itself is bound by the provider timeout alone, so a pair the provider issued is
+ * stored even when every call that wanted it has gone. Only waiting for another replica's refresh stops
+ * once no call is left (`unwanted`).
+ */
+interface SharedRefresh {
+  token: Promise<string>;
+  waiting: number;
+  unwanted: AbortController;
+}
+
 /** The refreshes under way in this process, by store (a replica) and integration: one at a time each. */
-const underWay = new WeakMap<object, Map<string, Promise<string>>>();
+const underWay = new WeakMap<object, Map<string, SharedRefresh>>();
 
 /**
  * An integration's OAuth tokens, kept in its sealed config (`access_token`, `refresh_token`) with their
@@ -58,14 +74,18 @@ export function oauthTokens(
   const pastDeadline = () =>
     nothingSent(`integration ${integrationId}: the call's deadline passed while its token was refreshed`);
 
-  async function refreshed(config: Record<string, string>, refresh: Refresh, claim: string) {
+  async function refreshed(config: Record<string, string>, refresh: RefreshGrant, claim: string) {
     let grant: TokenGrant;
+    // Within the claim (taken for the provider timeout and a margin), whichever call's deadline passes.
+    const bound = new Deadline(providerTimeoutMs);
     try {
-      grant = await refresh(config.refresh_token ?? '');
+      grant = await refresh(config.refresh_token ?? '', bound.signal);
     } catch (error) {
-      // The token endpoint failed (or the call's deadline cut it off) before the call the token is for:
-      // nothing of that call was sent, whatever the deadline says.
+      // The token endpoint failed (or timed out) before the call the token is for: nothing of that call
+      // was sent.
       throw unsent(error);
+    } finally {
+      bound.clear();
     }
     const renewed = {
       ...config,
@@ -77,7 +97,11 @@ export function oauthTokens(
     return grant.accessToken;
   }
 
-  async function refreshUnless(keep: (config: Record<string, string>) => boolean, refresh: Refresh) {
+  async function refreshUnless(
+    keep: (config: Record<string, string>) => boolean,
+    refresh: RefreshGrant,
+    unwanted: AbortSignal,
+  ) {
     // A claim left by a replica that died runs out within claimMs of when it was taken.
     const giveUpAt = Date.now() + claimMs + 2 * WAIT_STEP_MS;
     for (;;) {
@@ -99,7 +123,7 @@ export function oauthTokens(
       const stored = await store.get(workspaceId, integrationId);
       if (!stored) throw gone();
       if (keep(stored.config)) return stored.config.access_token ?? '';
-      if (signal?.aborted) throw pastDeadline();
+      if (unwanted.aborted) throw pastDeadline();
       // Nothing was sent: the provider's failure, as any other before the call.
       if (Date.now() > giveUpAt)
         throw nothingSent(`integration ${integrationId}: another replica's token refresh never ended`);
@@ -107,27 +131,43 @@ export function oauthTokens(
     }
   }
 
-  function oneAtATime(refreshing: () => Promise<string>): Promise<string> {
+  function oneAtATime(refreshing: (unwanted: AbortSignal) => Promise<string>): Promise<string> {
     let ours = underWay.get(store);
     if (!ours) {
       ours = new Map();
       underWay.set(store, ours);
     }
-    const known = ours.get(integrationId);
-    if (known) return withinDeadline(known);
-    const started = refreshing().finally(() => ours.delete(integrationId));
-    ours.set(integrationId, started);
-    return started;
+    const map = ours;
+    let shared = map.get(integrationId);
+    if (!shared) {
+      const unwanted = new AbortController();
+      const token = refreshing(unwanted.signal).finally(() => {
+        if (map.get(integrationId) === entry) map.delete(integrationId);
+      });
+      // Its callers may all have left at their deadlines: the outcome is then nobody's to handle.
+      token.catch(() => undefined);
+      const entry: SharedRefresh = { token, waiting: 0, unwanted };
+      map.set(integrationId, entry);
+      shared = entry;
+    }
+    return withinDeadline(shared, map);
   }
 
-  /** Another call's refresh, waited for no longer than this call may take. */
-  function withinDeadline(shared: Promise<string>): Promise<string> {
-    if (!signal) return shared;
-    if (signal.aborted) return Promise.reject(pastDeadline());
+  /** The process's refresh, waited for no longer than this call may take. */
+  function withinDeadline(shared: SharedRefresh, map: Map<string, SharedRefresh>): Promise<string> {
+    if (signal?.aborted) return Promise.reject(pastDeadline());
+    shared.waiting++;
+    if (!signal) return shared.token;
     return new Promise((resolve, reject) => {
-      const stop = () => reject(pastDeadline());
-      signal.addEventListener('abort', stop, { once: true });
-      shared.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+      const leave = () => {
+        reject(pastDeadline());
+        if (--shared.waiting > 0) return;
+        shared.unwanted.abort();
+        // A call that comes after this starts afresh, rather than joining a wait about to give up.
+        if (map.get(integrationId) === shared) map.delete(integrationId);
+      };
+      signal.addEventListener('abort', leave, { once: true });
+      shared.token.then(resolve, reject).finally(() => signal.removeEventListener('abort', leave));
     });
   }
 
@@ -136,12 +176,12 @@ export function oauthTokens(
       // The common case reads without a claim: only a stale token needs the turn-taking.
       const stored = await store.get(workspaceId, integrationId);
       if (stored && !stale(stored.config) && stored.config.access_token) return stored.config.access_token;
-      return oneAtATime(() => refreshUnless((config) => !stale(config), refresh));
+      return oneAtATime((unwanted) => refreshUnless((config) => !stale(config), refresh, unwanted));
     },
     async renew(rejected, refresh) {
       // Another replica already replaced the refused token: take its new one.
-      return oneAtATime(() =>
-        refreshUnless((config) => config.access_token !== rejected && !stale(config), refresh),
+      return oneAtATime((unwanted) =>
+        refreshUnless((config) => config.access_token !== rejected && !stale(config), refresh, unwanted),
       );
     },
   };
