@@ -13,7 +13,7 @@ import {
   providerErrorMaxChars,
 } from '../src/adapters/channel-adapter.js';
 import { sendText } from '../src/handlers/send-text.js';
-import { templates } from '../src/handlers/templates.js';
+import { missRefreshes, templates } from '../src/handlers/templates.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { TemplateStore } from '../src/store/templates.js';
 import { migratedPool } from './support.js';
@@ -185,6 +185,70 @@ it("lists one catalogue at a time per workspace for templates it does not know, 
   });
   await otherMiss;
   expect(held).toHaveLength(0);
+});
+
+/** A prepare of an unknown template: undefined when it passed, the AppError it was refused with otherwise. */
+const prepareMiss = (
+  deps: Awaited<ReturnType<typeof world>>['deps'],
+  workspaceId: string,
+  integrationId: string,
+  name: string,
+) =>
+  templates
+    .prepare(deps, {
+      workspace_id: workspaceId,
+      integration_id: integrationId,
+      template: { name, language: 'pt_BR', variables: [] as string[], headerMedia: null, buttons: null },
+    } as Parameters<typeof templates.prepare>[1])
+    .then(
+      () => undefined,
+      (error: AppError) => error,
+    );
+
+it('charges a template miss only for a listing it starts', async () => {
+  const hostile = await world();
+  const stored = await hostile.official();
+  const id = stored.integration.id;
+  const held: ServerResponse[] = [];
+  answer = (_req, res) => held.push(res);
+  const first = prepareMiss(hostile.deps, hostile.workspaceId, id, 'nao-existe');
+  await waitFor(() => held.length >= 1, { what: 'the first listing' });
+  // Twelve more misses join the listing under way, more than the integration's budget of ten.
+  const joined = Array.from({ length: 12 }, (_, i) =>
+    prepareMiss(hostile.deps, hostile.workspaceId, id, `nao-existe-${i}`),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  for (const res of held.splice(0)) json(res, 200, { data: [] });
+  await Promise.all([first, ...joined]);
+  // One listing was charged: the next miss still gets one.
+  let listings = 0;
+  answer = (_req, res) => {
+    listings++;
+    json(res, 200, { data: [template('aprovado-agora')] });
+  };
+  expect(await prepareMiss(hostile.deps, hostile.workspaceId, id, 'aprovado-agora')).toBeUndefined();
+  expect(listings).toBe(1);
+
+  // A workspace's budget spent by two integrations' listings: a third's miss lists nothing, and its
+  // integration keeps its points.
+  const [a, b, c] = await Promise.all([hostile.official(), hostile.official(), hostile.official()]);
+  listings = 0;
+  answer = (_req, res) => {
+    listings++;
+    json(res, 200, { data: [] });
+  };
+  for (const { integration } of [a!, b!])
+    for (let i = 0; i < 10; i++)
+      await prepareMiss(hostile.deps, hostile.workspaceId, integration.id, `gasto-${i}`);
+  // The workspace had spent two points above, so the last two were refused.
+  expect(listings).toBe(18);
+  expect(await prepareMiss(hostile.deps, hostile.workspaceId, c!.integration.id, 'recusado')).toMatchObject({
+    status: 400,
+    body: { error: platformTexts.templateNotFound('recusado', 'pt_BR') },
+  });
+  expect(listings).toBe(18);
+  expect((await missRefreshes.perIntegration.get(c!.integration.id))?.consumedPoints ?? 0).toBe(0);
+  expect((await missRefreshes.perIntegration.get(b!.integration.id))?.consumedPoints).toBe(8);
 });
 
 it('refuses a template send whose body with its variables in is longer than a message', async () => {

@@ -70,28 +70,59 @@ async function refresh(
  * cannot turn each request into a full catalogue fetch, nor hold many listings in the process at once.
  * A miss while another of the workspace's integrations is being listed does not wait for it: waiting
  * behind a listing, then making its own, would outlast the command's budget (one provider call's).
+ * Only a listing started is charged: a miss that joins one costs nothing, and one the workspace's budget
+ * refuses gives the integration's point back.
  */
-const missRefreshes = {
+export const missRefreshes = {
   perIntegration: new RateLimiterMemory({ points: 10, duration: 60, keyPrefix: 'template-miss' }),
   perWorkspace: new RateLimiterMemory({ points: 20, duration: 60, keyPrefix: 'template-miss-workspace' }),
   /** Per workspace, the refresh under way and its integration. */
   running: new Map<string, { integrationId: string; done: Promise<void> }>(),
-  /** The refresh to wait for: this integration's, under way or started now; undefined when another's runs. */
-  once(workspaceId: string, integrationId: string, work: () => Promise<void>): Promise<void> | undefined {
-    const running = this.running.get(workspaceId);
-    if (running) return running.integrationId === integrationId ? running.done : undefined;
+  /**
+   * The refresh to wait for (wrapped, as an async function's result would flatten it): this
+   * integration's, under way or started now within the budgets; undefined when another of the
+   * workspace's integrations is being listed, or the budgets refuse a new one.
+   */
+  async begin(
+    workspaceId: string,
+    integrationId: string,
+    work: () => Promise<void>,
+  ): Promise<{ done: Promise<void> } | undefined> {
+    const joined = this.joined(workspaceId, integrationId);
+    if (joined !== 'none') return joined && { done: joined };
+    if (!(await this.charge(workspaceId, integrationId))) return undefined;
+    // Another miss may have started a listing while the budgets were read.
+    const meanwhile = this.joined(workspaceId, integrationId);
+    if (meanwhile !== 'none') {
+      await this.refund(workspaceId, integrationId);
+      return meanwhile && { done: meanwhile };
+    }
     const done = work().finally(() => this.running.delete(workspaceId));
     this.running.set(workspaceId, { integrationId, done });
-    return done;
+    return { done };
   },
-  async allow(workspaceId: string, integrationId: string): Promise<boolean> {
+  joined(workspaceId: string, integrationId: string): Promise<void> | undefined | 'none' {
+    const running = this.running.get(workspaceId);
+    if (!running) return 'none';
+    return running.integrationId === integrationId ? running.done : undefined;
+  },
+  async charge(workspaceId: string, integrationId: string): Promise<boolean> {
     try {
       await this.perIntegration.consume(integrationId);
-      await this.perWorkspace.consume(workspaceId);
-      return true;
     } catch {
       return false;
     }
+    try {
+      await this.perWorkspace.consume(workspaceId);
+      return true;
+    } catch {
+      await this.perIntegration.reward(integrationId);
+      return false;
+    }
+  },
+  async refund(workspaceId: string, integrationId: string): Promise<void> {
+    await this.perIntegration.reward(integrationId);
+    await this.perWorkspace.reward(workspaceId);
   },
 };
 
@@ -127,12 +158,12 @@ export const templates = {
       throw AppError.badRequest(errorTexts.integrationNotConnected);
     const { name, language } = command.template;
     let entry = await deps.templates.find(stored.integration.id, name, language);
-    if (!entry && (await missRefreshes.allow(command.workspace_id, stored.integration.id))) {
-      const refreshing = missRefreshes.once(command.workspace_id, stored.integration.id, () =>
+    if (!entry) {
+      const refreshing = await missRefreshes.begin(command.workspace_id, stored.integration.id, () =>
         refresh(deps, stored, command.workspace_id),
       );
       if (refreshing) {
-        await refreshing;
+        await refreshing.done;
         entry = await deps.templates.find(stored.integration.id, name, language);
       }
     }
