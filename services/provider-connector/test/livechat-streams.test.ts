@@ -320,3 +320,20 @@ it('ends a stream whose client leaves what it was sent unread, holding no more o
   expect(most).toBeLessThan(256 * 1024);
   client.destroy();
 });
+
+it('ends a stream whose buffer keep-alives alone fill, once it has not drained for its time', async () => {
+  const integrationId = await liveChatIntegration();
+  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  const stream = await open(integrationId, session.id);
+  const res = await waitFor(() => responses.get(session.id), { what: 'the stream attached' });
+  // Nothing leaves the process any more, as for a client whose window stays shut: the buffer is a few
+  // bytes short of full (a chunk's framing takes some), and the sweep's keep-alive fills it.
+  const socket = res.socket!;
+  socket.cork();
+  const room = socket.writableHighWaterMark - socket.writableLength - 16;
+  expect(res.write(`:${' '.repeat(room - 3)}\n\n`)).toBe(true);
+  await streams.sweep();
+  expect(res.writableNeedDrain).toBe(true);
+  await waitFor(() => res.destroyed, { what: 'the stream ended', timeoutMs: 5_000 });
+  stream.close();
+});

@@ -144,7 +144,8 @@ export class LivechatStreams {
         for (const stream of streams) {
           // A stream whose buffer is full is waiting to drain, or to be ended: nothing more for it.
           if (stream.res.writableNeedDrain || stream.res.writableEnded || stream.res.destroyed) continue;
-          stream.res.write(': keep-alive\n\n');
+          // Keep-alives alone can fill the buffer of a client that reads nothing: it then gets `drainMs`.
+          if (!stream.res.write(': keep-alive\n\n')) void this.drained(stream.res);
           if (from === undefined || stream.lastSeq < from) from = stream.lastSeq;
         }
         if (from === undefined) continue;
