@@ -3,6 +3,7 @@ import type { Pool } from '@inbox/db';
 import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ProviderTemplate } from '../src/adapters/channel-adapter.js';
+import { SendRecords } from '../src/store/send-records.js';
 import { TemplateStore } from '../src/store/templates.js';
 import { migratedPool } from './support.js';
 
@@ -24,12 +25,12 @@ const template = (name: string): ProviderTemplate => ({
 });
 
 /** A connected official integration's row, as the catalogue needs it. */
-async function officialIntegration(): Promise<string> {
+async function officialIntegration(workspaceId = randomUUID()): Promise<string> {
   const id = randomUUID();
   await pool.query(
     `insert into integrations (id, workspace_id, channel, provider, status, config_sealed, account_id)
      values ($1, $2, 'chat-official', 'chat-official', 'connected', 'sealed', 'waba')`,
-    [id, randomUUID()],
+    [id, workspaceId],
   );
   return id;
 }
@@ -96,4 +97,45 @@ it('keeps each name and language once, its text storable, and leaves out templat
     ['repetido', 'O último listado'],
   ]);
   expect(listed[0]!.buttons).toEqual([{ type: 'URL', text: 'c\uFFFDd', 'k\uFFFD': 1 }]);
+});
+
+it("holds no send behind a catalogue being replaced, neither its integration's nor another workspace's in the same statement", async () => {
+  const listedId = await officialIntegration();
+  const store = new TemplateStore(pool);
+  await store.replace(listedId, [template('old')]);
+  // A replace that takes long (here: its delete waits on a row another transaction holds).
+  const holder = await pool.connect();
+  await holder.query('begin');
+  await holder.query('select 1 from templates where integration_id = $1 for update', [listedId]);
+  const replacing = store.replace(listedId, [template('new')]);
+  await waitFor(
+    async () => {
+      const { rows } = await pool.query<{ waiting: number }>(
+        `select count(*)::int as waiting from pg_stat_activity
+          where wait_event_type = 'Lock' and query like 'delete from templates%'`,
+      );
+      return rows[0]!.waiting > 0;
+    },
+    { what: 'the replace holding its integration while it waits' },
+  );
+  try {
+    // One turn's sends share a statement: one through the integration being listed, one of another workspace.
+    const records = new SendRecords(pool);
+    const otherWorkspace = randomUUID();
+    const otherId = await officialIntegration(otherWorkspace);
+    const begun = Promise.all([
+      records.begin({ workspaceId: randomUUID(), integrationId: listedId, messageId: randomUUID() }),
+      records.begin({ workspaceId: otherWorkspace, integrationId: otherId, messageId: randomUUID() }),
+    ]);
+    const settled = await Promise.race([
+      begun,
+      new Promise((resolve) => setTimeout(() => resolve('still waiting'), 1_000)),
+    ]);
+    expect(settled).toEqual([true, true]);
+  } finally {
+    await holder.query('rollback');
+    holder.release();
+  }
+  await replacing;
+  expect((await store.list(listedId)).templates.map((t) => t.name)).toEqual(['new']);
 });

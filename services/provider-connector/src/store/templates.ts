@@ -29,7 +29,10 @@ export class TemplateStore {
     }
     const rows = [...kept.values()];
     await withTransaction(this.pool, async (client) => {
-      await client.query('select 1 from integrations where id = $1 for update', [integrationId]);
+      // Serialises two replaces of a catalogue. `no key update`, not `update`: a send's row references
+      // the integration, and its key check must not wait behind a listing, nor hold the other
+      // workspaces' sends batched into the same statement (SendRecords) with it.
+      await client.query('select 1 from integrations where id = $1 for no key update', [integrationId]);
       await client.query('delete from templates where integration_id = $1', [integrationId]);
       await client.query(
         `insert into templates (integration_id, name, language, status, body, header_format, buttons)
