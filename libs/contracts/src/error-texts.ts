@@ -35,6 +35,7 @@ export const errorTexts = {
 export const platformTexts = {
   malformedJson: 'Corpo da requisição não é JSON válido',
   bodyTooLarge: 'Corpo da requisição excede o tamanho máximo',
+  bodyEncodingUnsupported: 'Corpo da requisição com Content-Encoding não suportado; envie-o sem compressão',
   bodyTooDeep: (levels: number) => `Corpo da requisição aninha objetos ou listas em mais de ${levels} níveis`,
   routeNotFound: 'Rota não encontrada',
   noConnectedIntegration: (channel: string) =>

@@ -225,6 +225,10 @@ export function errorResponder(logger: Logger): ErrorRequestHandler {
       answer(413, { error: platformTexts.bodyTooLarge });
       return;
     }
+    if (type === 'encoding.unsupported') {
+      answer(415, { error: platformTexts.bodyEncodingUnsupported });
+      return;
+    }
     const status = (error as { status?: number }).status;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       answer(status, { error: (error as Error).message });

@@ -2,6 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
+import { gzipSync } from 'node:zlib';
 import { InProcessBus } from '@inbox/bus';
 import { platformTexts } from '@inbox/contracts';
 import { maxEventBytes, OutboxRelay, type Pool } from '@inbox/db';
@@ -437,6 +438,47 @@ describe('inbound callbacks', () => {
     expect(await refused.json()).toEqual({ error: platformTexts.callbackTooManyItems(20) });
     expect(await eventsOf(batching.workspaceId)).toHaveLength(0);
     expect((await connector.batchCallback(batching, 1)).status).toBe(429);
+  });
+
+  it("charges a callback's body by its size, before it is verified, as it does its items", async () => {
+    const connector = await startConnector({ perSecond: 5, burst: 10, bytesPerItem: 1024 });
+    // One message, in 20 KiB of body: twenty items' worth, past the window of ten.
+    const padded = await connector.officialIntegration();
+    const heavy = await connector.batchCallback(padded, 1, {
+      edit: (messages) => {
+        messages[0]!.padding = 'x'.repeat(20_000);
+      },
+    });
+    expect(heavy.status).toBe(200);
+    expect((await connector.batchCallback(padded, 1)).status).toBe(429);
+    // A body refused for its signature has cost its reading and verifying just the same.
+    const forged = await connector.integration();
+    const refused = await fetch(`${connector.url}/inbound/alt-a/${forged.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [ALT_A_CALLBACK_HEADER]: 'not-the-secret' },
+      body: JSON.stringify({ event: 'messages.upsert', padding: 'x'.repeat(20_000) }),
+    });
+    expect(refused.status).toBe(401);
+    expect((await connector.callback(forged)).status).toBe(429);
+  });
+
+  it('refuses a compressed callback unread: a few bytes on the wire must not cost a mebibyte', async () => {
+    const connector = await startConnector();
+    const target = await connector.integration();
+    // 1 MiB of JSON, some kilobytes once gzipped.
+    const body = gzipSync(JSON.stringify({ event: 'messages.upsert', padding: ' '.repeat(1_000_000) }));
+    const refused = await fetch(`${connector.url}/inbound/alt-a/${target.id}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+        [ALT_A_CALLBACK_HEADER]: target.secret,
+      },
+      body,
+    });
+    expect(refused.status).toBe(415);
+    expect(await refused.json()).toEqual({ error: platformTexts.bodyEncodingUnsupported });
+    expect(await eventsOf(target.workspaceId)).toHaveLength(0);
   });
 
   it("reads no more of one workspace's callbacks at once than its turns, and serves other workspaces meanwhile", async () => {

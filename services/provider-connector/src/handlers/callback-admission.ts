@@ -23,6 +23,11 @@ export interface CallbackLimits {
   unknownBlockSeconds: number;
   /** Messages, statuses and notified resources one callback may carry; a bigger one is refused (413). */
   itemsPerCallback: number;
+  /**
+   * Bytes of body that count as one item: verifying and parsing cost by size, whatever a body carries,
+   * so a callback counts as its items or as its size in these pieces, whichever is more.
+   */
+  bytesPerItem: number;
   /** Callbacks of one workspace's integrations this process reads and records at once (WorkspaceTurns). */
   perWorkspaceInFlight: number;
   /** And how many more may wait for a turn before one is refused (429). */
@@ -45,9 +50,19 @@ export const defaultCallbackLimits: CallbackLimits = {
   // an update one message or status or a few; the others send one or a few. Refused, a batch would be
   // retried for 36 hours and then lost, so the bound leaves a margin.
   itemsPerCallback: 5_000,
+  // A provider's callback of one message or status is a few KiB; a 1 MiB body counts as 64.
+  bytesPerItem: 16 * 1024,
   perWorkspaceInFlight: 8,
   perWorkspaceWaiting: 200,
 };
+
+/** Charges one callback as what it costs becomes known; never twice for the same cost. */
+export interface CallbackBill {
+  /** Its body's size. */
+  body(): Promise<void>;
+  /** Its items, or its size if more. */
+  items(items: number): Promise<void>;
+}
 
 export type Admission =
   /** `release` when the callback has been answered: its workspace's turn is free again. */
@@ -162,14 +177,23 @@ export class CallbackAdmission {
   }
 
   /**
-   * Charges an admitted callback's other items to its integration's budget and its workspace's: one body
-   * carrying thousands of messages (a provider's batch, or a tenant signing its own) costs what as many
-   * callbacks would. The callback is taken; the next ones wait their turn (429) until the debt is paid.
+   * What an admitted callback costs its integration's budget and its workspace's, charged as it is
+   * learnt: its body's size once read, then its items once parsed. One body carrying thousands of
+   * messages (a provider's batch, or a tenant signing its own), or a mebibyte of anything, costs what as
+   * many callbacks would. The callback is taken; the next ones wait their turn (429) until the debt is paid.
    */
-  async chargeItems(found: CallbackIntegration, items: number): Promise<void> {
-    if (items <= 1) return;
-    await this.perIntegration.charge(found.integration.id, items - 1);
-    await this.perWorkspace?.charge(found.workspaceId, items - 1);
+  bill(found: CallbackIntegration, bodyBytes: number): CallbackBill {
+    // Admission charged one.
+    let charged = 1;
+    const upTo = async (weight: number) => {
+      if (weight <= charged) return;
+      const more = weight - charged;
+      charged = weight;
+      await this.perIntegration.charge(found.integration.id, more);
+      await this.perWorkspace?.charge(found.workspaceId, more);
+    };
+    const sized = Math.ceil(bodyBytes / this.limits.bytesPerItem);
+    return { body: () => upTo(sized), items: (items) => upTo(Math.max(items, sized)) };
   }
 
   private integrationKey(integrationId: string, address: string): string {

@@ -108,7 +108,9 @@ export function inboundRoutes(deps: InboundDeps): Router {
   router.post(
     '/inbound/:channel/:integrationId',
     admit(unknownIntegration),
-    inRequestContext(express.raw({ type: () => true, limit: '1mb' })),
+    // Not inflated: providers post plain bodies, and a compressed one is a small request that costs a
+    // mebibyte of verifying and parsing (refused with 415).
+    inRequestContext(express.raw({ type: () => true, limit: '1mb', inflate: false })),
     async (req, res) => {
       const found = admitted.get(req)!;
       const adapter = adapterFor(found.integration.channel);
@@ -116,12 +118,16 @@ export function inboundRoutes(deps: InboundDeps): Router {
         answerJson(res, unknownIntegration.status, { error: unknownIntegration.text });
         return;
       }
+      const rawBody = req.body as Buffer;
+      const bill = admission.bill(found, rawBody.length);
+      // Before it is verified and parsed: a refused body has cost that too.
+      await bill.body();
       let batch: InboundBatch;
       try {
         batch = adapter.readInbound(found.config, {
           headers: req.headers,
           query: req.query as Record<string, unknown>,
-          rawBody: req.body as Buffer,
+          rawBody,
         });
       } catch (error) {
         if (error instanceof InboundRejected || error instanceof SyntaxError) {
@@ -138,7 +144,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
       }
       const items = itemsOf(batch) + (batch.toFetch?.length ?? 0);
       if (items > admission.itemsPerCallback) {
-        await admission.chargeItems(found, items);
+        await bill.items(items);
         deps.logger.warn(
           { integration_id: found.integration.id, workspace_id: found.workspaceId, items },
           'inbound callback refused: too many items',
@@ -154,7 +160,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
         }
         batch = resolved;
       }
-      await admission.chargeItems(found, itemsOf(batch));
+      await bill.items(itemsOf(batch));
       logUnreadable(deps.logger, found, batch.unreadable ?? []);
       await recordBatch(deps, found, batch);
       deps.relay.wake();
