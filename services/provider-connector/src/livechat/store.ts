@@ -17,15 +17,54 @@ export interface LivechatMessage {
   created_at: Date;
 }
 
-/** Most messages one stream read sends; a longer backlog follows on the next read. */
-export const replayBatch = 200;
+/**
+ * Most messages one stream read sends, and most bytes of their text (beyond the first message, always
+ * read): a longer backlog follows on the next read. By bytes too, as a message's text may be 16 KiB of
+ * UTF-8: two hundred of them made 3 MiB a stream held while its client read nothing. A stream writes a
+ * page until its socket's buffer (16 KiB) is full, and reads again after the drain: a larger page would
+ * be read mostly to be dropped.
+ */
+export const replayPage = { messages: 200, bytes: 32 * 1024 } as const;
 
 /**
- * Most messages of one session the sweep reads: it finds what a lost notice left behind, a few messages
- * (a session may post 20 in 30 s), and a longer backlog is the stream's own to read. Its statement's
- * answer stays small whatever the sessions hold.
+ * Most messages of one session the sweep reads, and most bytes of their text: it finds what a lost notice
+ * left behind, a few messages (a session may post 20 in 30 s), and a longer backlog is the stream's own to
+ * read. Its statement's answer stays small whatever the sessions hold.
  */
-export const sweepBatch = 20;
+export const sweepPage = { messages: 20, bytes: 16 * 1024 } as const;
+
+/** Messages of one session in seq order, and whether more followed them when they were read. */
+export interface MessagePage {
+  messages: LivechatMessage[];
+  more: boolean;
+}
+
+/**
+ * A session's messages after `after`, oldest first, up to $n messages and $bytes of text: a message is
+ * kept while the text before it is under the budget, so the first always is. One row more is read, its
+ * text left out, to tell whether more follow: `kept` false.
+ */
+const pageOf = (session: string, after: string, n: string, bytes: string) => `
+  select seq, id, author, case when kept then text end as text, created_at, kept from (
+    select m.seq, m.id, m.author, m.text, m.created_at,
+           row_number() over running <= ${n}
+             and sum(octet_length(m.text)) over running - octet_length(m.text) < ${bytes} as kept
+      from livechat_messages m
+     where m.session_id = ${session} and m.seq > ${after}
+    window running as (order by m.seq rows between unbounded preceding and current row)
+     order by m.seq limit ${n} + 1) page`;
+
+type PageRow = LivechatMessage & { kept: boolean };
+
+/** The page in the rows `pageOf` read: the kept ones, and whether any was not. */
+function pageIn(rows: PageRow[]): MessagePage {
+  const messages: LivechatMessage[] = [];
+  for (const { kept, ...message } of rows) {
+    if (!kept) return { messages, more: true };
+    messages.push(message);
+  }
+  return { messages, more: false };
+}
 
 /** Live chat sessions and their messages, in the connector's schema. */
 export class LivechatStore {
@@ -84,41 +123,42 @@ export class LivechatStore {
   }
 
   /**
-   * For each session, its messages after the seq given for it, oldest first, at most `sweepBatch`: the
+   * For each session, its messages after the seq given for it, oldest first, at most `sweepPage`: the
    * sweep's read of every open stream in one statement, where one per stream would put thousands of
    * statements every few seconds on the pool that sends and callbacks share (a tenant's visitors open
    * streams at will). Sessions with nothing new are absent from the answer.
    */
-  async messagesAfterEach(after: ReadonlyMap<string, bigint>): Promise<Map<string, LivechatMessage[]>> {
-    const found = new Map<string, LivechatMessage[]>();
+  async messagesAfterEach(after: ReadonlyMap<string, bigint>): Promise<Map<string, MessagePage>> {
+    const found = new Map<string, MessagePage>();
     if (after.size === 0) return found;
-    const { rows } = await this.pool.query<LivechatMessage & { session_id: string }>(
-      `select s.session_id, m.seq::text as seq, m.id, m.author, m.text, m.created_at
+    const { rows } = await this.pool.query<PageRow & { session_id: string }>(
+      `select s.session_id, m.seq::text as seq, m.id, m.author, m.text, m.created_at, m.kept
          from unnest($1::uuid[], $2::bigint[]) as s (session_id, after_seq)
-         cross join lateral (
-           select seq, id, author, text, created_at from livechat_messages
-            where session_id = s.session_id and seq > s.after_seq order by seq limit $3) m
+         cross join lateral (${pageOf('s.session_id', 's.after_seq', '$3', '$4')}) m
         order by s.session_id, m.seq`,
-      [[...after.keys()], [...after.values()].map(String), sweepBatch],
+      [[...after.keys()], [...after.values()].map(String), sweepPage.messages, sweepPage.bytes],
     );
-    for (const { session_id, ...message } of rows) {
-      const messages = found.get(session_id);
-      if (messages) messages.push(message);
-      else found.set(session_id, [message]);
+    const bySession = new Map<string, PageRow[]>();
+    for (const { session_id, ...row } of rows) {
+      const listed = bySession.get(session_id);
+      if (listed) listed.push(row);
+      else bySession.set(session_id, [row]);
     }
+    for (const [sessionId, listed] of bySession) found.set(sessionId, pageIn(listed));
     return found;
   }
 
   /**
-   * The session's messages after the one with this seq, oldest first, at most `replayBatch`. The order is
+   * The session's messages after the one with this seq, oldest first, at most `replayPage`. The order is
    * the column's: a bare `seq` would name the text the select makes of it, and "1000" sorts before "999".
    */
-  async messagesAfter(sessionId: string, afterSeq: bigint): Promise<LivechatMessage[]> {
-    const { rows } = await this.pool.query<LivechatMessage>(
-      `select m.seq::text as seq, m.id, m.author, m.text, m.created_at from livechat_messages m
-        where m.session_id = $1 and m.seq > $2 order by m.seq limit $3`,
-      [sessionId, afterSeq.toString(), replayBatch],
+  async messagesAfter(sessionId: string, afterSeq: bigint): Promise<MessagePage> {
+    const { rows } = await this.pool.query<PageRow>(
+      `select m.seq::text as seq, m.id, m.author, m.text, m.created_at, m.kept
+         from (${pageOf('$1', '$2', '$3', '$4')}) m
+        order by m.seq`,
+      [sessionId, afterSeq.toString(), replayPage.messages, replayPage.bytes],
     );
-    return rows;
+    return pageIn(rows);
   }
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '@inbox/service-kit';
 import type { Response } from 'express';
-import { type LivechatMessage, type LivechatStore, sweepBatch } from './store.js';
+import type { LivechatMessage, LivechatStore, MessagePage } from './store.js';
 
 /** One SSE event per message; the seq is its id, which a reconnecting widget sends back. */
 export function sseEvent(message: LivechatMessage): string {
@@ -20,13 +20,16 @@ export function lastSeenSeq(header: string | undefined): bigint {
   return BigInt(header);
 }
 
+/** A page the sweep read for a session, from the seq it read after. */
+type Known = MessagePage & { from: bigint };
+
 interface Stream {
   res: Response;
   lastSeq: bigint;
   /** Reads are chained, so two wake-ups never send the same message twice or out of order. */
   pending: Promise<void>;
   /** The read waiting its turn in the chain, if any: a wake-up meanwhile joins it instead of queueing. */
-  queued?: { known?: { from: bigint; messages: LivechatMessage[] } };
+  queued?: { known?: Known };
 }
 
 export interface StreamLimits {
@@ -165,9 +168,9 @@ export class LivechatStreams {
 
   private async readTogether(after: Map<string, bigint>): Promise<void> {
     const found = await this.store.messagesAfterEach(after);
-    for (const [sessionId, messages] of found)
+    for (const [sessionId, page] of found)
       for (const stream of this.sessions.get(sessionId) ?? [])
-        this.read(sessionId, stream, { from: after.get(sessionId)!, messages });
+        this.read(sessionId, stream, { ...page, from: after.get(sessionId)! });
   }
 
   /** Ends every stream (the widgets reconnect elsewhere). */
@@ -183,51 +186,65 @@ export class LivechatStreams {
    * for itself, so nothing before `from` is passed over. A read already waiting its turn takes this one
    * in, reading the store itself: a stream waiting to drain keeps one read queued, not one per wake-up.
    */
-  private read(
-    sessionId: string,
-    stream: Stream,
-    known?: { from: bigint; messages: LivechatMessage[] },
-  ): void {
+  private read(sessionId: string, stream: Stream, known?: Known): void {
     if (stream.queued) {
       stream.queued.known = undefined;
       return;
     }
     const queued: NonNullable<Stream['queued']> = { known };
     stream.queued = queued;
-    stream.pending = stream.pending.then(async () => {
-      stream.queued = undefined;
-      if (stream.res.writableEnded || stream.res.destroyed) return;
-      try {
-        const known = queued.known;
-        if (known && stream.lastSeq >= known.from) {
-          const rest = known.messages.filter((message) => BigInt(message.seq) > stream.lastSeq);
-          if (!(await this.send(stream, rest))) return;
-          if (known.messages.length < sweepBatch) return;
-        }
-        for (;;) {
-          const messages = await this.store.messagesAfter(sessionId, stream.lastSeq);
-          if (messages.length === 0) return;
-          if (!(await this.send(stream, messages))) return;
-        }
-      } catch (error) {
-        this.logger.warn({ err: error, session_id: sessionId }, 'live chat stream read failed');
-      }
-    });
+    stream.pending = stream.pending.then(() => this.catchUp(sessionId, stream, queued));
   }
 
   /**
-   * Writes the messages one by one, waiting for the socket to drain whenever its buffer is full. False
-   * when the stream ended meanwhile, or was ended for leaving its messages unread for `drainMs`.
+   * Sends the stream its messages page by page, waiting for the socket to drain whenever its buffer is
+   * full. A stream left unread for `drainMs` is ended.
    */
-  private async send(stream: Stream, messages: LivechatMessage[]): Promise<boolean> {
-    for (const message of messages) {
+  private async catchUp(
+    sessionId: string,
+    stream: Stream,
+    queued: NonNullable<Stream['queued']>,
+  ): Promise<void> {
+    stream.queued = undefined;
+    try {
+      for (;;) {
+        if (stream.res.writableEnded || stream.res.destroyed) return;
+        const written = await this.writePage(sessionId, stream, queued);
+        if (written === 'caught up') return;
+        if (written === 'full' && !(await this.drained(stream.res))) return;
+      }
+    } catch (error) {
+      this.logger.warn({ err: error, session_id: sessionId }, 'live chat stream read failed');
+    }
+  }
+
+  /**
+   * Writes the next page, the sweep's (once) or one read from the store, until the socket's buffer is
+   * full. What it did not write is dropped when it returns, and read again after the drain: a stream
+   * waiting for its client holds its buffer, not a page of messages.
+   */
+  private async writePage(
+    sessionId: string,
+    stream: Stream,
+    queued: NonNullable<Stream['queued']>,
+  ): Promise<'caught up' | 'full' | 'more'> {
+    const known = queued.known;
+    queued.known = undefined;
+    const page: MessagePage =
+      known && stream.lastSeq >= known.from
+        ? {
+            messages: known.messages.filter((message) => BigInt(message.seq) > stream.lastSeq),
+            more: known.more,
+          }
+        : await this.store.messagesAfter(sessionId, stream.lastSeq);
+    for (const message of page.messages) {
       // Ended meanwhile (the process stopping ends every stream while reads are under way).
-      if (stream.res.writableEnded || stream.res.destroyed) return false;
+      if (stream.res.writableEnded || stream.res.destroyed) return 'caught up';
       const flowing = stream.res.write(sseEvent(message));
       stream.lastSeq = BigInt(message.seq);
-      if (!flowing && !(await this.drained(stream.res))) return false;
+      if (!flowing) return 'full';
     }
-    return true;
+    return page.more ? 'more' : 'caught up';
   }
 
   private async drained(res: Response): Promise<boolean> {
