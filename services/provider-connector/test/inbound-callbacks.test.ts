@@ -462,23 +462,32 @@ describe('inbound callbacks', () => {
     expect((await connector.callback(forged)).status).toBe(429);
   });
 
-  it('refuses a compressed callback unread: a few bytes on the wire must not cost a mebibyte', async () => {
-    const connector = await startConnector();
+  it('charges a compressed callback by the size it inflates to, and refuses an encoding it cannot read', async () => {
+    const connector = await startConnector({ perSecond: 5, burst: 10, bytesPerItem: 1024 });
     const target = await connector.integration();
-    // 1 MiB of JSON, some kilobytes once gzipped.
-    const body = gzipSync(JSON.stringify({ event: 'messages.upsert', padding: ' '.repeat(1_000_000) }));
-    const refused = await fetch(`${connector.url}/inbound/alt-a/${target.id}`, {
+    // 200 KB of JSON, a few hundred bytes once gzipped: two hundred items' worth.
+    const body = gzipSync(JSON.stringify({ event: 'messages.upsert', padding: ' '.repeat(200_000) }));
+    expect(body.length).toBeLessThan(1_000);
+    const post = (encoding: string) =>
+      fetch(`${connector.url}/inbound/alt-a/${target.id}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'content-encoding': encoding,
+          [ALT_A_CALLBACK_HEADER]: target.secret,
+        },
+        body,
+      });
+    expect((await post('gzip')).status).toBeLessThan(500);
+    expect((await connector.callback(target)).status).toBe(429);
+    const other = await startConnector();
+    const unreadable = await fetch(`${other.url}/inbound/alt-a/${(await other.integration()).id}`, {
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'content-encoding': 'gzip',
-        [ALT_A_CALLBACK_HEADER]: target.secret,
-      },
+      headers: { 'content-type': 'application/json', 'content-encoding': 'zstd' },
       body,
     });
-    expect(refused.status).toBe(415);
-    expect(await refused.json()).toEqual({ error: platformTexts.bodyEncodingUnsupported });
-    expect(await eventsOf(target.workspaceId)).toHaveLength(0);
+    expect(unreadable.status).toBe(415);
+    expect(await unreadable.json()).toEqual({ error: platformTexts.bodyEncodingUnsupported });
   });
 
   it("reads no more of one workspace's callbacks at once than its turns, and serves other workspaces meanwhile", async () => {

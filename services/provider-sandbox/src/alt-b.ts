@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import type {
@@ -195,11 +196,15 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
     return current;
   }
 
-  /** Z-API signs nothing and sends no credential: only the JSON content type. */
+  /**
+   * Z-API signs nothing and sends no credential: only the JSON content type. Since November 2024 its
+   * webhooks arrive gzipped, with `Content-Encoding: gzip` (github.com/Z-API/z-api-gzip-decompress: "os
+   * dados dos webhooks do Z-API, que agora chegam no formato GZIP").
+   */
   const delivery = (url: string, payload: unknown): WebhookDelivery => ({
     url,
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify(payload),
+    headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+    body: gzipSync(JSON.stringify(payload)),
   });
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {

@@ -65,7 +65,8 @@ export interface StatusUpdate {
 export interface WebhookDelivery {
   url: string;
   headers: Record<string, string>;
-  body: string;
+  /** As sent: the JSON text, or its bytes compressed as the provider compresses them. */
+  body: string | Uint8Array;
 }
 
 export interface InboundDelivery extends WebhookDelivery {

@@ -234,6 +234,7 @@ describe('alt-b (Z-API) emulation', () => {
       const [webhook] = receiver.posts();
       expect(webhook?.url).toBe('/hooks/zapi?callback_token=abc');
       expect(webhook?.headers['content-type']).toBe('application/json');
+      expect(webhook?.headers['content-encoding']).toBe('gzip');
       expect(webhook?.headers['client-token']).toBeUndefined();
       const payload = JSON.parse(webhook?.rawBody ?? '') as { momment: number };
       expect(payload).toEqual({

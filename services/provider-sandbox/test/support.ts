@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { createSandbox, type Sandbox } from '../src/index.js';
 
@@ -22,7 +23,10 @@ export interface ReceivedCall {
   /** Path and query, as the receiver saw them. */
   url: string;
   headers: IncomingHttpHeaders;
-  /** The exact bytes received, as text, so a signature can be checked over them. */
+  /**
+   * The exact bytes received, as text, so a signature can be checked over them; inflated first when
+   * they came gzipped, as the connector's body parser inflates them.
+   */
   rawBody: string;
 }
 
@@ -57,7 +61,10 @@ export function startReceiver(): Promise<Receiver> {
         method: req.method ?? '',
         url: req.url ?? '',
         headers: req.headers,
-        rawBody: Buffer.concat(chunks).toString('utf8'),
+        rawBody: (req.headers['content-encoding'] === 'gzip'
+          ? gunzipSync(Buffer.concat(chunks))
+          : Buffer.concat(chunks)
+        ).toString('utf8'),
       });
       if (req.method === 'GET') {
         const challenge = new URL(req.url ?? '/', 'http://receiver').searchParams.get('hub.challenge') ?? '';

@@ -108,9 +108,9 @@ export function inboundRoutes(deps: InboundDeps): Router {
   router.post(
     '/inbound/:channel/:integrationId',
     admit(unknownIntegration),
-    // Not inflated: providers post plain bodies, and a compressed one is a small request that costs a
-    // mebibyte of verifying and parsing (refused with 415).
-    inRequestContext(express.raw({ type: () => true, limit: '1mb', inflate: false })),
+    // Z-API gzips its webhooks: a compressed body is inflated, up to the limit, and charged by the size
+    // it inflates to (88 bytes of brotli can be a mebibyte to verify and parse).
+    inRequestContext(express.raw({ type: () => true, limit: '1mb' })),
     async (req, res) => {
       const found = admitted.get(req)!;
       const adapter = adapterFor(found.integration.channel);
