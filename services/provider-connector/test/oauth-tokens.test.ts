@@ -212,6 +212,33 @@ describe("an integration's OAuth tokens", () => {
     });
   });
 
+  it("keeps waiting for another replica's pair while a call that joined later still wants it", async () => {
+    const store = new IntegrationStore(pool, secrets);
+    const { workspaceId, id } = await integration(store);
+    const other = await store.claimConfig(workspaceId, id, 60_000);
+    if (!other || other === 'taken') throw new Error('not claimed');
+    const never = async (): Promise<TokenGrant> => {
+      throw new Error('never asked: the other replica holds the claim');
+    };
+    const first = oauthTokens(store, workspaceId, id, 2_000, { signal: AbortSignal.timeout(150) }).renew(
+      'refused',
+      never,
+    );
+    const later = oauthTokens(store, workspaceId, id, 2_000, { signal: AbortSignal.timeout(1_500) }).renew(
+      'refused',
+      never,
+    );
+    await expect(first).rejects.toMatchObject({ unsent: true });
+    // The other replica stores its pair after the first call has gone: the later one takes it.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await store.settleClaim(workspaceId, id, other.claim, {
+      ...other.config,
+      access_token: 'theirs',
+      refresh_token: 'r2',
+    });
+    expect(await later).toBe('theirs');
+  });
+
   it("stops waiting for another replica's refresh once every call of this process has left", async () => {
     const store = new IntegrationStore(pool, secrets);
     const { workspaceId, id } = await integration(store);

@@ -105,6 +105,8 @@ export function oauthTokens(
     // A claim left by a replica that died runs out within claimMs of when it was taken.
     const giveUpAt = Date.now() + claimMs + 2 * WAIT_STEP_MS;
     for (;;) {
+      // Every call that wanted the pair has gone: no claim is taken, and no token spent, for nobody.
+      if (unwanted.aborted) throw pastDeadline();
       const claimed = await store.claimConfig(workspaceId, integrationId, claimMs);
       if (claimed !== 'taken') {
         const { claim, config } = claimed;
@@ -132,6 +134,8 @@ export function oauthTokens(
   }
 
   function oneAtATime(refreshing: (unwanted: AbortSignal) => Promise<string>): Promise<string> {
+    // Past its deadline already: it starts nothing that no one would wait for.
+    if (signal?.aborted) return Promise.reject(pastDeadline());
     let ours = underWay.get(store);
     if (!ours) {
       ours = new Map();
