@@ -213,11 +213,25 @@ it('charges a template miss only for a listing it starts', async () => {
   answer = (_req, res) => held.push(res);
   const first = prepareMiss(hostile.deps, hostile.workspaceId, id, 'nao-existe');
   await waitFor(() => held.length >= 1, { what: 'the first listing' });
-  // Twelve more misses join the listing under way, more than the integration's budget of ten.
+  // Twelve more misses join the listing under way, more than the integration's budget of ten. Each
+  // looks the template up first, and joins as soon as its lookup has answered.
+  let looked = 0;
+  const catalogue = hostile.catalogue;
+  const counting = {
+    ...hostile.deps,
+    templates: Object.assign(Object.create(catalogue) as TemplateStore, {
+      find: async (...args: Parameters<TemplateStore['find']>) => {
+        const found = await catalogue.find(...args);
+        looked++;
+        return found;
+      },
+    }),
+  };
   const joined = Array.from({ length: 12 }, (_, i) =>
-    prepareMiss(hostile.deps, hostile.workspaceId, id, `nao-existe-${i}`),
+    prepareMiss(counting, hostile.workspaceId, id, `nao-existe-${i}`),
   );
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await waitFor(() => looked === 12, { what: 'the misses looked up' });
+  await new Promise((resolve) => setImmediate(resolve));
   for (const res of held.splice(0)) json(res, 200, { data: [] });
   await Promise.all([first, ...joined]);
   // One listing was charged: the next miss still gets one.

@@ -90,7 +90,11 @@ export const missRefreshes = {
   ): Promise<{ done: Promise<void> } | undefined> {
     const joined = this.joined(workspaceId, integrationId);
     if (joined !== 'none') return joined && { done: joined };
-    if (!(await this.charge(workspaceId, integrationId))) return undefined;
+    if (!(await this.charge(workspaceId, integrationId))) {
+      // Refused, perhaps because another miss of the integration just started a listing: join it.
+      const started = this.joined(workspaceId, integrationId);
+      return started && started !== 'none' ? { done: started } : undefined;
+    }
     // Another miss may have started a listing while the budgets were read.
     const meanwhile = this.joined(workspaceId, integrationId);
     if (meanwhile !== 'none') {
