@@ -18,8 +18,9 @@ export interface LivechatMessage {
 }
 
 /**
- * Most messages one stream read sends, and most bytes of their text (beyond the first message, always
- * read): a longer backlog follows on the next read. By bytes too, as a message's text may be 16 KiB of
+ * Most messages one stream read sends, and the bytes of text before its last message: a message is
+ * read while the text before it is under the budget (so the first always is), and a longer backlog
+ * follows on the next read. By bytes too, as a message's text may be 16 KiB of
  * UTF-8: two hundred of them made 3 MiB a stream held while its client read nothing. A stream writes a
  * page until its socket's buffer (16 KiB) is full, and reads again after the drain: a larger page would
  * be read mostly to be dropped.
@@ -27,9 +28,9 @@ export interface LivechatMessage {
 export const replayPage = { messages: 200, bytes: 32 * 1024 } as const;
 
 /**
- * Most messages of one session the sweep reads, and most bytes of their text: it finds what a lost notice
- * left behind, a few messages (a session may post 20 in 30 s), and a longer backlog is the stream's own to
- * read. Its statement's answer stays small whatever the sessions hold.
+ * Most messages of one session the sweep reads, and the bytes of text before its last: it finds what a
+ * lost notice left behind, a few messages (a session may post 20 in 30 s), and a longer backlog is the
+ * stream's own to read. Its statement's answer stays small whatever the sessions hold.
  */
 export const sweepPage = { messages: 20, bytes: 16 * 1024 } as const;
 
