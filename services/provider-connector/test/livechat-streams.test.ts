@@ -374,3 +374,40 @@ it("reads a session's backlog a page of bounded text at a time, its first messag
   const alone = await store.messagesAfter(session.id, BigInt(tail.messages[0]!.seq));
   expect(alone.messages.map((message) => message.text.length)).toEqual([100_000]);
 });
+
+it('drops the rest of a page when its buffer is full, and reads on from there once it has drained', async () => {
+  const integrationId = await liveChatIntegration();
+  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  const reads: bigint[] = [];
+  const messagesAfter = store.messagesAfter;
+  store.messagesAfter = (sessionId, after) => {
+    if (sessionId === session.id) reads.push(after);
+    return messagesAfter.call(store, sessionId, after);
+  };
+  try {
+    const stream = await open(integrationId, session.id);
+    const res = await waitFor(() => responses.get(session.id), { what: 'the stream attached' });
+    await waitFor(() => reads.length === 1, { what: 'its first read' });
+    // Nothing leaves until the test lets it: five messages of 6,000 bytes fill the 16 KiB buffer at the third.
+    res.socket!.cork();
+    await pool.query(
+      `insert into livechat_messages (id, session_id, author, text)
+       select gen_random_uuid(), $1, 'operator', repeat('z', 6000) from generate_series(1, 5)`,
+      [session.id],
+    );
+    const { rows } = await pool.query<{ seq: string }>(
+      'select seq::text as seq from livechat_messages where session_id = $1 order by seq',
+      [session.id],
+    );
+    streams.wake(session.id);
+    await waitFor(() => res.writableNeedDrain, { what: 'the buffer full' });
+    expect(reads).toEqual([0n, 0n]);
+    res.socket!.uncork();
+    await waitFor(() => texts(stream.received()).length === 5, { what: 'every message sent' });
+    // The page's last two were read again, after the third.
+    expect(reads).toEqual([0n, 0n, BigInt(rows[2]!.seq)]);
+    stream.close();
+  } finally {
+    store.messagesAfter = messagesAfter;
+  }
+});
