@@ -16,12 +16,12 @@ export const idleConnectionMs = 4_000;
  * Key exchanges whose cost the server cannot inflate. With finite-field Diffie-Hellman the server picks
  * the group: a tenant's receiver or provider offering TLS 1.2's DHE with a 10,000-bit modulus made each
  * handshake cost the client some 0.7 s of its event loop (measured on Node 20), and TLS 1.3 lets a server
- * ask for ffdhe8192 the same way. Elliptic curves have a fixed, small cost, and every server we call
- * offers them.
+ * ask for ffdhe8192 the same way. Elliptic curves have a fixed, small cost, and the providers all offer
+ * them; a tenant's receiver that offers only DHE is refused (its handshake fails, as an attempt's error).
  */
 export const tlsKeyExchange = {
   ciphers: `${DEFAULT_CIPHERS}:!kEDH`,
-  ecdhCurve: 'X25519:P-256:P-384',
+  ecdhCurve: 'X25519:P-256:P-384:P-521',
 } as const;
 
 /**
