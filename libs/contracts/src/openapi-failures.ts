@@ -76,6 +76,11 @@ function failuresOf(route: RouteDefinition): Failure[] {
       failure(400, 'the body is not JSON', platformTexts.malformedJson),
       failure(413, 'the body is too large', platformTexts.bodyTooLarge),
       failure(
+        415,
+        'the body is compressed (a Content-Encoding other than identity)',
+        platformTexts.bodyEncodingUnsupported,
+      ),
+      failure(
         400,
         `the body nests objects or arrays more than ${maxJsonBodyDepth} levels deep`,
         platformTexts.bodyTooDeep(maxJsonBodyDepth),

@@ -82,7 +82,9 @@ export function answerJson(res: Response, status: number, body: unknown): void {
  * nests deeper than any request of the API does is refused with a 400 before a handler walks it.
  */
 export function jsonBody(limit = '256kb'): RequestHandler {
-  const parse = express.json({ limit, type: ['application/json', 'application/*+json'] });
+  // Not inflated: a few hundred bytes of gzip can be the whole limit to parse, on routes with no budget
+  // of their own (external send); no caller of ours compresses what it sends (415).
+  const parse = express.json({ limit, inflate: false, type: ['application/json', 'application/*+json'] });
   return inRequestContext((req, res, next) =>
     parse(req, res, (error?: unknown) => {
       if (error) return next(error);

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { AppError } from '@inbox/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -66,6 +67,17 @@ describe('service HTTP app', () => {
     const tooLarge = await post('/echo', JSON.stringify({ a: 'x'.repeat(2_000) }));
     expect(tooLarge.status).toBe(413);
     expect(await tooLarge.json()).toEqual({ error: 'Corpo da requisição excede o tamanho máximo' });
+
+    // A compressed body is refused unread, however little it inflates to.
+    const compressed = await fetch(`${server.url}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(JSON.stringify({ a: 1 })),
+    });
+    expect(compressed.status).toBe(415);
+    expect(await compressed.json()).toEqual({
+      error: 'Corpo da requisição com Content-Encoding não suportado; envie-o sem compressão',
+    });
 
     const tooDeep = await post('/echo', `${'['.repeat(33)}${']'.repeat(33)}`);
     expect(tooDeep.status).toBe(400);
