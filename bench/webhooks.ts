@@ -181,8 +181,10 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
     // Where the latency is spent: commit → scheduled (the consumer's part: the broker, the batch, the
     // insert) against the whole, so a tail can be told apart from the lease and the POST.
     const scheduled = await stats.query<{ event_id: string; at: number; sent: string }>(
-      `select event_id, extract(epoch from created_at) * 1000 as at, body::json ->> 'sent_ms' as sent
-         from dispatcher.deliveries where (body::json ->> 'sent_ms')::bigint >= $1`,
+      `select d.event_id, extract(epoch from d.created_at) * 1000 as at, b.body::json ->> 'sent_ms' as sent
+         from dispatcher.deliveries d
+         join dispatcher.event_bodies b on b.workspace_id = d.workspace_id and b.event_id = d.event_id
+        where (b.body::json ->> 'sent_ms')::bigint >= $1`,
       [started],
     );
     await stats.end();

@@ -46,7 +46,10 @@ export class DeliveryPruner {
     await this.running;
   }
 
-  /** Deletes every finished delivery past the retention, a batch at a time; says how many. */
+  /**
+   * Deletes every finished delivery past the retention, a batch at a time, then the event bodies no
+   * delivery uses any more; says how many deliveries.
+   */
   async prune(): Promise<number> {
     const { deliveries, retentionDays, batchSize = 1_000 } = this.options;
     let total = 0;
@@ -56,6 +59,7 @@ export class DeliveryPruner {
       if (deleted < batchSize) break;
     }
     if (total > 0) pruned.add(total);
+    while ((await deliveries.pruneBodies(retentionDays, batchSize)) === batchSize);
     return total;
   }
 }

@@ -155,3 +155,55 @@ describe('webhook delivery retention', () => {
     expect(await world.left()).toEqual([]);
   });
 });
+
+describe("an event's body", () => {
+  it('is stored once for all its endpoints, and pruned with the last of its deliveries', async () => {
+    const workspaceId = randomUUID();
+    const endpoints = [randomUUID(), randomUUID(), randomUUID()];
+    for (const id of endpoints)
+      await pool.query(
+        `insert into endpoints (id, workspace_id, url, events) values ($1, $2, 'https://x.test/h', '{*}')`,
+        [id, workspaceId],
+      );
+    const eventId = randomUUID();
+    const body = JSON.stringify({ text: '長'.repeat(16_384) });
+    expect(
+      await deliveries.scheduleMany([
+        { workspaceId, eventId, eventType: 'message.received', body, ordering: null, traceContext: {} },
+      ]),
+    ).toEqual([3]);
+    const stored = await pool.query<{ body: string }>(
+      'select body from event_bodies where workspace_id = $1 and event_id = $2',
+      [workspaceId, eventId],
+    );
+    expect(stored.rows).toEqual([{ body }]);
+    const copies = await pool.query<{ n: number }>(
+      'select count(*)::int as n from deliveries where event_id = $1 and body is not null',
+      [eventId],
+    );
+    expect(copies.rows[0]!.n).toBe(0);
+
+    // Past the retention: kept while any delivery of the event is left, however finished the others.
+    await pool.query(`update event_bodies set created_at = now() - interval '40 days' where event_id = $1`, [
+      eventId,
+    ]);
+    await pool.query(
+      `update deliveries set status = 'delivered', finished_at = now() - interval '31 days'
+        where event_id = $1 and endpoint_id <> $2`,
+      [eventId, endpoints[0]],
+    );
+    const pruner = new DeliveryPruner({ deliveries, logger, retentionDays: 30 });
+    expect(await pruner.prune()).toBeGreaterThanOrEqual(2);
+    const bodies = async () =>
+      (
+        await pool.query<{ n: number }>('select count(*)::int as n from event_bodies where event_id = $1', [
+          eventId,
+        ])
+      ).rows[0]!.n;
+    expect(await bodies()).toBe(1);
+    // The last delivery gone with its endpoint: the body goes at the next pruning.
+    await pool.query('delete from endpoints where id = $1', [endpoints[0]]);
+    await pruner.prune();
+    expect(await bodies()).toBe(0);
+  });
+});

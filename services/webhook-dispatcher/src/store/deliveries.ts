@@ -133,18 +133,27 @@ export class DeliveryStore {
    * are scheduled or none is.
    */
   async scheduleMany(events: readonly EventToSchedule[]): Promise<number[]> {
-    // The insert runs as a data-modifying CTE and the ordering notes in the select list, evaluated once
-    // per event, so everything commits together with no begin/commit around it.
+    // The inserts run as data-modifying CTEs and the ordering notes in the select list, evaluated once
+    // per event, so everything commits together with no begin/commit around it. The body is stored once
+    // per event that any endpoint takes (event_bodies), whatever the number of its deliveries.
     const { rows } = await this.pool.query<{ scheduled: number }>(
       `with ev as (
          select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[])
            with ordinality as ev (workspace_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, n)),
-       scheduled as (
-         insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, status, next_attempt_at)
-         select gen_random_uuid(), e.workspace_id, e.id, ev.event_id, ev.event_type, ev.body, ev.ordering_seq, ev.ordering_key,
-                ev.trace_context::jsonb, 'pending', now()
+       taken as (
+         select e.workspace_id, e.id as endpoint_id, ev.event_id, ev.event_type, ev.ordering_seq, ev.ordering_key, ev.trace_context
            from ev join endpoints e
-             on e.workspace_id = ev.workspace_id and e.enabled and (ev.event_type = any(e.events) or '*' = any(e.events))
+             on e.workspace_id = ev.workspace_id and e.enabled and (ev.event_type = any(e.events) or '*' = any(e.events))),
+       bodies as (
+         insert into event_bodies (workspace_id, event_id, body)
+         select ev.workspace_id, ev.event_id, ev.body from ev
+          where exists (select 1 from taken t where t.workspace_id = ev.workspace_id and t.event_id = ev.event_id)
+         on conflict (workspace_id, event_id) do nothing),
+       scheduled as (
+         insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, ordering_seq, ordering_key, trace_context, status, next_attempt_at)
+         select gen_random_uuid(), t.workspace_id, t.endpoint_id, t.event_id, t.event_type, t.ordering_seq, t.ordering_key,
+                t.trace_context::jsonb, 'pending', now()
+           from taken t
          on conflict (endpoint_id, event_id) do nothing
          returning event_id)
        select (select count(*) from scheduled s where s.event_id = ev.event_id)::int as scheduled,
@@ -343,11 +352,12 @@ export class DeliveryStore {
          returning d.id, d.workspace_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.attempts, d.trace_context,
                    d.next_attempt_at, d.ordering_seq
        )
-       -- Where each one posts, read along rather than in a statement of its own; the oldest first, so
-       -- that they are attempted in the order they came due.
-       select l.id, l.workspace_id, l.endpoint_id, l.event_id, l.event_type, l.body, l.attempts, l.trace_context,
-              ${targetColumns}
+       -- Where each one posts, and its event's body, read along rather than in statements of their own;
+       -- the oldest first, so that they are attempted in the order they came due.
+       select l.id, l.workspace_id, l.endpoint_id, l.event_id, l.event_type, coalesce(l.body, b.body) as body,
+              l.attempts, l.trace_context, ${targetColumns}
          from leased l left join endpoints e on e.id = l.endpoint_id and e.workspace_id = l.workspace_id
+         left join event_bodies b on b.workspace_id = l.workspace_id and b.event_id = l.event_id
         order by l.next_attempt_at, l.ordering_seq`,
       // A random first endpoint, so that when more endpoints wait than one lease visits, none is always
       // the last one visited.
@@ -566,6 +576,25 @@ export class DeliveryStore {
    * them (on delete cascade), at most `batchSize` per statement so none holds many locks or runs long.
    * A delivery being resent is locked or pending again, and skipped. Says how many it deleted.
    */
+  /**
+   * Deletes bodies older than the retention whose event has no delivery left (pruned, or gone with its
+   * endpoint), a batch per statement; says how many. An event's deliveries all point at one of the
+   * workspace's endpoints, so each is found by the (endpoint, event) key.
+   */
+  async pruneBodies(retentionDays: number, batchSize: number): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `delete from event_bodies where (workspace_id, event_id) in (
+         select b.workspace_id, b.event_id from event_bodies b
+          where b.created_at < now() - $1 * interval '1 day'
+            and not exists (
+              select 1 from endpoints e join deliveries d on d.endpoint_id = e.id and d.event_id = b.event_id
+               where e.workspace_id = b.workspace_id)
+          order by b.created_at limit $2 for update skip locked)`,
+      [retentionDays, batchSize],
+    );
+    return rowCount ?? 0;
+  }
+
   async pruneFinished(retentionDays: number, batchSize: number): Promise<number> {
     const { rowCount } = await this.pool.query(
       `delete from deliveries where id in (
