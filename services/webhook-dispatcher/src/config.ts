@@ -25,6 +25,11 @@ export const DispatcherConfig = z.object({
   WEBHOOK_SECRET_GRACE_HOURS: z.coerce.number().min(0).default(24),
   /** How long a finished (delivered or failed) delivery and its attempts are kept before they are deleted. */
   WEBHOOK_RETENTION_DAYS: z.coerce.number().positive().default(30),
+  /**
+   * Whether each delivery keeps its own copy of its event's body (`each`), as the release before event
+   * bodies reads it, or only the event does (`once`). `once` when no replica of that release is left.
+   */
+  WEBHOOK_BODY_COPIES: z.enum(['each', 'once']).default('each'),
   /** Attempts in flight at once in this process, over all endpoints. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(128),
   /** Attempts in flight at once to one endpoint, so a slow receiver cannot take every slot. */

@@ -1,6 +1,6 @@
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
-import type { DeliveryStore } from './store/deliveries.js';
+import type { BodyCursor, DeliveryStore } from './store/deliveries.js';
 
 const pruned = meter('webhook-dispatcher').createCounter('webhook.deliveries.pruned', {
   description: 'Finished webhook deliveries (with their attempts) deleted once past their retention',
@@ -59,7 +59,9 @@ export class DeliveryPruner {
       if (deleted < batchSize) break;
     }
     if (total > 0) pruned.add(total);
-    while ((await deliveries.pruneBodies(retentionDays, batchSize)) === batchSize);
+    let next: BodyCursor | undefined;
+    do next = (await deliveries.pruneBodies(retentionDays, batchSize, next)).next;
+    while (next);
     return total;
   }
 }

@@ -307,12 +307,22 @@ export class DeliveryWorker {
 
   private async attempt(delivery: LeasedDelivery, target: DeliveryTarget | undefined) {
     const at = new Date();
-    // A delivery that cannot be posted at all (endpoint deleted, secret unopenable) fails at once.
-    const outcome = target?.usable
-      ? await this.send(delivery, target)
-      : failedOutcome(target ? target.reason : 'endpoint deleted');
+    // A delivery that cannot be posted at all (endpoint deleted, secret unopenable, its event's body
+    // gone) fails at once: never posted empty.
+    const body = delivery.body;
+    const postable = target?.usable && body !== null ? target : undefined;
+    const outcome =
+      postable && body !== null
+        ? await this.send(delivery, postable, body)
+        : failedOutcome(
+            body === null
+              ? 'event body missing'
+              : target && !target.usable
+                ? target.reason
+                : 'endpoint deleted',
+          );
     attemptDuration.record(outcome.durationMs, { outcome: isSuccess(outcome) ? 'success' : 'failure' });
-    const step = target?.usable
+    const step = postable
       ? nextStep(delivery.attempts, outcome, this.options.retry, new Date())
       : { kind: 'give-up' as const, reason: outcome.error ?? 'endpoint deleted' };
     deliveriesCounter.add(1, {
@@ -335,8 +345,8 @@ export class DeliveryWorker {
   }
 
   /** The attempt, whatever goes wrong in it: an unexpected error is its outcome, retried as any failure. */
-  private send(delivery: LeasedDelivery, target: UsableTarget) {
-    return this.tracedAttempt(delivery, target).catch((error: unknown) => {
+  private send(delivery: LeasedDelivery, target: UsableTarget, body: string) {
+    return this.tracedAttempt(delivery, target, body).catch((error: unknown) => {
       this.noteError('attempt', error, 'webhook attempt failed unexpectedly', this.about(delivery));
       return failedOutcome(storableError(error));
     });
@@ -346,7 +356,7 @@ export class DeliveryWorker {
    * Each attempt is a span in the trace the event came in with, however much later it runs: the POST's
    * client span, named for the delivery, with the receiver's spans its children.
    */
-  private tracedAttempt(delivery: LeasedDelivery, target: UsableTarget) {
+  private tracedAttempt(delivery: LeasedDelivery, target: UsableTarget, body: string) {
     return withCapturedContext(delivery.trace_context, () =>
       withHttpClientSpan(
         `webhook deliver ${delivery.event_type}`,
@@ -364,7 +374,7 @@ export class DeliveryWorker {
             {
               workspaceId: delivery.workspace_id,
               url: target.url,
-              body: delivery.body,
+              body,
               eventId: delivery.event_id,
               eventType: delivery.event_type,
               secret: target.secret,

@@ -14,6 +14,7 @@ await runService(
     concurrency: config.WEBHOOK_CONCURRENCY,
     perEndpointConcurrency: config.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
     retentionDays: config.WEBHOOK_RETENTION_DAYS,
+    bodyCopies: config.WEBHOOK_BODY_COPIES,
   }),
   {
     databaseUrl: config.DATABASE_URL,

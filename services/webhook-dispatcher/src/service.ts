@@ -10,7 +10,7 @@ import { DeliveryWorker } from './delivery-worker.js';
 import { parseSchedule } from './domain/retry-policy.js';
 import { webhooks } from './handlers/endpoints.js';
 import { scheduleEvent } from './handlers/schedule-event.js';
-import { DeliveryStore } from './store/deliveries.js';
+import { type BodyCopies, DeliveryStore } from './store/deliveries.js';
 import { EndpointStore } from './store/endpoints.js';
 import { ScheduleBatches, scheduleBatchSize } from './store/schedule-batches.js';
 
@@ -28,6 +28,8 @@ export interface DispatcherOptions {
   perEndpointConcurrency?: number;
   /** WEBHOOK_RETENTION_DAYS: how long finished deliveries and their attempts are kept. */
   retentionDays?: number;
+  /** WEBHOOK_BODY_COPIES: each delivery keeps a copy of its event's body (the default), or only the event. */
+  bodyCopies?: BodyCopies;
   /** How often finished deliveries past their retention are deleted. */
   pruneIntervalMs?: number;
   /** How often idle workers look for due deliveries. */
@@ -54,7 +56,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
       // each endpoint's attempts in flight, and the worker's concurrency all of them.
       const agent = guardedAgent(policy, timeoutMs);
       const endpoints = new EndpointStore(pool, new SecretBox(options.encryptionKey));
-      const deliveries = new DeliveryStore(pool);
+      const deliveries = new DeliveryStore(pool, options.bodyCopies);
       const batches = new ScheduleBatches(deliveries);
       const worker = new DeliveryWorker({
         pool,

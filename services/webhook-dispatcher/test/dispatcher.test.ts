@@ -35,6 +35,9 @@ beforeAll(async () => {
       retrySchedule: '1,1,1',
       pollMs: 100,
       orderingGapWaitMs,
+      // Every body sent here is read from the event's one copy (the tenant-isolation suite runs with
+      // the default, a copy in each delivery as well).
+      bodyCopies: 'once',
     }),
     {
       databaseUrl,
@@ -110,6 +113,29 @@ describe('delivery', () => {
     const plain = unsigned.hits[0]!.headers;
     for (const header of ['x-webhook-signature', 'x-legacy-signature', 'webhook-signature'])
       expect(plain).not.toHaveProperty(header);
+  });
+
+  it('never posts a delivery whose event body is missing: it fails at once', async () => {
+    const target = await newReceiver();
+    const hook = await endpoint(target);
+    // A delivery with no body of its own and none stored for its event (what a race with the body
+    // pruner could leave, at worst).
+    const pool = createPool({ url: databaseUrl, schema: 'dispatcher' });
+    await pool.query(
+      `insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, trace_context, status, next_attempt_at)
+       values (gen_random_uuid(), $1, $2, gen_random_uuid(), 'message.sent', null, 0, '{}', 'pending', now())`,
+      [workspace, hook.id],
+    );
+    await pool.end();
+    const failed = await waitFor(
+      async () => {
+        const listed = await deliveriesOf(hook.id);
+        return listed.deliveries.find((delivery) => delivery.status === 'failed');
+      },
+      { what: 'the delivery failed' },
+    );
+    expect(failed.last_error).toBe('event body missing');
+    expect(target.hits).toHaveLength(0);
   });
 
   it('delivers only the events an endpoint subscribed to', async () => {

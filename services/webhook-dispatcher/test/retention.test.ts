@@ -157,7 +157,8 @@ describe('webhook delivery retention', () => {
 });
 
 describe("an event's body", () => {
-  it('is stored once for all its endpoints, and pruned with the last of its deliveries', async () => {
+  /** A workspace with three endpoints taking every event, and one event scheduled by `store`. */
+  async function scheduledToThree(store: DeliveryStore) {
     const workspaceId = randomUUID();
     const endpoints = [randomUUID(), randomUUID(), randomUUID()];
     for (const id of endpoints)
@@ -168,7 +169,7 @@ describe("an event's body", () => {
     const eventId = randomUUID();
     const body = JSON.stringify({ text: '長'.repeat(16_384) });
     expect(
-      await deliveries.scheduleMany([
+      await store.scheduleMany([
         { workspaceId, eventId, eventType: 'message.received', body, ordering: null, traceContext: {} },
       ]),
     ).toEqual([3]);
@@ -177,11 +178,21 @@ describe("an event's body", () => {
       [workspaceId, eventId],
     );
     expect(stored.rows).toEqual([{ body }]);
-    const copies = await pool.query<{ n: number }>(
-      'select count(*)::int as n from deliveries where event_id = $1 and body is not null',
+    const copies = await pool.query<{ body: string | null }>(
+      'select body from deliveries where event_id = $1',
       [eventId],
     );
-    expect(copies.rows[0]!.n).toBe(0);
+    return { workspaceId, endpoints, eventId, body, copies: copies.rows.map((row) => row.body) };
+  }
+
+  it('is kept in each delivery too by default, as the release before event bodies reads it', async () => {
+    const { body, copies } = await scheduledToThree(deliveries);
+    expect(copies).toEqual([body, body, body]);
+  });
+
+  it('is stored once for all its endpoints with no copies, and pruned with the last of its deliveries', async () => {
+    const { eventId, endpoints, copies } = await scheduledToThree(new DeliveryStore(pool, 'once'));
+    expect(copies).toEqual([null, null, null]);
 
     // Past the retention: kept while any delivery of the event is left, however finished the others.
     await pool.query(`update event_bodies set created_at = now() - interval '40 days' where event_id = $1`, [
@@ -205,5 +216,25 @@ describe("an event's body", () => {
     await pool.query('delete from endpoints where id = $1', [endpoints[0]]);
     await pruner.prune();
     expect(await bodies()).toBe(0);
+  });
+
+  it('passes over bodies still in use, in one pruning, to reach the unused ones behind them', async () => {
+    const kept = await scheduledToThree(new DeliveryStore(pool, 'once'));
+    const unused = await scheduledToThree(new DeliveryStore(pool, 'once'));
+    // Both past the retention, the one in use the older; the other's deliveries all pruned.
+    await pool.query(`update event_bodies set created_at = now() - interval '41 days' where event_id = $1`, [
+      kept.eventId,
+    ]);
+    await pool.query(`update event_bodies set created_at = now() - interval '40 days' where event_id = $1`, [
+      unused.eventId,
+    ]);
+    await pool.query('delete from deliveries where event_id = $1', [unused.eventId]);
+    // A batch of one: the first holds the body still in use, and the pruning goes on past it.
+    await new DeliveryPruner({ deliveries, logger, retentionDays: 30, batchSize: 1 }).prune();
+    const left = await pool.query<{ event_id: string }>(
+      'select event_id from event_bodies where event_id = any($1::uuid[])',
+      [[kept.eventId, unused.eventId]],
+    );
+    expect(left.rows).toEqual([{ event_id: kept.eventId }]);
   });
 });

@@ -11,7 +11,8 @@ export interface LeasedDelivery {
   endpoint_id: string;
   event_id: string;
   event_type: string;
-  body: string;
+  /** Null only if its event's body is gone: the attempt then fails, never posted empty. */
+  body: string | null;
   attempts: number;
 }
 
@@ -113,9 +114,26 @@ const conversationHeads = rotatedLooseScan('heads', {
   start: '$5::text',
 });
 
+/** Where the body pruner goes on from: the last body it looked at, by age and event. */
+export interface BodyCursor {
+  at: string;
+  eventId: string;
+}
+
+/**
+ * Where an event's body is kept. Always once for the event (event_bodies), which this release's lease
+ * reads; with `each`, also in each delivery, which is all the release before it reads: during a rolling
+ * update its replicas lease deliveries this one scheduled. `once` stops the copies, a workspace's
+ * fifty endpoints no longer making fifty of each body, once no replica of that release is left.
+ */
+export type BodyCopies = 'each' | 'once';
+
 /** Deliveries and their attempts. Queries that serve one workspace name it; the worker's span them all. */
 export class DeliveryStore {
-  constructor(private readonly pool: Pool) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly bodyCopies: BodyCopies = 'each',
+  ) {}
 
   /**
    * One delivery per enabled endpoint of the event's workspace that subscribed to its type, due now; a
@@ -141,17 +159,20 @@ export class DeliveryStore {
          select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[])
            with ordinality as ev (workspace_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, n)),
        taken as (
-         select e.workspace_id, e.id as endpoint_id, ev.event_id, ev.event_type, ev.ordering_seq, ev.ordering_key, ev.trace_context
+         select e.workspace_id, e.id as endpoint_id, ev.event_id, ev.event_type, ev.ordering_seq, ev.ordering_key, ev.trace_context,
+                case when $8::boolean then ev.body end as body
            from ev join endpoints e
              on e.workspace_id = ev.workspace_id and e.enabled and (ev.event_type = any(e.events) or '*' = any(e.events))),
+       -- An event redelivered after its body was pruned stores it again; one whose body is still kept
+       -- renews it, so that a pruner that read it as unused (in its snapshot) finds it young again.
        bodies as (
          insert into event_bodies (workspace_id, event_id, body)
-         select ev.workspace_id, ev.event_id, ev.body from ev
+         select distinct on (ev.workspace_id, ev.event_id) ev.workspace_id, ev.event_id, ev.body from ev
           where exists (select 1 from taken t where t.workspace_id = ev.workspace_id and t.event_id = ev.event_id)
-         on conflict (workspace_id, event_id) do nothing),
+         on conflict (workspace_id, event_id) do update set created_at = now()),
        scheduled as (
-         insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, ordering_seq, ordering_key, trace_context, status, next_attempt_at)
-         select gen_random_uuid(), t.workspace_id, t.endpoint_id, t.event_id, t.event_type, t.ordering_seq, t.ordering_key,
+         insert into deliveries (id, workspace_id, endpoint_id, event_id, event_type, body, ordering_seq, ordering_key, trace_context, status, next_attempt_at)
+         select gen_random_uuid(), t.workspace_id, t.endpoint_id, t.event_id, t.event_type, t.body, t.ordering_seq, t.ordering_key,
                 t.trace_context::jsonb, 'pending', now()
            from taken t
          on conflict (endpoint_id, event_id) do nothing
@@ -168,6 +189,7 @@ export class DeliveryStore {
         events.map((e) => e.ordering?.seq ?? 0),
         events.map((e) => e.ordering?.key ?? null),
         events.map((e) => JSON.stringify(e.traceContext)),
+        this.bodyCopies === 'each',
       ],
     );
     return rows.map((row) => row.scheduled);
@@ -572,29 +594,52 @@ export class DeliveryStore {
   }
 
   /**
+   * Deletes the bodies older than the retention whose event has no delivery left (pruned, or gone with
+   * its endpoint), among the next `batchSize` past the retention after `after`, in age order; says how
+   * many it deleted and where the next batch starts (none when it looked at the last). Bodies still in
+   * use are passed over by the cursor, not read again by each batch. An event's deliveries all point at
+   * one of its workspace's endpoints, so each is found by the (endpoint, event) key. The age is checked
+   * again on the row deleted: a redelivered event renews its body (scheduleMany) in a statement this one
+   * does not see.
+   */
+  async pruneBodies(
+    retentionDays: number,
+    batchSize: number,
+    after: BodyCursor = { at: '-infinity', eventId: '00000000-0000-0000-0000-000000000000' },
+  ): Promise<{ deleted: number; next?: BodyCursor }> {
+    const { rows } = await this.pool.query<{
+      deleted: number;
+      scanned: number;
+      at: string;
+      event_id: string;
+    }>(
+      `with scanned as (
+         select workspace_id, event_id, created_at from event_bodies
+          where created_at < now() - $1 * interval '1 day' and (created_at, event_id) > ($3::timestamptz, $4::uuid)
+          order by created_at, event_id limit $2),
+       gone as (
+         delete from event_bodies b using scanned s
+          where b.workspace_id = s.workspace_id and b.event_id = s.event_id
+            and b.created_at < now() - $1 * interval '1 day'
+            and not exists (
+              select 1 from endpoints e join deliveries d on d.endpoint_id = e.id and d.event_id = b.event_id
+               where e.workspace_id = b.workspace_id)
+         returning 1)
+       select (select count(*)::int from gone) as deleted, (select count(*)::int from scanned) as scanned,
+              l.created_at::text as at, l.event_id
+         from (select 1) one
+         left join lateral (select created_at, event_id from scanned order by created_at desc, event_id desc limit 1) l on true`,
+      [retentionDays, batchSize, after.at, after.eventId],
+    );
+    const { deleted, scanned, at, event_id } = rows[0]!;
+    return { deleted, ...(scanned === batchSize ? { next: { at, eventId: event_id } } : {}) };
+  }
+
+  /**
    * Deletes deliveries finished (delivered or failed) more than `retentionDays` ago, their attempts with
    * them (on delete cascade), at most `batchSize` per statement so none holds many locks or runs long.
    * A delivery being resent is locked or pending again, and skipped. Says how many it deleted.
    */
-  /**
-   * Deletes bodies older than the retention whose event has no delivery left (pruned, or gone with its
-   * endpoint), a batch per statement; says how many. An event's deliveries all point at one of the
-   * workspace's endpoints, so each is found by the (endpoint, event) key.
-   */
-  async pruneBodies(retentionDays: number, batchSize: number): Promise<number> {
-    const { rowCount } = await this.pool.query(
-      `delete from event_bodies where (workspace_id, event_id) in (
-         select b.workspace_id, b.event_id from event_bodies b
-          where b.created_at < now() - $1 * interval '1 day'
-            and not exists (
-              select 1 from endpoints e join deliveries d on d.endpoint_id = e.id and d.event_id = b.event_id
-               where e.workspace_id = b.workspace_id)
-          order by b.created_at limit $2 for update skip locked)`,
-      [retentionDays, batchSize],
-    );
-    return rowCount ?? 0;
-  }
-
   async pruneFinished(retentionDays: number, batchSize: number): Promise<number> {
     const { rowCount } = await this.pool.query(
       `delete from deliveries where id in (
