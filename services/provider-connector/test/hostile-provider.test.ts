@@ -137,6 +137,24 @@ it('refuses a template listing with more text than a catalogue holds, and keeps 
   expect(kept).toEqual(['antes']);
 });
 
+/** A prepare of an unknown template: undefined when it passed, the AppError it was refused with otherwise. */
+const prepareMiss = (
+  deps: Awaited<ReturnType<typeof world>>['deps'],
+  workspaceId: string,
+  integrationId: string,
+  name: string,
+) =>
+  templates
+    .prepare(deps, {
+      workspace_id: workspaceId,
+      integration_id: integrationId,
+      template: { name, language: 'pt_BR', variables: [] as string[], headerMedia: null, buttons: null },
+    } as Parameters<typeof templates.prepare>[1])
+    .then(
+      () => undefined,
+      (error: AppError) => error,
+    );
+
 it("lists one catalogue at a time per workspace for templates it does not know, and another workspace's meanwhile", async () => {
   const hostile = await world();
   const integrations = await Promise.all([hostile.official(), hostile.official(), hostile.official()]);
@@ -146,17 +164,7 @@ it("lists one catalogue at a time per workspace for templates it does not know, 
   answer = (_req, res) => held.push(res);
   const settled = new Set<string>();
   const prepare = (deps: typeof hostile.deps, workspaceId: string, integrationId: string, name: string) =>
-    templates
-      .prepare(deps, {
-        workspace_id: workspaceId,
-        integration_id: integrationId,
-        template: { name, language: 'pt_BR', variables: [] as string[], headerMedia: null, buttons: null },
-      } as Parameters<typeof templates.prepare>[1])
-      .then(
-        () => undefined,
-        (error: AppError) => error,
-      )
-      .finally(() => settled.add(name));
+    prepareMiss(deps, workspaceId, integrationId, name).finally(() => settled.add(name));
   const first = prepare(hostile.deps, hostile.workspaceId, integrations[0]!.integration.id, 'nao-existe-0');
   await waitFor(() => held.length >= 1, { what: "the hostile workspace's first listing" });
   // While it is held open: a miss of the same integration joins it; misses of the workspace's other
@@ -186,24 +194,6 @@ it("lists one catalogue at a time per workspace for templates it does not know, 
   await otherMiss;
   expect(held).toHaveLength(0);
 });
-
-/** A prepare of an unknown template: undefined when it passed, the AppError it was refused with otherwise. */
-const prepareMiss = (
-  deps: Awaited<ReturnType<typeof world>>['deps'],
-  workspaceId: string,
-  integrationId: string,
-  name: string,
-) =>
-  templates
-    .prepare(deps, {
-      workspace_id: workspaceId,
-      integration_id: integrationId,
-      template: { name, language: 'pt_BR', variables: [] as string[], headerMedia: null, buttons: null },
-    } as Parameters<typeof templates.prepare>[1])
-    .then(
-      () => undefined,
-      (error: AppError) => error,
-    );
 
 it('charges a template miss only for a listing it starts', async () => {
   const hostile = await world();
