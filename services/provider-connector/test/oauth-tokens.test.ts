@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from '@inbox/db';
 import { SecretBox } from '@inbox/service-kit';
+import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProviderError, type TokenGrant } from '../src/adapters/channel-adapter.js';
 import { IntegrationStore } from '../src/store/integrations.js';
@@ -164,6 +165,15 @@ describe("an integration's OAuth tokens", () => {
       unsent: true,
       message: `integration ${id}: the call's deadline passed while its token was refreshed`,
     });
+    // Its token call runs on to its own bound (400 ms), and a call before its claim is given back would
+    // join it.
+    await waitFor(
+      async () => {
+        const { rows } = await pool.query('select config_claim from integrations where id = $1', [id]);
+        return rows[0]?.config_claim === null;
+      },
+      { what: 'the claim given back' },
+    );
     // invalid_grant: still a refusal (the integration is disconnected), and still nothing sent.
     const refused = oauthTokens(store, workspaceId, id, 2_000).renew('refused', async () => {
       throw new ProviderError('market: invalid_grant', 400, undefined, { refusal: 'credentials_rejected' });
@@ -237,6 +247,43 @@ describe("an integration's OAuth tokens", () => {
       refresh_token: 'r2',
     });
     expect(await later).toBe('theirs');
+  });
+
+  it("lets a later call join this process's own token call after the call that began it has left", async () => {
+    const store = new IntegrationStore(pool, secrets);
+    const { workspaceId, id } = await integration(store);
+    let claims = 0;
+    const counting = new Proxy(store, {
+      get(target, name, receiver) {
+        if (name === 'claimConfig') claims++;
+        const value = Reflect.get(target, name, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    let answer: (grant: TokenGrant) => void = () => undefined;
+    const spent: string[] = [];
+    const slow = (refreshToken: string) => {
+      spent.push(refreshToken);
+      return new Promise<TokenGrant>((resolve) => {
+        answer = resolve;
+      });
+    };
+    const first = oauthTokens(counting, workspaceId, id, 2_000, { signal: AbortSignal.timeout(100) }).renew(
+      'refused',
+      slow,
+    );
+    await expect(first).rejects.toMatchObject({ unsent: true });
+    // The token call the first began is still under way, under this process's claim: the later call
+    // waits for it rather than finding the claim taken and polling for the pair.
+    const later = oauthTokens(counting, workspaceId, id, 2_000, { signal: AbortSignal.timeout(1_500) }).renew(
+      'refused',
+      slow,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    answer({ accessToken: 'fresh', refreshToken: 'r2', expiresIn: 21_600 });
+    expect(await later).toBe('fresh');
+    expect(spent).toEqual(['r1']);
+    expect(claims).toBe(1);
   });
 
   it("stops waiting for another replica's refresh once every call of this process has left", async () => {

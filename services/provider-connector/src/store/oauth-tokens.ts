@@ -41,6 +41,8 @@ interface SharedRefresh {
   token: Promise<string>;
   waiting: number;
   unwanted: AbortController;
+  /** This process holds the claim: its own token call is under way, and ends with a stored pair. */
+  owner: { claimed: boolean };
 }
 
 /** The refreshes under way in this process, by store (a replica) and integration: one at a time each. */
@@ -101,6 +103,7 @@ export function oauthTokens(
     keep: (config: Record<string, string>) => boolean,
     refresh: RefreshGrant,
     unwanted: AbortSignal,
+    owner: { claimed: boolean },
   ) {
     // A claim left by a replica that died runs out within claimMs of when it was taken.
     const giveUpAt = Date.now() + claimMs + 2 * WAIT_STEP_MS;
@@ -109,6 +112,7 @@ export function oauthTokens(
       if (unwanted.aborted) throw pastDeadline();
       const claimed = await store.claimConfig(workspaceId, integrationId, claimMs);
       if (claimed !== 'taken') {
+        owner.claimed = true;
         const { claim, config } = claimed;
         try {
           if (keep(config)) {
@@ -133,7 +137,9 @@ export function oauthTokens(
     }
   }
 
-  function oneAtATime(refreshing: (unwanted: AbortSignal) => Promise<string>): Promise<string> {
+  function oneAtATime(
+    refreshing: (unwanted: AbortSignal, owner: { claimed: boolean }) => Promise<string>,
+  ): Promise<string> {
     // Past its deadline already: it starts nothing that no one would wait for.
     if (signal?.aborted) return Promise.reject(pastDeadline());
     let ours = underWay.get(store);
@@ -145,12 +151,13 @@ export function oauthTokens(
     let shared = map.get(integrationId);
     if (!shared) {
       const unwanted = new AbortController();
-      const token = refreshing(unwanted.signal).finally(() => {
+      const owner = { claimed: false };
+      const token = refreshing(unwanted.signal, owner).finally(() => {
         if (map.get(integrationId) === entry) map.delete(integrationId);
       });
       // Its callers may all have left at their deadlines: the outcome is then nobody's to handle.
       token.catch(() => undefined);
-      const entry: SharedRefresh = { token, waiting: 0, unwanted };
+      const entry: SharedRefresh = { token, waiting: 0, unwanted, owner };
       map.set(integrationId, entry);
       shared = entry;
     }
@@ -167,8 +174,9 @@ export function oauthTokens(
         reject(pastDeadline());
         if (--shared.waiting > 0) return;
         shared.unwanted.abort();
-        // A call that comes after this starts afresh, rather than joining a wait about to give up.
-        if (map.get(integrationId) === shared) map.delete(integrationId);
+        // A call that comes after this starts afresh, rather than joining a wait about to give up; but
+        // joins this process's own token call, which stores its pair whoever waits for it.
+        if (!shared.owner.claimed && map.get(integrationId) === shared) map.delete(integrationId);
       };
       signal.addEventListener('abort', leave, { once: true });
       shared.token.then(resolve, reject).finally(() => signal.removeEventListener('abort', leave));
@@ -180,12 +188,19 @@ export function oauthTokens(
       // The common case reads without a claim: only a stale token needs the turn-taking.
       const stored = await store.get(workspaceId, integrationId);
       if (stored && !stale(stored.config) && stored.config.access_token) return stored.config.access_token;
-      return oneAtATime((unwanted) => refreshUnless((config) => !stale(config), refresh, unwanted));
+      return oneAtATime((unwanted, owner) =>
+        refreshUnless((config) => !stale(config), refresh, unwanted, owner),
+      );
     },
     async renew(rejected, refresh) {
       // Another replica already replaced the refused token: take its new one.
-      return oneAtATime((unwanted) =>
-        refreshUnless((config) => config.access_token !== rejected && !stale(config), refresh, unwanted),
+      return oneAtATime((unwanted, owner) =>
+        refreshUnless(
+          (config) => config.access_token !== rejected && !stale(config),
+          refresh,
+          unwanted,
+          owner,
+        ),
       );
     },
   };
