@@ -33,6 +33,19 @@ const answered = (query: Promise<unknown>, withinMs: number) =>
     new Promise((resolve) => setTimeout(() => resolve('still waiting'), withinMs)),
   ]);
 
+/** The store, counting the calls of one of its methods. */
+function countingCalls(store: IntegrationStore, method: keyof IntegrationStore) {
+  let calls = 0;
+  const counting = new Proxy(store, {
+    get(target, name, receiver) {
+      if (name === method) calls++;
+      const value = Reflect.get(target, name, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { counting, calls: () => calls };
+}
+
 describe("an integration's OAuth tokens", () => {
   it("hold no database connection while the tenant's token endpoint keeps silent", async () => {
     const first = new IntegrationStore(pool, secrets);
@@ -252,14 +265,7 @@ describe("an integration's OAuth tokens", () => {
   it("lets a later call join this process's own token call after the call that began it has left", async () => {
     const store = new IntegrationStore(pool, secrets);
     const { workspaceId, id } = await integration(store);
-    let claims = 0;
-    const counting = new Proxy(store, {
-      get(target, name, receiver) {
-        if (name === 'claimConfig') claims++;
-        const value = Reflect.get(target, name, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    const { counting, calls: claims } = countingCalls(store, 'claimConfig');
     let answer: (grant: TokenGrant) => void = () => undefined;
     const spent: string[] = [];
     const slow = (refreshToken: string) => {
@@ -283,7 +289,7 @@ describe("an integration's OAuth tokens", () => {
     answer({ accessToken: 'fresh', refreshToken: 'r2', expiresIn: 21_600 });
     expect(await later).toBe('fresh');
     expect(spent).toEqual(['r1']);
-    expect(claims).toBe(1);
+    expect(claims()).toBe(1);
   });
 
   it("stops waiting for another replica's refresh once every call of this process has left", async () => {
@@ -291,14 +297,7 @@ describe("an integration's OAuth tokens", () => {
     const { workspaceId, id } = await integration(store);
     const other = await store.claimConfig(workspaceId, id, 60_000);
     if (!other || other === 'taken') throw new Error('not claimed');
-    let reads = 0;
-    const counting = new Proxy(store, {
-      get(target, name, receiver) {
-        if (name === 'get') reads++;
-        const value = Reflect.get(target, name, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    const { counting, calls: reads } = countingCalls(store, 'get');
     const never = async (): Promise<TokenGrant> => {
       throw new Error('never asked: the other replica holds the claim');
     };
@@ -308,10 +307,10 @@ describe("an integration's OAuth tokens", () => {
     );
     await expect(gone).rejects.toMatchObject({ unsent: true });
     await new Promise((resolve) => setTimeout(resolve, 150));
-    const afterLeaving = reads;
+    const afterLeaving = reads();
     await new Promise((resolve) => setTimeout(resolve, 400));
     // Nobody waits: the process no longer polls for the other replica's pair.
-    expect(reads).toBe(afterLeaving);
+    expect(reads()).toBe(afterLeaving);
     // A call that comes now starts afresh, and takes the pair once the other replica stores it.
     const later = oauthTokens(counting, workspaceId, id, 2_000, { signal: AbortSignal.timeout(1_500) }).renew(
       'refused',
