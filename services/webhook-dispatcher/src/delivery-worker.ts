@@ -310,17 +310,10 @@ export class DeliveryWorker {
     // A delivery that cannot be posted at all (endpoint deleted, secret unopenable, its event's body
     // gone) fails at once: never posted empty.
     const body = delivery.body;
-    const postable = target?.usable && body !== null ? target : undefined;
-    const outcome =
-      postable && body !== null
-        ? await this.send(delivery, postable, body)
-        : failedOutcome(
-            body === null
-              ? 'event body missing'
-              : target && !target.usable
-                ? target.reason
-                : 'endpoint deleted',
-          );
+    const postable = target?.usable && body !== null ? { target, body } : undefined;
+    const outcome = postable
+      ? await this.send(delivery, postable.target, postable.body)
+      : failedOutcome(cannotPost(target, body));
     attemptDuration.record(outcome.durationMs, { outcome: isSuccess(outcome) ? 'success' : 'failure' });
     const step = postable
       ? nextStep(delivery.attempts, outcome, this.options.retry, new Date())
@@ -475,6 +468,12 @@ export class DeliveryWorker {
     workerErrors.add(1, { step });
     this.options.logger.error({ err: error, step, ...context }, message);
   }
+}
+
+/** Why a delivery cannot be posted at all. */
+function cannotPost(target: DeliveryTarget | undefined, body: string | null): string {
+  if (body === null) return 'event body missing';
+  return target && !target.usable ? target.reason : 'endpoint deleted';
 }
 
 function failedOutcome(error: string): HttpOutcome {

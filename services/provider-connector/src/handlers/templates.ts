@@ -73,6 +73,10 @@ async function refresh(
  * Only a listing started is charged: a miss that joins one costs nothing, and one the workspace's budget
  * refuses gives the integration's point back.
  */
+/** The workspace's listing under way, to wait for if it is this integration's. */
+const joined = (running: { integrationId: string; done: Promise<void> }, integrationId: string) =>
+  running.integrationId === integrationId ? { done: running.done } : undefined;
+
 export const missRefreshes = {
   perIntegration: new RateLimiterMemory({ points: 10, duration: 60, keyPrefix: 'template-miss' }),
   perWorkspace: new RateLimiterMemory({ points: 20, duration: 60, keyPrefix: 'template-miss-workspace' }),
@@ -88,27 +92,20 @@ export const missRefreshes = {
     integrationId: string,
     work: () => Promise<void>,
   ): Promise<{ done: Promise<void> } | undefined> {
-    const joined = this.joined(workspaceId, integrationId);
-    if (joined !== 'none') return joined && { done: joined };
-    if (!(await this.charge(workspaceId, integrationId))) {
-      // Refused, perhaps because another miss of the integration just started a listing: join it.
-      const started = this.joined(workspaceId, integrationId);
-      return started && started !== 'none' ? { done: started } : undefined;
+    const running = this.running.get(workspaceId);
+    if (running) return joined(running, integrationId);
+    const charged = await this.charge(workspaceId, integrationId);
+    // Another miss may have started a listing while the budgets were read (perhaps spending the last
+    // point): it is the one to wait for, if it is this integration's, and this miss costs nothing.
+    const meanwhile = this.running.get(workspaceId);
+    if (meanwhile) {
+      if (charged) await this.refund(workspaceId, integrationId);
+      return joined(meanwhile, integrationId);
     }
-    // Another miss may have started a listing while the budgets were read.
-    const meanwhile = this.joined(workspaceId, integrationId);
-    if (meanwhile !== 'none') {
-      await this.refund(workspaceId, integrationId);
-      return meanwhile && { done: meanwhile };
-    }
+    if (!charged) return undefined;
     const done = work().finally(() => this.running.delete(workspaceId));
     this.running.set(workspaceId, { integrationId, done });
     return { done };
-  },
-  joined(workspaceId: string, integrationId: string): Promise<void> | undefined | 'none' {
-    const running = this.running.get(workspaceId);
-    if (!running) return 'none';
-    return running.integrationId === integrationId ? running.done : undefined;
   },
   async charge(workspaceId: string, integrationId: string): Promise<boolean> {
     try {

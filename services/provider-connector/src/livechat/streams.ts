@@ -20,6 +20,9 @@ export function lastSeenSeq(header: string | undefined): bigint {
   return BigInt(header);
 }
 
+/** Ended by either side: nothing more is written to it. */
+const ended = (res: Response) => res.writableEnded || res.destroyed;
+
 /** A page the sweep read for a session, from the seq it read after. */
 type Known = MessagePage & { from: bigint };
 
@@ -92,7 +95,7 @@ export class LivechatStreams {
     afterSeq: bigint,
   ): boolean {
     // Closed while its session was looked up: its close has been, and would never give the places back.
-    if (res.destroyed || res.writableEnded) return false;
+    if (ended(res)) return false;
     const streams = this.sessions.get(sessionId) ?? new Set<Stream>();
     const shares = [`i:${integrationId}`, `w:${workspaceId}`];
     const [ofIntegration, ofWorkspace] = shares.map((key) => this.shares.get(key) ?? 0);
@@ -146,7 +149,7 @@ export class LivechatStreams {
         let from: bigint | undefined;
         for (const stream of streams) {
           // A stream whose buffer is full is waiting to drain, or to be ended: nothing more for it.
-          if (stream.res.writableNeedDrain || stream.res.writableEnded || stream.res.destroyed) continue;
+          if (stream.res.writableNeedDrain || ended(stream.res)) continue;
           // Keep-alives alone can fill the buffer of a client that reads nothing: it then gets `drainMs`.
           if (!stream.res.write(': keep-alive\n\n')) void this.drained(stream.res);
           if (from === undefined || stream.lastSeq < from) from = stream.lastSeq;
@@ -208,7 +211,7 @@ export class LivechatStreams {
     stream.queued = undefined;
     try {
       for (;;) {
-        if (stream.res.writableEnded || stream.res.destroyed) return;
+        if (ended(stream.res)) return;
         const written = await this.writePage(sessionId, stream, queued);
         if (written === 'caught up') return;
         if (written === 'full' && !(await this.drained(stream.res))) return;
@@ -239,7 +242,7 @@ export class LivechatStreams {
         : await this.store.messagesAfter(sessionId, stream.lastSeq);
     for (const message of page.messages) {
       // Ended meanwhile (the process stopping ends every stream while reads are under way).
-      if (stream.res.writableEnded || stream.res.destroyed) return 'caught up';
+      if (ended(stream.res)) return 'caught up';
       const flowing = stream.res.write(sseEvent(message));
       stream.lastSeq = BigInt(message.seq);
       if (!flowing) return 'full';
