@@ -106,6 +106,22 @@ async function liveChatIntegration(): Promise<string> {
   return id;
 }
 
+/** A session of a new live chat integration, opened by a visitor. */
+async function liveSession() {
+  const integrationId = await liveChatIntegration();
+  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  return { integrationId, session };
+}
+
+/** Stores `count` operator messages in the session, each `length` times the letter, with no notice. */
+async function storeMessages(sessionId: string, count: number, letter: string, length: number) {
+  await pool.query(
+    `insert into livechat_messages (id, session_id, author, text)
+     select gen_random_uuid(), $1, 'operator', repeat($2, $3) from generate_series(1, $4)`,
+    [sessionId, letter, length, count],
+  );
+}
+
 it("holds no more of one integration's streams than its share, and still takes another integration's", async () => {
   const busy = randomUUID();
   const other = randomUUID();
@@ -235,8 +251,7 @@ it('sweeps every open stream with one statement, each stream sent only what it h
 });
 
 it("sends a session's messages in order where their seqs cross a power of ten", async () => {
-  const integrationId = await liveChatIntegration();
-  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  const { integrationId, session } = await liveSession();
   await pool.query('alter table livechat_messages alter column seq restart with 995');
   // One stream open before the messages, brought them by a sweep; one opened after, by its first read.
   const early = await open(integrationId, session.id);
@@ -256,8 +271,7 @@ it("sends a session's messages in order where their seqs cross a power of ten", 
 });
 
 it('sends a message whose transaction commits after a later one of the same session', async () => {
-  const integrationId = await liveChatIntegration();
-  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  const { integrationId, session } = await liveSession();
   const stream = await open(integrationId, session.id);
   // A visitor's line stored in a transaction still open while an operator's is stored on its own.
   const visitor = await pool.connect();
@@ -295,14 +309,9 @@ it('sends a message whose transaction commits after a later one of the same sess
 });
 
 it('ends a stream whose client leaves what it was sent unread, holding no more of it than its buffer', async () => {
-  const integrationId = await liveChatIntegration();
-  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  const { integrationId, session } = await liveSession();
   // 16 MB of history: more than the kernel's buffers take in for a client that does not read.
-  await pool.query(
-    `insert into livechat_messages (id, session_id, author, text)
-     select gen_random_uuid(), $1, 'operator', repeat('x', 16000) from generate_series(1, 1000)`,
-    [session.id],
-  );
+  await storeMessages(session.id, 1000, 'x', 16_000);
   // A client that asks for the whole history and never reads a byte of it.
   const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
   client.pause();
@@ -323,8 +332,7 @@ it('ends a stream whose client leaves what it was sent unread, holding no more o
 });
 
 it('ends a stream whose buffer keep-alives alone fill, once it has not drained for its time', async () => {
-  const integrationId = await liveChatIntegration();
-  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  const { integrationId, session } = await liveSession();
   const stream = await open(integrationId, session.id);
   const res = await waitFor(() => responses.get(session.id), { what: 'the stream attached' });
   // Nothing leaves the process any more, as for a client whose window stays shut: the buffer is a few
@@ -340,19 +348,10 @@ it('ends a stream whose buffer keep-alives alone fill, once it has not drained f
 });
 
 it("reads a session's backlog a page of bounded text at a time, its first message whatever its size", async () => {
-  const integrationId = await liveChatIntegration();
-  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  const { session } = await liveSession();
   // Ten messages of 16,000 bytes each, then one longer than a page.
-  await pool.query(
-    `insert into livechat_messages (id, session_id, author, text)
-     select gen_random_uuid(), $1, 'operator', repeat('x', 16000) from generate_series(1, 10)`,
-    [session.id],
-  );
-  await pool.query(
-    `insert into livechat_messages (id, session_id, author, text)
-     values (gen_random_uuid(), $1, 'operator', repeat('y', 100000))`,
-    [session.id],
-  );
+  await storeMessages(session.id, 10, 'x', 16_000);
+  await storeMessages(session.id, 1, 'y', 100_000);
   // A stream's page: messages while the text before them is under 32 KiB, and word that more follow.
   const page = await store.messagesAfter(session.id, 0n);
   expect(page.messages).toHaveLength(3);
@@ -376,8 +375,7 @@ it("reads a session's backlog a page of bounded text at a time, its first messag
 });
 
 it('drops the rest of a page when its buffer is full, and reads on from there once it has drained', async () => {
-  const integrationId = await liveChatIntegration();
-  const { session } = await store.createSession(integrationId, 'visitor', 'https://shop.example');
+  const { integrationId, session } = await liveSession();
   const reads: bigint[] = [];
   const messagesAfter = store.messagesAfter;
   store.messagesAfter = (sessionId, after) => {
@@ -390,11 +388,7 @@ it('drops the rest of a page when its buffer is full, and reads on from there on
     await waitFor(() => reads.length === 1, { what: 'its first read' });
     // Nothing leaves until the test lets it: five messages of 6,000 bytes fill the 16 KiB buffer at the third.
     res.socket!.cork();
-    await pool.query(
-      `insert into livechat_messages (id, session_id, author, text)
-       select gen_random_uuid(), $1, 'operator', repeat('z', 6000) from generate_series(1, 5)`,
-      [session.id],
-    );
+    await storeMessages(session.id, 5, 'z', 6_000);
     const { rows } = await pool.query<{ seq: string }>(
       'select seq::text as seq from livechat_messages where session_id = $1 order by seq',
       [session.id],
