@@ -33,6 +33,26 @@ const answered = (query: Promise<unknown>, withinMs: number) =>
     new Promise((resolve) => setTimeout(() => resolve('still waiting'), withinMs)),
   ]);
 
+/** Another replica inside a refresh of the integration, its claim good for a minute; `storesPair` ends it. */
+async function anotherReplicaRefreshing(store: IntegrationStore, workspaceId: string, id: string) {
+  const other = await store.claimConfig(workspaceId, id, 60_000);
+  if (!other || other === 'taken') throw new Error('not claimed');
+  return {
+    claim: other.claim,
+    storesPair: () =>
+      store.settleClaim(workspaceId, id, other.claim, {
+        ...other.config,
+        access_token: 'theirs',
+        refresh_token: 'r2',
+      }),
+  };
+}
+
+/** A token endpoint no call may reach: another replica holds the claim. */
+const neverAsked = async (): Promise<TokenGrant> => {
+  throw new Error('never asked: the other replica holds the claim');
+};
+
 /** The store, counting the calls of one of its methods. */
 function countingCalls(store: IntegrationStore, method: keyof IntegrationStore) {
   let calls = 0;
@@ -124,15 +144,11 @@ describe("an integration's OAuth tokens", () => {
     const store = new IntegrationStore(pool, secrets);
     const { workspaceId, id } = await integration(store);
     // Another replica is inside a refresh, with a claim good for a minute.
-    const other = await store.claimConfig(workspaceId, id, 60_000);
-    if (!other || other === 'taken') throw new Error('not claimed');
-    const refresh = async (): Promise<TokenGrant> => {
-      throw new Error('never asked: the other replica holds the claim');
-    };
+    const other = await anotherReplicaRefreshing(store, workspaceId, id);
     // The call may take 300 ms: its wait ends then, not when the other replica's claim runs out.
     const renewal = oauthTokens(store, workspaceId, id, 2_000, { signal: AbortSignal.timeout(300) }).renew(
       'refused',
-      refresh,
+      neverAsked,
     );
     expect(
       await answered(
@@ -144,11 +160,11 @@ describe("an integration's OAuth tokens", () => {
 
     // A call of this process that finds its refresh begun for another call waits no longer either.
     const claimHolder = oauthTokens(store, workspaceId, id, 2_000);
-    const first = claimHolder.renew('refused', refresh);
+    const first = claimHolder.renew('refused', neverAsked);
     first.catch(() => undefined);
     const joined = oauthTokens(store, workspaceId, id, 2_000, { signal: AbortSignal.timeout(300) }).renew(
       'refused',
-      refresh,
+      neverAsked,
     );
     expect(
       await answered(
@@ -238,27 +254,19 @@ describe("an integration's OAuth tokens", () => {
   it("keeps waiting for another replica's pair while a call that joined later still wants it", async () => {
     const store = new IntegrationStore(pool, secrets);
     const { workspaceId, id } = await integration(store);
-    const other = await store.claimConfig(workspaceId, id, 60_000);
-    if (!other || other === 'taken') throw new Error('not claimed');
-    const never = async (): Promise<TokenGrant> => {
-      throw new Error('never asked: the other replica holds the claim');
-    };
+    const other = await anotherReplicaRefreshing(store, workspaceId, id);
     const first = oauthTokens(store, workspaceId, id, 2_000, { signal: AbortSignal.timeout(150) }).renew(
       'refused',
-      never,
+      neverAsked,
     );
     const later = oauthTokens(store, workspaceId, id, 2_000, { signal: AbortSignal.timeout(1_500) }).renew(
       'refused',
-      never,
+      neverAsked,
     );
     await expect(first).rejects.toMatchObject({ unsent: true });
     // The other replica stores its pair after the first call has gone: the later one takes it.
     await new Promise((resolve) => setTimeout(resolve, 200));
-    await store.settleClaim(workspaceId, id, other.claim, {
-      ...other.config,
-      access_token: 'theirs',
-      refresh_token: 'r2',
-    });
+    await other.storesPair();
     expect(await later).toBe('theirs');
   });
 
@@ -295,15 +303,11 @@ describe("an integration's OAuth tokens", () => {
   it("stops waiting for another replica's refresh once every call of this process has left", async () => {
     const store = new IntegrationStore(pool, secrets);
     const { workspaceId, id } = await integration(store);
-    const other = await store.claimConfig(workspaceId, id, 60_000);
-    if (!other || other === 'taken') throw new Error('not claimed');
+    const other = await anotherReplicaRefreshing(store, workspaceId, id);
     const { counting, calls: reads } = countingCalls(store, 'get');
-    const never = async (): Promise<TokenGrant> => {
-      throw new Error('never asked: the other replica holds the claim');
-    };
     const gone = oauthTokens(counting, workspaceId, id, 2_000, { signal: AbortSignal.timeout(150) }).renew(
       'refused',
-      never,
+      neverAsked,
     );
     await expect(gone).rejects.toMatchObject({ unsent: true });
     await new Promise((resolve) => setTimeout(resolve, 150));
@@ -314,14 +318,10 @@ describe("an integration's OAuth tokens", () => {
     // A call that comes now starts afresh, and takes the pair once the other replica stores it.
     const later = oauthTokens(counting, workspaceId, id, 2_000, { signal: AbortSignal.timeout(1_500) }).renew(
       'refused',
-      never,
+      neverAsked,
     );
     await new Promise((resolve) => setTimeout(resolve, 120));
-    await store.settleClaim(workspaceId, id, other.claim, {
-      ...other.config,
-      access_token: 'theirs',
-      refresh_token: 'r2',
-    });
+    await other.storesPair();
     expect(await later).toBe('theirs');
   });
 
