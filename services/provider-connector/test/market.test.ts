@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { InProcessBus } from '@inbox/bus';
@@ -8,8 +8,9 @@ import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createSandbox, type Sandbox } from '@inbox/provider-sandbox';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
-import { createDatabase } from '@inbox/testkit';
+import { createDatabase, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { marketAdapter } from '../src/adapters/market.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
 import { sendText } from '../src/handlers/send-text.js';
@@ -308,6 +309,56 @@ describe('market (Mercado Livre)', () => {
     expect(settled).toMatchObject({ status: 502, body: { error: platformTexts.providerFailed('market') } });
     expect(await store.findSend(workspaceId, messageId)).toBeUndefined();
     await store.settleClaim(workspaceId, created.id, other.claim);
+  });
+
+  it("keeps the pair a refresh got after the send's deadline: the spent refresh token is not lost", async () => {
+    const { workspaceId, created, granted } = await connect();
+    await buyerWrote();
+    await control('/market/expire-tokens', { seller_id: SELLER });
+    // ML's token endpoint answers after the send has given up, but within the provider bound.
+    const slowTokens = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      if (req.url?.includes('/oauth/token')) await new Promise((resolve) => setTimeout(resolve, 400));
+      const answer = await fetch(`${sandboxUrl}${req.url}`, {
+        method: req.method,
+        headers: Object.fromEntries(
+          ['content-type', 'authorization'].flatMap((name) =>
+            req.headers[name] ? [[name, req.headers[name]]] : [],
+          ),
+        ),
+        ...(req.method === 'GET' ? {} : { body: Buffer.concat(chunks) }),
+      });
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text());
+    });
+    const proxyUrl = await serve(slowTokens);
+    const stored = (await store.get(workspaceId, created.id))!;
+    const config = { ...stored.config, base_url: `${proxyUrl}/market` } as Parameters<
+      typeof marketAdapter.sendText
+    >[0];
+    const signal = AbortSignal.timeout(150);
+    const sending = marketAdapter.sendText(
+      config,
+      { to: BUYER, text: 'oi' },
+      {
+        guard,
+        workspaceId,
+        signal,
+        logger,
+        oauth: oauthTokens(store, workspaceId, created.id, 5_000, { signal }),
+        replyContexts: replyContexts(pool, created.id),
+      },
+    );
+    await expect(sending).rejects.toMatchObject({ unsent: true });
+    // The single-use refresh token was spent for a pair, and that pair is the one stored.
+    const storedNow = async () => (await store.get(workspaceId, created.id))?.config.refresh_token;
+    await waitFor(async () => (await storedNow()) !== granted.refresh_token, { timeoutMs: 5_000 });
+    const { body: refreshes } =
+      await control<Array<{ refresh_token: string; spent: boolean }>>('/market/refreshes');
+    expect(refreshes.filter((entry) => entry.spent).map((entry) => entry.refresh_token)).toEqual([
+      granted.refresh_token,
+    ]);
+    expect(await storedNow()).toBe(refreshes.find((entry) => !entry.spent)?.refresh_token);
   });
 
   it('disconnects the integration when the refresh token is refused (invalid_grant)', async () => {
