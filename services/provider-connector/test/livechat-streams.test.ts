@@ -377,15 +377,20 @@ it("reads a session's backlog a page of bounded text at a time, its first messag
 it('drops the rest of a page when its buffer is full, and reads on from there once it has drained', async () => {
   const { integrationId, session } = await liveSession();
   const reads: bigint[] = [];
+  let answered = 0;
   const messagesAfter = store.messagesAfter;
-  store.messagesAfter = (sessionId, after) => {
-    if (sessionId === session.id) reads.push(after);
-    return messagesAfter.call(store, sessionId, after);
+  store.messagesAfter = async (sessionId, after) => {
+    if (sessionId !== session.id) return messagesAfter.call(store, sessionId, after);
+    reads.push(after);
+    const page = await messagesAfter.call(store, sessionId, after);
+    answered++;
+    return page;
   };
   try {
     const stream = await open(integrationId, session.id);
     const res = await waitFor(() => responses.get(session.id), { what: 'the stream attached' });
-    await waitFor(() => reads.length === 1, { what: 'its first read' });
+    // Answered, not only asked: a first read still under way would find the messages stored below.
+    await waitFor(() => answered === 1, { what: 'its first read' });
     // Nothing leaves until the test lets it: five messages of 6,000 bytes fill the 16 KiB buffer at the third.
     res.socket!.cork();
     await storeMessages(session.id, 5, 'z', 6_000);
