@@ -149,6 +149,28 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     expect(received[0]).toMatchObject({ from: '+5511944440002', name: 'Lia', text: 'por lid' });
   });
 
+  it('reads what each kind says, inside a disappearing-messages envelope too, and no reaction taken back', async () => {
+    const { workspaceId } = await create('alt-a', { instance: 'evo-6', api_key: 'k6' });
+    const say = async (type: string, text: string) =>
+      expect(
+        (await control('/inbound', { channel: 'alt-a', account: 'evo-6', from: '5511944440006', type, text }))
+          .body,
+      ).toMatchObject({ delivered_status: 200 });
+    await say('ephemeral', 'mensagem temporária');
+    await say('image', 'foto do pedido');
+    await say('button_reply', 'Sim');
+    await say('list_reply', 'Segunda-feira');
+    await say('reaction', '❤️');
+    await say('reaction_removed', '-');
+    expect((await outbox(workspaceId, 'inbound.message')).map((event) => [event.type, event.text])).toEqual([
+      ['text', 'mensagem temporária'],
+      ['image', 'foto do pedido'],
+      ['text', 'Sim'],
+      ['text', 'Segunda-feira'],
+      ['others', '❤️'],
+    ]);
+  });
+
   it('makes nothing of a group message', async () => {
     const { workspaceId } = await create('alt-a', { instance: 'evo-3', api_key: 'k3' });
     const group = await control('/inbound', {
@@ -280,6 +302,59 @@ describe('alt-b against the Z-API emulator', () => {
       body: '{"type":"ReceivedCallback"}',
     });
     expect(forged.status).toBe(401);
+  });
+
+  it('keys a contact WhatsApp names only by its LID by that LID, and replies to it there', async () => {
+    const { workspaceId, created, config } = await create('alt-b', { instance_id: 'z-6', token: 't6' });
+    const delivered = await control('/inbound', {
+      channel: 'alt-b',
+      account: 'z-6',
+      from: '5511955550006',
+      text: 'sem número',
+      addressing_mode: 'lid',
+    });
+    expect(delivered.body).toMatchObject({ delivered_status: 200 });
+    const [received] = await outbox(workspaceId, 'inbound.message');
+    expect(received).toMatchObject({
+      from: null,
+      from_user_id: expect.stringMatching(/^\d{14}@lid$/),
+      name: null,
+      text: 'sem número',
+      integration: { id: created.id, channel: 'alt-b', provider: 'chat' },
+    });
+    const typed = { base_url: config.base_url!, instance_id: 'z-6', token: 't6' };
+    await altBAdapter.sendText(typed, { to: String(received!.from_user_id), text: 'resposta' }, call());
+    const sent = (await (await fetch(`${sandboxUrl}/_sandbox/sent?channel=alt-b`)).json()) as Json[];
+    expect(sent.find((entry) => entry.account === 'z-6')?.body).toEqual({
+      phone: received!.from_user_id,
+      message: 'resposta',
+    });
+  });
+
+  it('reads a button or list answer by its label and a reaction by its emoji, and no reaction taken back', async () => {
+    const { workspaceId } = await create('alt-b', { instance_id: 'z-7', token: 't7' });
+    for (const [type, text] of [
+      ['image', 'foto'],
+      ['button_reply', 'Ótimo'],
+      ['list_reply', 'Z-API'],
+      ['reaction', '❤️'],
+      ['reaction_removed', '-'],
+    ]) {
+      const delivered = await control('/inbound', {
+        channel: 'alt-b',
+        account: 'z-7',
+        from: '5511955550007',
+        type,
+        text,
+      });
+      expect(delivered.body).toMatchObject({ delivered_status: 200 });
+    }
+    expect((await outbox(workspaceId, 'inbound.message')).map((event) => [event.type, event.text])).toEqual([
+      ['image', 'foto'],
+      ['text', 'Ótimo'],
+      ['text', 'Z-API'],
+      ['others', '❤️'],
+    ]);
   });
 
   it('reads MessageStatusCallback for its sends', async () => {

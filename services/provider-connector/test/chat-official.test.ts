@@ -406,6 +406,94 @@ describe('chat-official callbacks into the connector', () => {
     ]);
   });
 
+  it("takes in what each kind of message says: captions, button labels, list rows, a reaction's emoji", async () => {
+    const world = await startWorld();
+    const target = await world.create();
+    const say = (type: string, text: string) => ({ from: '5511944440021', name: 'Ana', type, text });
+    const batch = await world.control('/chat-official/notifications', {
+      account: target.config.phone_number_id,
+      app_secret: target.config.app_secret,
+      messages: [
+        say('image', 'Foto do produto'),
+        say('video', 'Vídeo'),
+        say('document', 'Contrato assinado'),
+        say('audio', '-'),
+        say('location', 'Loja Paulista'),
+        say('button', 'Sim'),
+        say('button_reply', 'Alterar pedido'),
+        say('list_reply', 'Segunda-feira'),
+        say('reaction', '👍'),
+        say('sticker', '-'),
+        say('unsupported', '-'),
+        // Neither is the customer's message: a reaction taken back, and a number change Meta announces.
+        say('reaction_removed', '-'),
+        say('system', 'User Ana changed from 5511944440021 to 5511944440099'),
+      ],
+    });
+    expect(batch.body.delivered_status).toBe(200);
+    const events = await world.events(target.workspaceId, 'inbound.message');
+    expect(events.map((event) => [event.type, event.text])).toEqual([
+      ['image', 'Foto do produto'],
+      ['video', 'Vídeo'],
+      ['document', 'Contrato assinado'],
+      ['audio', ''],
+      ['location', 'Loja Paulista'],
+      ['text', 'Sim'],
+      ['text', 'Alterar pedido'],
+      ['text', 'Segunda-feira'],
+      ['others', '👍'],
+      ['others', ''],
+      ['others', ''],
+    ]);
+    expect(new Set(events.map((event) => event.from))).toEqual(new Set(['+5511944440021']));
+  });
+
+  it('keys a customer who shows a username and no number by their BSUID, and replies to it', async () => {
+    const world = await startWorld();
+    const target = await world.create();
+    const inbound = await world.control('/inbound', {
+      channel: 'chat-official',
+      account: target.config.phone_number_id,
+      app_secret: target.config.app_secret,
+      from: '5511944440031',
+      name: 'Bia',
+      username: 'bia.compras',
+      text: 'Oi, quero saber do pedido',
+    });
+    expect(inbound.body.delivered_status).toBe(200);
+    const [event] = await world.events(target.workspaceId, 'inbound.message');
+    expect(event).toMatchObject({ from: null, name: 'Bia', text: 'Oi, quero saber do pedido' });
+    const userId = String(event!.from_user_id);
+    expect(userId).toMatch(/^BR\.\d+$/);
+    // The reply goes to the BSUID, inside the window the message opened.
+    const sent = await sendText(world.deps, {
+      workspace_id: target.workspaceId,
+      integration_id: target.integration.id,
+      message_id: randomUUID(),
+      to: null,
+      to_user_id: userId,
+      text: 'Seu pedido saiu para entrega',
+    });
+    expect(sent.provider_message_id).toMatch(/^wamid\./);
+    const [request] = (await world.sent()) as Array<{ body: Record<string, unknown> }>;
+    expect(request!.body).toMatchObject({
+      recipient: userId,
+      text: { body: 'Seu pedido saiu para entrega' },
+    });
+    expect(request!.body).not.toHaveProperty('to');
+    // A customer who shows their number keeps being keyed by it, BSUID or not.
+    await world.control('/inbound', {
+      channel: 'chat-official',
+      account: target.config.phone_number_id,
+      app_secret: target.config.app_secret,
+      from: '5511944440032',
+      text: 'Olá',
+    });
+    const events = await world.events(target.workspaceId, 'inbound.message');
+    expect(events[1]).toMatchObject({ from: '+5511944440032' });
+    expect(events[1]).not.toHaveProperty('from_user_id');
+  });
+
   it("announces Meta's late 131047 failure of a send it accepted, naming our message", async () => {
     const world = await startWorld();
     const target = await world.create();

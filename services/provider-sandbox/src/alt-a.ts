@@ -9,6 +9,7 @@ import {
   evolutionError,
   unauthorized,
 } from './alt-a-validation.js';
+import { BAILEYS_KINDS, baileysMessage, isBaileysKind } from './baileys-messages.js';
 import type {
   AccountState,
   ChannelEmulator,
@@ -238,8 +239,9 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
   }
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
-    if (message.type !== 'text') {
-      throw new ControlError(400, `${CHANNEL} inbound supports type "text" only`);
+    const kind = message.type;
+    if (!isBaileysKind(kind)) {
+      throw new ControlError(400, `${CHANNEL} inbound type must be one of ${BAILEYS_KINDS.join(', ')}`);
     }
     const found = target(message.account, 'MESSAGES_UPSERT');
     if (!found) return undefined;
@@ -250,8 +252,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
       // prepareMessage: the sender's profile name, else (in a group) the participant, else null.
       pushName: message.name ?? (key.participant ? key.participant.split('@')[0] : null),
       status: 'DELIVERY_ACK',
-      message: { conversation: message.text },
-      messageType: 'conversation',
+      ...baileysMessage(kind, message.text, key),
       messageTimestamp: unixSeconds(new Date()),
       instanceId: found.current.id,
       source: 'android',
@@ -328,9 +329,10 @@ function messageKey(message: InboundMessage, id: string, lid: string): MessageKe
       ...(byLid ? { participantAlt: number, addressingMode: 'lid' } : {}),
     };
   }
+  // Baileys 7 names the other jid of a one-to-one chat either way (decode-wa-message.ts).
   return byLid
     ? { remoteJid: lidJid, fromMe: false, id, remoteJidAlt: number, addressingMode: 'lid' }
-    : { remoteJid: number, fromMe: false, id };
+    : { remoteJid: number, fromMe: false, id, remoteJidAlt: lidJid, addressingMode: 'pn' };
 }
 
 interface MessageKey {

@@ -17,6 +17,7 @@ import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { randomDigits, upperHexId } from './provider-ids.js';
 import type { SentEntry } from './sent-log.js';
+import { isZapiKind, ZAPI_KINDS, zapiContent } from './zapi-messages.js';
 
 // Emulates Z-API, the provider behind the `alt-b` channel, from its documentation (developer.z-api.io;
 // github.com/Z-API/z-api-docs): security/client-token, message/send-message-text, instance/status,
@@ -58,7 +59,8 @@ const sendTextBody = z.object(
       .string({
         error: (issue) => (issue.input === undefined ? 'phone is required' : 'phone must be a string'),
       })
-      .regex(/^\d+$/, 'phone must contain digits only'),
+      // A number, or a contact's LID: "It is possible to send messages directly to an @lid" (tips/lid.md).
+      .regex(/^\d+(@lid)?$/, 'phone must contain digits only, or be an @lid'),
     message: z
       .string({
         error: (issue) => (issue.input === undefined ? 'message is required' : 'message must be a string'),
@@ -208,17 +210,17 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
   });
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
-    if (message.type !== 'text') {
-      throw new ControlError(400, `${CHANNEL} inbound supports type "text" only`);
-    }
-    if (message.addressingMode !== undefined) {
-      throw new ControlError(400, `${CHANNEL} has no addressing_mode: Z-API names the number in phone`);
+    const kind = message.type;
+    if (!isZapiKind(kind)) {
+      throw new ControlError(400, `${CHANNEL} inbound type must be one of ${ZAPI_KINDS.join(', ')}`);
     }
     const current = requireConnected(message.account);
     const url = current.webhooks.get('ReceivedCallback');
     if (!url) return undefined;
     const messageId = upperHexId(16);
     const lid = lidOf(message.account, message.from);
+    // With no profile name the name fields hold what names the contact: its number, or its LID's digits.
+    const shown = message.addressingMode === 'lid' ? lid.replace(/@lid$/, '') : message.from;
     const group = message.groupId;
     // The docs' text example, field for field. With no profile name, the name fields hold the number.
     const payload = {
@@ -231,19 +233,21 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
       isNewsletter: false,
       instanceId: message.account,
       messageId,
-      phone: group === undefined ? message.from : `${group}-group`,
+      // WhatsApp may name a contact by its LID alone, in `phone` too (docs, tips/lid.md).
+      phone: group !== undefined ? `${group}-group` : message.addressingMode === 'lid' ? lid : message.from,
+      chatLid: group === undefined ? lid : null,
       fromMe: false,
       momment: Date.now(),
       status: 'RECEIVED',
-      chatName: group === undefined ? (message.name ?? message.from) : 'Grupo',
+      chatName: group === undefined ? (message.name ?? shown) : 'Grupo',
       senderPhoto: null,
-      senderName: message.name ?? message.from,
+      senderName: message.name ?? shown,
       participantPhone: group === undefined ? null : message.from,
       participantLid: group === undefined ? null : lid,
       photo: null,
       broadcast: false,
       type: 'ReceivedCallback',
-      text: { message: message.text },
+      ...zapiContent(kind, message.text, message.from),
     };
     return { ...delivery(url, payload), providerMessageId: messageId };
   }

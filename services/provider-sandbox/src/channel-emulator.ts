@@ -33,6 +33,8 @@ export interface InboundMessage {
   addressingMode?: 'pn' | 'lid';
   /** What the message is, on providers with several kinds (Mercado Livre: a question, or a post-sale message). */
   topic?: string;
+  /** A username the user adopted, on providers that then hide the user's number (chat-official). */
+  username?: string;
 }
 
 /** How an account stands with its provider: online, dropped (the session may come back), or logged out. */

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { DELIVERY_STATUSES, type SandboxStores, type WebhookDelivery } from './channel-emulator.js';
+import { INBOUND_KINDS } from './chat-official-inbound.js';
 import { CHAT_OFFICIAL, type ChatOfficialState, newWamid } from './chat-official-state.js';
 import { templateControls } from './chat-official-templates.js';
 import {
@@ -69,6 +70,10 @@ const notificationsBody = z
             from: digits('from'),
             name: z.string({ error: 'name must be a string' }).optional(),
             text: z.string({ error: 'text must be a string' }).min(1, 'text must not be empty'),
+            type: z
+              .enum(INBOUND_KINDS, { error: `type must be one of ${INBOUND_KINDS.join(', ')}` })
+              .default('text'),
+            username: z.string({ error: 'username must be a string' }).min(1).optional(),
           }),
           { error: 'messages must be an array' },
         )
@@ -136,7 +141,17 @@ export function chatOfficialControls(deps: ChatOfficialControlDeps): Router {
     const at = new Date();
     const messageIds = body.messages.map(() => newWamid());
     const values = [
-      ...body.messages.map((message, i) => inboundChange({ ...message, wamid: messageIds[i]! }, at)),
+      ...body.messages.map(({ type, ...message }, i) =>
+        inboundChange(
+          {
+            ...message,
+            kind: type,
+            wamid: messageIds[i]!,
+            userId: state.userIds.of(to.wabaId, message.from),
+          },
+          at,
+        ),
+      ),
       ...body.statuses.map((status) => {
         const issued = state.issued.get(status.message_id);
         if (!issued || issued.account !== body.account) throw notIssued(status.message_id, body.account);

@@ -29,8 +29,14 @@ const envelope = z.object(
     messaging_product: z.literal('whatsapp', { error: 'messaging_product must be "whatsapp"' }),
     recipient_type: z.literal('individual', { error: 'recipient_type must be "individual"' }).optional(),
     to: z
-      .string({ error: (issue) => (issue.input === undefined ? 'to is required' : 'to must be a string') })
-      .refine((to) => toDigits(to).length > 0, 'to must contain digits'),
+      .string({ error: 'to must be a string' })
+      .refine((to) => toDigits(to).length > 0, 'to must contain digits')
+      .optional(),
+    // A user's business-scoped user id, for a user known by no number; `to` wins when both are given.
+    recipient: z
+      .string({ error: 'recipient must be a string' })
+      .min(1, 'recipient must not be empty')
+      .optional(),
     // Meta takes a message without a type as text.
     type: z.enum(['text', 'template'], { error: 'type must be text or template' }).default('text'),
     // "An arbitrary string, useful for tracking", echoed in the message's status webhooks; at most 512
@@ -115,8 +121,9 @@ export function sendMessage({ stores, state, afterAccept, fetchImpl }: SendDeps)
       answerFault(fault, res, errorBody, stores.faultHoldMs);
       return;
     }
-    const { to, type, biz_opaque_callback_data: callbackData } = parse(envelope, req.body);
-    const recipient = toDigits(to);
+    const { to, recipient: userId, type, biz_opaque_callback_data: callbackData } = parse(envelope, req.body);
+    const addressee = addresseeOf(state, account, to, userId);
+    const recipient = addressee.number;
     const throttle = takeThrottle(state, account, recipient);
     if (throttle) throw throttled(throttle);
     const now = new Date();
@@ -150,11 +157,31 @@ export function sendMessage({ stores, state, afterAccept, fetchImpl }: SendDeps)
     else
       res.json({
         messaging_product: 'whatsapp',
-        contacts: [{ input: to, wa_id: recipient }],
+        contacts: [addressee.contact],
         messages: [type === 'template' ? { id, message_status: 'accepted' } : { id }],
       });
     afterAccept(account, { wamid: id, to: recipient, callbackData }, verdict);
   };
+}
+
+/**
+ * Who a send goes to: the number in `to`, or the user behind a BSUID this business gave out. Meta answers
+ * with the number (`wa_id`) for a number and the BSUID (`user_id`) for a BSUID.
+ */
+function addresseeOf(
+  state: ChatOfficialState,
+  account: string,
+  to: string | undefined,
+  userId: string | undefined,
+) {
+  if (to !== undefined) {
+    const number = toDigits(to);
+    return { number, contact: { input: to, wa_id: number } };
+  }
+  if (userId === undefined) throw invalidParameter('to is required');
+  const number = state.userIds.numberOf(state.templates.wabaIdOf(account), userId);
+  if (number === undefined) throw invalidParameter(`recipient ${userId} is not a user of this business`);
+  return { number, contact: { input: userId, user_id: userId } };
 }
 
 function windowIsOpen(stores: SandboxStores, account: string, recipient: string, now: Date): boolean {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { WebhookDelivery } from './channel-emulator.js';
+import type { BusinessScopedIds } from './chat-official-inbound.js';
 import type { TemplateRegistry } from './chat-official-templates.js';
 import type { ThrottleCode, TokenEnding } from './graph-error.js';
 import type { IssuedMessages } from './issued-messages.js';
@@ -53,6 +54,8 @@ export interface ChatOfficialState {
   throttles: Map<string, Throttle[]>;
   /** By phone number id: the last notification posted, byte for byte, for a redelivery. */
   lastNotification: Map<string, WebhookDelivery>;
+  /** The BSUIDs given to users, by business (WABA). */
+  userIds: BusinessScopedIds;
 }
 
 /** Real wamids are base64 of an opaque binary id; only the prefix and uniqueness matter to a client. */

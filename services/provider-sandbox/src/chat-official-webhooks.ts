@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { DeliveryStatus, WebhookDelivery } from './channel-emulator.js';
+import { type InboundKind, messageFields } from './chat-official-inbound.js';
 import { metaJson } from './meta-json.js';
 import { unixSeconds } from './provider-ids.js';
 
@@ -16,6 +17,11 @@ export interface InboundText {
   name?: string;
   text: string;
   wamid: string;
+  kind: InboundKind;
+  /** The user's business-scoped user id. */
+  userId: string;
+  /** A user who adopted a username: Meta shows it, and omits their number. */
+  username?: string;
 }
 
 /** The errors a `failed` status carries, as Meta words them in `statuses[].errors[]`. */
@@ -50,17 +56,29 @@ export interface StatusChange {
 /** One `changes[]` item: its `value` carries one kind of news for the phone number. */
 type ChangeValue = Record<string, unknown>;
 
-/** A customer's text message, as the `messages` field reports it. */
+/**
+ * A customer's message, as the `messages` field reports it: the sender's BSUID always (`user_id`,
+ * `from_user_id`), their number unless they took a username, and no `contacts` for a system notice.
+ */
 export function inboundChange(message: InboundText, at: Date): ChangeValue {
+  const number = message.username === undefined ? message.from : undefined;
+  const contact = {
+    profile: {
+      name: message.name ?? '',
+      ...(message.username === undefined ? {} : { username: message.username }),
+    },
+    ...(number === undefined ? {} : { wa_id: number }),
+    user_id: message.userId,
+  };
   return {
-    contacts: [{ profile: { name: message.name ?? '' }, wa_id: message.from }],
+    ...(message.kind === 'system' ? {} : { contacts: [contact] }),
     messages: [
       {
-        from: message.from,
+        ...(number === undefined ? {} : { from: number }),
+        from_user_id: message.userId,
         id: message.wamid,
         timestamp: String(unixSeconds(at)),
-        type: 'text',
-        text: { body: message.text },
+        ...messageFields(message.kind, message.text, message.from),
       },
     ],
   };

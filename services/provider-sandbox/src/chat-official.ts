@@ -16,6 +16,7 @@ import {
   unsubscribeApp,
 } from './chat-official-callbacks.js';
 import { chatOfficialControls, notIssued } from './chat-official-controls.js';
+import { BusinessScopedIds, INBOUND_KINDS, isInboundKind } from './chat-official-inbound.js';
 import { type AfterAccept, sendMessage } from './chat-official-send.js';
 import { CHAT_OFFICIAL, type ChatOfficialState, newWamid } from './chat-official-state.js';
 import { listTemplates, TemplateRegistry } from './chat-official-templates.js';
@@ -56,6 +57,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     endedTokens: new Map(),
     throttles: new Map(),
     lastNotification: new Map(),
+    userIds: new BusinessScopedIds(),
   };
   const rules = { allowHttp: stores.allowHttpCallbacks };
   // Bumped by reset, so a late notification scheduled before it is never posted after it.
@@ -178,15 +180,17 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
   }
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
-    if (message.type !== 'text') {
-      throw new ControlError(400, `${CHAT_OFFICIAL} inbound supports type "text" only`);
+    const kind = message.type;
+    if (!isInboundKind(kind)) {
+      throw new ControlError(400, `${CHAT_OFFICIAL} inbound type must be one of ${INBOUND_KINDS.join(', ')}`);
     }
     const to = notifier(message.account, message.appSecret);
     if (!to) return undefined;
     const wamid = newWamid();
+    const userId = state.userIds.of(to.wabaId, message.from);
     const delivery = remember(
       message.account,
-      notification(to, [inboundChange({ ...message, wamid }, new Date())]),
+      notification(to, [inboundChange({ ...message, kind, wamid, userId }, new Date())]),
     );
     return { ...delivery, providerMessageId: wamid };
   }
@@ -221,6 +225,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     state.endedTokens.clear();
     state.throttles.clear();
     state.lastNotification.clear();
+    state.userIds.clear();
   }
 
   return {

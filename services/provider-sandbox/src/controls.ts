@@ -93,6 +93,10 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
         .optional(),
       addressing_mode: z.enum(['pn', 'lid'], { error: 'addressing_mode must be pn or lid' }).optional(),
       topic: z.string({ error: 'topic must be a string' }).optional(),
+      username: z
+        .string({ error: 'username must be a string' })
+        .min(1, 'username must not be empty')
+        .optional(),
       repeat,
     },
     { error: 'body must be a JSON object' },

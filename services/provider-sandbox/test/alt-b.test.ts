@@ -126,7 +126,7 @@ describe('alt-b (Z-API) emulation', () => {
 
     it.each([
       [{ message: 'x' }, 'phone is required'],
-      [{ phone: '+55 11 98888-7777', message: 'x' }, 'phone must contain digits only'],
+      [{ phone: '+55 11 98888-7777', message: 'x' }, 'phone must contain digits only, or be an @lid'],
       [{ phone: CUSTOMER }, 'message is required'],
       [{ phone: CUSTOMER, message: '' }, 'message must not be empty'],
     ])('answers 400 for an invalid body %j', async (body, problem) => {
@@ -240,6 +240,7 @@ describe('alt-b (Z-API) emulation', () => {
       expect(payload).toEqual({
         isStatusReply: false,
         senderLid: expect.stringMatching(/^\d{14}@lid$/),
+        chatLid: expect.stringMatching(/^\d{14}@lid$/),
         connectedPhone: expect.stringMatching(/^55\d{11}$/),
         waitingMessage: false,
         isEdit: false,

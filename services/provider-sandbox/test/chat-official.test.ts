@@ -12,6 +12,8 @@ const APP_SECRET = 'app-secret-1';
 const CUSTOMER = '5511999990000';
 const HOUR_MS = 60 * 60 * 1000;
 const WAMID = /^wamid\.[A-Za-z0-9_-]{32,}$/;
+/** A business-scoped user id: the user's country, a dot, digits. */
+const BSUID = /^[A-Z]{2}\.\d{19}$/;
 
 interface GraphErrorBody {
   error: {
@@ -900,10 +902,14 @@ describe('chat-official (Cloud API) emulation', () => {
                 value: {
                   messaging_product: 'whatsapp',
                   metadata: { display_phone_number: PHONE_ID, phone_number_id: PHONE_ID },
-                  contacts: [{ profile: { name: 'Ana' }, wa_id: CUSTOMER }],
+                  // The business-scoped user id beside the number, as every messages webhook since April 2026.
+                  contacts: [
+                    { profile: { name: 'Ana' }, wa_id: CUSTOMER, user_id: expect.stringMatching(BSUID) },
+                  ],
                   messages: [
                     {
                       from: CUSTOMER,
+                      from_user_id: expect.stringMatching(BSUID),
                       id: answer.provider_message_id,
                       timestamp: expect.stringMatching(/^\d+$/),
                       type: 'text',
@@ -940,8 +946,37 @@ describe('chat-official (Cloud API) emulation', () => {
       const notification = JSON.parse(receiver.posts()[0]?.rawBody ?? '') as Notification;
       expect(notification.entry[0]?.id).toBe('4455');
       expect(notification.entry[0]?.changes[0]?.value.contacts).toEqual([
-        { profile: { name: '' }, wa_id: CUSTOMER },
+        { profile: { name: '' }, wa_id: CUSTOMER, user_id: expect.stringMatching(BSUID) },
       ]);
+    });
+
+    it('gives a user one BSUID per business, omits the number of one with a username, and takes sends to it', async () => {
+      expect((await registerOverride(`${receiver.url}/hooks/meta`)).status).toBe(200);
+      const inbound = (body: Record<string, unknown>) =>
+        control('/inbound', { channel: 'chat-official', account: PHONE_ID, app_secret: APP_SECRET, ...body });
+      await inbound({ from: CUSTOMER, text: 'com número' });
+      await inbound({ from: CUSTOMER, name: 'Ana', username: 'ana.compras', text: 'com username' });
+      const [first, second] = receiver
+        .posts()
+        .map((post) => (JSON.parse(post.rawBody) as Notification).entry[0]!.changes[0]!.value);
+      const userId = (first!.contacts as Array<{ user_id: string }>)[0]!.user_id;
+      expect(userId).toMatch(/^BR\.\d+$/);
+      expect(second!.contacts).toEqual([
+        { profile: { name: 'Ana', username: 'ana.compras' }, user_id: userId },
+      ]);
+      expect(second!.messages).toEqual([
+        expect.objectContaining({ from_user_id: userId, type: 'text', text: { body: 'com username' } }),
+      ]);
+      expect((second!.messages as unknown[])[0]).not.toHaveProperty('from');
+      // A send to the BSUID reaches the number behind it, inside the window it opened.
+      const { to: _to, ...byUserId } = textMessage();
+      const sent = await send({ ...byUserId, recipient: userId });
+      expect(sent.status).toBe(200);
+      expect((await sent.json()) as Record<string, unknown>).toMatchObject({
+        contacts: [{ input: userId, user_id: userId }],
+      });
+      const unknown = await send({ ...byUserId, recipient: 'BR.1234567890123456789' });
+      expect(unknown.status).toBe(400);
     });
 
     it('answers 409 without a registered callback and 400 while it was never given an app_secret', async () => {

@@ -345,7 +345,14 @@ describe('provider sandbox', () => {
         event: 'messages.upsert',
         instance: INSTANCE,
         data: {
-          key: { remoteJid: '5511988887777@s.whatsapp.net', fromMe: false, id: expect.any(String) },
+          // Baileys 7 names the chat's LID beside its number.
+          key: {
+            remoteJid: '5511988887777@s.whatsapp.net',
+            fromMe: false,
+            id: expect.any(String),
+            remoteJidAlt: expect.stringMatching(/^\d+@lid$/),
+            addressingMode: 'pn',
+          },
           pushName: 'Ana',
           status: 'DELIVERY_ACK',
           message: { conversation: 'oi' },

@@ -143,7 +143,31 @@ describe('alt-a (Evolution API v2) callbacks', () => {
       {},
       { message: { reactionMessage: { text: '👍' } }, messageType: 'reactionMessage' },
     );
-    expect(read(reaction).messages[0]).toMatchObject({ type: 'others', text: '' });
+    expect(read(reaction).messages[0]).toMatchObject({ type: 'others', text: '👍' });
+  });
+
+  it('reads what a disappearing or view-once envelope holds, and a button or list answer by its label', () => {
+    const ephemeral = upsert(
+      {},
+      { message: { ephemeralMessage: { message: { extendedTextMessage: { text: 'some em 24h' } } } } },
+    );
+    expect(read(ephemeral).messages[0]).toMatchObject({ type: 'text', text: 'some em 24h' });
+    const viewOnce = upsert(
+      {},
+      { message: { viewOnceMessageV2: { message: { imageMessage: { caption: 'só uma vez' } } } } },
+    );
+    expect(read(viewOnce).messages[0]).toMatchObject({ type: 'image', text: 'só uma vez' });
+    const button = upsert({}, { message: { buttonsResponseMessage: { selectedDisplayText: 'Sim' } } });
+    expect(read(button).messages[0]).toMatchObject({ type: 'text', text: 'Sim' });
+    const row = upsert({}, { message: { listResponseMessage: { title: 'Segunda-feira' } } });
+    expect(read(row).messages[0]).toMatchObject({ type: 'text', text: 'Segunda-feira' });
+  });
+
+  it('takes in no reaction taken back and no protocol message (a deletion, an edit)', () => {
+    const takenBack = upsert({}, { message: { reactionMessage: { text: '' } } });
+    expect(read(takenBack)).toEqual({ messages: [], statuses: [] });
+    const deletion = upsert({}, { message: { protocolMessage: { type: 'REVOKE' } } });
+    expect(read(deletion)).toEqual({ messages: [], statuses: [] });
   });
 
   it('reads messages.update acks of our messages: SERVER_ACK, DELIVERY_ACK, READ, PLAYED, ERROR', () => {

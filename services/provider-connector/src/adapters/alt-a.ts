@@ -195,13 +195,15 @@ function readUpsert(data: unknown): InboundBatch {
     const reason = 'alt-a chat names no phone number (a LID without remoteJidAlt)';
     return { ...empty(), unreadable: [{ providerMessageId: key.id, reason }] };
   }
+  const said = messageContent(message);
+  if (!said) return empty();
   return {
     messages: [
       {
         providerMessageId: key.id,
         from,
         name: pushName?.trim() || null,
-        ...messageContent(message),
+        ...said,
         sentAt: sentAt(messageTimestamp),
       },
     ],

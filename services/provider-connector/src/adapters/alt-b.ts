@@ -51,7 +51,9 @@ const ReceivedCallback = z.object({
   type: z.string().refine((type) => type.toLowerCase() === 'receivedcallback'),
   instanceId: z.string(),
   messageId: z.string().min(1),
-  // The number, or a group (`…-group`), a broadcast list (`…-broadcast`) or a channel (`…@newsletter`).
+  // The number, or a group (`…-group`), a broadcast list (`…-broadcast`) or a channel (`…@newsletter`);
+  // or, for a contact WhatsApp names only by its LID, that LID (`…@lid`: docs, tips/lid.md, "phone: Can
+  // contain the actual number or the @lid itself"), which sends take in `phone` as well.
   phone: z.string(),
   fromMe: flag,
   isGroup: flag,
@@ -69,6 +71,9 @@ const ReceivedCallback = z.object({
   audio: z.object({}).nullish(),
   document: z.object({ caption: z.string().nullish(), fileName: z.string().nullish() }).nullish(),
   location: z.object({ name: z.string().nullish() }).nullish(),
+  reaction: z.object({ value: z.string().nullish() }).nullish(),
+  buttonsResponseMessage: z.object({ message: z.string().nullish() }).nullish(),
+  listResponseMessage: z.object({ title: z.string().nullish(), message: z.string().nullish() }).nullish(),
 });
 type Received = z.infer<typeof ReceivedCallback>;
 
@@ -124,8 +129,18 @@ async function requireConnected(config: AltBConfig, instance: Instance, call: Pr
   }
 }
 
-function content(received: Received): Pick<InboundMessage, 'text' | 'type'> {
+/**
+ * What a received message says. A tap on a button or a list row is the contact answering with its label;
+ * a reaction is its emoji, and one taken back (no emoji) is no message. Undefined for no message.
+ */
+function content(received: Received): Pick<InboundMessage, 'text' | 'type'> | undefined {
   if (received.text) return { text: received.text.message, type: 'text' };
+  if (received.buttonsResponseMessage?.message)
+    return { text: received.buttonsResponseMessage.message, type: 'text' };
+  const row = received.listResponseMessage;
+  if (row?.title || row?.message) return { text: row.title || row.message || '', type: 'text' };
+  if (received.reaction)
+    return received.reaction.value ? { text: received.reaction.value, type: 'others' } : undefined;
   if (received.image) return { text: received.image.caption ?? '', type: 'image' };
   if (received.video) return { text: received.video.caption ?? '', type: 'video' };
   if (received.audio) return { text: '', type: 'audio' };
@@ -144,9 +159,12 @@ function isCustomerMessage(received: Received): boolean {
     !received.fromMe &&
     !received.waitingMessage &&
     !received.notification &&
-    /^\d{6,20}$/.test(received.phone)
+    (/^\d{6,20}$/.test(received.phone) || LID.test(received.phone))
   );
 }
+
+/** A contact named by its LID only: no number can be had for it, so its contact is keyed by the LID. */
+const LID = /^\d{6,20}@lid$/;
 
 /** alt-b speaks Z-API: instance id and token in the path, the optional `Client-Token` header. */
 export const altBAdapter: ChannelAdapter<'alt-b'> = {
@@ -219,15 +237,19 @@ function requireInstance(config: AltBConfig, instanceId: string) {
 function readReceived(config: AltBConfig, received: Received): InboundBatch {
   requireInstance(config, received.instanceId);
   if (!isCustomerMessage(received)) return empty();
+  const said = content(received);
+  if (!said) return empty();
   const name = received.senderName?.trim();
+  const byLid = LID.test(received.phone);
   return {
     messages: [
       {
         providerMessageId: received.messageId,
         from: received.phone,
-        // With no profile name, Z-API repeats the number as the sender's name.
-        name: name && name !== received.phone ? name : null,
-        ...content(received),
+        ...(byLid ? { keyedBy: 'user_id' as const } : {}),
+        // With no profile name, Z-API repeats the number (or the LID) as the sender's name.
+        name: name && name !== received.phone && name !== received.phone.replace(/@lid$/, '') ? name : null,
+        ...said,
         sentAt: received.momment ? new Date(received.momment) : new Date(),
       },
     ],

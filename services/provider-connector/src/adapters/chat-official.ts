@@ -17,6 +17,7 @@ import {
   type StatusUpdate,
   templateChars,
 } from './channel-adapter.js';
+import { cloudMessageContent } from './chat-official-content.js';
 import { callProvider, joinUrl } from './http.js';
 import { GraphErrorBody, hubChallengeAnswer, hubSignatureMatches } from './meta-graph.js';
 
@@ -112,20 +113,19 @@ const Envelope = z.object({
 const Change = z.object({
   field: z.string(),
   value: z.object({
+    // Since April 2026 a contact also has a business-scoped user id (BSUID, `user_id`); a user who took a
+    // username may have no number at all (`wa_id`, `from` omitted): Meta's business-scoped user ids guide.
     contacts: z
-      .array(z.object({ wa_id: z.string(), profile: z.object({ name: z.string() }).optional() }))
-      .optional(),
-    messages: z
       .array(
         z.object({
-          from: z.string(),
-          id: z.string(),
-          timestamp: z.string(),
-          type: z.string(),
-          text: z.object({ body: z.string() }).optional(),
+          wa_id: z.string().optional(),
+          user_id: z.string().optional(),
+          profile: z.object({ name: z.string().optional() }).optional(),
         }),
       )
       .optional(),
+    // Each message is read alone (CloudMessage): one of an unexpected shape costs none of the others.
+    messages: z.array(z.unknown()).optional(),
     statuses: z
       .array(
         z.object({
@@ -150,7 +150,14 @@ const Change = z.object({
 });
 type Change = z.infer<typeof Change>;
 
-const knownTypes = new Set(['text', 'image', 'audio', 'video', 'document', 'location']);
+// An id or a time messaging cannot read is left to the check every inbound item passes (inbound.ts).
+const CloudMessage = z.looseObject({
+  id: z.string(),
+  timestamp: z.string(),
+  type: z.string(),
+  from: z.string().optional(),
+  from_user_id: z.string().min(1).optional(),
+});
 const knownStatuses = new Set(['sent', 'delivered', 'read', 'failed']);
 
 const bearer = (config: ChatOfficialConfig) => ({ authorization: `Bearer ${config.access_token}` });
@@ -194,6 +201,12 @@ async function postMessage(config: ChatOfficialConfig, message: Record<string, u
   }
 }
 
+/**
+ * A number goes in `to`; a contact known only by its business-scoped user id (a user with a username and
+ * no number shown) is addressed by `recipient`, as Meta's business-scoped user ids guide has it.
+ */
+const addressed = (to: string) => (/^\d+$/.test(to) ? { to } : { recipient: to });
+
 /** False when the call's deadline came first. */
 async function paused(ms: number, signal: AbortSignal): Promise<boolean> {
   try {
@@ -225,16 +238,47 @@ function statusesOf(change: Change): StatusUpdate[] {
   return statuses;
 }
 
-function messagesOf(change: Change): InboundMessage[] {
-  const names = new Map((change.value.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
-  return (change.value.messages ?? []).map((m) => ({
-    providerMessageId: m.id,
-    from: m.from.replace(/\D/g, ''),
-    name: names.get(m.from) || null,
-    text: m.text?.body ?? '',
-    type: (knownTypes.has(m.type) ? m.type : 'others') as InboundMessage['type'],
-    sentAt: new Date(Number(m.timestamp) * 1000),
-  }));
+/** The customers' messages of one change; one that names no sender, or of an unknown shape, is unreadable. */
+function messagesOf(change: Change, batch: InboundBatch): void {
+  const contacts = change.value.contacts ?? [];
+  for (const raw of change.value.messages ?? []) {
+    const parsed = CloudMessage.safeParse(raw);
+    if (!parsed.success) {
+      const id = (raw as { id?: unknown } | null)?.id;
+      if (typeof id === 'string' && id) unreadable(batch, id, 'a message of an unknown shape');
+      continue;
+    }
+    const m = parsed.data;
+    const content = cloudMessageContent(m);
+    if (!content) continue;
+    const phone = m.from?.replace(/\D/g, '') ?? '';
+    // A number when Meta gives one, so a customer's contact stays the one it was; the BSUID otherwise.
+    const sender: Pick<InboundMessage, 'from' | 'keyedBy'> | undefined = phone
+      ? { from: phone }
+      : m.from_user_id
+        ? { from: m.from_user_id, keyedBy: 'user_id' }
+        : undefined;
+    if (!sender) {
+      unreadable(batch, m.id, 'a message naming neither a number nor a user id');
+      continue;
+    }
+    const contact = contacts.find(
+      (c) =>
+        (m.from !== undefined && c.wa_id === m.from) ||
+        (m.from_user_id !== undefined && c.user_id === m.from_user_id),
+    );
+    batch.messages.push({
+      providerMessageId: m.id,
+      ...sender,
+      name: contact?.profile?.name || null,
+      ...content,
+      sentAt: new Date(Number(m.timestamp) * 1000),
+    });
+  }
+}
+
+function unreadable(batch: InboundBatch, providerMessageId: string, reason: string): void {
+  batch.unreadable = [...(batch.unreadable ?? []), { providerMessageId, reason: `chat-official: ${reason}` }];
 }
 
 /** The next template page, when the provider named one on the base_url's origin; elsewhere paging stops. */
@@ -256,7 +300,7 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
   sendText: (config, message, call) =>
     postMessage(
       config,
-      { to: message.to, type: 'text', text: { body: message.text, preview_url: false } },
+      { ...addressed(message.to), type: 'text', text: { body: message.text, preview_url: false } },
       call,
     ),
 
@@ -373,7 +417,7 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
     for (const raw of envelope.data.entry.flatMap((entry) => entry.changes)) {
       const change = Change.safeParse(raw);
       if (!change.success || change.data.field !== 'messages') continue;
-      batch.messages.push(...messagesOf(change.data));
+      messagesOf(change.data, batch);
       batch.statuses.push(...statusesOf(change.data));
     }
     return batch;
