@@ -4,6 +4,7 @@ import { platformTexts } from './error-texts.js';
 import { publicEventTypes } from './events.js';
 import { ExternalSendBody, MoveLeadBody } from './public-api.js';
 import { isStorableString, storableString } from './validate.js';
+import { integrationConfigLimits } from './workspace-limits.js';
 
 export const workspaceStatuses = ['active', 'inactive', 'suspended'] as const;
 
@@ -25,6 +26,11 @@ export const UpdateWorkspaceBody = z.object({
   status: z.enum(workspaceStatuses, { error: platformTexts.workspaceStatusInvalid }),
 });
 
+const configTooLarge = platformTexts.configTooLarge(
+  integrationConfigLimits.keys,
+  integrationConfigLimits.valueChars,
+);
+
 export const CreateIntegrationBody = z.object({
   channel: z.enum(integrationChannels, {
     error: platformTexts.integrationChannelInvalid(integrationChannels),
@@ -32,11 +38,17 @@ export const CreateIntegrationBody = z.object({
   name: storableString(platformTexts.mustBeString('name', 200))
     .max(200, { error: platformTexts.mustBeString('name', 200) })
     .nullish(),
-  config: z.record(
-    storableString(platformTexts.configNotStrings),
-    storableString(platformTexts.configNotStrings),
-    { error: platformTexts.configNotStrings },
-  ),
+  config: z
+    .record(
+      storableString(platformTexts.configNotStrings),
+      storableString(platformTexts.configNotStrings).max(integrationConfigLimits.valueChars, {
+        error: configTooLarge,
+      }),
+      { error: platformTexts.configNotStrings },
+    )
+    .refine((config) => Object.keys(config).length <= integrationConfigLimits.keys, {
+      error: configTooLarge,
+    }),
 });
 
 // The URL parser would accept a NUL by percent-encoding it, but the URL is stored as sent.

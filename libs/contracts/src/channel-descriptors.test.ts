@@ -89,6 +89,23 @@ describe('the channel descriptor table', () => {
     );
   });
 
+  it('bounds a config: keys, each value, and the origins a live chat lists', () => {
+    const tooLarge = 'config aceita até 32 chaves, cada valor com até 8192 caracteres';
+    const firstText = (config: Record<string, string>) =>
+      CreateIntegrationBody.safeParse({ channel: 'alt-a', config }).error?.issues[0]?.message;
+    expect(firstText({ api_key: 'k'.repeat(8_192) })).toBeUndefined();
+    expect(firstText({ api_key: 'k'.repeat(8_193) })).toBe(tooLarge);
+    expect(firstText(Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v'])))).toBe(
+      tooLarge,
+    );
+    const origins = (n: number) => Array.from({ length: n }, (_, i) => `https://shop${i}.example`).join(',');
+    const livechat = descriptorOf('livechat').config;
+    expect(livechat.safeParse({ name: 'n', allowed_origins: origins(100) }).success).toBe(true);
+    expect(livechat.safeParse({ name: 'n', allowed_origins: origins(101) }).error?.issues[0]?.message).toBe(
+      'config.allowed_origins lista no máximo 100 origens',
+    );
+  });
+
   it('checks each channel’s config with its texts and names its provider-side account', () => {
     const official = descriptorOf('chat-official');
     const config = {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { platformTexts } from './error-texts.js';
+import { integrationConfigLimits } from './workspace-limits.js';
 
 /** An integration's config as it is stored: the credentials and addresses the provider needs, all strings. */
 export type StoredConfig = Record<string, string>;
@@ -74,6 +75,9 @@ const allowedOrigins = z
   .min(1, { error: platformTexts.configRequired('allowed_origins') })
   .refine((value) => readAllowedOrigins(value) !== undefined, {
     error: platformTexts.configAllowedOriginsInvalid,
+  })
+  .refine((value) => (readAllowedOrigins(value)?.length ?? 0) <= integrationConfigLimits.allowedOrigins, {
+    error: platformTexts.configAllowedOriginsTooMany(integrationConfigLimits.allowedOrigins),
   });
 
 /**

@@ -177,6 +177,9 @@ export const platformTexts = {
   /** A workspace that already has as many integrations as one may. */
   integrationLimitReached: (max: number) => `limite de ${max} integrações por workspace atingido`,
   configNotStrings: 'config deve ser um objeto de strings',
+  configTooLarge: (keys: number, chars: number) =>
+    `config aceita até ${keys} chaves, cada valor com até ${chars} caracteres`,
+  configAllowedOriginsTooMany: (max: number) => `config.allowed_origins lista no máximo ${max} origens`,
   configInvalid: 'config inválido',
   configRequired: (key: string) => `config.${key} é obrigatório`,
   configBaseUrlInvalid: 'config.base_url deve ser uma URL http(s)',

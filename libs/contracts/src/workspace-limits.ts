@@ -14,6 +14,15 @@ export const endpointsPerWorkspace = 50;
 export const integrationsPerWorkspace = 100;
 
 /**
+ * How large an integration's config may be: keys, and characters a value. The connector reads a config
+ * on every callback and widget request it admits for the integration (a live chat's `allowed_origins`,
+ * a secret hashed for a signature), so a mebibyte of it, as the body limit would have let in, was a
+ * tenant's way to make each of those requests cost the process milliseconds. A provider's longest
+ * credential (a Meta system user's token) is a few hundred characters.
+ */
+export const integrationConfigLimits = { keys: 32, valueChars: 8_192, allowedOrigins: 100 } as const;
+
+/**
  * How many of a workspace's sends may wait on providers at once in one process. A provider the tenant
  * names may keep every call open until the timeout, and each waiting send holds a socket, memory, a
  * messaging handler and a gateway request (with its Idempotency-Key lease renewed every second) for all

@@ -136,7 +136,7 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     // Browsers send Origin on every cross-origin request and on same-origin POSTs; a same-origin GET
     // (the demo page's stream) has none, and its session token is what admits it.
     const sameOriginRead = origin === undefined && req.method === 'GET';
-    if (!sameOriginRead && !originAllowed(decision.stored.config.allowed_origins, origin)) {
+    if (!sameOriginRead && !originAllowed(decision.stored.config, origin)) {
       deps.logger.warn(
         { integration_id: integrationId, origin: origin?.slice(0, 200) },
         'live chat origin refused',
