@@ -2,6 +2,7 @@ import { eventTypes, type InboundMessageEvent, type InboundStatusEvent } from '@
 import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
 import { meter } from '@inbox/telemetry';
 import { type DeliveryStatus, nextDeliveryStatus } from '../domain/delivery-status.js';
+import { errorCodeLabel } from '../domain/error-code-label.js';
 import { eventPayloads } from '../domain/events.js';
 import { ConversationStore } from '../store/conversations.js';
 
@@ -111,6 +112,6 @@ export async function applyStatus(deps: InboundDeps, update: InboundStatusEvent)
     return channels;
   });
   for (const channel of failedOn) {
-    deliveryFailures.add(1, { channel, error_code: String(update.error_code ?? 'none') });
+    deliveryFailures.add(1, { channel, error_code: errorCodeLabel(update.error_code) });
   }
 }

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import {
   ForbiddenAddressError,
   guardedJson,
@@ -22,6 +23,14 @@ export interface ProviderAnswer {
 
 export function joinUrl(base: string, path: string): URL {
   return new URL(path, base.endsWith('/') ? base : `${base}/`);
+}
+
+/**
+ * An answer's status as a metric's outcome: a provider the tenant names may answer any number from 100
+ * to 999, and each would be a series of its own; the statuses HTTP registers keep their number.
+ */
+export function statusOutcome(status: number): string {
+  return STATUS_CODES[status] === undefined ? 'http_other' : `http_${status}`;
 }
 
 function failureOutcome(error: unknown, call: ProviderCall): string {
@@ -69,7 +78,7 @@ export async function callProvider(
         return answer;
       },
     );
-    done(answer.ok ? 'ok' : `http_${answer.status}`);
+    done(answer.ok ? 'ok' : statusOutcome(answer.status));
     return { status: answer.status, ok: answer.ok, headers: answer.headers, body: answer.body };
   } catch (error) {
     done(failureOutcome(error, call));
