@@ -229,9 +229,17 @@ describe('inbound callbacks', () => {
     expect((event!.data.name as string).length).toBe(256);
     expect(event!.data.provider_message_id).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(Number.isNaN(Date.parse(event!.data.sent_at as string))).toBe(false);
-    expect(logLines).toContainEqual(
-      expect.objectContaining({ integration_id: target.id, field: 'text', original_length: 1_000_007 }),
-    );
+    // Its cuts on one line for the callback.
+    const cuts = logLines.filter((line) => line.msg === 'inbound message fields cut to the connector bounds');
+    expect(cuts).toEqual([
+      expect.objectContaining({
+        integration_id: target.id,
+        count: 2,
+        examples: expect.arrayContaining([
+          expect.objectContaining({ field: 'text', original_length: 1_000_007 }),
+        ]),
+      }),
+    ]);
 
     // The provider delivering the same callback again is taken in once: the shortened id is stable.
     expect((await connector.callback(target, { id: longId, text: 'de novo' })).status).toBe(200);
@@ -347,13 +355,15 @@ describe('inbound callbacks', () => {
       [target.workspaceId],
     );
     expect(rows).toHaveLength(0);
-    expect(
-      logLines.filter(
-        (line) =>
-          line.msg === 'inbound item not taken in: not an event messaging reads' &&
-          line.workspace_id === target.workspaceId,
-      ),
-    ).toHaveLength(3);
+    // One line for the callback, not one per item.
+    const lines = logLines.filter((line) => line.workspace_id === target.workspaceId);
+    expect(lines.map((line) => line.msg)).toEqual(['inbound messages not taken in']);
+    expect(lines[0]).toMatchObject({ count: 3 });
+    expect(lines[0]!.examples).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ reason: expect.stringMatching(/^not an event messaging reads: from /) }),
+      ]),
+    );
     // Not taken in as seen: the same message, readable this time, is taken in.
     const again = await connector.batchCallback(target, 1, {
       edit: (messages) => {

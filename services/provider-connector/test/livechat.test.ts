@@ -14,6 +14,7 @@ import {
 } from '@inbox/service-kit';
 import { createDatabase } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { LivechatLimits } from '../src/livechat/routes.js';
 import { connectorService } from '../src/service.js';
 
 // The live chat channel through the whole connector: two replicas on one database and one bus, the
@@ -33,30 +34,36 @@ const replicas: string[] = [];
 let integrationId = '';
 const workspaceId = randomUUID();
 
+let databaseUrl = '';
+const encryptionKey = SecretBox.generateKey();
+
+/** A connector replica on the test's database, with the widget's budgets given; its URL. */
+async function startReplica(livechatLimits: Partial<LivechatLimits>): Promise<string> {
+  const definition = connectorService({
+    encryptionKey,
+    publicConnectorUrl: 'http://127.0.0.1:9',
+    livechatLimits,
+    livechatStreams: { sweepMs: 3_600_000 },
+  });
+  const pool = createPool({ url: databaseUrl, schema: 'connector' });
+  pools.push(pool);
+  await prepareSchema(pool, definition);
+  const engine = await definition.create({ pool, bus, logger });
+  await engine.start();
+  engines.push(engine);
+  const app = createHttpApp({ logger, parseJson: false });
+  engine.routes?.(app);
+  finishHttpApp(app, logger);
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  servers.push(server);
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
 beforeAll(async () => {
-  const url = await createDatabase(inject('infra').postgresAdminUrl);
-  const encryptionKey = SecretBox.generateKey();
-  for (let i = 0; i < 2; i++) {
-    const definition = connectorService({
-      encryptionKey,
-      publicConnectorUrl: 'http://127.0.0.1:9',
-      livechatLimits: { sessionsPerMinute: 5, messagesPerSession: 4 },
-      livechatStreams: { sweepMs: 3_600_000 },
-    });
-    const pool = createPool({ url, schema: 'connector' });
-    pools.push(pool);
-    await prepareSchema(pool, definition);
-    const engine = await definition.create({ pool, bus, logger });
-    await engine.start();
-    engines.push(engine);
-    const app = createHttpApp({ logger, parseJson: false });
-    engine.routes?.(app);
-    finishHttpApp(app, logger);
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    servers.push(server);
-    replicas.push(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  }
+  databaseUrl = await createDatabase(inject('infra').postgresAdminUrl);
+  for (let i = 0; i < 2; i++)
+    replicas.push(await startReplica({ sessionsPerMinute: 5, messagesPerSession: 4 }));
   const created = await bus.request('cmd.connector.create-integration', {
     workspace_id: workspaceId,
     channel: 'livechat',
@@ -301,6 +308,49 @@ describe('the live chat widget API', () => {
       statuses.push(res.status);
     }
     expect(statuses).toEqual([201, 201, 201, 201, 201, 429]);
+  });
+
+  it("budgets an integration's messages whatever Origin each names, and a workspace's across its widgets", async () => {
+    const replica = await startReplica({
+      messagesPerSession: 100,
+      messagesPerIntegration: 3,
+      messagesPerWorkspace: 5,
+    });
+    const tenant = randomUUID();
+    const origins = Array.from({ length: 4 }, (_, i) => `https://shop${i}.example`);
+    const chats = [];
+    for (const name of ['one', 'two']) {
+      const created = await bus.request('cmd.connector.create-integration', {
+        workspace_id: tenant,
+        channel: 'livechat',
+        name,
+        config: { name, allowed_origins: origins.join(',') },
+      });
+      chats.push(created.id);
+    }
+    const call = (chat: string, action: string, origin: string, body: Json, token?: string) =>
+      fetch(`${replica}/livechat/${chat}/${action}`, {
+        method: 'POST',
+        headers: {
+          origin,
+          'content-type': 'application/json',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+        body: JSON.stringify(body),
+      });
+    const statuses = async (chat: string) => {
+      const { token } = (await (await call(chat, 'sessions', origins[0]!, { name: 'V' })).json()) as {
+        token: string;
+      };
+      const answered: number[] = [];
+      // Each message names another listed origin, as any client other than a browser may.
+      for (const origin of origins)
+        answered.push((await call(chat, 'messages', origin, { text: 'oi' }, token)).status);
+      return answered;
+    };
+    expect(await statuses(chats[0]!)).toEqual([202, 202, 202, 429]);
+    // The workspace's second widget has two left of the workspace's five.
+    expect(await statuses(chats[1]!)).toEqual([202, 202, 429, 429]);
   });
 
   it("keeps a site's visitors served while one address floods its public integration id", async () => {

@@ -1,6 +1,6 @@
 import { AppError, platformTexts } from '@inbox/contracts';
+import { clientAddress } from '@inbox/service-kit';
 import type { Request, Response } from 'express';
-import { clientAddress } from '../domain/client-address.js';
 import type { AuthFailureLimiter } from '../rate-limit/auth-failure-limiter.js';
 
 function tooManyFailures(res: Response, seconds: number): AppError {

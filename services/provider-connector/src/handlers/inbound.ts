@@ -8,7 +8,7 @@ import {
   writeEvent,
 } from '@inbox/db';
 import type { OutboundGuard } from '@inbox/outbound-http';
-import { answerJson, inRequestContext, type Logger } from '@inbox/service-kit';
+import { answerJson, clientAddress, inRequestContext, type Logger } from '@inbox/service-kit';
 import { meter, traceAdmitted } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
@@ -47,8 +47,11 @@ const truncations = meter('connector').createCounter('connector.inbound.truncate
   description: 'Inbound message fields cut to the connector bounds, by channel and field',
 });
 
-/** The client's address: its socket's, or the one a trusted proxy names (the service's `trustProxy`). */
-const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
+/**
+ * The caller's address as budgets count it: its socket's, or the one a trusted proxy names (the service's
+ * `trustProxy`); an IPv6 caller by its /64, which one host usually owns.
+ */
+const callerOf = (req: Request) => clientAddress(req.ip ?? req.socket.remoteAddress);
 
 function refuse(
   res: Response,
@@ -78,7 +81,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
     (unknown: { status: number; text: string }): RequestHandler =>
     async (req, res, next) => {
       const { channel, integrationId } = req.params as { channel: string; integrationId: string };
-      const decision = await admission.admit(channel, integrationId, clientAddress(req));
+      const decision = await admission.admit(channel, integrationId, callerOf(req));
       if (!decision.admitted) {
         refuse(res, decision, unknown);
         return;
@@ -161,8 +164,12 @@ export function inboundRoutes(deps: InboundDeps): Router {
         batch = resolved;
       }
       await bill.items(itemsOf(batch));
-      logUnreadable(deps.logger, found, batch.unreadable ?? []);
-      await recordBatch(deps, found, batch);
+      const notes = recordNotes(batch.unreadable);
+      try {
+        await recordBatch(deps, found, batch, notes);
+      } finally {
+        logNotes(deps.logger, found, notes);
+      }
       deps.relay.wake();
       answerJson(res, 200, { ok: true });
     },
@@ -226,9 +233,14 @@ async function resolveNotified(
  */
 const itemsPerTransaction = 100;
 
-async function recordBatch(deps: RecordDeps, found: CallbackIntegration, batch: InboundBatch) {
+async function recordBatch(
+  deps: RecordDeps,
+  found: CallbackIntegration,
+  batch: InboundBatch,
+  notes: RecordNotes,
+) {
   for (const part of partsOf(batch, itemsPerTransaction))
-    await withTransaction(deps.pool, (client) => recordInTransaction(client, deps.logger, found, part));
+    await withTransaction(deps.pool, (client) => recordInTransaction(client, found, part, notes));
 }
 
 /** The batch in parts of at most `size` items, its messages first and then its statuses, as recorded. */
@@ -244,14 +256,29 @@ function* partsOf(batch: InboundBatch, size: number): Generator<InboundBatch> {
 }
 
 /**
+ * What recording a callback left out or cut, to be logged once for the whole callback (logNotes): the ids
+ * and sizes come from the caller, and a line per item let one callback of 5,000 write 5,000 lines.
+ */
+export interface RecordNotes {
+  notTaken: Array<{ providerMessageId: string; reason: string }>;
+  cut: Array<{ providerMessageId: string; field: string; originalLength: number }>;
+}
+
+export const recordNotes = (notTaken: RecordNotes['notTaken'] = []): RecordNotes => ({
+  notTaken: [...notTaken],
+  cut: [],
+});
+
+/**
  * Takes a verified batch in, within the caller's transaction: each provider message id once, announced
- * through the outbox, every field first made storable and cut to the connector's bounds.
+ * through the outbox, every field first made storable and cut to the connector's bounds. What it leaves
+ * out or cuts goes in `notes`.
  */
 export async function recordInTransaction(
   client: PoolClient,
-  logger: Logger,
   found: Pick<CallbackIntegration, 'integration' | 'workspaceId'>,
   batch: InboundBatch,
+  notes: RecordNotes,
 ) {
   const { integration, workspaceId } = found;
   for (const received of batch.messages) {
@@ -272,22 +299,13 @@ export async function recordInTransaction(
     // Checked before it is taken in as seen: an event messaging cannot read (an empty id, a sender that
     // is no number) was dead-lettered there after this had marked the message seen, so no repeat of the
     // callback could bring it in, and one tenant's such items filled the dead letters every tenant shares.
-    if (!readable(logger, found, InboundMessageEvent, data)) continue;
+    if (!readable(notes, InboundMessageEvent, data)) continue;
     if (!(await firstSighting(client, integration.id, message.providerMessageId))) continue;
     if (received.replyContext)
       await rememberReplyContext(client, integration.id, received.from, received.replyContext);
     for (const { field, originalLength } of truncated) {
       truncations.add(1, { channel: integration.channel, field });
-      logger.warn(
-        {
-          integration_id: integration.id,
-          workspace_id: workspaceId,
-          provider_message_id: message.providerMessageId,
-          field,
-          original_length: originalLength,
-        },
-        'inbound message field cut to the connector bound',
-      );
+      notes.cut.push({ providerMessageId: message.providerMessageId, field, originalLength });
     }
     await writeEvent(client, eventTypes.inboundMessage, data);
   }
@@ -302,7 +320,7 @@ export async function recordInTransaction(
       error_code: status.errorCode ?? null,
       ...(status.at ? { at: status.at.toISOString() } : {}),
     };
-    if (!readable(logger, found, InboundStatusEvent, data)) continue;
+    if (!readable(notes, InboundStatusEvent, data)) continue;
     // Named by our id when we sent it: a status the provider posts right after accepting a message
     // (a late failure) may reach messaging before the send's answer recorded the provider's id.
     data.message_id =
@@ -321,47 +339,56 @@ function itemsOf(batch: InboundBatch): number {
 }
 
 /**
- * One line per callback, not per item, with the count and a few examples cut to their bounds: the ids
- * come from the caller, and a line per item let one callback write megabytes of log.
+ * One line per callback for what it could not take in and one for what it cut, not one per item, each
+ * with the count and a few examples cut to their bounds: the ids come from the caller, and a line per item
+ * let one callback write megabytes of log.
  */
-function logUnreadable(
+export function logNotes(
   logger: Logger,
   { integration, workspaceId }: Pick<CallbackIntegration, 'integration' | 'workspaceId'>,
-  unreadable: NonNullable<InboundBatch['unreadable']>,
+  { notTaken, cut }: RecordNotes,
 ): void {
-  if (unreadable.length === 0) return;
-  logger.warn(
-    {
-      integration_id: integration.id,
-      workspace_id: workspaceId,
-      count: unreadable.length,
-      examples: unreadable.slice(0, 3).map(({ providerMessageId, reason }) => ({
-        provider_message_id: storableProviderId(providerMessageId),
-        reason: storableText(reason, 200),
-      })),
-    },
-    'inbound messages not taken in',
-  );
+  const about = { integration_id: integration.id, workspace_id: workspaceId };
+  if (notTaken.length > 0)
+    logger.warn(
+      {
+        ...about,
+        count: notTaken.length,
+        examples: notTaken.slice(0, 3).map(({ providerMessageId, reason }) => ({
+          provider_message_id: storableProviderId(providerMessageId),
+          reason: storableText(reason, 200),
+        })),
+      },
+      'inbound messages not taken in',
+    );
+  if (cut.length > 0)
+    logger.warn(
+      {
+        ...about,
+        count: cut.length,
+        examples: cut.slice(0, 3).map(({ providerMessageId, field, originalLength }) => ({
+          provider_message_id: storableProviderId(providerMessageId),
+          field,
+          original_length: originalLength,
+        })),
+      },
+      'inbound message fields cut to the connector bounds',
+    );
 }
 
-/** Whether messaging can read the event; one it cannot is logged and left out. */
+/** Whether messaging can read the event; one it cannot is noted and left out. */
 function readable(
-  logger: Logger,
-  { integration, workspaceId }: Pick<CallbackIntegration, 'integration' | 'workspaceId'>,
+  notes: RecordNotes,
   schema: typeof InboundMessageEvent | typeof InboundStatusEvent,
   data: unknown,
 ): boolean {
   const checked = schema.safeParse(data);
   if (checked.success) return true;
-  logger.warn(
-    {
-      integration_id: integration.id,
-      workspace_id: workspaceId,
-      provider_message_id: (data as { provider_message_id?: unknown }).provider_message_id,
-      reason: checked.error.issues[0]?.message,
-      path: checked.error.issues[0]?.path.join('.'),
-    },
-    'inbound item not taken in: not an event messaging reads',
-  );
+  const issue = checked.error.issues[0];
+  const id = (data as { provider_message_id?: unknown }).provider_message_id;
+  notes.notTaken.push({
+    providerMessageId: typeof id === 'string' ? id : '',
+    reason: `not an event messaging reads: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim(),
+  });
   return false;
 }

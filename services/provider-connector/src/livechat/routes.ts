@@ -3,12 +3,12 @@ import { readFileSync } from 'node:fs';
 import type { Bus } from '@inbox/bus';
 import { platformTexts } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, storableText, withTransaction } from '@inbox/db';
-import { answerJson, inRequestContext, type Logger } from '@inbox/service-kit';
+import { answerJson, clientAddress, inRequestContext, type Logger } from '@inbox/service-kit';
 import { traceAdmitted } from '@inbox/telemetry';
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { CallbackAdmission, defaultCallbackLimits } from '../handlers/callback-admission.js';
-import { recordInTransaction } from '../handlers/inbound.js';
+import { logNotes, recordInTransaction, recordNotes } from '../handlers/inbound.js';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
 import { announce } from './delivery.js';
 import { demoPage } from './demo-page.js';
@@ -33,8 +33,18 @@ export interface LivechatLimits {
   sessionsPerMinute: number;
   /** Messages one session may post per 30 seconds. */
   messagesPerSession: number;
-  /** Messages all sessions of one origin may post per minute (a page hammering the chat). */
-  messagesPerOrigin: number;
+  /**
+   * Messages all sessions of one integration may post per minute (a page hammering the chat). Not per
+   * origin: a client other than a browser sends whichever listed Origin it likes, so a budget per origin
+   * was one per origin the tenant listed.
+   */
+  messagesPerIntegration: number;
+  /**
+   * Messages all of a workspace's widgets may post per minute: each is a transaction and an event in the
+   * connector's one outbox, and a tenant's hundred integrations flooding their own widgets from rotating
+   * addresses held everyone else's inbound behind theirs.
+   */
+  messagesPerWorkspace: number;
   /** Stream connections per session per minute (a widget reconnecting in a loop). */
   streamsPerSession: number;
 }
@@ -42,7 +52,8 @@ export interface LivechatLimits {
 export const defaultLivechatLimits: LivechatLimits = {
   sessionsPerMinute: 10,
   messagesPerSession: 20,
-  messagesPerOrigin: 600,
+  messagesPerIntegration: 600,
+  messagesPerWorkspace: 3_000,
   streamsPerSession: 30,
 };
 
@@ -88,7 +99,8 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     new RateLimiterMemory({ keyPrefix, points, duration });
   const sessionBudget = budget('livechat-sessions', limits.sessionsPerMinute, 60);
   const messageBudget = budget('livechat-messages', limits.messagesPerSession, 30);
-  const originBudget = budget('livechat-origin', limits.messagesPerOrigin, 60);
+  const integrationBudget = budget('livechat-integration', limits.messagesPerIntegration, 60);
+  const workspaceBudget = budget('livechat-workspace', limits.messagesPerWorkspace, 60);
   const streamBudget = budget('livechat-streams', limits.streamsPerSession, 60);
   const found = new WeakMap<Request, CallbackIntegration>();
   const script = asset('widget.js');
@@ -116,7 +128,7 @@ export function livechatRoutes(deps: LivechatDeps): Router {
   /** A connected livechat integration, and a browser origin it lists; CORS headers for that origin. */
   const admit = async (req: Request, res: Response, next: NextFunction) => {
     const { integrationId } = req.params as { integrationId: string };
-    const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    const address = clientAddress(req.ip ?? req.socket.remoteAddress);
     const decision = await admission.admit('livechat', integrationId, address);
     if (!decision.admitted) {
       if (decision.status === 429) res.setHeader('Retry-After', String(decision.retryAfterSeconds));
@@ -175,7 +187,7 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     const origin = req.get('origin')!;
     // By address alone: outside a browser a caller writes whichever Origin the integration lists, and a
     // budget per origin gave it one budget for each.
-    if (!(await spend(res, sessionBudget, `${stored.integration.id}|${req.ip}`))) return;
+    if (!(await spend(res, sessionBudget, `${stored.integration.id}|${clientAddress(req.ip)}`))) return;
     const name = field(req.body, 'name', livechatBounds.nameChars);
     if (!name) {
       refuse(res, 400, platformTexts.livechatNameInvalid);
@@ -200,30 +212,38 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     const visitor = await session(req, res);
     if (!visitor) return;
     if (!(await spend(res, messageBudget, visitor.id))) return;
-    if (!(await spend(res, originBudget, `${stored.integration.id}|${req.get('origin')}`))) return;
+    if (!(await spend(res, integrationBudget, stored.integration.id))) return;
+    if (!(await spend(res, workspaceBudget, stored.workspaceId))) return;
     const text = field(req.body, 'text', livechatBounds.textChars);
     if (!text) {
       refuse(res, 400, platformTexts.livechatTextInvalid);
       return;
     }
     const id = randomUUID();
+    const notes = recordNotes();
     await withTransaction(deps.pool, async (client) => {
       await deps.livechat.addMessage(client, visitor.id, { id, author: 'visitor', text });
-      await recordInTransaction(client, deps.logger, stored, {
-        messages: [
-          {
-            providerMessageId: id,
-            from: visitor.id,
-            keyedBy: 'user_id',
-            name: visitor.visitor_name,
-            text,
-            type: 'text',
-            sentAt: new Date(),
-          },
-        ],
-        statuses: [],
-      });
+      await recordInTransaction(
+        client,
+        stored,
+        {
+          messages: [
+            {
+              providerMessageId: id,
+              from: visitor.id,
+              keyedBy: 'user_id',
+              name: visitor.visitor_name,
+              text,
+              type: 'text',
+              sentAt: new Date(),
+            },
+          ],
+          statuses: [],
+        },
+        notes,
+      );
     });
+    logNotes(deps.logger, stored, notes);
     deps.relay.wake();
     await announce(deps, visitor.id);
     res.status(202).json({ id });
