@@ -98,6 +98,20 @@ describe('PATCH /api/v1/leads/{id}', () => {
       ['qualificado', 'ganho', null],
     ]);
     expect(String(history.body.moves[0]!.moved_by)).toMatch(/^sk_live_.{4}….{4}$/);
+    // A page at a time, the next after the last move of one.
+    const historyPath = `/admin/v1/workspaces/${ws.id}/pipelines/${ws.pipelineId}/contacts/${ws.contactId}/history`;
+    const first = await fixture.stack.admin<{ moves: Json[] }>('GET', `${historyPath}?limit=1`);
+    expect(first.body.moves.map((m) => m.to_stage)).toEqual(['qualificado']);
+    const next = await fixture.stack.admin<{ moves: Json[] }>(
+      'GET',
+      `${historyPath}?limit=1&after=${first.body.moves[0]!.id}`,
+    );
+    expect(next.body.moves.map((m) => m.to_stage)).toEqual(['ganho']);
+    const past = await fixture.stack.admin<{ moves: Json[] }>(
+      'GET',
+      `${historyPath}?after=${next.body.moves[0]!.id}`,
+    );
+    expect(past.body.moves).toEqual([]);
     const contact = await fixture.stack.admin<Json>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/contacts/${ws.contactId}`,

@@ -165,6 +165,20 @@ export const PipelineContactsQuery = z.object({
   limit: z.coerce.number({ error: platformTexts.deliveryLimitInvalid }).int().min(1).max(500).default(200),
 });
 
+/**
+ * A contact's moves in a pipeline, oldest first, a page at a time: the next page after the last move of
+ * one (`after`). Lead moves may be made 60 a minute onto one contact, so its history grows without end.
+ */
+export const LeadHistoryQuery = z.object({
+  after: z.uuid({ error: platformTexts.mustBeUuid('after') }).optional(),
+  limit: z.coerce
+    .number(pageLimitText)
+    .int(pageLimitText)
+    .min(0, pageLimitText)
+    .max(200, pageLimitText)
+    .default(100),
+});
+
 /** Moving a card on the board: the lead move, without the pipeline (the path names it). */
 export const MoveContactBody = MoveLeadBody.pick({ stage: true, conversation_id: true });
 

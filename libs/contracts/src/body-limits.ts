@@ -4,3 +4,15 @@
  * recursively afterwards (JSON.stringify itself, at about 5,000 levels), a 500 for a 10 KB body.
  */
 export const maxJsonBodyDepth = 32;
+
+/**
+ * The largest JSON body, in bytes, a route of the public API reads unless its definition allows more
+ * (`bodyBytes`): its longest field is a text of 4,096 characters, at most 24 KiB of JSON with every
+ * character escaped. The body is parsed before anything else checks it, and external send has no rate
+ * limit of its own: at the 1 MB the gateway once took, a body of unknown keys cost it some 100 ms to parse
+ * and hash, and a few such requests a second held a replica for every tenant.
+ */
+export const publicBodyBytes = 32 * 1024;
+
+/** The admin API's: an integration's config may be 32 values of 8,192 characters. */
+export const adminBodyBytes = 1024 * 1024;

@@ -10,6 +10,7 @@ import {
   CreateWebhookBody,
   DeliveryQuery,
   FailedMessagesQuery,
+  LeadHistoryQuery,
   PipelineContactsQuery,
   RenamePipelineBody,
   RenameStageBody,
@@ -152,6 +153,7 @@ export const Pipeline = z.object({
 });
 
 export const LeadMove = z.object({
+  id: z.uuid(),
   from_stage: z.string().nullable(),
   to_stage: z.string(),
   moved_at: z.iso.datetime(),
@@ -387,7 +389,7 @@ export const commandCatalogue = {
     reply: z.object({ stages: z.array(ContactStage) }),
   },
   'cmd.pipeline.lead-history': {
-    request: z.object({ workspace_id: z.uuid(), pipeline_id: z.uuid(), contact_id: z.uuid() }),
+    request: LeadHistoryQuery.extend({ workspace_id: z.uuid(), pipeline_id: z.uuid(), contact_id: z.uuid() }),
     reply: z.object({ moves: z.array(LeadMove) }),
   },
   'cmd.connector.prepare-template': {

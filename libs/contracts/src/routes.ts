@@ -12,6 +12,7 @@ import {
   CreateWorkspaceBody,
   DeliveryQuery,
   FailedMessagesQuery,
+  LeadHistoryQuery,
   MoveContactBody,
   PipelineContactsQuery,
   RenamePipelineBody,
@@ -35,6 +36,7 @@ import {
   type SendMessageBody,
   type SendTemplateBody,
   sendMessageRule,
+  sendTemplateBodyBytes,
   sendTemplateRule,
 } from './public-api.js';
 import type { BodyRule } from './validate.js';
@@ -116,6 +118,8 @@ interface RouteBase {
   status?: 200 | 201;
   /** Counted against the workspace's per-minute budget (the spec's 429). */
   rateLimited?: boolean;
+  /** The largest body it reads, in bytes: `publicBodyBytes` or `adminBodyBytes` by access when absent. */
+  bodyBytes?: number;
   /** Takes an `Idempotency-Key` header. */
   idempotent?: boolean;
 }
@@ -202,6 +206,7 @@ export const routes: readonly RouteDefinition[] = [
     path: '/api/v1/send-template',
     access: 'workspace-key',
     body: sendTemplateRule,
+    bodyBytes: sendTemplateBodyBytes,
     rateLimited: true,
     idempotent: true,
     command: 'cmd.messaging.send-template',
@@ -635,6 +640,7 @@ export const routes: readonly RouteDefinition[] = [
     path: `${ws}/pipelines/{pipeline_id}/contacts/{contact_id}/history`,
     access: 'admin-token',
     params: ids('workspace_id', 'pipeline_id', 'contact_id'),
+    query: LeadHistoryQuery,
     command: 'cmd.pipeline.lead-history',
   }),
 

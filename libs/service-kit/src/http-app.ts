@@ -81,7 +81,7 @@ export function answerJson(res: Response, status: number, body: unknown): void {
  * The JSON body parser with the service's limit, for routes that parse after other checks. A body that
  * nests deeper than any request of the API does is refused with a 400 before a handler walks it.
  */
-export function jsonBody(limit = '256kb'): RequestHandler {
+export function jsonBody(limit: string | number = '256kb'): RequestHandler {
   // Not inflated: a few hundred bytes of gzip can be the whole limit to parse, on routes with no budget
   // of their own (external send); no caller of ours compresses what it sends (415).
   const parse = express.json({ limit, inflate: false, type: ['application/json', 'application/*+json'] });
@@ -147,7 +147,8 @@ function accessLog(logger: Logger): RequestHandler {
         logger.info(
           {
             method: req.method,
-            route: req.route?.path ?? req.path,
+            // An unmatched path is the caller's, up to the header limit: a line of its first 200 characters.
+            route: req.route?.path ?? req.path.slice(0, 200),
             status: res.statusCode,
             duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
             request_id: req.id,

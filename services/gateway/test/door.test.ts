@@ -286,6 +286,40 @@ describe('HTTP hygiene', () => {
     expect((await call('DELETE', '/admin/v1/workspaces', { key: adminToken })).status).toBe(405);
   });
 
+  it("reads no more of a public route's body than its longest field needs, and more of the admin API's", async () => {
+    const tooLarge = { status: 413, body: { error: 'Corpo da requisição excede o tamanho máximo' } };
+    // 40 KiB of keys no request has: past what external send, send-message or a lead move read.
+    const padded = (body: object) => JSON.stringify({ ...body, pad: 'x'.repeat(40 * 1024) });
+    for (const [method, path, body] of [
+      ['POST', '/api/external/messages/send', { conversation_id: randomUUID(), text: 'oi' }],
+      ['POST', '/api/v1/send-message', validMessage],
+      ['PATCH', `/api/v1/leads/${randomUUID()}`, validLead],
+    ] as const) {
+      expect(await call(method, path, { key: apiKey, raw: padded(body) })).toMatchObject(tooLarge);
+    }
+    // A message of 4,096 characters, each escaped, still fits.
+    const longest = `{"phone":"${validMessage.phone}","channel":"alt-a","message":"${'\\u00e9'.repeat(4_096)}"}`;
+    expect(longest.length).toBeGreaterThan(24_000);
+    expect((JSON.parse(longest) as { message: string }).message).toBe('é'.repeat(4_096));
+    expect((await call('POST', '/api/v1/send-message', { key: apiKey, raw: longest })).status).not.toBe(413);
+    // send-template reads its hundred variables of 1,024 characters; the admin API, a config of 32 values.
+    const template = {
+      phone: validMessage.phone,
+      templateName: 'promo',
+      channel: 'chat-official',
+      variables: Array.from({ length: 100 }, () => 'é'.repeat(1_024)),
+    };
+    expect((await call('POST', '/api/v1/send-template', { key: apiKey, body: template })).status).not.toBe(
+      413,
+    );
+    const config = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`k${i}`, 'v'.repeat(8_192)]));
+    const created = await admin('POST', `/admin/v1/workspaces/${randomUUID()}/integrations`, {
+      channel: 'alt-a',
+      config,
+    });
+    expect(created.status).not.toBe(413);
+  });
+
   it('refuses a body nested deeper than any request with a 400, Idempotency-Key or not', async () => {
     // Nested 5,000 deep, 10 KB: the idempotency record's hash of the body overflowed the stack on it (a 500).
     const deep = (levels: number) =>

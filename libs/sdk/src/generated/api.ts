@@ -1050,6 +1050,8 @@ export interface components {
       error_id?: string;
     };
     LeadMove: {
+      /** Format: uuid */
+      id: string;
       from_stage: string | null;
       to_stage: string;
       /** Format: date-time */
@@ -5841,7 +5843,10 @@ export interface operations {
   };
   leadHistory: {
     parameters: {
-      query?: never;
+      query?: {
+        after?: string;
+        limit?: number | null;
+      };
       header?: never;
       path: {
         workspace_id: string;
@@ -5868,6 +5873,8 @@ export interface operations {
        * @description - path parameter `workspace_id` is not valid
        *     - path parameter `pipeline_id` is not valid
        *     - path parameter `contact_id` is not valid
+       *     - query parameter `after` is not valid
+       *     - query parameter `limit` is not valid
        */
       400: {
         headers: {

@@ -2,6 +2,7 @@ import type { Bus } from '@inbox/bus';
 import {
   AdminWorkspaceParams,
   AppError,
+  adminBodyBytes,
   adminPrefix,
   apiV1KeyTexts,
   type CommandRoute,
@@ -12,6 +13,7 @@ import {
   type LocalOperation,
   methodsByPath,
   platformTexts,
+  publicBodyBytes,
   type RouteDefinition,
   type RouteInput,
   routes,
@@ -39,7 +41,6 @@ export interface RouteTableDeps {
   authFailures: AuthFailureLimiter;
   limiter: WorkspaceRateLimiter;
   idempotency: Omit<IdempotencyOptions, 'logger'>;
-  bodyLimit: string;
   logger: Logger;
   workspaceChanged(workspaceId: string): Promise<void>;
 }
@@ -70,7 +71,16 @@ const inputOf = (res: Response) => (res.locals.input ??= { params: {}, query: {}
 export function routeTable(deps: RouteTableDeps): Router {
   const router = Router();
   const limited = rateLimit(deps.limiter);
-  const body = jsonBody(deps.bodyLimit);
+  // One parser per limit the table names: the public routes read little, the admin API more.
+  const parsers = new Map<number, RequestHandler>();
+  const bodyOf = (bytes: number) => {
+    let parser = parsers.get(bytes);
+    if (!parser) {
+      parser = jsonBody(bytes);
+      parsers.set(bytes, parser);
+    }
+    return parser;
+  };
   const once = idempotency({ ...deps.idempotency, logger: deps.logger });
   const local = localOperations(deps);
   // Each route answers its own refusals: an error passed on from a route would be matched against
@@ -78,7 +88,12 @@ export function routeTable(deps: RouteTableDeps): Router {
   const refusal = errorResponder(deps.logger);
 
   // Everything under the admin prefix, known path or not, needs the token first.
-  router.use(adminPrefix, requireAdmin(deps.adminToken, deps.authFailures), traceAdmitted, body);
+  router.use(
+    adminPrefix,
+    requireAdmin(deps.adminToken, deps.authFailures),
+    traceAdmitted,
+    bodyOf(adminBodyBytes),
+  );
 
   /** The admin routes' workspace must exist; the public ones have theirs from the key. */
   const adminWorkspace: RequestHandler = async (req, res, next) => {
@@ -130,6 +145,9 @@ export function routeTable(deps: RouteTableDeps): Router {
 
   for (const route of routes) {
     const handler = answer(route);
+    const body = bodyOf(
+      route.bodyBytes ?? (route.access === 'admin-token' ? adminBodyBytes : publicBodyBytes),
+    );
     const chain: RequestHandler[] =
       route.access === 'admin-token'
         ? [...(route.params?.shape.workspace_id ? [adminWorkspace] : []), checkParams(route)]

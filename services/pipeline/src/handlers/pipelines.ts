@@ -129,7 +129,7 @@ export const pipelines = {
   async leadHistory(pool: Pool, command: CommandPayload<'cmd.pipeline.lead-history'>) {
     const store = new PipelineStore(pool, command.workspace_id);
     if (!(await store.get(command.pipeline_id))) throw pipelineNotFound();
-    const moves = await store.history(command.pipeline_id, command.contact_id);
+    const moves = await store.history(command.pipeline_id, command.contact_id, command);
     return { moves: moves.map((move) => ({ ...move, moved_at: move.moved_at.toISOString() })) };
   },
 };

@@ -116,21 +116,21 @@ export class PipelineStore {
     return movedAt;
   }
 
-  /** Everyone in `from` goes to `to`, each move recorded; for removing a stage that holds contacts. */
+  /**
+   * Everyone in `from` goes to `to`, each move recorded; for removing a stage that holds contacts. One
+   * statement, however many they are: a round trip per contact held the transaction open for as long as
+   * a tenant's stage was full, and every outbox relay's snapshot fence with it.
+   */
   async moveEveryone(pipelineId: string, from: string, to: string, movedBy: string): Promise<number> {
-    const { rows } = await this.db.query<{ contact_id: string }>(
-      `update lead_positions set stage = $4, moved_at = now()
-        where workspace_id = $1 and pipeline_id = $2 and stage = $3 returning contact_id`,
-      [this.workspaceId, pipelineId, from, to],
+    const { rowCount } = await this.db.query(
+      `with moved as (
+         update lead_positions set stage = $4, moved_at = now()
+          where workspace_id = $1 and pipeline_id = $2 and stage = $3 returning contact_id)
+       insert into lead_moves (id, workspace_id, pipeline_id, contact_id, from_stage, to_stage, moved_by)
+       select gen_random_uuid(), $1, $2, contact_id, $3, $4, $5 from moved`,
+      [this.workspaceId, pipelineId, from, to, movedBy],
     );
-    for (const { contact_id } of rows) {
-      await this.db.query(
-        `insert into lead_moves (id, workspace_id, pipeline_id, contact_id, from_stage, to_stage, moved_by)
-         values ($1, $2, $3, $4, $5, $6, $7)`,
-        [randomUUID(), this.workspaceId, pipelineId, contact_id, from, to, movedBy],
-      );
-    }
-    return rows.length;
+    return rowCount ?? 0;
   }
 
   async stagesOfContact(contactId: string) {
@@ -149,17 +149,23 @@ export class PipelineStore {
     return rows;
   }
 
-  async history(pipelineId: string, contactId: string) {
+  /** A page of a contact's moves, oldest first, after the move `after` (one of this contact's). */
+  async history(pipelineId: string, contactId: string, { after, limit }: { after?: string; limit: number }) {
     const { rows } = await this.db.query<{
+      id: string;
       from_stage: string | null;
       to_stage: string;
       moved_at: Date;
       moved_by: string;
       conversation_id: string | null;
     }>(
-      `select from_stage, to_stage, moved_at, moved_by, conversation_id from lead_moves
-        where workspace_id = $1 and pipeline_id = $2 and contact_id = $3 order by moved_at, id`,
-      [this.workspaceId, pipelineId, contactId],
+      `select id, from_stage, to_stage, moved_at, moved_by, conversation_id from lead_moves
+        where workspace_id = $1 and pipeline_id = $2 and contact_id = $3
+          and ($4::uuid is null or (moved_at, id) > (
+            select moved_at, id from lead_moves
+             where id = $4 and workspace_id = $1 and pipeline_id = $2 and contact_id = $3))
+        order by moved_at, id limit $5`,
+      [this.workspaceId, pipelineId, contactId, after ?? null, limit],
     );
     return rows;
   }
