@@ -9,7 +9,7 @@ import {
   evolutionError,
   unauthorized,
 } from './alt-a-validation.js';
-import { BAILEYS_KINDS, baileysMessage, isBaileysKind } from './baileys-messages.js';
+import { baileysKinds, baileysMessage } from './baileys-messages.js';
 import type {
   AccountState,
   ChannelEmulator,
@@ -239,10 +239,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
   }
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
-    const kind = message.type;
-    if (!isBaileysKind(kind)) {
-      throw new ControlError(400, `${CHANNEL} inbound type must be one of ${BAILEYS_KINDS.join(', ')}`);
-    }
+    const kind = baileysKinds.of(message.type);
     const found = target(message.account, 'MESSAGES_UPSERT');
     if (!found) return undefined;
     const id = receivedMessageId();

@@ -17,7 +17,7 @@ import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { randomDigits, upperHexId } from './provider-ids.js';
 import type { SentEntry } from './sent-log.js';
-import { isZapiKind, ZAPI_KINDS, zapiContent } from './zapi-messages.js';
+import { zapiContent, zapiKinds } from './zapi-messages.js';
 
 // Emulates Z-API, the provider behind the `alt-b` channel, from its documentation (developer.z-api.io;
 // github.com/Z-API/z-api-docs): security/client-token, message/send-message-text, instance/status,
@@ -210,10 +210,7 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
   });
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
-    const kind = message.type;
-    if (!isZapiKind(kind)) {
-      throw new ControlError(400, `${CHANNEL} inbound type must be one of ${ZAPI_KINDS.join(', ')}`);
-    }
+    const kind = zapiKinds.of(message.type);
     const current = requireConnected(message.account);
     const url = current.webhooks.get('ReceivedCallback');
     if (!url) return undefined;

@@ -1,9 +1,11 @@
+import { inboundKinds } from './inbound-kinds.js';
+
 // A received message's `message` and `messageType` as Evolution API 2.3 passes them on from Baileys 7
 // (WAProto's message fields; Evolution's prepareMessage folds only a top-level extendedTextMessage into
 // `conversation`, so an envelope such as `ephemeralMessage` arrives as WhatsApp sent it).
 
 /** What a control names; `button_reply`, `list_reply`, `ephemeral` and `reaction_removed` are ours. */
-export const BAILEYS_KINDS = [
+export const baileysKinds = inboundKinds('alt-a', [
   'text',
   'ephemeral',
   'image',
@@ -11,11 +13,8 @@ export const BAILEYS_KINDS = [
   'list_reply',
   'reaction',
   'reaction_removed',
-] as const;
-export type BaileysKind = (typeof BAILEYS_KINDS)[number];
-
-export const isBaileysKind = (value: string): value is BaileysKind =>
-  (BAILEYS_KINDS as readonly string[]).includes(value);
+]);
+export type BaileysKind = (typeof baileysKinds.kinds)[number];
 
 /** `text` is what the message says: its words, a caption, a label tapped, a reaction's emoji. */
 export function baileysMessage(

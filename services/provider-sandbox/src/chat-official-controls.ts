@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { DELIVERY_STATUSES, type SandboxStores, type WebhookDelivery } from './channel-emulator.js';
-import { INBOUND_KINDS } from './chat-official-inbound.js';
+import { cloudKinds } from './chat-official-inbound.js';
 import { CHAT_OFFICIAL, type ChatOfficialState, newWamid } from './chat-official-state.js';
 import { templateControls } from './chat-official-templates.js';
 import {
@@ -71,7 +71,7 @@ const notificationsBody = z
             name: z.string({ error: 'name must be a string' }).optional(),
             text: z.string({ error: 'text must be a string' }).min(1, 'text must not be empty'),
             type: z
-              .enum(INBOUND_KINDS, { error: `type must be one of ${INBOUND_KINDS.join(', ')}` })
+              .enum(cloudKinds.kinds, { error: `type must be one of ${cloudKinds.kinds.join(', ')}` })
               .default('text'),
             username: z.string({ error: 'username must be a string' }).min(1).optional(),
           }),

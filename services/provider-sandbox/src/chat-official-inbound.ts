@@ -1,13 +1,14 @@
 import { randomInt } from 'node:crypto';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { newWamid } from './chat-official-state.js';
+import { inboundKinds } from './inbound-kinds.js';
 
 // A customer's message as the `messages` webhook field carries it, for each kind a control can ask for,
 // field for field as Meta's messages webhook reference gives them
 // (developers.facebook.com/documentation/business-messaging/whatsapp/webhooks/reference/messages/).
 
 /** What a control names; `button_reply`, `list_reply` and `reaction_removed` are the sandbox's names. */
-export const INBOUND_KINDS = [
+export const cloudKinds = inboundKinds('chat-official', [
   'text',
   'image',
   'video',
@@ -22,11 +23,8 @@ export const INBOUND_KINDS = [
   'reaction_removed',
   'system',
   'unsupported',
-] as const;
-export type InboundKind = (typeof INBOUND_KINDS)[number];
-
-export const isInboundKind = (value: string): value is InboundKind =>
-  (INBOUND_KINDS as readonly string[]).includes(value);
+]);
+export type InboundKind = (typeof cloudKinds.kinds)[number];
 
 const mediaId = () => String(randomInt(100_000_000_000, 999_999_999_999));
 const sha256 = () => Buffer.from(newWamid()).toString('base64').slice(0, 44);

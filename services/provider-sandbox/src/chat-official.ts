@@ -16,7 +16,7 @@ import {
   unsubscribeApp,
 } from './chat-official-callbacks.js';
 import { chatOfficialControls, notIssued } from './chat-official-controls.js';
-import { BusinessScopedIds, INBOUND_KINDS, isInboundKind } from './chat-official-inbound.js';
+import { BusinessScopedIds, cloudKinds } from './chat-official-inbound.js';
 import { type AfterAccept, sendMessage } from './chat-official-send.js';
 import { CHAT_OFFICIAL, type ChatOfficialState, newWamid } from './chat-official-state.js';
 import { listTemplates, TemplateRegistry } from './chat-official-templates.js';
@@ -180,10 +180,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
   }
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
-    const kind = message.type;
-    if (!isInboundKind(kind)) {
-      throw new ControlError(400, `${CHAT_OFFICIAL} inbound type must be one of ${INBOUND_KINDS.join(', ')}`);
-    }
+    const kind = cloudKinds.of(message.type);
     const to = notifier(message.account, message.appSecret);
     if (!to) return undefined;
     const wamid = newWamid();

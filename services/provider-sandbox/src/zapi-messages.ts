@@ -1,19 +1,18 @@
+import { inboundKinds } from './inbound-kinds.js';
+
 // A ReceivedCallback's content fields, one per kind, as Z-API's on-message-received examples give them
 // (github.com/Z-API/z-api-docs, docs/webhooks/on-message-received.md).
 
 /** What a control names; `button_reply`, `list_reply` and `reaction_removed` are ours. */
-export const ZAPI_KINDS = [
+export const zapiKinds = inboundKinds('alt-b', [
   'text',
   'image',
   'button_reply',
   'list_reply',
   'reaction',
   'reaction_removed',
-] as const;
-export type ZapiKind = (typeof ZAPI_KINDS)[number];
-
-export const isZapiKind = (value: string): value is ZapiKind =>
-  (ZAPI_KINDS as readonly string[]).includes(value);
+]);
+export type ZapiKind = (typeof zapiKinds.kinds)[number];
 
 /** `text` is what the message says: its words, a caption, a label tapped, a reaction's emoji. */
 export function zapiContent(kind: ZapiKind, text: string, from: string): Record<string, unknown> {
