@@ -42,7 +42,7 @@ export interface GuardedJsonOptions {
   tenant: string;
   method?: Dispatcher.HttpMethod;
   headers?: Record<string, string>;
-  /** Sent as JSON. */
+  /** Sent as JSON; URLSearchParams are sent as a form (`application/x-www-form-urlencoded`). */
   body?: unknown;
   /** The caller's own cancellation; the call is bounded by `timeoutMs` as well. */
   signal?: AbortSignal;
@@ -109,16 +109,19 @@ export async function guardedJson(
   const timeoutMs = options.timeoutMs ?? guard.timeoutMs;
   const deadline = new Deadline(timeoutMs, options.signal);
   const hasBody = options.body !== undefined;
+  const form = options.body instanceof URLSearchParams;
   try {
     const response = await asTenant(options.tenant, () =>
       request(target, {
         method: options.method ?? 'GET',
         headers: {
           accept: 'application/json',
-          ...(hasBody ? { 'content-type': 'application/json' } : {}),
+          ...(hasBody
+            ? { 'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json' }
+            : {}),
           ...options.headers,
         },
-        body: hasBody ? JSON.stringify(options.body) : undefined,
+        body: hasBody ? (form ? String(options.body) : JSON.stringify(options.body)) : undefined,
         dispatcher: guard.agent,
         signal: deadline.signal,
       }),

@@ -316,10 +316,14 @@ describe('market (Mercado Livre)', () => {
     await buyerWrote();
     await control('/market/expire-tokens', { seller_id: SELLER });
     // ML's token endpoint answers after the send has given up, but within the provider bound.
+    const tokenRequests: Array<string | undefined> = [];
     const slowTokens = createServer(async (req, res) => {
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
-      if (req.url?.includes('/oauth/token')) await new Promise((resolve) => setTimeout(resolve, 400));
+      if (req.url?.includes('/oauth/token')) {
+        tokenRequests.push(req.headers['content-type']);
+        await new Promise((resolve) => setTimeout(resolve, 400));
+      }
       const answer = await fetch(`${sandboxUrl}${req.url}`, {
         method: req.method,
         headers: Object.fromEntries(
@@ -359,6 +363,8 @@ describe('market (Mercado Livre)', () => {
       granted.refresh_token,
     ]);
     expect(await storedNow()).toBe(refreshes.find((entry) => !entry.spent)?.refresh_token);
+    // As the form every example of ML's authentication guide sends.
+    expect(tokenRequests).toEqual(['application/x-www-form-urlencoded']);
   });
 
   it('disconnects the integration when the refresh token is refused (invalid_grant)', async () => {

@@ -127,7 +127,8 @@ function failure(what: string, answer: ProviderAnswer, refusal?: ProviderRefusal
 }
 
 /**
- * Spends the refresh token for a new pair (POST /oauth/token, grant_type=refresh_token). `invalid_grant`
+ * Spends the refresh token for a new pair (POST /oauth/token, grant_type=refresh_token), sent as the form
+ * every example of ML's authentication guide sends. `invalid_grant`
  * is a refresh token already spent, revoked, or of an app the seller removed: only the seller's new
  * consent helps, so the integration is disconnected.
  */
@@ -139,12 +140,12 @@ async function refreshGrant(
   const answer = await callProvider(call, CHANNEL, joinUrl(config.base_url, 'oauth/token'), {
     method: 'POST',
     headers: {},
-    body: {
+    body: new URLSearchParams({
       grant_type: 'refresh_token',
       client_id: config.client_id,
       client_secret: config.client_secret,
       refresh_token: refreshToken,
-    },
+    }),
   });
   if (!answer.ok) {
     const error = ErrorBody.safeParse(answer.body);
