@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { callApi, type Json, onlyEvent, sandbox, sentTo, useStack } from './support/fixtures.js';
+import { callApi, eventsOf, type Json, onlyEvent, sandbox, sentTo, useStack } from './support/fixtures.js';
 
 // The Meta messaging channels through the distributed stack: social (Messenger) and photo (Instagram).
 // The integration subscribes the account to the app; the operator points the app's callback URL at the
@@ -161,4 +161,70 @@ describe('Meta messaging channels', () => {
       expect(await sentTo(fixture.stack, subject.user, subject.channel)).toHaveLength(1);
     });
   }
+
+  it("social: two Pages of one app share its one callback URL, each Page's messages reach its own integration", async () => {
+    const appSecret = 'e2e-shared-app-secret';
+    const page = (n: number) => `10472918553${n}300`;
+    const setUp = async (name: string, account: string, secret: string) => {
+      const ws = await fixture.stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', {
+        name,
+      });
+      const workspaceId = ws.body.workspace_id;
+      await fixture.stack.admin('POST', `/admin/v1/workspaces/${workspaceId}/webhooks`, {
+        url: `${fixture.receiver.url}/${name}`,
+        events: ['*'],
+      });
+      const integration = await fixture.stack.admin<Json>(
+        'POST',
+        `/admin/v1/workspaces/${workspaceId}/integrations`,
+        {
+          channel: 'social',
+          config: {
+            page_id: account,
+            page_access_token: `EAAG-page-${account}`,
+            app_secret: secret,
+            verify_token: `verify-${name}`,
+            base_url: `${fixture.stack.sandboxUrl}/social`,
+          },
+        },
+      );
+      expect(integration.status).toBe(201);
+      return { workspaceId, id: String(integration.body.id), name };
+    };
+    const first = await setUp('meta-app-first', page(1), appSecret);
+    // The second Page is another tenant's, on the same app; a third names that Page with a secret of its own.
+    const second = await setUp('meta-app-second', page(2), appSecret);
+    const pretender = await setUp('meta-app-pretender', page(2), 'another-app-secret');
+    // The app's one callback URL is the first integration's; the second Page is only subscribed to the app.
+    expect(
+      await sandbox(fixture.stack, '/_sandbox/social/app', {
+        account: page(1),
+        callback_url: `${fixture.stack.connectorUrl}/inbound/social/${first.id}`,
+        verify_token: 'verify-meta-app-first',
+        app_secret: appSecret,
+      }),
+    ).toEqual({ status: 200, body: { ok: true } });
+    expect(
+      await sandbox(fixture.stack, '/_sandbox/social/app', { account: page(2), app_secret: appSecret }),
+    ).toEqual({
+      status: 200,
+      body: { ok: true },
+    });
+    const inbound = await sandbox(fixture.stack, '/_sandbox/inbound', {
+      channel: 'social',
+      account: page(2),
+      from: '6543219870100077',
+      text: 'Oi, segunda página',
+    });
+    expect(inbound.body).toMatchObject({ ok: true, delivered_status: 200 });
+    const received = await onlyEvent(fixture.receiver, second.workspaceId, 'message.received');
+    expect(received).toMatchObject({
+      message: { text: 'Oi, segunda página' },
+      integration: { id: second.id, provider: 'social' },
+    });
+    // Nothing reached the first Page's workspace, nor the one whose integration names the Page with
+    // another app's secret (its events were delivered by now: the second's came from the same POST).
+    for (const other of [first, pretender])
+      expect(eventsOf(fixture.receiver, other.workspaceId, 'message.received')).toEqual([]);
+  });
 });

@@ -24,17 +24,22 @@ const userId = (field: string) =>
     .string({ error: `${field} must be a string` })
     .regex(/^\d+$/, `${field} must be a scoped user id (digits)`);
 
-const appBody = z.object(
-  {
-    account,
-    callback_url: z.url({ error: 'callback_url must be a URL' }),
-    verify_token: z
-      .string({ error: 'verify_token must be a string' })
-      .min(1, 'verify_token must not be empty'),
-    app_secret: z.string({ error: 'app_secret must be a string' }).min(1, 'app_secret must not be empty'),
-  },
-  { error: 'body must be a JSON object' },
-);
+const appBody = z
+  .object(
+    {
+      account,
+      callback_url: z.url({ error: 'callback_url must be a URL' }).optional(),
+      verify_token: z
+        .string({ error: 'verify_token must be a string' })
+        .min(1, 'verify_token must not be empty')
+        .optional(),
+      app_secret: z.string({ error: 'app_secret must be a string' }).min(1, 'app_secret must not be empty'),
+    },
+    { error: 'body must be a JSON object' },
+  )
+  .refine((body) => (body.callback_url === undefined) === (body.verify_token === undefined), {
+    error: 'give callback_url and verify_token together',
+  });
 
 const KINDS = ['message', 'echo', 'standby', 'reaction', 'delivery', 'read'] as const;
 const batchBody = z.object(
@@ -60,8 +65,9 @@ const batchBody = z.object(
 
 /**
  * The steps an operator takes in Meta's App Dashboard, and deliveries only a batch can show:
- * `POST /_sandbox/<channel>/app` sets the app's callback URL for an account's events (verified by the
- * hub.challenge handshake, as the dashboard's "Verify and save" does); `POST /_sandbox/<channel>/batch`
+ * `POST /_sandbox/<channel>/app` says which app (by its secret) an account is subscribed to and, with
+ * `callback_url` and `verify_token`, sets that app's one callback URL (verified by the hub.challenge
+ * handshake, as the dashboard's "Verify and save" does), where every account of the app's events go; `POST /_sandbox/<channel>/batch`
  * posts several events, one entry each, in one signed POST (echoes, standby, reactions and other
  * accounts' events among them, as Meta mixes them).
  */
@@ -71,15 +77,17 @@ export function metaAppControls({ stores, state, fetchImpl, batchDelivery }: Met
 
   router.post(`/${channel}/app`, async (req, res) => {
     const body = parseControl(appBody, req.body);
-    const url = new URL(body.callback_url);
-    if (url.protocol !== 'https:' && !(stores.allowHttpCallbacks && url.protocol === 'http:'))
-      throw new ControlError(400, 'callback_url must be https: Meta calls only HTTPS endpoints');
-    await requireHandshake(fetchImpl, body.callback_url, body.verify_token);
-    state.apps.set(body.account, {
-      url: body.callback_url,
-      verifyToken: body.verify_token,
-      appSecret: body.app_secret,
-    });
+    if (body.callback_url !== undefined && body.verify_token !== undefined) {
+      const url = new URL(body.callback_url);
+      if (url.protocol !== 'https:' && !(stores.allowHttpCallbacks && url.protocol === 'http:'))
+        throw new ControlError(400, 'callback_url must be https: Meta calls only HTTPS endpoints');
+      await requireHandshake(fetchImpl, body.callback_url, body.verify_token);
+      // The app has one callback URL: setting it again moves every one of its accounts' events there.
+      state.apps.set(body.app_secret, { url: body.callback_url, verifyToken: body.verify_token });
+    } else if (!state.apps.has(body.app_secret)) {
+      throw new ControlError(409, 'the app has no callback URL yet: give callback_url and verify_token');
+    }
+    state.appOfAccount.set(body.account, body.app_secret);
     res.json({ ok: true });
   });
 

@@ -132,7 +132,13 @@ export interface BatchEvent {
 export interface MetaMessagingState {
   product: MetaProduct;
   subscriptions: Map<string, string[]>;
-  apps: Map<string, AppWebhook>;
+  /**
+   * By app (its secret stands for its id): the app's one callback URL, set in the App Dashboard. Meta
+   * posts every subscribed account's events there, whichever integration's URL it is.
+   */
+  apps: Map<string, Omit<AppWebhook, 'appSecret'>>;
+  /** By account: the app it is subscribed to (its secret). */
+  appOfAccount: Map<string, string>;
   endedTokens: Map<string, { ending: TokenEnding; at: Date }>;
   /** Every mid the account sent, and to whom: statuses name the user as sender. */
   sent: IssuedMessages<{ account: string; recipient: string }>;
@@ -160,6 +166,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       product,
       subscriptions: new Map(),
       apps: new Map(),
+      appOfAccount: new Map(),
       endedTokens: new Map(),
       sent: new IssuedMessages(stores.sent.limit),
     };
@@ -296,9 +303,10 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
 
     /** Where the account's events go, signed with the app's secret; undefined when Meta would send them nowhere. */
     function notifier(account: string, field: string, appSecret?: string): AppWebhook | undefined {
-      const app = state.apps.get(account);
-      if (!app || !state.subscriptions.get(account)?.includes(field)) return undefined;
-      return appSecret ? { ...app, appSecret } : app;
+      const secret = state.appOfAccount.get(account);
+      const app = secret === undefined ? undefined : state.apps.get(secret);
+      if (!secret || !app || !state.subscriptions.get(account)?.includes(field)) return undefined;
+      return { ...app, appSecret: appSecret ?? secret };
     }
 
     /** One POST: the entries in Meta's escaped serialisation, signed over exactly those bytes. */
@@ -430,9 +438,10 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
     }
 
     function webhooks(account?: string): WebhookRegistration[] {
-      return [...state.apps].flatMap(([id, app]) => {
+      return [...state.appOfAccount].flatMap(([id, secret]) => {
         const fields = state.subscriptions.get(id);
-        return fields && (account === undefined || id === account)
+        const app = state.apps.get(secret);
+        return fields && app && (account === undefined || id === account)
           ? [{ channel, account: id, url: app.url, headers: {}, events: fields }]
           : [];
       });
@@ -450,6 +459,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       reset() {
         state.subscriptions.clear();
         state.apps.clear();
+        state.appOfAccount.clear();
         state.endedTokens.clear();
         state.sent.clear();
         accountOfToken.clear();

@@ -24,6 +24,12 @@ export interface InboundBatch {
    * fetch answers is taken in.
    */
   toFetch?: NotifiedResource[];
+  /**
+   * What a verified callback carried for other accounts of the same provider app: Meta sends every
+   * account's events to the app's one callback URL, whichever integration's URL that is. The connector
+   * takes each in for that account's integrations that share this one's app secret.
+   */
+  elsewhere?: Array<{ account: string; batch: InboundBatch }>;
 }
 
 /** A resource a provider's notification names: its topic and path, as the notification gives them. */

@@ -252,16 +252,23 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
         throw new InboundRejected(`${product.channel} callback of object "${envelope.data.object}"`);
       }
       const account = product.account(config);
-      const events: MessagingEvent[] = [];
+      // An app subscribed to several accounts sends them all to its one callback URL: each account's
+      // events are read for it, and the connector takes the others in for their own integrations.
+      const byAccount = new Map<string, MessagingEvent[]>();
       for (const entry of envelope.data.entry) {
-        // An app subscribed to several accounts sends them all to its one callback URL.
-        if (entry.id !== account) continue;
+        const events = byAccount.get(entry.id) ?? [];
         for (const raw of entry.messaging ?? []) {
           const event = MessagingEvent.safeParse(raw);
           if (event.success) events.push(event.data);
         }
+        byAccount.set(entry.id, events);
       }
-      return readEvents(account, events);
+      const own = readEvents(account, byAccount.get(account) ?? []);
+      const elsewhere = [...byAccount]
+        .filter(([id]) => id !== account)
+        .map(([id, events]) => ({ account: id, batch: readEvents(id, events) }))
+        .filter(({ batch }) => batch.messages.length + batch.statuses.length > 0);
+      return elsewhere.length > 0 ? { ...own, elsewhere } : own;
     },
   };
   return adapter as ChannelAdapter<K>;

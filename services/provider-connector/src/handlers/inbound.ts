@@ -12,6 +12,7 @@ import { answerJson, clientAddress, inRequestContext, type Logger } from '@inbox
 import { meter, traceAdmitted } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
+import { sameSecret } from '../adapters/constant-time.js';
 import { adapterFor, InboundRejected, ProviderError, type StoredConfigAdapter } from '../adapters/index.js';
 import { boundMessage, boundStatus, storableProviderId } from '../domain/inbound-bounds.js';
 import { firstSighting } from '../store/inbound-seen.js';
@@ -167,6 +168,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
       const notes = recordNotes(batch.unreadable);
       try {
         await recordBatch(deps, found, batch, notes);
+        await recordElsewhere(deps, found, batch.elsewhere ?? [], notes);
       } finally {
         logNotes(deps.logger, found, notes);
       }
@@ -335,7 +337,38 @@ export async function recordInTransaction(
  * any other, or a caller could send floods of them for free.
  */
 function itemsOf(batch: InboundBatch): number {
-  return batch.messages.length + batch.statuses.length + (batch.unreadable?.length ?? 0);
+  const own = batch.messages.length + batch.statuses.length + (batch.unreadable?.length ?? 0);
+  return (batch.elsewhere ?? []).reduce((sum, other) => sum + itemsOf(other.batch), own);
+}
+
+/**
+ * Takes in what a callback carried for other accounts of its app (Meta posts every account's events to
+ * the app's one callback URL), for each integration of that account whose app secret is this one's: the
+ * callback was verified with it, so it is that app's word, and a tenant naming another's account with a
+ * secret of its own gets none of it. An account no such integration has is noted, not taken in.
+ */
+async function recordElsewhere(
+  deps: InboundDeps,
+  found: CallbackIntegration,
+  elsewhere: NonNullable<InboundBatch['elsewhere']>,
+  notes: RecordNotes,
+) {
+  const secret = found.config.app_secret;
+  for (const { account, batch } of elsewhere) {
+    const sharing = secret
+      ? (await deps.store.connectedOfAccount(found.integration.channel, account)).filter((other) =>
+          sameSecret(other.config.app_secret, secret),
+        )
+      : [];
+    if (sharing.length === 0) {
+      const reason = `account ${account.slice(0, 64)} has no integration of this app`;
+      notes.notTaken.push(
+        ...batch.messages.map((message) => ({ providerMessageId: message.providerMessageId, reason })),
+      );
+      continue;
+    }
+    for (const other of sharing) await recordBatch(deps, other, batch, notes);
+  }
 }
 
 /**

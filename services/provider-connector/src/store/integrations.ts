@@ -156,6 +156,19 @@ export class IntegrationStore {
     return { stored: await pending, queried: true };
   }
 
+  /**
+   * The connected integrations of a provider account, in any workspace, at most a few: the callbacks of
+   * Meta apps shared by several accounts name the others' events too (InboundBatch.elsewhere).
+   */
+  async connectedOfAccount(channel: string, accountId: string): Promise<CallbackIntegration[]> {
+    const { rows } = await this.pool.query<IntegrationRow>(
+      `select ${columns} from integrations
+        where channel = $1 and account_id = $2 and status = 'connected' order by created_at limit 10`,
+      [channel, accountId],
+    );
+    return rows.map((row) => ({ ...this.toStored(row), workspaceId: row.workspace_id }));
+  }
+
   private async lookUpCallback(id: string): Promise<CallbackIntegration | undefined> {
     const { rows } = await this.pool.query<IntegrationRow>(
       `select ${columns} from integrations where id = $1`,
