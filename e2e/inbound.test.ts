@@ -175,3 +175,45 @@ describe('inbound messages on alt-a', () => {
     ).toBe(404);
   });
 });
+
+describe('Brazilian mobiles as WhatsApp names them', () => {
+  it('takes the answer of a number WhatsApp names without its ninth digit into the conversation the API began', async () => {
+    const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      {
+        name: 'in-nine',
+      },
+    );
+    const id = ws.body.workspace_id;
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
+      channel: 'alt-a',
+      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-nine', api_key: 'key-in-nine' },
+    });
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+      url: `${fixture.receiver.url}/in-nine`,
+      events: ['*'],
+    });
+    // Belo Horizonte (31): WhatsApp names +55 31 98888-7777 as 553188887777.
+    const sent = await fixture.stack.api<{ conversationId: string; contactId: string }>(
+      '/api/v1/send-message',
+      ws.body.api_key,
+      { phone: '(31) 98888-7777', message: 'Seu pedido saiu', channel: 'alt-a' },
+    );
+    expect(sent.status).toBe(200);
+    const delivered = await sandbox(fixture.stack, '/_sandbox/inbound', {
+      channel: 'alt-a',
+      account: 'in-nine',
+      from: '5531988887777',
+      text: 'Obrigado!',
+    });
+    expect(delivered.status).toBe(200);
+    await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length === 1, {
+      what: 'message.received',
+    });
+    expect(eventsOf(fixture.receiver, id, 'message.received')[0]).toMatchObject({
+      conversation_id: sent.body.conversationId,
+      contact: { id: sent.body.contactId, phone: '+5531988887777' },
+    });
+  });
+});

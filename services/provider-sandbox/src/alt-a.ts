@@ -25,6 +25,7 @@ import { answerFault } from './faults.js';
 import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { evolutionLocalIsoTime, randomDigits, unixSeconds, upperHexId } from './provider-ids.js';
+import { whatsappNumber } from './whatsapp-number.js';
 
 // Emulates Evolution API v2, the provider behind the `alt-a` channel, from its source
 // (github.com/EvolutionAPI/evolution-api 2.3.x): guards/auth.guard.ts, main.ts (error shape),
@@ -145,7 +146,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     // prepareMessage of what Baileys sent: no pushName of ours, so "Você"; Baileys' ids from this
     // library start 3EB0 and read as the "web" device.
     res.status(201).json({
-      key: { remoteJid: `${digits}@s.whatsapp.net`, fromMe: true, id },
+      key: { remoteJid: `${whatsappNumber(digits)}@s.whatsapp.net`, fromMe: true, id },
       pushName: 'Você',
       status: 'PENDING',
       message: { conversation: text },
@@ -270,7 +271,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     // messages.update's own object; `messageId` is Evolution's database row, kept by default.
     return callback(update.account, found, 'messages.update', {
       keyId: update.messageId,
-      remoteJid: `${sent.to}@s.whatsapp.net`,
+      remoteJid: `${whatsappNumber(sent.to)}@s.whatsapp.net`,
       fromMe: true,
       status: ACKS[update.status],
       instanceId: found.current.id,
@@ -314,7 +315,8 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
  * sender is `participant`.
  */
 function messageKey(message: InboundMessage, id: string, lid: string): MessageKey {
-  const number = `${message.from}@s.whatsapp.net`;
+  // The chat as WhatsApp names it, which for many Brazilian mobiles is not the number as written.
+  const number = `${whatsappNumber(message.from)}@s.whatsapp.net`;
   const lidJid = `${lid}@lid`;
   const byLid = message.addressingMode === 'lid';
   if (message.groupId !== undefined) {

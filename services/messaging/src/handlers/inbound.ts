@@ -4,6 +4,7 @@ import { meter } from '@inbox/telemetry';
 import { type DeliveryStatus, nextDeliveryStatus } from '../domain/delivery-status.js';
 import { errorCodeLabel } from '../domain/error-code-label.js';
 import { eventPayloads } from '../domain/events.js';
+import { canonicalPhone } from '../domain/phone.js';
 import { ConversationStore } from '../store/conversations.js';
 
 export interface InboundDeps {
@@ -22,7 +23,7 @@ export async function receiveMessage(deps: InboundDeps, inbound: InboundMessageE
     const { contact } =
       inbound.from === null
         ? await store.upsertUserContact(inbound.integration.channel, inbound.from_user_id!, inbound.name)
-        : await store.upsertContact(inbound.from, inbound.name, { onlyIfEmpty: true });
+        : await store.upsertContact(canonicalPhone(inbound.from), inbound.name, { onlyIfEmpty: true });
     const { conversation } = await store.openConversation(contact.id, inbound.integration);
     const messageId = await store.addInboundMessage({
       conversationId: conversation.id,
