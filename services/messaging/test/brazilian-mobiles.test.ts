@@ -1,55 +1,79 @@
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { createPool, migrate, type Pool } from '@inbox/db';
+import { InProcessBus } from '@inbox/bus';
+import type { InboundMessageEvent } from '@inbox/contracts';
+import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
 import { createDatabase } from '@inbox/testkit';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { receiveMessage } from '../src/handlers/inbound.js';
+import { ConversationStore } from '../src/store/conversations.js';
 
-// Migration 013 gives stored Brazilian mobiles their ninth digit, as canonicalPhone writes every new one,
-// leaving a contact whose workspace already has the number with its nine, and landlines, as they are.
+// A Brazilian mobile WhatsApp names without its ninth digit is written with it (canonicalPhone); a
+// contact stored before that, without it, goes on taking its customer's messages and the API's sends.
 
-const migrations = new URL('../migrations/', import.meta.url);
 let pool: Pool;
+let relay: OutboxRelay;
 
 beforeAll(async () => {
   pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'messaging' });
-  await migrate(pool, { schema: 'messaging', directory: fileURLToPath(migrations), outbox: true });
+  await migrate(pool, {
+    schema: 'messaging',
+    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
+    outbox: true,
+  });
+  relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'messaging' });
 });
 afterAll(async () => {
   await pool?.end();
 });
 
-it('gives stored Brazilian mobiles their ninth digit, leaving twins and landlines as they are', async () => {
-  const workspace = randomUUID();
-  const other = randomUUID();
-  const stored = [
-    [workspace, '+553188887777'],
-    [workspace, '+5531988887777'],
-    [workspace, '+554199990000'],
-    [workspace, '+553133334444'],
-    [workspace, '+12025550123'],
-    [other, '+553188887777'],
-  ];
-  for (const [workspaceId, phone] of stored)
-    await pool.query('insert into contacts (id, workspace_id, phone) values ($1, $2, $3)', [
-      randomUUID(),
-      workspaceId,
-      phone,
-    ]);
-  await pool.query(await readFile(new URL('013_brazilian_mobiles_with_nine.sql', migrations), 'utf8'));
-  const phones = async (workspaceId: string) =>
-    (
-      await pool.query<{ phone: string }>(
-        'select phone from contacts where workspace_id = $1 order by phone',
-        [workspaceId],
-      )
-    ).rows.map((row) => row.phone);
-  expect(await phones(workspace)).toEqual([
-    '+12025550123',
-    '+553133334444',
+const inbound = (workspaceId: string, from: string): InboundMessageEvent => ({
+  workspace_id: workspaceId,
+  integration: { id: randomUUID(), channel: 'alt-a', provider: 'chat' },
+  provider_message_id: randomUUID(),
+  from,
+  name: null,
+  text: 'oi',
+  type: 'text',
+  sent_at: new Date().toISOString(),
+});
+
+const contactsOf = async (workspaceId: string) =>
+  (
+    await pool.query<{ id: string; phone: string }>(
+      'select id, phone from contacts where workspace_id = $1 order by phone',
+      [workspaceId],
+    )
+  ).rows;
+
+it('writes a new Brazilian mobile with its nine, whichever form a callback or the API names it by', async () => {
+  const workspaceId = randomUUID();
+  await receiveMessage({ pool, relay }, inbound(workspaceId, '+553188887777'));
+  const store = new ConversationStore(pool, workspaceId);
+  expect(await contactsOf(workspaceId)).toEqual([{ id: expect.any(String), phone: '+5531988887777' }]);
+  expect(await store.storedPhone('+5531988887777')).toBe('+5531988887777');
+  // A landline has no other form, and costs no lookup.
+  expect(await store.storedPhone('+553133334444')).toBe('+553133334444');
+});
+
+it('keeps sending to and taking in a contact stored without its nine, and prefers the form with it', async () => {
+  const workspaceId = randomUUID();
+  const legacy = randomUUID();
+  await pool.query('insert into contacts (id, workspace_id, phone) values ($1, $2, $3)', [
+    legacy,
+    workspaceId,
     '+553188887777',
-    '+5531988887777',
-    '+5541999990000',
   ]);
-  expect(await phones(other)).toEqual(['+5531988887777']);
+  const store = new ConversationStore(pool, workspaceId);
+  expect(await store.storedPhone('+5531988887777')).toBe('+553188887777');
+  await receiveMessage({ pool, relay }, inbound(workspaceId, '+553188887777'));
+  expect(await contactsOf(workspaceId)).toEqual([{ id: legacy, phone: '+553188887777' }]);
+  // Where the workspace holds both (the API wrote to one, the customer answered as the other), the form
+  // with the nine is the one the API began the conversation in.
+  await pool.query('insert into contacts (id, workspace_id, phone) values ($1, $2, $3)', [
+    randomUUID(),
+    workspaceId,
+    '+5531988887777',
+  ]);
+  expect(await store.storedPhone('+5531988887777')).toBe('+5531988887777');
 });

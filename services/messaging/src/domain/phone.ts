@@ -29,3 +29,12 @@ const brazilianMobileWithoutNine = /^\+55([1-9]{2})([6-9]\d{7})$/;
 export function canonicalPhone(e164: string): string {
   return e164.replace(brazilianMobileWithoutNine, '+55$19$2');
 }
+
+/**
+ * The form a Brazilian mobile was stored in before canonicalPhone, when it came as WhatsApp named it:
+ * without its ninth digit. Undefined for a number that has no such other form.
+ */
+export function formBeforeCanonical(canonical: string): string | undefined {
+  const match = /^\+55([1-9]{2})9([6-9]\d{7})$/.exec(canonical);
+  return match ? `+55${match[1]}${match[2]}` : undefined;
+}

@@ -42,8 +42,9 @@ async function resolveRecipient(
     integrationId?: string | null;
   },
 ) {
-  const phone = normalisePhone(input.phone, input.workspace.default_country_code);
-  if (!phone) throw AppError.badRequest(errorTexts.phoneInvalid);
+  const normalised = normalisePhone(input.phone, input.workspace.default_country_code);
+  if (!normalised) throw AppError.badRequest(errorTexts.phoneInvalid);
+  const phone = await new ConversationStore(deps.pool, input.workspace.id).storedPhone(normalised);
   if (input.agentId && !(await new TeamStore(deps.pool, input.workspace.id).exists('agent', input.agentId))) {
     throw AppError.badRequest(platformTexts.agentNotFound);
   }

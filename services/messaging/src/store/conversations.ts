@@ -7,6 +7,7 @@ import {
   statusAfterAssignment,
   statusAfterNewMessage,
 } from '../domain/conversation-state.js';
+import { formBeforeCanonical } from '../domain/phone.js';
 
 export interface ContactRow {
   id: string;
@@ -52,6 +53,22 @@ export class ConversationStore {
     private readonly client: Queryable,
     private readonly workspaceId: string,
   ) {}
+
+  /**
+   * The phone a number's contact is stored under in this workspace: its canonical form, or the form a
+   * contact stored before canonicalPhone has (a Brazilian mobile without its nine, as a callback named
+   * it), so that contact goes on taking its customer's messages; the canonical one when both are stored.
+   * No round trip for a number with no other form.
+   */
+  async storedPhone(canonical: string): Promise<string> {
+    const before = formBeforeCanonical(canonical);
+    if (!before) return canonical;
+    const { rows } = await this.client.query<{ phone: string }>(
+      'select phone from contacts where workspace_id = $1 and phone in ($2, $3) order by phone = $2 desc limit 1',
+      [this.workspaceId, canonical, before],
+    );
+    return rows[0]?.phone ?? canonical;
+  }
 
   /**
    * The contact of this phone, created when missing. A name given by the API replaces the stored one;
