@@ -192,9 +192,10 @@ describe('Meta messaging channels', () => {
       return { workspaceId, id: String(integration.body.id), name };
     };
     const first = await setUp('meta-app-first', page(1), appSecret);
-    // The second Page is another tenant's, on the same app; a third names that Page with a secret of its own.
-    const second = await setUp('meta-app-second', page(2), appSecret);
+    // The second Page is another tenant's, on the same app; before it, a third tenant named that Page with
+    // an app secret of its own.
     const pretender = await setUp('meta-app-pretender', page(2), 'another-app-secret');
+    const second = await setUp('meta-app-second', page(2), appSecret);
     // The app's one callback URL is the first integration's; the second Page is only subscribed to the app.
     expect(
       await sandbox(fixture.stack, '/_sandbox/social/app', {

@@ -23,4 +23,13 @@ describe('SecretBox', () => {
     expect(() => new SecretBox(SecretBox.generateKey()).open(sealed, 'c')).toThrow();
     expect(() => new SecretBox('c2hvcnQ=')).toThrow(/32 bytes/);
   });
+
+  it('digests a secret the same way under one key and context, and tells nothing of it otherwise', () => {
+    const digest = box.digest('app-secret', 'provider-app');
+    expect(box.digest('app-secret', 'provider-app')).toBe(digest);
+    expect(digest).not.toContain('app-secret');
+    expect(box.digest('another-secret', 'provider-app')).not.toBe(digest);
+    expect(box.digest('app-secret', 'another-context')).not.toBe(digest);
+    expect(new SecretBox(SecretBox.generateKey()).digest('app-secret', 'provider-app')).not.toBe(digest);
+  });
 });

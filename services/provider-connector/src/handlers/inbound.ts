@@ -12,7 +12,6 @@ import { answerJson, clientAddress, inRequestContext, type Logger } from '@inbox
 import { meter, traceAdmitted } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
-import { sameSecret } from '../adapters/constant-time.js';
 import { adapterFor, InboundRejected, ProviderError, type StoredConfigAdapter } from '../adapters/index.js';
 import { boundMessage, boundStatus, storableProviderId } from '../domain/inbound-bounds.js';
 import { firstSighting } from '../store/inbound-seen.js';
@@ -356,9 +355,7 @@ async function recordElsewhere(
   const secret = found.config.app_secret;
   for (const { account, batch } of elsewhere) {
     const sharing = secret
-      ? (await deps.store.connectedOfAccount(found.integration.channel, account)).filter((other) =>
-          sameSecret(other.config.app_secret, secret),
-        )
+      ? await deps.store.connectedOfAccountOnApp(found.integration.channel, account, secret)
       : [];
     if (sharing.length === 0) {
       const reason = `account ${account.slice(0, 64)} has no integration of this app`;

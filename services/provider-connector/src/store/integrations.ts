@@ -3,6 +3,7 @@ import type { Integration, IntegrationChannel } from '@inbox/contracts';
 import { integrationChannels, integrationsPerWorkspace, providerOf } from '@inbox/contracts';
 import { type Pool, withKeyLock } from '@inbox/db';
 import type { SecretBox } from '@inbox/service-kit';
+import { sameSecret } from '../adapters/constant-time.js';
 import { ExpiringCache } from './expiring-cache.js';
 import { SendRecords } from './send-records.js';
 
@@ -112,8 +113,8 @@ export class IntegrationStore {
     // Under the workspace's lock: creations at once count each other's rows, and the limit holds.
     const { rows } = await withKeyLock(this.pool, `integrations:${workspaceId}`, (client) =>
       client.query<IntegrationRow>(
-        `insert into integrations (id, workspace_id, channel, provider, name, status, config_sealed, account_id, connected_at)
-       select $1, $2, $3, $4, $5, 'connected', $6, $7, now()
+        `insert into integrations (id, workspace_id, channel, provider, name, status, config_sealed, account_id, app_key, connected_at)
+       select $1, $2, $3, $4, $5, 'connected', $6, $7, $9, now()
         where (select count(*) from integrations where workspace_id = $2) < $8
        returning ${columns}`,
         [
@@ -125,6 +126,7 @@ export class IntegrationStore {
           this.secrets.seal(JSON.stringify(input.config), sealContext(workspaceId, id)),
           input.accountId,
           integrationsPerWorkspace,
+          this.appKey(input.config.app_secret),
         ],
       ),
     );
@@ -156,17 +158,34 @@ export class IntegrationStore {
     return { stored: await pending, queried: true };
   }
 
+  /** Which app an integration's provider app secret names, without the secret: a keyed digest of it. */
+  private appKey(appSecret: string | undefined): string | null {
+    return appSecret ? this.secrets.digest(appSecret, 'provider-app') : null;
+  }
+
   /**
-   * The connected integrations of a provider account, in any workspace, at most a few: the callbacks of
-   * Meta apps shared by several accounts name the others' events too (InboundBatch.elsewhere).
+   * The connected integrations, in any workspace, of a provider account on the app this secret names:
+   * the callbacks of Meta apps shared by several accounts name the others' events too
+   * (InboundBatch.elsewhere). Found by the secret's digest, so however many integrations others name the
+   * account with another app's secret, none stands in the way; those stored before the digest was kept
+   * (none of their keys is known) are opened and compared, a few at most.
    */
-  async connectedOfAccount(channel: string, accountId: string): Promise<CallbackIntegration[]> {
+  async connectedOfAccountOnApp(
+    channel: string,
+    accountId: string,
+    appSecret: string,
+  ): Promise<CallbackIntegration[]> {
     const { rows } = await this.pool.query<IntegrationRow>(
-      `select ${columns} from integrations
-        where channel = $1 and account_id = $2 and status = 'connected' order by created_at limit 10`,
-      [channel, accountId],
+      `(select ${columns} from integrations
+         where channel = $1 and account_id = $2 and status = 'connected' and app_key = $3 limit 50)
+       union all
+       (select ${columns} from integrations
+         where channel = $1 and account_id = $2 and status = 'connected' and app_key is null limit 10)`,
+      [channel, accountId, this.appKey(appSecret)],
     );
-    return rows.map((row) => ({ ...this.toStored(row), workspaceId: row.workspace_id }));
+    return rows
+      .map((row) => ({ ...this.toStored(row), workspaceId: row.workspace_id }))
+      .filter((found) => sameSecret(found.config.app_secret, appSecret));
   }
 
   private async lookUpCallback(id: string): Promise<CallbackIntegration | undefined> {
