@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { publicBodyBytes } from './body-limits.js';
 import { sendMessageChannels, templateChannels } from './channels.js';
 import { documentedAs } from './documented-as.js';
 import { errorTexts, platformTexts } from './error-texts.js';
@@ -173,9 +172,6 @@ const Buttons = z.unknown().transform((value, ctx): TemplateButton[] => {
 
 const maxVariables = 100;
 const maxVariableLength = 1_024;
-
-/** send-template's largest body: its variables, each character escaped (6 bytes), and the rest. */
-export const sendTemplateBodyBytes = maxVariables * maxVariableLength * 6 + publicBodyBytes;
 /**
  * How long a template's body may be once its variables are in: the text stored as the message and carried
  * by its `message.sent`, which must fit an event (256 KiB) however its characters are escaped. A body of

@@ -26,6 +26,7 @@ import {
   UpdateWorkspaceBody,
   workspaceStatuses,
 } from './admin-api.js';
+import { templateBodyBytes } from './body-limits.js';
 import { type CommandRequest, type CommandSubject, Contact, ContactStage } from './commands.js';
 import { documentedAs } from './documented-as.js';
 import { errorTexts, platformTexts } from './error-texts.js';
@@ -36,7 +37,6 @@ import {
   type SendMessageBody,
   type SendTemplateBody,
   sendMessageRule,
-  sendTemplateBodyBytes,
   sendTemplateRule,
 } from './public-api.js';
 import type { BodyRule } from './validate.js';
@@ -206,7 +206,7 @@ export const routes: readonly RouteDefinition[] = [
     path: '/api/v1/send-template',
     access: 'workspace-key',
     body: sendTemplateRule,
-    bodyBytes: sendTemplateBodyBytes,
+    bodyBytes: templateBodyBytes,
     rateLimited: true,
     idempotent: true,
     command: 'cmd.messaging.send-template',

@@ -288,8 +288,8 @@ describe('HTTP hygiene', () => {
 
   it("reads no more of a public route's body than its longest field needs, and more of the admin API's", async () => {
     const tooLarge = { status: 413, body: { error: 'Corpo da requisição excede o tamanho máximo' } };
-    // 40 KiB of keys no request has: past what external send, send-message or a lead move read.
-    const padded = (body: object) => JSON.stringify({ ...body, pad: 'x'.repeat(40 * 1024) });
+    // 70 KiB of keys no request has: past what external send, send-message or a lead move read.
+    const padded = (body: object) => JSON.stringify({ ...body, pad: 'x'.repeat(70 * 1024) });
     for (const [method, path, body] of [
       ['POST', '/api/external/messages/send', { conversation_id: randomUUID(), text: 'oi' }],
       ['POST', '/api/v1/send-message', validMessage],
@@ -297,21 +297,21 @@ describe('HTTP hygiene', () => {
     ] as const) {
       expect(await call(method, path, { key: apiKey, raw: padded(body) })).toMatchObject(tooLarge);
     }
-    // A message of 4,096 characters, each escaped, still fits.
-    const longest = `{"phone":"${validMessage.phone}","channel":"alt-a","message":"${'\\u00e9'.repeat(4_096)}"}`;
-    expect(longest.length).toBeGreaterThan(24_000);
-    expect((JSON.parse(longest) as { message: string }).message).toBe('é'.repeat(4_096));
+    // A message of 4,096 emoji, each escaped as a surrogate pair, still fits.
+    const longest = `{"phone":"${validMessage.phone}","channel":"alt-a","message":"${'\\ud83d\\ude00'.repeat(4_096)}"}`;
+    expect(longest.length).toBeGreaterThan(48 * 1024);
+    expect((JSON.parse(longest) as { message: string }).message).toBe('😀'.repeat(4_096));
     expect((await call('POST', '/api/v1/send-message', { key: apiKey, raw: longest })).status).not.toBe(413);
-    // send-template reads its hundred variables of 1,024 characters; the admin API, a config of 32 values.
+    // send-template reads its hundred variables of 1,024 characters, escaped; the admin API, a config of 32 values.
     const template = {
       phone: validMessage.phone,
       templateName: 'promo',
       channel: 'chat-official',
       variables: Array.from({ length: 100 }, () => 'é'.repeat(1_024)),
     };
-    expect((await call('POST', '/api/v1/send-template', { key: apiKey, body: template })).status).not.toBe(
-      413,
-    );
+    const escaped = JSON.stringify(template).replaceAll('é', '\\u00e9');
+    expect(escaped.length).toBeGreaterThan(600 * 1024);
+    expect((await call('POST', '/api/v1/send-template', { key: apiKey, raw: escaped })).status).not.toBe(413);
     const config = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`k${i}`, 'v'.repeat(8_192)]));
     const created = await admin('POST', `/admin/v1/workspaces/${randomUUID()}/integrations`, {
       channel: 'alt-a',
