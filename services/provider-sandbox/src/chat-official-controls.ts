@@ -161,6 +161,7 @@ export function chatOfficialControls(deps: ChatOfficialControlDeps): Router {
             status: status.status,
             recipient: issued.to,
             callbackData: issued.callbackData,
+            ...(issued.userId ? { recipientUserId: issued.userId } : {}),
             ...(status.error_code === undefined ? {} : { errorCode: status.error_code }),
           },
           at,

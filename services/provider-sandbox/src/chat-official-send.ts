@@ -7,6 +7,7 @@ import type { StatusErrorCode } from './chat-official-webhooks.js';
 import { answerFault, FaultMode, holdAnswer } from './faults.js';
 import { invalidParameter, somethingWentWrong, throttled } from './graph-error.js';
 import { toDigits } from './phone-digits.js';
+import { whatsappNumber } from './whatsapp-number.js';
 
 /** Free text is only allowed this long after the customer's last message. */
 const CUSTOMER_SERVICE_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -20,7 +21,7 @@ export type LateVerdict = { errorCode: StatusErrorCode; reason?: string } | unde
  */
 export type AfterAccept = (
   account: string,
-  message: { wamid: string; to: string; callbackData?: string },
+  message: { wamid: string; to: string; callbackData?: string; userId?: string },
   verdict: () => Promise<LateVerdict>,
 ) => void;
 
@@ -140,7 +141,12 @@ export function sendMessage({ stores, state, afterAccept, fetchImpl }: SendDeps)
     }
 
     const id = newWamid();
-    const issued = { account, to: recipient, ...(callbackData === undefined ? {} : { callbackData }) };
+    const issued = {
+      account,
+      to: recipient,
+      ...(callbackData === undefined ? {} : { callbackData }),
+      ...('userId' in addressee ? { userId: addressee.userId } : {}),
+    };
     state.issued.set(id, issued);
     stores.sent.record({
       channel: CHAT_OFFICIAL,
@@ -160,7 +166,7 @@ export function sendMessage({ stores, state, afterAccept, fetchImpl }: SendDeps)
         contacts: [addressee.contact],
         messages: [type === 'template' ? { id, message_status: 'accepted' } : { id }],
       });
-    afterAccept(account, { wamid: id, to: recipient, callbackData }, verdict);
+    afterAccept(account, { wamid: id, to: recipient, callbackData, userId: issued.userId }, verdict);
   };
 }
 
@@ -175,17 +181,22 @@ function addresseeOf(
   userId: string | undefined,
 ) {
   if (to !== undefined) {
-    const number = toDigits(to);
+    // Meta answers with the user's WhatsApp id, which for many Brazilian mobiles lacks the ninth digit.
+    const number = whatsappNumber(toDigits(to));
     return { number, contact: { input: to, wa_id: number } };
   }
   if (userId === undefined) throw invalidParameter('to is required');
   const number = state.userIds.numberOf(state.templates.wabaIdOf(account), userId);
   if (number === undefined) throw invalidParameter(`recipient ${userId} is not a user of this business`);
-  return { number, contact: { input: userId, user_id: userId } };
+  return { number: whatsappNumber(number), userId, contact: { input: userId, user_id: userId } };
 }
 
+/** The window is the WhatsApp user's, whichever form of their number opened it or is sent to. */
 function windowIsOpen(stores: SandboxStores, account: string, recipient: string, now: Date): boolean {
-  const lastInbound = stores.windows.lastInbound(CHAT_OFFICIAL, account, recipient);
+  const lastInbound = [recipient, whatsappNumber(recipient)]
+    .map((number) => stores.windows.lastInbound(CHAT_OFFICIAL, account, number))
+    .filter((at): at is Date => at !== undefined)
+    .sort((a, b) => b.getTime() - a.getTime())[0];
   return lastInbound !== undefined && now.getTime() - lastInbound.getTime() <= CUSTOMER_SERVICE_WINDOW_MS;
 }
 

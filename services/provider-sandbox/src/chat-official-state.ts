@@ -24,6 +24,8 @@ export interface IssuedMessage {
   to: string;
   /** The sender's `biz_opaque_callback_data`, which Meta echoes in the message's statuses. */
   callbackData?: string;
+  /** The BSUID it was sent to (`recipient`), which its statuses name instead of a number. */
+  userId?: string;
 }
 
 /** Throttling errors a phone number's next sends answer (to one recipient, or to any when `to` is absent). */

@@ -3,6 +3,7 @@ import type { DeliveryStatus, WebhookDelivery } from './channel-emulator.js';
 import { type InboundKind, messageFields } from './chat-official-inbound.js';
 import { metaJson } from './meta-json.js';
 import { unixSeconds } from './provider-ids.js';
+import { whatsappNumber } from './whatsapp-number.js';
 
 /** Where and how one phone number's notifications are posted. */
 export interface Notifier {
@@ -51,6 +52,8 @@ export interface StatusChange {
   reason?: string;
   /** The `biz_opaque_callback_data` the message was sent with; every status of it carries it. */
   callbackData?: string;
+  /** The BSUID a message was sent to: its statuses name the user by it, not by a number. */
+  recipientUserId?: string;
 }
 
 /** One `changes[]` item: its `value` carries one kind of news for the phone number. */
@@ -61,7 +64,9 @@ type ChangeValue = Record<string, unknown>;
  * `from_user_id`), their number unless they took a username, and no `contacts` for a system notice.
  */
 export function inboundChange(message: InboundText, at: Date): ChangeValue {
-  const number = message.username === undefined ? message.from : undefined;
+  // Meta's `wa_id` is WhatsApp's id for the user, which "may not always match" the number (a Brazilian
+  // mobile is often named without its ninth digit).
+  const number = message.username === undefined ? whatsappNumber(message.from) : undefined;
   const contact = {
     profile: {
       name: message.name ?? '',
@@ -94,7 +99,9 @@ export function statusChange(change: StatusChange, at: Date): ChangeValue {
         id: change.wamid,
         status: change.status,
         timestamp: String(unixSeconds(at)),
-        recipient_id: change.recipient,
+        ...(change.recipientUserId === undefined
+          ? { recipient_id: change.recipient }
+          : { recipient_user_id: change.recipientUserId }),
         ...(change.callbackData === undefined ? {} : { biz_opaque_callback_data: change.callbackData }),
         ...(change.status === 'failed'
           ? {

@@ -972,11 +972,43 @@ describe('chat-official (Cloud API) emulation', () => {
       const { to: _to, ...byUserId } = textMessage();
       const sent = await send({ ...byUserId, recipient: userId });
       expect(sent.status).toBe(200);
-      expect((await sent.json()) as Record<string, unknown>).toMatchObject({
-        contacts: [{ input: userId, user_id: userId }],
-      });
+      const sentBody = (await sent.json()) as { messages: Array<{ id: string }> };
+      expect(sentBody).toMatchObject({ contacts: [{ input: userId, user_id: userId }] });
       const unknown = await send({ ...byUserId, recipient: 'BR.1234567890123456789' });
       expect(unknown.status).toBe(400);
+      // Its statuses name the user by the BSUID, not by the number it hides.
+      const { messages } = sentBody;
+      await control('/status', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        app_secret: APP_SECRET,
+        message_id: messages[0]!.id,
+        status: 'delivered',
+      });
+      const status = (JSON.parse(receiver.posts().at(-1)!.rawBody) as Notification).entry[0]!.changes[0]!
+        .value.statuses as Array<Record<string, unknown>>;
+      expect(status[0]).toMatchObject({ status: 'delivered', recipient_user_id: userId });
+      expect(status[0]).not.toHaveProperty('recipient_id');
+    });
+
+    it("names a Brazilian mobile by WhatsApp's id, without its ninth digit, and sends to either form", async () => {
+      expect((await registerOverride(`${receiver.url}/hooks/meta`)).status).toBe(200);
+      await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        app_secret: APP_SECRET,
+        from: '5531988887777',
+        text: 'oi',
+      });
+      const value = (JSON.parse(receiver.posts()[0]!.rawBody) as Notification).entry[0]!.changes[0]!.value;
+      expect(value.contacts).toEqual([expect.objectContaining({ wa_id: '553188887777' })]);
+      expect(value.messages).toEqual([expect.objectContaining({ from: '553188887777' })]);
+      // Free text to the number as written is inside the window the message opened.
+      const answer = await send(textMessage('5531988887777'));
+      expect(answer.status).toBe(200);
+      expect((await answer.json()) as Record<string, unknown>).toMatchObject({
+        contacts: [{ input: '5531988887777', wa_id: '553188887777' }],
+      });
     });
 
     it('answers 409 without a registered callback and 400 while it was never given an app_secret', async () => {
