@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { InProcessBus } from '@inbox/bus';
 import type { InboundMessageEvent } from '@inbox/contracts';
-import { createPool, migrate, OutboxRelay, type Pool } from '@inbox/db';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import type { OutboxRelay, Pool } from '@inbox/db';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { receiveMessage } from '../src/handlers/inbound.js';
 import { ConversationStore } from '../src/store/conversations.js';
+import { idleRelay, migratedPool } from './support.js';
 
 // A Brazilian mobile WhatsApp names without its ninth digit is written with it (canonicalPhone); a
 // contact stored before that, without it, goes on taking its customer's messages and the API's sends.
@@ -15,13 +13,8 @@ let pool: Pool;
 let relay: OutboxRelay;
 
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'messaging' });
-  await migrate(pool, {
-    schema: 'messaging',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
-  relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'messaging' });
+  pool = await migratedPool();
+  relay = idleRelay(pool);
 });
 afterAll(async () => {
   await pool?.end();

@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { InProcessBus } from '@inbox/bus';
 import type { InboundMessageEvent } from '@inbox/contracts';
-import { createPool, migrate, OutboxRelay, type Pool, withTransaction } from '@inbox/db';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type OutboxRelay, type Pool, withTransaction } from '@inbox/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { receiveMessage } from '../src/handlers/inbound.js';
 import { ConversationStore } from '../src/store/conversations.js';
+import { idleRelay, migratedPool } from './support.js';
 
 // Channels without phone numbers (the bot channel, Telegram) key their contacts by the provider's user id.
 
@@ -14,14 +12,9 @@ let pool: Pool;
 let relay: OutboxRelay;
 
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'messaging' });
-  await migrate(pool, {
-    schema: 'messaging',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
+  pool = await migratedPool();
   // Not started: the events stay in the outbox, where the test reads them.
-  relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'messaging' });
+  relay = idleRelay(pool);
 });
 afterAll(async () => {
   await pool?.end();

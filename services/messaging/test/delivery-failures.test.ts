@@ -1,30 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { InProcessBus } from '@inbox/bus';
 import type { InboundStatusEvent } from '@inbox/contracts';
-import { createPool, migrate, OutboxRelay, type Pool, type Queryable, withTransaction } from '@inbox/db';
+import { type OutboxRelay, type Pool, type Queryable, withTransaction } from '@inbox/db';
 import { serveMetrics } from '@inbox/telemetry';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyStatus } from '../src/handlers/inbound.js';
 import { ConversationViews } from '../src/store/conversation-views.js';
 import { ConversationStore } from '../src/store/conversations.js';
 import { recordSent } from '../src/store/sent-messages.js';
+import { idleRelay, migratedPool } from './support.js';
 
 let pool: Pool;
 let relay: OutboxRelay;
 
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'messaging' });
-  await migrate(pool, {
-    schema: 'messaging',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
+  pool = await migratedPool();
   // Not started: applying a status writes no event.
-  relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'messaging' });
+  relay = idleRelay(pool);
 });
 afterAll(async () => {
   await pool?.end();

@@ -1,21 +1,15 @@
-import { fileURLToPath } from 'node:url';
 import { InProcessBus } from '@inbox/bus';
-import { createPool, migrate, type Pool } from '@inbox/db';
+import type { Pool } from '@inbox/db';
 import { createLogger, outboxRelay } from '@inbox/service-kit';
-import { createDatabase } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MessagingConfig } from '../src/config.js';
+import { migratedPool } from './support.js';
 
 let pool: Pool;
 const required = { DATABASE_URL: 'postgres://x/y', BUS_URL: 'nats://nats:4222' };
 
 beforeAll(async () => {
-  pool = createPool({ url: await createDatabase(inject('infra').postgresAdminUrl), schema: 'messaging' });
-  await migrate(pool, {
-    schema: 'messaging',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
+  pool = await migratedPool();
 });
 afterAll(async () => {
   await pool?.end();
