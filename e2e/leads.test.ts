@@ -112,6 +112,12 @@ describe('PATCH /api/v1/leads/{id}', () => {
       `${historyPath}?after=${next.body.moves[0]!.id}`,
     );
     expect(past.body.moves).toEqual([]);
+    // A move that is not this contact's is no place to read on from.
+    const unknown = await fixture.stack.admin<Json>('GET', `${historyPath}?after=${ws.conversationId}`);
+    expect(unknown).toEqual({
+      status: 400,
+      body: { error: 'after não é um movimento deste contato neste pipeline' },
+    });
     const contact = await fixture.stack.admin<Json>(
       'GET',
       `/admin/v1/workspaces/${ws.id}/contacts/${ws.contactId}`,

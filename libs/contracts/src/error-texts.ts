@@ -210,6 +210,8 @@ export const platformTexts = {
 
   // The admin API: pipelines and their stages.
   pipelineNotInWorkspace: 'Pipeline não encontrado neste workspace',
+  /** A lead history's `after` that names no move of that contact in that pipeline. */
+  leadMoveAfterUnknown: 'after não é um movimento deste contato neste pipeline',
   stageKeyInvalid: 'key deve ser string de 1 a 100 caracteres',
   stageNameInvalid: 'name do estágio deve ser string de 1 a 200 caracteres',
   stagesNotList: 'stages deve ser uma lista de { key, name }',

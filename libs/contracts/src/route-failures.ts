@@ -345,7 +345,13 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
         new AppError(409, { error: platformTexts.stageHoldsContacts('negociacao', 3) }),
       ),
     ],
-    leadHistory: [pipelineNotFound],
+    leadHistory: [
+      pipelineNotFound,
+      answers(
+        'after names no move of this contact in this pipeline',
+        AppError.badRequest(platformTexts.leadMoveAfterUnknown),
+      ),
+    ],
     listPipelineContacts: [pipelineNotFound, ...twoOwners('pipeline or messaging')],
     moveContact: moveLead,
 

@@ -5875,6 +5875,7 @@ export interface operations {
        *     - path parameter `contact_id` is not valid
        *     - query parameter `after` is not valid
        *     - query parameter `limit` is not valid
+       *     - after names no move of this contact in this pipeline
        */
       400: {
         headers: {

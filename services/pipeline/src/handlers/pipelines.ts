@@ -130,6 +130,13 @@ export const pipelines = {
     const store = new PipelineStore(pool, command.workspace_id);
     if (!(await store.get(command.pipeline_id))) throw pipelineNotFound();
     const moves = await store.history(command.pipeline_id, command.contact_id, command);
+    // An empty page after a move that is not this contact's would read as the history's end.
+    if (
+      moves.length === 0 &&
+      command.after &&
+      !(await store.hasMove(command.pipeline_id, command.contact_id, command.after))
+    )
+      throw AppError.badRequest(platformTexts.leadMoveAfterUnknown);
     return { moves: moves.map((move) => ({ ...move, moved_at: move.moved_at.toISOString() })) };
   },
 };

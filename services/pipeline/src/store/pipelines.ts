@@ -149,6 +149,14 @@ export class PipelineStore {
     return rows;
   }
 
+  async hasMove(pipelineId: string, contactId: string, moveId: string): Promise<boolean> {
+    const { rows } = await this.db.query(
+      'select 1 from lead_moves where id = $4 and workspace_id = $1 and pipeline_id = $2 and contact_id = $3',
+      [this.workspaceId, pipelineId, contactId, moveId],
+    );
+    return rows.length > 0;
+  }
+
   /** A page of a contact's moves, oldest first, after the move `after` (one of this contact's). */
   async history(pipelineId: string, contactId: string, { after, limit }: { after?: string; limit: number }) {
     const { rows } = await this.db.query<{
