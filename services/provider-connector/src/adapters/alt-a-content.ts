@@ -1,4 +1,5 @@
 import type { InboundMessage } from './channel-adapter.js';
+import { textAt } from './text-at.js';
 
 type Content = Pick<InboundMessage, 'text' | 'type'>;
 
@@ -10,11 +11,6 @@ const media: ReadonlyArray<[key: string, type: InboundMessage['type'], textField
   ['documentMessage', 'document', 'caption'],
   ['locationMessage', 'location', 'name'],
 ];
-
-const textOf = (value: unknown, field: string): string => {
-  const text = field ? (value as Record<string, unknown> | null)?.[field] : undefined;
-  return typeof text === 'string' ? text : '';
-};
 
 /**
  * Envelopes WhatsApp puts around a message in a chat with disappearing messages or a view-once one.
@@ -55,18 +51,18 @@ export function messageContent(message: Message | null | undefined): Content | u
   if (!message) return { text: '', type: 'others' };
   const inner = unwrapped(message);
   if (typeof inner.conversation === 'string') return { text: inner.conversation, type: 'text' };
-  const extended = textOf(inner.extendedTextMessage, 'text');
+  const extended = textAt(inner.extendedTextMessage, 'text');
   if (extended) return { text: extended, type: 'text' };
   for (const [key, type, field] of media) {
-    if (inner[key]) return { text: textOf(inner[key], field), type };
+    if (inner[key]) return { text: field ? textAt(inner[key], field) : '', type };
   }
   const label =
-    textOf(inner.buttonsResponseMessage, 'selectedDisplayText') ||
-    textOf(inner.templateButtonReplyMessage, 'selectedDisplayText') ||
-    textOf(inner.listResponseMessage, 'title');
+    textAt(inner.buttonsResponseMessage, 'selectedDisplayText') ||
+    textAt(inner.templateButtonReplyMessage, 'selectedDisplayText') ||
+    textAt(inner.listResponseMessage, 'title');
   if (label) return { text: label, type: 'text' };
   if (inner.reactionMessage) {
-    const emoji = textOf(inner.reactionMessage, 'text');
+    const emoji = textAt(inner.reactionMessage, 'text');
     return emoji ? { text: emoji, type: 'others' } : undefined;
   }
   if (inner.protocolMessage) return undefined;

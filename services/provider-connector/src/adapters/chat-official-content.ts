@@ -1,14 +1,7 @@
 import type { InboundMessage } from './channel-adapter.js';
+import { textAt } from './text-at.js';
 
 type Content = Pick<InboundMessage, 'text' | 'type'>;
-
-const field = (value: unknown, name: string): unknown =>
-  typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
-
-const textAt = (value: unknown, ...path: string[]): string => {
-  const found = path.reduce(field, value);
-  return typeof found === 'string' ? found : '';
-};
 
 /**
  * What a Cloud API `messages[]` entry says, by its `type`, as Meta's messages webhook reference gives the

@@ -64,6 +64,10 @@ async function refresh(
   }
 }
 
+/** The workspace's listing under way, to wait for if it is this integration's. */
+const joined = (running: { integrationId: string; done: Promise<void> }, integrationId: string) =>
+  running.integrationId === integrationId ? { done: running.done } : undefined;
+
 /**
  * Refreshes triggered by a template we do not know: a few per integration and per workspace in a while,
  * and one at a time per workspace, so a caller sending made-up names, across however many integrations,
@@ -73,10 +77,6 @@ async function refresh(
  * Only a listing started is charged: a miss that joins one costs nothing, and one the workspace's budget
  * refuses gives the integration's point back.
  */
-/** The workspace's listing under way, to wait for if it is this integration's. */
-const joined = (running: { integrationId: string; done: Promise<void> }, integrationId: string) =>
-  running.integrationId === integrationId ? { done: running.done } : undefined;
-
 export const missRefreshes = {
   perIntegration: new RateLimiterMemory({ points: 10, duration: 60, keyPrefix: 'template-miss' }),
   perWorkspace: new RateLimiterMemory({ points: 20, duration: 60, keyPrefix: 'template-miss-workspace' }),

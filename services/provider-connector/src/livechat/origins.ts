@@ -1,14 +1,16 @@
+import { readAllowedOrigins } from '@inbox/contracts';
+
 /**
  * The origins each stored config lists, split once per config object the integration cache holds: the
  * check runs on every widget request, and parsing the list each time made a long one cost the process
- * for every request any address made. The list was validated when the integration was created.
+ * for every request any address made.
  */
 const listed = new WeakMap<object, ReadonlySet<string>>();
 
 function originsOf(config: Readonly<Record<string, string | undefined>>): ReadonlySet<string> {
   let origins = listed.get(config);
   if (!origins) {
-    origins = new Set((config.allowed_origins ?? '').split(/[\s,]+/).filter((origin) => origin.length > 0));
+    origins = new Set(readAllowedOrigins(config.allowed_origins ?? '') ?? []);
     listed.set(config, origins);
   }
   return origins;
