@@ -59,6 +59,13 @@ export function providerOf(channel: IntegrationChannel): Provider {
 export const providers: readonly Provider[] = [...new Set(integrationChannels.map(providerOf))];
 
 /**
+ * The longest provider user id taken in or sent to, on channels that name users without a number. Meta's
+ * business-scoped user ids are a country prefix and up to 128 characters after it; a longer id is refused,
+ * never cut: a cut id names another user, or none.
+ */
+export const providerUserIdMaxChars = 256;
+
+/**
  * What the channels behind a provider value allow of a reply into one of their conversations (the two
  * alternative chat providers share `chat`, and agree on all of it): external send, a reply from the
  * panel, and a window that nothing reopens (no templates), which is then checked before the provider is

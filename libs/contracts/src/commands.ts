@@ -21,7 +21,7 @@ import {
   UpdateIntegrationBody,
   UpdateWebhookBody,
 } from './admin-api.js';
-import { integrationChannels, providers, sendMessageChannels } from './channels.js';
+import { integrationChannels, providers, providerUserIdMaxChars, sendMessageChannels } from './channels.js';
 import { Failure } from './error-response.js';
 import {
   ExternalSendBody,
@@ -453,7 +453,7 @@ export const commandCatalogue = {
           .string()
           .regex(/^\+\d{8,15}$/)
           .nullable(),
-        to_user_id: z.string().min(1).max(128).optional(),
+        to_user_id: z.string().min(1).max(providerUserIdMaxChars).optional(),
         text: z.string(),
       })
       .refine((command) => command.to !== null || command.to_user_id !== undefined, {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { integrationChannels, providers } from './channels.js';
+import { integrationChannels, providers, providerUserIdMaxChars } from './channels.js';
 import { messageTypes } from './public-events.js';
 
 /**
@@ -21,7 +21,7 @@ export const InboundMessageEvent = z
       .regex(/^\+\d{8,15}$/)
       .nullable(),
     /** The provider's id of the sender (a Telegram user id), on channels without phone numbers. */
-    from_user_id: z.string().min(1).max(128).optional(),
+    from_user_id: z.string().min(1).max(providerUserIdMaxChars).optional(),
     name: z.string().nullable(),
     text: z.string(),
     type: z.enum(messageTypes),

@@ -374,6 +374,28 @@ describe('inbound callbacks', () => {
     expect(await eventsOf(target.workspaceId)).toHaveLength(2);
   });
 
+  it('takes a business-scoped user id in whole, and leaves out one too long to be one rather than cut it', async () => {
+    const connector = await startConnector();
+    const target = await connector.officialIntegration();
+    // Meta's form: a country prefix, then up to 128 characters.
+    const longest = `BR.${'7'.repeat(128)}`;
+    const tooLong = `BR.${'7'.repeat(300)}`;
+    const answer = await connector.batchCallback(target, 2, {
+      edit: (messages) => {
+        messages.forEach((message, i) => {
+          delete message.from;
+          message.from_user_id = i === 0 ? longest : tooLong;
+        });
+      },
+    });
+    expect(answer.status).toBe(200);
+    const taken = await eventsOf(target.workspaceId);
+    expect(taken.map((event) => [event.data.from, event.data.from_user_id])).toEqual([[null, longest]]);
+    const lines = logLines.filter((line) => line.workspace_id === target.workspaceId);
+    expect(lines.map((line) => line.msg)).toEqual(['inbound messages not taken in']);
+    expect(lines[0]).toMatchObject({ count: 1 });
+  });
+
   it("logs a message it cannot take in on one line cut to its bounds, whatever the caller's id", async () => {
     const connector = await startConnector();
     const target = await connector.integration();

@@ -16,8 +16,6 @@ export const inboundBounds = {
   /** Longer provider ids are replaced by a digest, so two of them never collide. */
   providerIdChars: 256,
   phoneChars: 32,
-  /** A provider's user id, on channels without phone numbers: the contracts take up to 128. */
-  userIdChars: 128,
   statusErrorChars: 1_000,
 } as const;
 
@@ -42,11 +40,12 @@ export function boundMessage(message: InboundMessage): { message: InboundMessage
   return {
     message: {
       providerMessageId: storableProviderId(message.providerMessageId),
-      // A number or a provider's user id (Telegram's fit in 52 bits): both well within the bound.
-      from: storableText(
-        message.from,
-        message.keyedBy === 'user_id' ? inboundBounds.userIdChars : inboundBounds.phoneChars,
-      ),
+      // A provider's user id is never cut (a cut id names another user): one longer than the contracts
+      // take is left out by the schema check that follows. A number longer than this is no number either.
+      from:
+        message.keyedBy === 'user_id'
+          ? storableText(message.from)
+          : storableText(message.from, inboundBounds.phoneChars),
       ...(message.keyedBy ? { keyedBy: message.keyedBy } : {}),
       name: message.name === null ? null : cut('name', message.name, inboundBounds.nameChars),
       text: cut('text', message.text, inboundBounds.textChars),
