@@ -80,8 +80,9 @@ const template = (name: string, body = 'Olá') => ({
 /**
  * A catalogue of one template, then a refresh from a provider whose every page (`page(n)`, n from 1)
  * names a next one: what the refresh was refused with, how many pages it read, and the catalogue after.
+ * `rewrite` changes each page's JSON text, for what no JSON.stringify would write.
  */
-async function refreshEndlessListing(page: (n: number) => unknown[]) {
+async function refreshEndlessListing(page: (n: number) => unknown[], rewrite = (json: string) => json) {
   const { catalogue, deps, workspaceId, official } = await world();
   const stored = await official();
   await catalogue.replace(stored.integration.id, [
@@ -92,7 +93,8 @@ async function refreshEndlessListing(page: (n: number) => unknown[]) {
     pages++;
     const next = new URL(req.url ?? '/', providerUrl);
     next.searchParams.set('after', String(pages));
-    json(res, 200, { data: page(pages), paging: { next: next.toString() } });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(rewrite(JSON.stringify({ data: page(pages), paging: { next: next.toString() } })));
   };
   const refused = await templates.refresh(deps, stored, workspaceId).then(
     () => undefined,
@@ -135,6 +137,43 @@ it('refuses a template listing with more text than a catalogue holds, and keeps 
   // Refused at the page that went past it, not after the hundred pages a listing may have.
   expect(pages).toBe(Math.ceil(maxCatalogueChars / 900_000));
   expect(kept).toEqual(['antes']);
+});
+
+it('keeps no buttons of a shape no provider lists, so a listing holds no more than it counts', async () => {
+  // Meta's deepest button: an OTP one's supported apps, a list of objects.
+  const otp = {
+    type: 'OTP',
+    otp_type: 'ONE_TAP',
+    text: 'Copiar código',
+    autofill_text: 'Preencher',
+    supported_apps: [{ package_name: 'com.example.app', signature_hash: 'K8a/AINcGX7' }],
+  };
+  // About 750 KB of JSON, and some 250,000 values, each tens of bytes of heap: a hundred such pages held
+  // at once were gigabytes, under a bound that counted only characters.
+  const wide = [{ type: 'URL', text: 'Abrir', example: Array.from({ length: 250_000 }, () => []) }];
+  // Nested as deep as a parser takes, written as text: JSON.stringify itself overflows the stack on it.
+  const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+  const { refused, pages, kept } = await refreshEndlessListing(
+    (n) => [
+      {
+        ...template(`t${String(n).padStart(3, '0')}`),
+        components: [
+          {
+            type: 'BUTTONS',
+            buttons: n === 1 ? [otp] : n === 2 ? [{ type: 'URL', deep: 0 }] : n === 3 ? wide : [],
+          },
+        ],
+      },
+    ],
+    (json) => json.replace('"deep":0', `"deep":${deep}`),
+  );
+  expect(refused).toBeUndefined();
+  expect(pages).toBe(100);
+  expect(kept).toHaveLength(100);
+  const stored = await pool.query<{ name: string; buttons: unknown }>(
+    "select name, buttons from templates where name in ('t001', 't002', 't003') order by name",
+  );
+  expect(stored.rows.map((row) => row.buttons)).toEqual([[otp], [], []]);
 });
 
 /** A prepare of an unknown template: undefined when it passed, the AppError it was refused with otherwise. */

@@ -215,10 +215,44 @@ export const maxCatalogueTemplates = 10_000;
  */
 export const maxCatalogueChars = 16 * 2 ** 20;
 
-/** A template's share of maxCatalogueChars. */
+/**
+ * How deep and how many JSON values a template's buttons may hold. Meta's deepest button (an OTP one's
+ * `supported_apps`, a list of objects) is four levels down and ten buttons hold some hundreds of values;
+ * buttons past these are no provider's, and are kept as none (they are only shown, never sent).
+ */
+const templateButtonBounds = { depth: 6, values: 2_000 } as const;
+
+/**
+ * What a JSON value held in memory costs beyond its characters, counted in characters: `[]` is two
+ * characters of JSON and some forty bytes of heap, so a catalogue counted by its JSON alone could hold
+ * twenty times what its bound says.
+ */
+const charsPerValue = 16;
+
+/**
+ * The number of JSON values in a template's buttons, or undefined when they go deeper or hold more than
+ * templateButtonBounds. Iterative, and checked before each level is walked: a listing may nest as deep
+ * as the parser allows, and recursion (JSON.stringify's too) would overflow the stack on it.
+ */
+export function buttonValues(buttons: unknown): number | undefined {
+  let count = 1;
+  const pending: Array<{ value: unknown; depth: number }> = [{ value: buttons, depth: 0 }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    if (next.value === null || typeof next.value !== 'object') continue;
+    if (next.depth >= templateButtonBounds.depth) return undefined;
+    const inner = Object.values(next.value);
+    count += inner.length;
+    if (count > templateButtonBounds.values) return undefined;
+    for (const value of inner) pending.push({ value, depth: next.depth + 1 });
+  }
+  return count;
+}
+
+/** A template's share of maxCatalogueChars: its text, and its buttons by their JSON and their values. */
 export function templateChars(t: ProviderTemplate): number {
   const fields = t.name.length + t.language.length + t.status.length + t.body.length;
-  return fields + (t.header_format?.length ?? 0) + JSON.stringify(t.buttons).length;
+  const buttons = JSON.stringify(t.buttons).length + charsPerValue * (buttonValues(t.buttons) ?? 0);
+  return fields + (t.header_format?.length ?? 0) + buttons;
 }
 
 export interface TemplateCapability<C> {

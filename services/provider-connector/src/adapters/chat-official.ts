@@ -3,6 +3,7 @@ import { AppError, type ChannelConfig, platformTexts, type TemplateSend } from '
 import { z } from 'zod';
 import { templateComponents } from '../domain/template-rules.js';
 import {
+  buttonValues,
   type ChannelAdapter,
   type InboundBatch,
   type InboundMessage,
@@ -365,14 +366,14 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
         for (const template of parsed.data) {
           const body = template.components.find((c) => c.type.toUpperCase() === 'BODY');
           const header = template.components.find((c) => c.type.toUpperCase() === 'HEADER');
-          const buttons = template.components.find((c) => c.type.toUpperCase() === 'BUTTONS');
+          const buttons = template.components.find((c) => c.type.toUpperCase() === 'BUTTONS')?.buttons ?? [];
           const kept = {
             name: template.name,
             language: template.language,
             status: template.status.toUpperCase(),
             body: body?.text ?? '',
             header_format: header?.format?.toUpperCase() ?? null,
-            buttons: buttons?.buttons ?? [],
+            buttons: buttonValues(buttons) === undefined ? [] : buttons,
           };
           chars += templateChars(kept);
           if (chars > maxCatalogueChars) {
