@@ -1,3 +1,4 @@
+import { waitFor } from '@inbox/testkit';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { callApi, eventsOf, type Json, onlyEvent, sandbox, sentTo, useStack } from './support/fixtures.js';
@@ -71,7 +72,7 @@ describe('Meta messaging channels', () => {
       // the answer says what to set (besides the http URL the real Meta would refuse).
       const callbackUrl = `${fixture.stack.connectorUrl}/inbound/${subject.channel}/${integration.body.id}`;
       expect(integration.body.warnings).toContainEqual(
-        `O provedor do canal "${subject.channel}" não registra a URL de notificações por API: configure ${callbackUrl} como URL de notificações do aplicativo no painel de desenvolvedor do provedor, com os tópicos ${subject.channel === 'social' ? 'messages, message_deliveries' : 'messages, messaging_seen'}`,
+        `O provedor do canal "${subject.channel}" não registra a URL de notificações por API: configure ${callbackUrl} como URL de notificações do aplicativo no painel de desenvolvedor do provedor, com os tópicos ${subject.channel === 'social' ? 'messages, message_deliveries, message_reads' : 'messages, messaging_seen'}`,
       );
       const registered = await sandbox(fixture.stack, `/_sandbox/${subject.channel}/app`, {
         account: subject.account,
@@ -138,6 +139,26 @@ describe('Meta messaging channels', () => {
         integration: { channel: subject.channel, provider: subject.channel },
       });
       expect(read.body.messages.map((m) => m.text)).toEqual(['Olá! Vocês entregam?', 'Entregamos, sim!']);
+
+      // The customer reads the reply: Instagram names it by its mid, Messenger only by a watermark, and
+      // either way the reply shows read.
+      const seen = await sandbox(fixture.stack, '/_sandbox/status', {
+        channel: subject.channel,
+        account: subject.account,
+        message_id: atMeta[0]!.provider_message_id,
+        status: 'read',
+      });
+      expect(seen.body).toMatchObject({ ok: true, delivered_status: 200 });
+      await waitFor(
+        async () => {
+          const now = await fixture.stack.admin<Json & { messages: Json[] }>(
+            'GET',
+            `/admin/v1/workspaces/${workspaceId}/conversations/${conversationId}`,
+          );
+          return now.body.messages.find((m) => m.text === 'Entregamos, sim!')?.delivery_status === 'read';
+        },
+        { what: `the ${subject.channel} reply read` },
+      );
 
       // A day later the window is closed: our own check refuses the reply before Meta is called (the
       // sandbox still has the window open, so only the local check can have refused it).

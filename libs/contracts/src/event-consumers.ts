@@ -9,7 +9,7 @@ import { type EventType, publicEventTypes } from './events.js';
  */
 export const eventConsumers = {
   /** Messaging takes what the connector announced: a contact's message, a provider's word on ours. */
-  messaging: [eventTypes.inboundMessage, eventTypes.inboundStatus],
+  messaging: [eventTypes.inboundMessage, eventTypes.inboundStatus, eventTypes.inboundWatermark],
   /** Messaging notes lead moves on the conversation they name. */
   'messaging-leads': [eventTypes.leadMoved],
   /** The webhook dispatcher schedules every public event. */

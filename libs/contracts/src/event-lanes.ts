@@ -13,7 +13,11 @@ import { eventTypes } from './event-types.js';
  */
 export const eventLanes = {
   count: 8,
-  types: [eventTypes.inboundMessage, eventTypes.inboundStatus] as readonly string[],
+  types: [
+    eventTypes.inboundMessage,
+    eventTypes.inboundStatus,
+    eventTypes.inboundWatermark,
+  ] as readonly string[],
 } as const;
 
 /** The lane a workspace's events take: FNV-1a of its id, so every process and release agrees. */

@@ -9,5 +9,6 @@ export const eventTypes = {
   conversationResolved: 'conversation.resolved',
   inboundMessage: 'inbound.message',
   inboundStatus: 'inbound.status',
+  inboundWatermark: 'inbound.watermark',
   leadMoved: 'lead.moved',
 } as const;

@@ -66,6 +66,14 @@ const samples: { [T in EventType]: EventData<T> } = {
     status: 'read',
     error: null,
   },
+  'inbound.watermark': {
+    workspace_id: workspace,
+    integration_id: integration,
+    channel: 'social',
+    user_id: '6543219870100001',
+    status: 'read',
+    up_to: new Date().toISOString(),
+  },
   'lead.moved': {
     workspace_id: workspace,
     contact_id: randomUUID(),

@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { eventTypes } from './event-types.js';
-import { InboundMessageEvent, InboundStatusEvent, LeadMovedEvent } from './internal-events.js';
+import {
+  InboundMessageEvent,
+  InboundStatusEvent,
+  InboundWatermarkEvent,
+  LeadMovedEvent,
+} from './internal-events.js';
 import { ConversationAssigned, ConversationResolved, MessageReceived, MessageSent } from './public-events.js';
 
 type EventName = (typeof eventTypes)[keyof typeof eventTypes];
@@ -19,6 +24,7 @@ const publicEvents = {
 const internalEvents = {
   [eventTypes.inboundMessage]: InboundMessageEvent,
   [eventTypes.inboundStatus]: InboundStatusEvent,
+  [eventTypes.inboundWatermark]: InboundWatermarkEvent,
   [eventTypes.leadMoved]: LeadMovedEvent,
 } as const satisfies Partial<Record<EventName, EventSchema>>;
 

@@ -50,6 +50,23 @@ export const InboundStatusEvent = z.object({
 });
 export type InboundStatusEvent = z.infer<typeof InboundStatusEvent>;
 
+/**
+ * A provider's word that every message sent to a user up to a time was delivered or read, naming no
+ * message: Messenger's reads name only such a watermark, and its deliveries may omit their message ids.
+ */
+export const InboundWatermarkEvent = z.object({
+  workspace_id: z.uuid(),
+  integration_id: z.uuid(),
+  /** The integration's channel, which keys its contacts' user ids. */
+  channel: z.enum(integrationChannels),
+  /** The user the messages went to, by the provider's id (the contact's key on its channel). */
+  user_id: z.string().min(1).max(providerUserIdMaxChars),
+  status: z.enum(['delivered', 'read']),
+  /** Every message the provider took up to this time (its clock) is in that status. */
+  up_to: z.iso.datetime(),
+});
+export type InboundWatermarkEvent = z.infer<typeof InboundWatermarkEvent>;
+
 /** A contact moved between stages; with a conversation, messaging records it there as a system event. */
 export const LeadMovedEvent = z.object({
   workspace_id: z.uuid(),

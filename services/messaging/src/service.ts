@@ -3,7 +3,7 @@ import { consumeEvents, type HandlersOf } from '@inbox/bus';
 import { eventTypes } from '@inbox/contracts';
 import { outboxRelay, type ServiceDefinition } from '@inbox/service-kit';
 import { externalSend } from './handlers/external-send.js';
-import { applyStatus, receiveMessage } from './handlers/inbound.js';
+import { applyStatus, applyWatermark, receiveMessage } from './handlers/inbound.js';
 import { recordLeadMoved } from './handlers/lead-moved.js';
 import { panel } from './handlers/panel.js';
 import { sendMessage, sendTemplate } from './handlers/send-message.js';
@@ -67,6 +67,7 @@ export function messagingService(options: MessagingOptions = {}): ServiceDefinit
           await consumeEvents(bus, { durable: 'messaging', concurrency: 2, concurrencyAcrossLanes: 6 }, {
             [eventTypes.inboundMessage]: (event) => receiveMessage(deps, event.data),
             [eventTypes.inboundStatus]: (event) => applyStatus(deps, event.data),
+            [eventTypes.inboundWatermark]: (event) => applyWatermark(deps, event.data),
           } satisfies HandlersOf<'messaging'>);
           await consumeEvents(bus, { durable: 'messaging-leads' }, {
             [eventTypes.leadMoved]: (event) => recordLeadMoved(pool, event.id, event.data),

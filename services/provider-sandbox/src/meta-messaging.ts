@@ -129,6 +129,13 @@ export interface BatchEvent {
   account?: string;
 }
 
+/** A message the account sent: to whom, and when Meta took it (its time, which watermarks are made of). */
+interface SentMessage {
+  account: string;
+  recipient: string;
+  at: number;
+}
+
 export interface MetaMessagingState {
   product: MetaProduct;
   subscriptions: Map<string, string[]>;
@@ -140,8 +147,8 @@ export interface MetaMessagingState {
   /** By account: the app it is subscribed to (its secret). */
   appOfAccount: Map<string, string>;
   endedTokens: Map<string, { ending: TokenEnding; at: Date }>;
-  /** Every mid the account sent, and to whom: statuses name the user as sender. */
-  sent: IssuedMessages<{ account: string; recipient: string }>;
+  /** Every mid the account sent, to whom (statuses name the user as sender), and when Meta took it. */
+  sent: IssuedMessages<SentMessage>;
 }
 
 /** A refusal of a Send API parameter, worded as Graph words them. */
@@ -247,7 +254,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
         );
       }
       const mid = product.newMid(account);
-      state.sent.set(mid, { account, recipient: recipient.id });
+      state.sent.set(mid, { account, recipient: recipient.id, at: Date.now() });
       stores.sent.record({
         channel,
         account,
@@ -363,7 +370,9 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       return to && signed(to, [entry(update.account, [event.body])]);
     }
 
-    function statusEvent(sent: { account: string; recipient: string }, status: string, mid: string) {
+    // A watermark is the time Meta took the last message delivered or read, not the time of the event
+    // (the reference's example: the event at …463, its watermark …253): messages up to it are covered.
+    function statusEvent(sent: SentMessage, status: string, mid: string) {
       const parties = {
         sender: { id: sent.recipient },
         recipient: { id: sent.account },
@@ -372,12 +381,12 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       if (status === 'delivered' && product.deliveries)
         return {
           field: 'message_deliveries',
-          body: { ...parties, delivery: { mids: [mid], watermark: Date.now() } },
+          body: { ...parties, delivery: { mids: [mid], watermark: sent.at } },
         };
       if (status === 'read')
         return product.readsByMid
           ? { field: 'messaging_seen', body: { ...parties, read: { mid } } }
-          : { field: 'message_reads', body: { ...parties, read: { watermark: Date.now() } } };
+          : { field: 'message_reads', body: { ...parties, read: { watermark: sent.at } } };
       throw new ControlError(400, `${channel} reports no "${status}" status by webhook`);
     }
 
@@ -417,7 +426,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
               },
             ]);
           default: {
-            const sent = state.sent.get(mid) ?? { account: owner, recipient: event.from };
+            const sent = state.sent.get(mid) ?? { account: owner, recipient: event.from, at: Date.now() };
             return entry(owner, [
               statusEvent(sent, event.kind === 'delivery' ? 'delivered' : 'read', mid).body,
             ]);

@@ -173,7 +173,9 @@ describe('social (Messenger) and photo (Instagram) emulation', () => {
   it('reports deliveries by mid and reads by watermark on Messenger', async () => {
     await connect('social', PAGE);
     await inbound('social', PAGE);
+    const before = Date.now();
     const sent = await sendText('social', PAGE);
+    const after = Date.now();
     const mid = sent.body.message_id;
     await control('/status', { channel: 'social', account: PAGE, message_id: mid, status: 'delivered' });
     const delivery = JSON.parse(receiver.posts().at(-1)!.rawBody) as { entry: Array<{ messaging: Json[] }> };
@@ -182,6 +184,10 @@ describe('social (Messenger) and photo (Instagram) emulation', () => {
       recipient: { id: PAGE },
       delivery: { mids: [mid], watermark: expect.any(Number) },
     });
+    // The time the message was taken, not the event's.
+    const { watermark } = (delivery.entry[0]!.messaging[0] as { delivery: { watermark: number } }).delivery;
+    expect(watermark).toBeGreaterThanOrEqual(before);
+    expect(watermark).toBeLessThanOrEqual(after);
     // Not subscribed to message_reads: Meta sends nothing.
     expect(
       (await control('/status', { channel: 'social', account: PAGE, message_id: mid, status: 'read' }))

@@ -1,7 +1,12 @@
-import { eventTypes, type InboundMessageEvent, type InboundStatusEvent } from '@inbox/contracts';
+import {
+  eventTypes,
+  type InboundMessageEvent,
+  type InboundStatusEvent,
+  type InboundWatermarkEvent,
+} from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction, writeEvent } from '@inbox/db';
 import { meter } from '@inbox/telemetry';
-import { type DeliveryStatus, nextDeliveryStatus } from '../domain/delivery-status.js';
+import { type DeliveryStatus, nextDeliveryStatus, statusesBefore } from '../domain/delivery-status.js';
 import { errorCodeLabel } from '../domain/error-code-label.js';
 import { eventPayloads } from '../domain/events.js';
 import { canonicalPhone } from '../domain/phone.js';
@@ -117,4 +122,45 @@ export async function applyStatus(deps: InboundDeps, update: InboundStatusEvent)
   for (const channel of failedOn) {
     deliveryFailures.add(1, { channel, error_code: errorCodeLabel(update.error_code) });
   }
+}
+
+/**
+ * How long after the watermark a message may have been recorded sent and still be one it covers. The
+ * provider's watermark is its own time of the last message read; we record a message sent when its answer
+ * reaches us, a round trip later, on a clock that may differ by a little.
+ */
+const watermarkSlackMs = 5_000;
+/** How far back a watermark reaches: a message older than this keeps the status it had. */
+const watermarkReachDays = 30;
+
+/**
+ * A provider's word that every message sent to a user up to a time was delivered or read: each such
+ * outbound message of the user's conversation on the integration moves forward to it, in one statement.
+ * Only messages created before the watermark (a message recorded sent after it was taken by the provider
+ * after it) and within its reach, so a read costs the conversation's recent messages, not its history.
+ */
+export async function applyWatermark(deps: InboundDeps, watermark: InboundWatermarkEvent): Promise<void> {
+  await deps.pool.query(
+    `update messages m set delivery_status = $5
+       from conversations c
+       join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
+      where k.workspace_id = $1 and k.provider_channel = $3 and k.provider_user_id = $4
+        and c.workspace_id = $1 and c.integration_id = $2
+        and m.workspace_id = $1 and m.conversation_id = c.id and m.direction = 'outbound' and m.status = 'sent'
+        and m.created_at <= $6::timestamptz
+        and m.created_at > $6::timestamptz - make_interval(days => $9)
+        and m.sent_at <= $6::timestamptz + make_interval(secs => $8)
+        and (m.delivery_status is null or m.delivery_status = any($7::text[]))`,
+    [
+      watermark.workspace_id,
+      watermark.integration_id,
+      watermark.channel,
+      watermark.user_id,
+      watermark.status,
+      watermark.up_to,
+      statusesBefore(watermark.status),
+      watermarkSlackMs / 1_000,
+      watermarkReachDays,
+    ],
+  );
 }

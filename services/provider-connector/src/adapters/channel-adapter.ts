@@ -16,6 +16,8 @@ export interface OutboundText {
 export interface InboundBatch {
   messages: InboundMessage[];
   statuses: StatusUpdate[];
+  /** Statuses that name no message, only a user and a time (Messenger's reads, and its deliveries without ids). */
+  watermarks?: Watermark[];
   /** A contact's message that cannot be taken in (e.g. no number to key its contact by), and why. */
   unreadable?: Array<{ providerMessageId: string; reason: string }>;
   /**
@@ -71,6 +73,13 @@ export interface StatusUpdate {
   at?: Date;
   /** Our message id, where the provider echoes the reference we sent with the message. */
   ourMessageId?: string;
+}
+
+/** Every message sent to `userId` up to `upTo` (the provider's time) was delivered or read. */
+export interface Watermark {
+  userId: string;
+  status: 'delivered' | 'read';
+  upTo: Date;
 }
 
 export interface InboundRequest {

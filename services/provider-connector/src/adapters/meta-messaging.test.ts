@@ -46,7 +46,7 @@ const message = (account: string, mid: string, extra: Record<string, unknown> = 
 });
 
 describe('the Messenger adapter (social)', () => {
-  it('reads a batch: messages to the Page, deliveries by mid; skips echoes, standby, reactions, other Pages and reads by watermark', () => {
+  it('reads a batch: messages to the Page, deliveries by mid, reads and deliveries without mids by watermark; skips echoes, standby, reactions, other Pages', () => {
     const batch = socialAdapter.readInbound(
       social,
       signedRequest({
@@ -94,6 +94,12 @@ describe('the Messenger adapter (social)', () => {
                 timestamp: 1700000000800,
                 read: { watermark: 1700000000650 },
               },
+              {
+                sender: { id: PSID },
+                recipient: { id: PAGE },
+                // Deliveries' mids "may not be present".
+                delivery: { watermark: 1700000000640 },
+              },
             ],
           },
           {
@@ -124,6 +130,10 @@ describe('the Messenger adapter (social)', () => {
     expect(batch.statuses.map((s) => [s.providerMessageId, s.status])).toEqual([
       ['m_out_1', 'delivered'],
       ['m_out_2', 'delivered'],
+    ]);
+    expect(batch.watermarks).toEqual([
+      { userId: PSID, status: 'read', upTo: new Date(1700000000650) },
+      { userId: PSID, status: 'delivered', upTo: new Date(1700000000640) },
     ]);
   });
 

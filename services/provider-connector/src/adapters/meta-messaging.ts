@@ -10,6 +10,7 @@ import {
   type ProviderRefusal,
   providerWords,
   type StatusUpdate,
+  type Watermark,
 } from './channel-adapter.js';
 import { callProvider, joinUrl, type ProviderAnswer } from './http.js';
 import {
@@ -137,7 +138,7 @@ export function metaMessagingFailure(
 
 /** The events of one batch that are a customer's messages to this account, or news of ours. */
 function readEvents(account: string, events: MessagingEvent[]): InboundBatch {
-  const batch: InboundBatch = { messages: [], statuses: [], unreadable: [] };
+  const batch: InboundBatch = { messages: [], statuses: [], watermarks: [], unreadable: [] };
   for (const event of events) {
     // Echoes (our own sends, or the Page's from its inbox) come from the account to the customer.
     if (event.message?.is_echo || event.recipient.id !== account) continue;
@@ -154,12 +155,24 @@ function readEvents(account: string, events: MessagingEvent[]): InboundBatch {
         sentAt: at ?? new Date(),
       });
     }
-    for (const mid of event.delivery?.mids ?? []) batch.statuses.push(status(mid, 'delivered', at));
-    // Messenger's read names only a watermark (everything before it was read); Instagram's names the mid.
+    // A delivery's mids "may not be present": its watermark then says what was delivered.
+    const delivered = event.delivery?.mids ?? [];
+    for (const mid of delivered) batch.statuses.push(status(mid, 'delivered', at));
+    if (event.delivery?.watermark !== undefined && delivered.length === 0)
+      batch.watermarks!.push(watermark(event.sender.id, 'delivered', event.delivery.watermark));
+    // Messenger's read names only a watermark (everything sent up to it was read); Instagram's names the mid.
     if (event.read?.mid) batch.statuses.push(status(event.read.mid, 'read', at));
+    else if (event.read?.watermark !== undefined)
+      batch.watermarks!.push(watermark(event.sender.id, 'read', event.read.watermark));
   }
   return batch;
 }
+
+const watermark = (userId: string, value: Watermark['status'], upTo: number): Watermark => ({
+  userId,
+  status: value,
+  upTo: new Date(upTo),
+});
 
 const status = (
   providerMessageId: string,
@@ -267,7 +280,7 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
       const elsewhere = [...byAccount]
         .filter(([id]) => id !== account)
         .map(([id, events]) => ({ account: id, batch: readEvents(id, events) }))
-        .filter(({ batch }) => batch.messages.length + batch.statuses.length > 0);
+        .filter(({ batch }) => batch.messages.length + batch.statuses.length + batch.watermarks!.length > 0);
       return elsewhere.length > 0 ? { ...own, elsewhere } : own;
     },
   };

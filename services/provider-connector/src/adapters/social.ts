@@ -12,8 +12,8 @@ export const socialAdapter = metaMessagingAdapter({
   // "Text message ... must be UTF-8 and has a 2000 character limit."
   textLimit: { max: 2000, unit: 'characters' },
   messagingType: true,
-  // Messenger's reads name only a watermark, never a message id, so `message_reads` is not asked for.
-  subscribedFields: ['messages', 'message_deliveries'],
+  // Messenger's reads name only a watermark, never a message id: they are taken in as watermarks.
+  subscribedFields: ['messages', 'message_deliveries', 'message_reads'],
   // "(#10) This message is sent outside of allowed window."
   windowSubcode: 2018278,
   // Business Use Case rate limit of the Messenger Platform.

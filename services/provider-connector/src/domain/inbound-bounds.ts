@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { storableText } from '@inbox/db';
 import { z } from 'zod';
-import type { InboundMessage, StatusUpdate } from '../adapters/channel-adapter.js';
+import type { InboundMessage, StatusUpdate, Watermark } from '../adapters/channel-adapter.js';
 
 /**
  * The most of each provider-given field the connector takes in. A callback may carry up to 1 MiB
@@ -71,6 +71,11 @@ export function boundStatus(status: StatusUpdate): StatusUpdate {
       ? { ourMessageId: status.ourMessageId.toLowerCase() }
       : {}),
   };
+}
+
+/** A watermark with a storable user id (never cut: the event's schema refuses a longer one) and a time an event can carry. */
+export function boundWatermark(watermark: Watermark): Watermark {
+  return { ...watermark, userId: storableText(watermark.userId), upTo: eventTime(watermark.upTo, true) };
 }
 
 /** The shape of our message ids, as the contracts check them everywhere else. */

@@ -1,4 +1,10 @@
-import { eventTypes, InboundMessageEvent, InboundStatusEvent, platformTexts } from '@inbox/contracts';
+import {
+  eventTypes,
+  InboundMessageEvent,
+  InboundStatusEvent,
+  InboundWatermarkEvent,
+  platformTexts,
+} from '@inbox/contracts';
 import {
   type OutboxRelay,
   type Pool,
@@ -13,7 +19,7 @@ import { meter, traceAdmitted } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
 import { adapterFor, InboundRejected, ProviderError, type StoredConfigAdapter } from '../adapters/index.js';
-import { boundMessage, boundStatus, storableProviderId } from '../domain/inbound-bounds.js';
+import { boundMessage, boundStatus, boundWatermark, storableProviderId } from '../domain/inbound-bounds.js';
 import { firstSighting } from '../store/inbound-seen.js';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
 import { oauthTokens } from '../store/oauth-tokens.js';
@@ -204,6 +210,7 @@ async function resolveNotified(
   const resolved: InboundBatch = {
     messages: [...batch.messages],
     statuses: [...batch.statuses],
+    watermarks: [...(batch.watermarks ?? [])],
     unreadable: [...(batch.unreadable ?? [])],
   };
   try {
@@ -244,14 +251,19 @@ async function recordBatch(
     await withTransaction(deps.pool, (client) => recordInTransaction(client, found, part, notes));
 }
 
-/** The batch in parts of at most `size` items, its messages first and then its statuses, as recorded. */
+/** The batch in parts of at most `size` items: its messages, then its statuses, then its watermarks, as recorded. */
 function* partsOf(batch: InboundBatch, size: number): Generator<InboundBatch> {
-  const { messages, statuses } = batch;
-  for (let start = 0; start < messages.length + statuses.length; start += size) {
+  const { messages, statuses, watermarks = [] } = batch;
+  const total = messages.length + statuses.length + watermarks.length;
+  for (let start = 0; start < total; start += size) {
     const end = start + size;
+    // The part of `list`, which starts at `offset` among all the batch's items.
+    const slice = <T>(list: T[], offset: number) =>
+      list.slice(Math.max(0, start - offset), Math.max(0, end - offset));
     yield {
-      messages: messages.slice(start, end),
-      statuses: statuses.slice(Math.max(0, start - messages.length), Math.max(0, end - messages.length)),
+      messages: slice(messages, 0),
+      statuses: slice(statuses, messages.length),
+      watermarks: slice(watermarks, messages.length + statuses.length),
     };
   }
 }
@@ -329,6 +341,20 @@ export async function recordInTransaction(
       (await sendKnownByStatus(client, workspaceId, integration.id, status));
     await writeEvent(client, eventTypes.inboundStatus, data);
   }
+  for (const received of batch.watermarks ?? []) {
+    const watermark = boundWatermark(received);
+    const data: InboundWatermarkEvent = {
+      workspace_id: workspaceId,
+      integration_id: integration.id,
+      channel: integration.channel,
+      user_id: watermark.userId,
+      status: watermark.status,
+      up_to: watermark.upTo.toISOString(),
+    };
+    // Repeats need no check: moving messages forward to a status they have changes nothing.
+    if (readable(notes, InboundWatermarkEvent, data))
+      await writeEvent(client, eventTypes.inboundWatermark, data);
+  }
 }
 
 /**
@@ -336,7 +362,11 @@ export async function recordInTransaction(
  * any other, or a caller could send floods of them for free.
  */
 function itemsOf(batch: InboundBatch): number {
-  const own = batch.messages.length + batch.statuses.length + (batch.unreadable?.length ?? 0);
+  const own =
+    batch.messages.length +
+    batch.statuses.length +
+    (batch.watermarks?.length ?? 0) +
+    (batch.unreadable?.length ?? 0);
   return (batch.elsewhere ?? []).reduce((sum, other) => sum + itemsOf(other.batch), own);
 }
 
@@ -409,7 +439,7 @@ export function logNotes(
 /** Whether messaging can read the event; one it cannot is noted and left out. */
 function readable(
   notes: RecordNotes,
-  schema: typeof InboundMessageEvent | typeof InboundStatusEvent,
+  schema: typeof InboundMessageEvent | typeof InboundStatusEvent | typeof InboundWatermarkEvent,
   data: unknown,
 ): boolean {
   const checked = schema.safeParse(data);
