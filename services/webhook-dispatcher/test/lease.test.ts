@@ -180,6 +180,44 @@ describe('leasing due deliveries', () => {
     expect(eventsOf(await lease(128, 8))).toEqual(due.sort());
   });
 
+  it("reads no more of a failing ordered endpoint's conversations than its room asks for, and nothing of a workspace at its cap", async () => {
+    await clear();
+    const failing = await endpoint({ ordered: true });
+    await pool.query("update endpoints set failing_since = now() - interval '1 hour' where id = $1", [
+      failing.id,
+    ]);
+    // A thousand conversations waiting on their retries, and one due.
+    const events = await schedule(failing, 1_000, () => ({ key: randomUUID(), seq: 1 }));
+    await pool.query(
+      "update deliveries set next_attempt_at = now() + interval '1 hour' where event_id = any($1)",
+      [events.slice(1)],
+    );
+    // Conversation heads the lease read: deliveries fetched through deliveries_in_order, counted by
+    // this connection's statistics before and after it.
+    const headsRead = async (perWorkspace?: Parameters<DeliveryStore['lease']>[4]) => {
+      const client = await pool.connect();
+      const count = async () => {
+        const { rows } = await client.query<{ n: string }>(
+          "select pg_stat_get_xact_tuples_fetched('deliveries_in_order'::regclass) as n",
+        );
+        return Number(rows[0]!.n);
+      };
+      try {
+        await client.query('begin');
+        const before = await count();
+        await new DeliveryStore(client as unknown as Pool).lease(128, 8, leaseMs, gapWaitMs, perWorkspace);
+        return (await count()) - before;
+      } finally {
+        await client.query('rollback');
+        client.release();
+      }
+    };
+    // Room for one attempt: sixteen heads at most, where it read 4 × 128.
+    expect(await headsRead()).toBeLessThanOrEqual(16);
+    // Its workspace at its cap in this worker: not even those.
+    expect(await headsRead({ cap: 2, inFlight: new Map([[failing.workspaceId, 2]]) })).toBe(0);
+  });
+
   it('never leases one delivery to two workers leasing at once', async () => {
     await clear();
     const targets = await Promise.all(Array.from({ length: 4 }, () => endpoint()));

@@ -299,6 +299,11 @@ export class DeliveryStore {
                 where s.endpoint_id = e.id and s.status = 'sending' and s.lease_until >= now()
                 order by s.lease_until limit $2) inflight) b
           where e.id in (select endpoint_id from considered) and e.enabled
+            -- A workspace at its room in this worker ($6 less $7/$8) costs nothing more: its endpoints
+            -- would be read only for capped to drop what they found.
+            and ($6::int is null or $6::int > coalesce(
+                  (select busy.n from unnest($7::uuid[], $8::int[]) as busy(workspace_id, n)
+                    where busy.workspace_id = e.workspace_id), 0))
        ),
        candidates as (
          select c.*, r.ordered, r.free, r.workspace_id
@@ -312,13 +317,15 @@ export class DeliveryStore {
          union all
          -- An ordered endpoint: the first undelivered delivery of each of its conversations, one probe of
          -- deliveries_in_order per conversation however many wait behind it (from $5 on, then from the
-         -- start, at most 4 × limit conversations), if it is pending and due.
+         -- start), if it is pending and due. At most sixteen conversations for each attempt it has room
+         -- for, and 4 × limit in all: a failing endpoint (room for one) with thousands of conversations
+         -- waiting on their retries cost every lease 4 × limit probes to take one.
          select c.*, r.ordered, r.free, r.workspace_id
            from room r
            cross join lateral (
              with recursive ${conversationHeads}
              select h.id, h.endpoint_id, h.next_attempt_at, h.ordering_seq, h.ordering_key, h.created_at
-               from (select * from ${rotatedScan('heads')} v limit $1 * 4) h
+               from (select * from ${rotatedScan('heads')} v limit least($1 * 4, r.free * 16)) h
               where h.status = 'pending' and h.next_attempt_at <= now() and h.workspace_id = r.workspace_id
              union all
              -- Its deliveries of no conversation are not ordered. Read in deliveries_in_order's order, so
