@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { eventRoute } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
@@ -178,7 +179,12 @@ describe('one trace from the API call to the webhook', () => {
       ),
     ).toEqual([providerCall]);
     // The event is published inside the context its outbox row was written in: the command's.
-    const consumed = find('webhook-dispatcher', CONSUMER, 'process evt.message.sent');
+    // On its workspace's lane (eventLanes): lane 0 keeps the subject of the type.
+    const consumed = find(
+      'webhook-dispatcher',
+      CONSUMER,
+      `process evt.${eventRoute({ type: 'message.sent', workspace_id: id })}`,
+    );
     expect(edge(consumed, 'messaging', CONSUMER).spanId).toBe(messagingCommand.spanId);
     // The delivery is the POST's client span (no second one from the HTTP instrumentation), and the
     // receiver gets its context to continue.

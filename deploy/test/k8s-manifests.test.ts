@@ -369,7 +369,15 @@ describe('scaling and disruption', () => {
 
   it("KEDA on NATS reads the JetStream consumers; on RabbitMQ the durables' queues, with BUS_URL", () => {
     const nats = rendered(KEDA);
-    expect(triggersOf(nats, 'webhook-dispatcher')).toEqual(['nats-jetstream EVENTS/webhook-dispatcher']);
+    // Every lane of the dispatcher's durables, as the bus names them.
+    const dispatcherDurables = subscriptionsFor(
+      'webhook-dispatcher',
+      eventConsumers['webhook-dispatcher'],
+    ).map((lane) => lane.durable);
+    expect(dispatcherDurables).toHaveLength(eventLanes.count);
+    expect(triggersOf(nats, 'webhook-dispatcher')).toEqual(
+      dispatcherDurables.map((durable) => `nats-jetstream EVENTS/${durable}`).sort(),
+    );
     // Every lane of messaging's inbound durables, as the bus names them, and its lead moves.
     const messagingDurables = [
       ...subscriptionsFor('messaging', eventConsumers.messaging).map((lane) => lane.durable),
@@ -380,9 +388,9 @@ describe('scaling and disruption', () => {
       messagingDurables.map((durable) => `nats-jetstream EVENTS/${durable}`).sort(),
     );
     const rabbit = rendered(KEDA_RABBITMQ);
-    expect(triggersOf(rabbit, 'webhook-dispatcher')).toEqual([
-      'rabbitmq QueueLength events.webhook-dispatcher from BUS_URL',
-    ]);
+    expect(triggersOf(rabbit, 'webhook-dispatcher')).toEqual(
+      dispatcherDurables.map((durable) => `rabbitmq QueueLength events.${durable} from BUS_URL`).sort(),
+    );
     expect(triggersOf(rabbit, 'messaging')).toEqual(
       messagingDurables.map((durable) => `rabbitmq QueueLength events.${durable} from BUS_URL`).sort(),
     );

@@ -157,28 +157,36 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
     for (const lane of subscriptionsFor('messaging', eventConsumers.messaging))
       collect(buses.messaging, lane.durable, lane.filter, inbound);
     const leads = collect(buses.messaging, 'messaging-leads', 'lead.moved');
-    const webhooks = collect(buses['webhook-dispatcher'], 'webhook-dispatcher', '>');
+    // So do the webhook events, one durable of the dispatcher's each.
+    const webhooks = new Set<string>();
+    const dispatcherLanes = subscriptionsFor('webhook-dispatcher', eventConsumers['webhook-dispatcher']);
+    for (const lane of dispatcherLanes)
+      collect(buses['webhook-dispatcher'], lane.durable, lane.filter, webhooks);
 
-    const lanes = new Map<number, WireEvent>();
-    while (lanes.size < eventLanes.count) {
-      const workspace = randomUUID();
-      lanes.set(laneOf(workspace), event('inbound.message', workspace));
-    }
-    const fromConnector = [...lanes.values()];
+    const inLanes = (type: string) => {
+      const lanes = new Map<number, WireEvent>();
+      while (lanes.size < eventLanes.count) {
+        const workspace = randomUUID();
+        lanes.set(laneOf(workspace), event(type, workspace));
+      }
+      return [...lanes.values()];
+    };
+    const fromConnector = inLanes('inbound.message');
     const fromPipeline = event('lead.moved');
-    const fromMessaging = event('message.sent');
+    const fromMessaging = [...inLanes('message.sent'), ...inLanes('conversation.assigned')];
     for (const inboundEvent of fromConnector) await buses['provider-connector'].publish(inboundEvent);
     await buses.pipeline.publish(fromPipeline);
-    await buses.messaging.publish(fromMessaging);
+    for (const webhookEvent of fromMessaging) await buses.messaging.publish(webhookEvent);
 
     await waitFor(
       () =>
         fromConnector.every((e) => inbound.has(e.id)) &&
         leads.has(fromPipeline.id) &&
-        [...fromConnector, fromPipeline, fromMessaging].every((e) => webhooks.has(e.id)),
+        fromMessaging.every((e) => webhooks.has(e.id)),
       { what: 'every event at its consumers', timeoutMs: 10_000 },
     );
-    expect(await buses['webhook-dispatcher'].pending('webhook-dispatcher')).toBe(0);
+    for (const lane of dispatcherLanes)
+      expect(await buses['webhook-dispatcher'].pending(lane.durable)).toBe(0);
   });
 
   it('refuses a connection without credentials or with another user’s password', async () => {
@@ -209,8 +217,9 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
     expect(String((refused as Error).cause)).toMatch(/no responders/i);
     expect(stolen).toBe(0);
 
+    // On its workspace's lane, or on the type's own subject in lane 0.
     await expect(gateway.publish(event('message.sent'))).rejects.toThrow(
-      /Permissions Violation for Publish to "evt.message.sent"/,
+      /Permissions Violation for Publish to "evt\.(lane\d\.)?message\.sent"/,
     );
     await gateway.drain().catch(() => undefined);
   });

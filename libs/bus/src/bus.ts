@@ -24,6 +24,11 @@ export interface ConsumeOptions {
   durable: string;
   /** Event types to receive, as a NATS-style pattern over the type: `message.sent`, `message.*`, `>`. */
   filter: string;
+  /**
+   * The filter the durable had before, when it changed: a broker that keeps every binding a queue was
+   * given (RabbitMQ) drops that one, or the queue would go on taking what the old filter let through.
+   */
+  formerFilter?: string;
   /** Deliveries before a failing event goes to the dead-letter subject. */
   maxDeliver?: number;
   /** Delay before each redelivery after a failure; the last value repeats. */

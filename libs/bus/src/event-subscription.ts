@@ -86,12 +86,16 @@ export function filterFor(types: readonly EventType[]): string {
 export interface DurableSubscription {
   durable: string;
   filter: string;
+  /** The filter lane 0 had before its types took lanes, when that one would take every lane's events. */
+  formerFilter?: string;
 }
 
 /**
  * What a consumer of these types subscribes: its durable with the types' filter, or, for types that travel
  * in lanes (eventLanes), one durable per lane, each filtering its lane: `messaging` for lane 0, then
- * `messaging-lane1` on `lane1.inbound.>` and so on.
+ * `messaging-lane1` on `lane1.inbound.>` and so on. Lane 0's filter must not take the other lanes' events:
+ * `>` (types that share no first word, as the webhook events) would, so lane 0 takes as many `*` as the
+ * types have words (`*.*`), which a lane's subjects, a word longer, never match.
  */
 export function subscriptionsFor(durable: string, types: readonly EventType[]): DurableSubscription[] {
   const filter = filterFor(types);
@@ -100,10 +104,18 @@ export function subscriptionsFor(durable: string, types: readonly EventType[]): 
   if (laned.length !== types.length) {
     throw new Error(`${durable} takes events that travel in lanes with events that do not: subscribe apart`);
   }
-  return Array.from({ length: eventLanes.count }, (_, lane) => ({
-    durable: lane === 0 ? durable : `${durable}-lane${lane}`,
-    filter: `${laneWord(lane)}${filter}`,
-  }));
+  return Array.from({ length: eventLanes.count }, (_, lane) => {
+    if (lane > 0) return { durable: `${durable}-lane${lane}`, filter: `${laneWord(lane)}${filter}` };
+    if (!filter.startsWith('>')) return { durable, filter };
+    const words = new Set(types.map((type) => type.split('.').length));
+    if (words.size !== 1)
+      throw new Error(`${durable}'s lane 0 has no filter that leaves the other lanes out`);
+    return {
+      durable,
+      filter: Array.from({ length: [...words][0]! }, () => '*').join('.'),
+      formerFilter: filter,
+    };
+  });
 }
 
 const takes = <T extends EventType>(types: readonly T[], type: string): type is T =>

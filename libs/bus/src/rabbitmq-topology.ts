@@ -28,13 +28,14 @@ export async function declareExchanges(channel: Channel, names: RabbitNames): Pr
 /**
  * A durable consumer's queues: its quorum queue bound to the events it takes, one retry queue per delay
  * (a message waits there for its time to live, then is dead-lettered back to the durable's queue), and its
- * dead-letter queue. Declaring them again is a no-op.
+ * dead-letter queue. Declaring them again is a no-op. A former filter's binding is dropped (unbinding what
+ * is not bound is a no-op too).
  */
 export async function declareDurable(
   channel: Channel,
   names: RabbitNames,
   durable: string,
-  filter: string,
+  { filter, formerFilter }: { filter: string; formerFilter?: string },
   delaysMs: readonly number[],
 ): Promise<void> {
   const queue = names.durableQueue(durable);
@@ -55,9 +56,12 @@ export async function declareDurable(
       'x-dead-letter-routing-key': key,
     },
   });
-  // A filter changed since an earlier start leaves its old binding in place: the subscription acknowledges
-  // unread what it does not take, as it does with whatever else a wildcard lets through.
+  // A filter changed since an earlier start leaves its old binding in place unless named as former: the
+  // subscription acknowledges unread what it does not take, as it does with whatever else a wildcard lets
+  // through.
   await channel.bindQueue(queue, names.eventsExchange, bindingKey(filter));
+  if (formerFilter !== undefined && bindingKey(formerFilter) !== bindingKey(filter))
+    await channel.unbindQueue(queue, names.eventsExchange, bindingKey(formerFilter));
   for (const delayMs of new Set(delaysMs.filter((delay) => delay > 0))) {
     await channel.assertQueue(names.retryQueue(durable, delayMs), {
       durable: true,

@@ -226,8 +226,8 @@ export class RabbitBus implements Bus {
     // Every consumer's queue, whether or not it has started yet: RabbitMQ keeps an event only for the
     // queues bound when it is published.
     for (const [consumer, types] of Object.entries(eventConsumers))
-      for (const { durable, filter } of subscriptionsFor(consumer, types))
-        await declareDurable(publisher, this.names, durable, filter, []);
+      for (const { durable, ...filters } of subscriptionsFor(consumer, types))
+        await declareDurable(publisher, this.names, durable, filters, []);
     publisher.on('return', (message: Message) => {
       const id = message.properties.correlationId;
       if (typeof id === 'string') session.returned.add(id);
@@ -514,7 +514,7 @@ export class RabbitBus implements Bus {
       this.watch(session, channel);
       // No more unacknowledged deliveries than can run at once: the broker holds the rest for any replica.
       await channel.prefetch(options.concurrency ?? 1);
-      await declareDurable(channel, this.names, durable, options.filter, delays);
+      await declareDurable(channel, this.names, durable, options, delays);
       const acks = new ChannelAcks(channel);
       const outageWaiting = outageWaitingOf(
         options,

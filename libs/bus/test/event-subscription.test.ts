@@ -14,7 +14,14 @@ import {
 } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { consumeEvents, filterFor, forwardEvents, InProcessBus, subscriptionsFor } from '../src/index.js';
+import {
+  consumeEvents,
+  filterFor,
+  forwardEvents,
+  InProcessBus,
+  subjectMatches,
+  subscriptionsFor,
+} from '../src/index.js';
 
 const workspace = randomUUID();
 const wire = (type: string, data: unknown): WireEvent => ({
@@ -38,6 +45,7 @@ describe('filterFor', () => {
     expect(filterFor([eventTypes.inboundMessage, eventTypes.inboundStatus])).toBe('inbound.>');
     expect(filterFor([eventTypes.leadMoved])).toBe('lead.moved');
     expect(filterFor(publicEventTypes)).toBe('>');
+    expect(filterFor(eventConsumers.messaging)).toBe('inbound.>');
   });
 
   it('keeps `>` from standing for no token at all', () => {
@@ -49,8 +57,8 @@ describe('filterFor', () => {
 
 describe('subscriptionsFor', () => {
   it('gives types outside the lanes one durable, and the lanes’ types a durable per lane', () => {
-    expect(subscriptionsFor('webhook-dispatcher', publicEventTypes)).toEqual([
-      { durable: 'webhook-dispatcher', filter: '>' },
+    expect(subscriptionsFor('messaging-leads', eventConsumers['messaging-leads'])).toEqual([
+      { durable: 'messaging-leads', filter: 'lead.moved' },
     ]);
     const lanes = subscriptionsFor('messaging', eventConsumers.messaging);
     expect(lanes).toHaveLength(eventLanes.count);
@@ -62,6 +70,23 @@ describe('subscriptionsFor', () => {
     );
   });
 
+  it("gives the webhook events' lane 0 a filter that leaves the other lanes out, and drops the one it had", () => {
+    const lanes = subscriptionsFor('webhook-dispatcher', publicEventTypes);
+    expect(lanes).toHaveLength(eventLanes.count);
+    // The webhook events share no first word: `>` would take lane 3's too.
+    expect(lanes[0]).toEqual({ durable: 'webhook-dispatcher', filter: '*.*', formerFilter: '>' });
+    expect(lanes[3]).toEqual({ durable: 'webhook-dispatcher-lane3', filter: 'lane3.>' });
+    for (const type of publicEventTypes) {
+      const workspaces = Array.from({ length: 200 }, () => randomUUID());
+      for (const workspaceId of workspaces) {
+        const route = eventRoute({ type, workspace_id: workspaceId });
+        const takers = lanes.filter((lane) => subjectMatches(lane.filter, route));
+        // Each event is taken by its own lane's durable, and by no other.
+        expect(takers.map((lane) => lane.durable)).toEqual([lanes[laneOf(workspaceId)]!.durable]);
+      }
+    }
+  });
+
   it('routes a workspace’s events always to its one lane, and spreads workspaces over every lane', () => {
     const event = (type: string, workspace_id: string) => ({ type, workspace_id });
     const lanesUsed = new Map<number, number>();
@@ -71,8 +96,9 @@ describe('subscriptionsFor', () => {
       const lane = laneOf(id);
       expect(route).toBe(lane === 0 ? 'inbound.message' : `lane${lane}.inbound.message`);
       expect(eventRoute(event(eventTypes.inboundStatus, id))).toBe(`${laneWord(lane)}inbound.status`);
+      expect(eventRoute(event(eventTypes.messageSent, id))).toBe(`${laneWord(lane)}message.sent`);
       // Only the lanes' types take a lane.
-      expect(eventRoute(event(eventTypes.messageSent, id))).toBe('message.sent');
+      expect(eventRoute(event(eventTypes.leadMoved, id))).toBe('lead.moved');
       lanesUsed.set(lane, (lanesUsed.get(lane) ?? 0) + 1);
     }
     expect([...lanesUsed.keys()].sort()).toEqual(Array.from({ length: eventLanes.count }, (_, lane) => lane));

@@ -2,14 +2,15 @@ import { eventTypes } from './event-types.js';
 
 /**
  * What providers tell the connector comes at whatever pace a workspace's traffic (or a tenant posting to
- * its own callback URL) sets, and one durable queue would hand it out first come, first served: a
- * workspace's burst would hold every worker while the other workspaces' messages waited behind it. So
- * these events travel in lanes, each a durable consumer of its own, and a workspace always in the same
- * lane: a flood fills one lane and the other lanes keep flowing.
+ * its own callback URL) sets, and so do the webhook events a workspace's sends make (external send has no
+ * rate limit): one durable queue would hand them out first come, first served, and a workspace's burst
+ * would hold every worker while the other workspaces' events waited behind it. So these events travel in
+ * lanes, each a durable consumer of its own, and a workspace always in the same lane: a flood fills one
+ * lane and the other lanes keep flowing.
  *
- * Lane 0 keeps the subject events had before lanes (`evt.inbound.message`), so what a broker held from
- * before lanes existed is still read, by lane 0. The count is fixed: a workspace's lane follows from it,
- * and events left in a lane that stopped existing would be read by no one.
+ * Lane 0 keeps the subject events had before lanes (`evt.inbound.message`, `evt.message.sent`), so what a
+ * broker held from before lanes existed is still read, by lane 0. The count is fixed: a workspace's lane
+ * follows from it, and events left in a lane that stopped existing would be read by no one.
  */
 export const eventLanes = {
   count: 8,
@@ -17,6 +18,10 @@ export const eventLanes = {
     eventTypes.inboundMessage,
     eventTypes.inboundStatus,
     eventTypes.inboundWatermark,
+    eventTypes.messageReceived,
+    eventTypes.messageSent,
+    eventTypes.conversationAssigned,
+    eventTypes.conversationResolved,
   ] as readonly string[],
 } as const;
 

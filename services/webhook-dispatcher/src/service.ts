@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { forwardEvents } from '@inbox/bus';
+import { forwardEvents, subscriptionsFor } from '@inbox/bus';
 import { type ConsumerName, eventConsumers } from '@inbox/contracts';
 import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
 import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
@@ -75,7 +75,12 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
         pollMs: options.pollMs,
         stalledAfterMs: options.stalledAfterMs,
         orderingGapWaitMs: options.orderingGapWaitMs,
-        consumerLag: () => bus.pending(durable),
+        // Every lane's durable: a backlog in any lane is the dispatcher's.
+        consumerLag: async () => {
+          const lanes = subscriptionsFor(durable, eventConsumers[durable]);
+          const pending = await Promise.all(lanes.map((lane) => bus.pending(lane.durable)));
+          return pending.reduce((sum, n) => sum + n, 0);
+        },
       });
       const pruner = new DeliveryPruner({
         deliveries,
@@ -126,9 +131,17 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
           // heartbeats keep a slow one from being redelivered meanwhile. As many events are in hand as one
           // statement takes: with 32, a flood's statements held 10-16 events on average and RabbitMQ
           // scheduled slower than the worker delivered (bench/RESULTS.md, 2026-11-26, sixth session).
+          // The events travel in lanes by workspace (eventLanes), a durable each: a workspace's flood
+          // (external send has no rate limit, and each event is a delivery per endpoint, up to fifty)
+          // holds its lane's statement's worth, and the other lanes' events take the second one in hand.
           await forwardEvents(
             bus,
-            { durable, concurrency: scheduleBatchSize, ackWaitMs: 10_000 },
+            {
+              durable,
+              concurrency: scheduleBatchSize,
+              concurrencyAcrossLanes: 2 * scheduleBatchSize,
+              ackWaitMs: 10_000,
+            },
             eventConsumers[durable],
             async (event) => {
               if ((await scheduleEvent(batches, event)) > 0) worker.wake();
