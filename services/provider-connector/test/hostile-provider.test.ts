@@ -139,6 +139,25 @@ it('refuses a template listing with more text than a catalogue holds, and keeps 
   expect(kept).toEqual(['antes']);
 });
 
+it('counts what a listing holds in memory against the bound, not only its characters', async () => {
+  // Buttons within the bounds, each value a character or two of JSON and tens of bytes of heap: a hundred
+  // pages of them are under the bound in characters, and far over it in what they hold.
+  const { refused, pages, kept } = await refreshEndlessListing((n) =>
+    Array.from({ length: 100 }, (_, i) => ({
+      ...template(`t${n}_${i}`),
+      components: [
+        { type: 'BUTTONS', buttons: [{ type: 'URL', example: Array.from({ length: 700 }, () => 0) }] },
+      ],
+    })),
+  );
+  expect(refused).toMatchObject({
+    status: 502,
+    body: { error: platformTexts.templateCatalogueTooMuchText(maxCatalogueChars) },
+  });
+  expect(pages).toBeLessThan(20);
+  expect(kept).toEqual(['antes']);
+});
+
 it('keeps no buttons of a shape no provider lists, so a listing holds no more than it counts', async () => {
   // Meta's deepest button: an OTP one's supported apps, a list of objects.
   const otp = {
