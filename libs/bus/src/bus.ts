@@ -29,6 +29,13 @@ export interface ConsumeOptions {
    * given (RabbitMQ) drops that one, or the queue would go on taking what the old filter let through.
    */
   formerFilter?: string;
+  /**
+   * A durable created now starts this many milliseconds back, not at the oldest event the stream keeps
+   * (a week on NATS): for one that takes over events another durable has read until now, which would
+   * otherwise read the whole week again. Ignored where a durable keeps only what came after its queue
+   * was declared (RabbitMQ) and for a durable that exists.
+   */
+  startBackMs?: number;
   /** Deliveries before a failing event goes to the dead-letter subject. */
   maxDeliver?: number;
   /** Delay before each redelivery after a failure; the last value repeats. */

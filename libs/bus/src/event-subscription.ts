@@ -88,7 +88,15 @@ export interface DurableSubscription {
   filter: string;
   /** The filter lane 0 had before its types took lanes, when that one would take every lane's events. */
   formerFilter?: string;
+  /** Where a lane starts when it is first created, when lane 0 read its events until then. */
+  startBackMs?: number;
 }
+
+/**
+ * How far back a lane starts that takes over from a durable that read every lane: the durable read its
+ * events until the lane's first start, give or take the replicas' start and the broker's clock.
+ */
+const takeOverBackMs = 15 * 60_000;
 
 /**
  * What a consumer of these types subscribes: its durable with the types' filter, or, for types that travel
@@ -104,9 +112,16 @@ export function subscriptionsFor(durable: string, types: readonly EventType[]): 
   if (laned.length !== types.length) {
     throw new Error(`${durable} takes events that travel in lanes with events that do not: subscribe apart`);
   }
+  // Lane 0's filter must leave the other lanes out; one that took them all until now read their events.
+  const tookEveryLane = filter.startsWith('>');
   return Array.from({ length: eventLanes.count }, (_, lane) => {
-    if (lane > 0) return { durable: `${durable}-lane${lane}`, filter: `${laneWord(lane)}${filter}` };
-    if (!filter.startsWith('>')) return { durable, filter };
+    if (lane > 0)
+      return {
+        durable: `${durable}-lane${lane}`,
+        filter: `${laneWord(lane)}${filter}`,
+        ...(tookEveryLane ? { startBackMs: takeOverBackMs } : {}),
+      };
+    if (!tookEveryLane) return { durable, filter };
     const words = new Set(types.map((type) => type.split('.').length));
     if (words.size !== 1)
       throw new Error(`${durable}'s lane 0 has no filter that leaves the other lanes out`);

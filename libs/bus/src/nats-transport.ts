@@ -366,8 +366,14 @@ export class NatsBus implements Bus {
     const config = {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
-      // A new durable starts at the oldest event the stream still keeps (a week at most).
-      deliver_policy: DeliverPolicy.All,
+      // A new durable starts at the oldest event the stream still keeps (a week at most), or where the
+      // caller says, for one that takes over what another durable read until now.
+      ...(options.startBackMs === undefined
+        ? { deliver_policy: DeliverPolicy.All }
+        : {
+            deliver_policy: DeliverPolicy.StartTime,
+            opt_start_time: new Date(Date.now() - options.startBackMs).toISOString(),
+          }),
       // One filter subject only: nats-server 2.9 has no multi-subject filters.
       filter_subject: this.names.event(options.filter),
       // The server may redeliver one more time than we count, should a process die mid-handling;

@@ -224,10 +224,12 @@ export class RabbitBus implements Bus {
     });
     await declareExchanges(publisher, this.names);
     // Every consumer's queue, whether or not it has started yet: RabbitMQ keeps an event only for the
-    // queues bound when it is published.
+    // queues bound when it is published. A former binding is dropped only by the consumer's own start
+    // (consume): dropped here, by whichever process of a new release connects first, the queue of a
+    // consumer still of the release before would stop taking what only it reads yet.
     for (const [consumer, types] of Object.entries(eventConsumers))
-      for (const { durable, ...filters } of subscriptionsFor(consumer, types))
-        await declareDurable(publisher, this.names, durable, filters, []);
+      for (const { durable, filter } of subscriptionsFor(consumer, types))
+        await declareDurable(publisher, this.names, durable, { filter }, []);
     publisher.on('return', (message: Message) => {
       const id = message.properties.correlationId;
       if (typeof id === 'string') session.returned.add(id);

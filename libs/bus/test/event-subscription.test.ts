@@ -75,7 +75,12 @@ describe('subscriptionsFor', () => {
     expect(lanes).toHaveLength(eventLanes.count);
     // The webhook events share no first word: `>` would take lane 3's too.
     expect(lanes[0]).toEqual({ durable: 'webhook-dispatcher', filter: '*.*', formerFilter: '>' });
-    expect(lanes[3]).toEqual({ durable: 'webhook-dispatcher-lane3', filter: 'lane3.>' });
+    // A lane the durable read until now starts a little back on its first start, not a week back.
+    expect(lanes[3]).toEqual({
+      durable: 'webhook-dispatcher-lane3',
+      filter: 'lane3.>',
+      startBackMs: 15 * 60_000,
+    });
     for (const type of publicEventTypes) {
       const workspaces = Array.from({ length: 200 }, () => randomUUID());
       for (const workspaceId of workspaces) {

@@ -154,6 +154,39 @@ describe('nats transport durables made before', () => {
   });
 });
 
+describe('nats transport durables that take over', () => {
+  it('starts a new durable given startBackMs that far back, not at the oldest event the stream keeps', async () => {
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix: uniquePrefix() });
+    try {
+      const event = (): WireEvent => ({
+        id: randomUUID(),
+        type: 'lead.moved',
+        workspace_id: randomUUID(),
+        occurred_at: new Date().toISOString(),
+        data: {},
+      });
+      const old = event();
+      await bus.publish(old);
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const fresh = event();
+      await bus.publish(fresh);
+      const takingOver: string[] = [];
+      const fromTheStart: string[] = [];
+      await bus.consume({ durable: 'taking-over', filter: '>', startBackMs: 500 }, async (e) => {
+        takingOver.push(e.id);
+      });
+      await bus.consume({ durable: 'from-the-start', filter: '>' }, async (e) => {
+        fromTheStart.push(e.id);
+      });
+      await waitFor(() => takingOver.length === 1 && fromTheStart.length === 2, { what: 'both durables' });
+      expect(takingOver).toEqual([fresh.id]);
+      expect(fromTheStart).toEqual([old.id, fresh.id]);
+    } finally {
+      await bus.drain();
+    }
+  });
+});
+
 describe('nats transport health', () => {
   it('reports unhealthy while the server is away, so readiness follows an outage', async () => {
     const server = await startNats();
