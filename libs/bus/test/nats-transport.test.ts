@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { laneOf, type WireEvent } from '@inbox/contracts';
+import { eventConsumers, eventLanes, laneOf, type WireEvent } from '@inbox/contracts';
 import { startNats, uniquePrefix, waitFor } from '@inbox/testkit';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect, inject, it, onTestFinished } from 'vitest';
-import { type Bus, consumeEvents, NatsBus } from '../src/index.js';
+import { type Bus, consumeEvents, NatsBus, subscriptionsFor } from '../src/index.js';
 import { SubjectNames } from '../src/subjects.js';
 import { busContract } from './bus-contract.js';
 
@@ -183,6 +183,49 @@ describe('nats transport durables that take over', () => {
       expect(fromTheStart).toEqual([old.id, fresh.id]);
     } finally {
       await bus.drain();
+    }
+  });
+});
+
+describe('nats transport webhook lanes over a durable of before them', () => {
+  it("narrows lane 0's filter on the durable that took every event, and leaves the other lanes' events to them", async () => {
+    const prefix = uniquePrefix();
+    const bus = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    try {
+      // The dispatcher of the release before lanes: one durable on every event.
+      await bus.consume({ durable: 'webhook-dispatcher', filter: '>' }, async () => undefined);
+      await bus.drain();
+    } catch (error) {
+      await bus.drain().catch(() => undefined);
+      throw error;
+    }
+    const next = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
+    try {
+      const lanes = subscriptionsFor('webhook-dispatcher', eventConsumers['webhook-dispatcher']);
+      const seen = new Map<string, string[]>();
+      for (const lane of lanes)
+        await next.consume(lane, async (e) => {
+          seen.set(lane.durable, [...(seen.get(lane.durable) ?? []), e.id]);
+        });
+      const byLane = new Map<number, WireEvent>();
+      while (byLane.size < eventLanes.count) {
+        const workspaceId = randomUUID();
+        byLane.set(laneOf(workspaceId), {
+          id: randomUUID(),
+          type: 'message.sent',
+          workspace_id: workspaceId,
+          occurred_at: new Date().toISOString(),
+          data: {},
+        });
+      }
+      for (const e of byLane.values()) await next.publish(e);
+      await waitFor(() => [...seen.values()].flat().length >= eventLanes.count, {
+        what: 'every lane’s event',
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (const [lane, e] of byLane) expect(seen.get(lanes[lane]!.durable)).toEqual([e.id]);
+    } finally {
+      await next.drain();
     }
   });
 });
