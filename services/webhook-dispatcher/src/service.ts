@@ -58,6 +58,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
       const endpoints = new EndpointStore(pool, new SecretBox(options.encryptionKey));
       const deliveries = new DeliveryStore(pool, options.bodyCopies);
       const batches = new ScheduleBatches(deliveries);
+      const lanes = subscriptionsFor(durable, eventConsumers[durable]);
       const worker = new DeliveryWorker({
         pool,
         deliveries,
@@ -77,7 +78,6 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
         orderingGapWaitMs: options.orderingGapWaitMs,
         // Every lane's durable: a backlog in any lane is the dispatcher's.
         consumerLag: async () => {
-          const lanes = subscriptionsFor(durable, eventConsumers[durable]);
           const pending = await Promise.all(lanes.map((lane) => bus.pending(lane.durable)));
           return pending.reduce((sum, n) => sum + n, 0);
         },
