@@ -7,6 +7,7 @@ import { describe, expect, inject, it, onTestFinished } from 'vitest';
 import { type Bus, consumeEvents, NatsBus, subscriptionsFor } from '../src/index.js';
 import { SubjectNames } from '../src/subjects.js';
 import { busContract } from './bus-contract.js';
+import { oneEventInEachLane } from './lanes.js';
 
 busContract(
   'nats',
@@ -207,17 +208,7 @@ describe('nats transport webhook lanes over a durable of before them', () => {
         await next.consume(lane, async (e) => {
           seen.set(lane.durable, [...(seen.get(lane.durable) ?? []), e.id]);
         });
-      const byLane = new Map<number, WireEvent>();
-      while (byLane.size < eventLanes.count) {
-        const workspaceId = randomUUID();
-        byLane.set(laneOf(workspaceId), {
-          id: randomUUID(),
-          type: 'message.sent',
-          workspace_id: workspaceId,
-          occurred_at: new Date().toISOString(),
-          data: {},
-        });
-      }
+      const byLane = oneEventInEachLane('message.sent');
       for (const e of byLane.values()) await next.publish(e);
       await waitFor(() => [...seen.values()].flat().length >= eventLanes.count, {
         what: 'every lane’s event',

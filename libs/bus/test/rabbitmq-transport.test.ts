@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { eventConsumers, eventLanes, laneOf, type WireEvent } from '@inbox/contracts';
+import { eventConsumers, eventLanes, type WireEvent } from '@inbox/contracts';
 import { type LocalServer, startRabbitMQ, uniquePrefix, waitFor } from '@inbox/testkit';
 import { connect } from 'amqplib';
 import { afterEach, describe, expect, inject, it } from 'vitest';
@@ -8,6 +8,7 @@ import { bindingKey, RabbitNames } from '../src/rabbitmq-names.js';
 import { deliveryLimit } from '../src/rabbitmq-topology.js';
 import { RabbitBus } from '../src/rabbitmq-transport.js';
 import { busContract } from './bus-contract.js';
+import { oneEventInEachLane } from './lanes.js';
 
 busContract(
   'rabbitmq',
@@ -58,11 +59,7 @@ describe('rabbitmq transport', () => {
     // Only the connector is up, on a broker where no consumer has run yet.
     const connector = await connectTo(inject('infra').rabbitmqUrl, prefix);
     // One event in each of the lanes messaging reads, each lane a queue of its own.
-    const early = new Map<number, WireEvent>();
-    while (early.size < eventLanes.count) {
-      const workspaceId = randomUUID();
-      early.set(laneOf(workspaceId), { ...event(), type: 'inbound.message', workspace_id: workspaceId });
-    }
+    const early = oneEventInEachLane('inbound.message');
     for (const e of early.values()) await connector.publish(e);
     const messaging = await connectTo(inject('infra').rabbitmqUrl, prefix);
     const seen: string[] = [];
@@ -80,15 +77,6 @@ describe('rabbitmq transport', () => {
   it("drops the binding the dispatcher's lane 0 had before lanes when the dispatcher starts, not before", async () => {
     const url = inject('infra').rabbitmqUrl;
     const prefix = uniquePrefix();
-    /** One message.sent in each lane. */
-    const oneInEachLane = () => {
-      const byLane = new Map<number, WireEvent>();
-      while (byLane.size < eventLanes.count) {
-        const workspaceId = randomUUID();
-        byLane.set(laneOf(workspaceId), { ...event(), workspace_id: workspaceId });
-      }
-      return byLane;
-    };
     // A dispatcher of the release before lanes: its queue bound to every event (`>`).
     const before = await connectTo(url, prefix);
     const readBefore: string[] = [];
@@ -98,7 +86,7 @@ describe('rabbitmq transport', () => {
     // Another service of this release connects, and publishes in lanes: the old dispatcher, still the
     // only one, reads every lane's events.
     const bus = await connectTo(url, prefix);
-    const early = oneInEachLane();
+    const early = oneEventInEachLane('message.sent');
     for (const e of early.values()) await bus.publish(e);
     await waitFor(() => readBefore.length === eventLanes.count, { what: 'every lane at the old dispatcher' });
     await before.abort();
@@ -109,7 +97,7 @@ describe('rabbitmq transport', () => {
       await bus.consume(lane, async (e) => {
         seen.set(lane.durable, [...(seen.get(lane.durable) ?? []), e.id]);
       });
-    const late = oneInEachLane();
+    const late = oneEventInEachLane('message.sent');
     for (const e of late.values()) await bus.publish(e);
     const lateIds = new Set([...late.values()].map((e) => e.id));
     const seenLate = () => [...seen.values()].flat().filter((id) => lateIds.has(id));
