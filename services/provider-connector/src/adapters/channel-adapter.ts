@@ -210,14 +210,14 @@ export interface ProviderTemplate {
 
 /**
  * How many templates one integration's catalogue holds. Meta lists a WABA's in pages of at most 100 and
- * allows some thousands; a provider the tenant names may list any number, and each is a row written in
- * the catalogue's one transaction. A listing past it is refused whole, and the catalogue kept as it was.
+ * allows some thousands; a provider the tenant names may list any number, and each is a row written and,
+ * at the next listing, deleted. A listing past it is refused whole, and the catalogue kept as it was.
  */
 export const maxCatalogueTemplates = 10_000;
 
 /**
  * How much text one catalogue keeps, counted in characters of its templates' fields as stored (buttons as
- * JSON): held in memory until the listing ends and written in one statement. Meta's own limits (a body
+ * JSON): held in memory until the listing ends and written. Meta's own limits (a body
  * of 1,024 characters, ten buttons of short fields and one URL each) put a thousand templates at a few
  * megabytes; a provider the tenant names could otherwise fill every page with buttons of any shape, and
  * a hundred pages of a mebibyte each stay in the process at once.

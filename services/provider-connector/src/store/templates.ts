@@ -1,63 +1,91 @@
 import { maxRenderedTemplateChars, templateChannels } from '@inbox/contracts';
-import { type Pool, storableText, withTransaction } from '@inbox/db';
-import type { ProviderTemplate } from '../adapters/channel-adapter.js';
+import { type Pool, storableText } from '@inbox/db';
+import { type ProviderTemplate, templateChars } from '../adapters/channel-adapter.js';
 
 /** The catalogue: one integration's templates as the provider last listed them. */
 export class TemplateStore {
   constructor(private readonly pool: Pool) {}
 
   /**
-   * Replaces the integration's catalogue with what the provider listed, in one transaction. Replicas
-   * refresh on their own, so two replacements of one catalogue can run at once: the integration's row
-   * is locked first, and the delete that follows the lock sees what the other one committed. Without it
-   * the second delete did not see the first's rows, and the catalogue became both listings together (a
-   * template deleted at the provider still prepared).
+   * Replaces the integration's catalogue with what the provider listed: written as a new generation, a
+   * few hundred templates a statement, and switched to in one. A catalogue of ten thousand templates
+   * written in one transaction took a second or more, and for that long held back every service's outbox
+   * relay (each publishes only what committed before the oldest transaction still running), so one
+   * tenant's listing delayed every tenant's events.
    *
-   * The listing is written by one statement (the statement timeout bounds it, where a row a round trip
-   * kept the lock and a pooled connection for as long as a tenant's provider listed templates), each
-   * name and language once (the last listed wins), its text made storable; a template no send could
-   * use (a name or language longer than a send may give, a body longer than a message) is left out,
-   * rather than failing the listing in an index entry or filling the table.
+   * Replicas refresh on their own, so two replacements of one catalogue can run at once: the generation
+   * taken last wins whichever ends first (the switch only moves forward), and readers see one generation,
+   * never two listings together nor one half written. What a replacement leaves behind (the generations
+   * before it, its own when it lost, or a crashed one's) is deleted in short statements after it.
+   *
+   * Each name and language is kept once (the last listed wins), its text made storable; a template no
+   * send could use (a name or language longer than a send may give, a body longer than a message) is left
+   * out, rather than failing the listing in an index entry or filling the table.
    */
   async replace(integrationId: string, templates: ProviderTemplate[]): Promise<void> {
-    const kept = new Map<string, ProviderTemplate>();
-    for (const listed of templates) {
-      const t = storableTemplate(listed);
-      if (t.name.length > 512 || t.language.length > 64 || t.body.length > maxRenderedTemplateChars) continue;
-      // Keyed as stored: two names that differ only in what storing replaces are one row.
-      kept.set(JSON.stringify([t.name, t.language]), t);
+    const { rows } = await this.pool.query<{ generation: string }>(
+      "select nextval('template_generations')::text as generation",
+    );
+    const generation = rows[0]!.generation;
+    try {
+      for (const part of statementParts(keptTemplates(templates)))
+        await this.write(integrationId, generation, part);
+    } catch (error) {
+      await this.deleteGenerations(integrationId, generation, 'only').catch(() => undefined);
+      throw error;
     }
-    const rows = [...kept.values()];
-    await withTransaction(this.pool, async (client) => {
-      // Serialises two replaces of a catalogue. `no key update`, not `update`: a send's row references
-      // the integration, and its key check must not wait behind a listing, nor hold the other
-      // workspaces' sends batched into the same statement (SendRecords) with it.
-      await client.query('select 1 from integrations where id = $1 for no key update', [integrationId]);
-      await client.query('delete from templates where integration_id = $1', [integrationId]);
-      await client.query(
-        `insert into templates (integration_id, name, language, status, body, header_format, buttons)
-         select $1, name, language, status, body, header_format, buttons
-           from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
-             as listed (name, language, status, body, header_format, buttons)`,
-        [
-          integrationId,
-          rows.map((t) => t.name),
-          rows.map((t) => t.language),
-          rows.map((t) => t.status),
-          rows.map((t) => t.body),
-          rows.map((t) => t.header_format),
-          rows.map((t) => JSON.stringify(t.buttons)),
-        ],
-      );
-      await client.query('update integrations set templates_refreshed_at = now() where id = $1', [
+    const switching = await this.pool.query(
+      `update integrations set templates_generation = $2, templates_refreshed_at = now()
+        where id = $1 and templates_generation < $2`,
+      [integrationId, generation],
+    );
+    // The catalogue is replaced (or another replacement's newer one stands): rows left behind are never
+    // read, and the next replacement that switches deletes them, so a failure here fails nothing.
+    await this.deleteGenerations(
+      integrationId,
+      generation,
+      switching.rowCount === 1 ? 'before' : 'only',
+    ).catch(() => undefined);
+  }
+
+  private async write(integrationId: string, generation: string, part: ProviderTemplate[]): Promise<void> {
+    await this.pool.query(
+      `insert into templates (integration_id, generation, name, language, status, body, header_format, buttons)
+       select $1, $2, name, language, status, body, header_format, buttons
+         from unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
+           as listed (name, language, status, body, header_format, buttons)`,
+      [
         integrationId,
-      ]);
-    });
+        generation,
+        part.map((t) => t.name),
+        part.map((t) => t.language),
+        part.map((t) => t.status),
+        part.map((t) => t.body),
+        part.map((t) => t.header_format),
+        part.map((t) => JSON.stringify(t.buttons)),
+      ],
+    );
+  }
+
+  /** Deletes the generations before `generation` (or only it), a few thousand rows a statement. */
+  private async deleteGenerations(integrationId: string, generation: string, which: 'before' | 'only') {
+    const matching = which === 'before' ? 'generation < $2' : 'generation = $2';
+    for (;;) {
+      const { rowCount } = await this.pool.query(
+        `delete from templates where ctid = any(array(
+           select ctid from templates where integration_id = $1 and ${matching} limit $3))`,
+        [integrationId, generation, rowsPerDelete],
+      );
+      if ((rowCount ?? 0) < rowsPerDelete) return;
+    }
   }
 
   async find(integrationId: string, name: string, language: string): Promise<ProviderTemplate | undefined> {
     const { rows } = await this.pool.query<ProviderTemplate>(
-      'select name, language, status, body, header_format, buttons from templates where integration_id = $1 and name = $2 and language = $3',
+      `select t.name, t.language, t.status, t.body, t.header_format, t.buttons
+         from integrations i
+         join templates t on t.integration_id = i.id and t.generation = i.templates_generation
+        where i.id = $1 and t.name = $2 and t.language = $3`,
       [integrationId, name, language],
     );
     return rows[0];
@@ -65,7 +93,11 @@ export class TemplateStore {
 
   async list(integrationId: string): Promise<{ templates: ProviderTemplate[]; refreshedAt: Date | null }> {
     const { rows } = await this.pool.query<ProviderTemplate>(
-      'select name, language, status, body, header_format, buttons from templates where integration_id = $1 order by name, language',
+      `select t.name, t.language, t.status, t.body, t.header_format, t.buttons
+         from integrations i
+         join templates t on t.integration_id = i.id and t.generation = i.templates_generation
+        where i.id = $1
+        order by t.name, t.language`,
       [integrationId],
     );
     const { rows: meta } = await this.pool.query<{ templates_refreshed_at: Date | null }>(
@@ -103,6 +135,50 @@ export class TemplateStore {
     );
     return rows[0];
   }
+}
+
+/**
+ * How many templates, and how many of their characters, one statement of a replacement writes: some tens
+ * of milliseconds of Postgres's time, so the outbox relays wait no longer than that behind it.
+ */
+const statementBounds = { templates: 250, chars: 256 * 1024 } as const;
+
+/** How many rows of a former generation one statement deletes. */
+const rowsPerDelete = 2_000;
+
+/**
+ * The templates a listing keeps: storable, each name and language once (the last listed wins), none that
+ * no send could use.
+ */
+function keptTemplates(templates: ProviderTemplate[]): ProviderTemplate[] {
+  const kept = new Map<string, ProviderTemplate>();
+  for (const listed of templates) {
+    const t = storableTemplate(listed);
+    if (t.name.length > 512 || t.language.length > 64 || t.body.length > maxRenderedTemplateChars) continue;
+    // Keyed as stored: two names that differ only in what storing replaces are one row.
+    kept.set(JSON.stringify([t.name, t.language]), t);
+  }
+  return [...kept.values()];
+}
+
+/** The templates in the parts one statement each writes (statementBounds); a larger template alone. */
+function* statementParts(templates: ProviderTemplate[]): Generator<ProviderTemplate[]> {
+  let part: ProviderTemplate[] = [];
+  let chars = 0;
+  for (const t of templates) {
+    const size = templateChars(t);
+    if (
+      part.length > 0 &&
+      (part.length === statementBounds.templates || chars + size > statementBounds.chars)
+    ) {
+      yield part;
+      part = [];
+      chars = 0;
+    }
+    part.push(t);
+    chars += size;
+  }
+  if (part.length > 0) yield part;
 }
 
 /** A listed template as it can be stored: every string in it, keys included, storable. */
