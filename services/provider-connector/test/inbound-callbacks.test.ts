@@ -8,7 +8,7 @@ import { platformTexts } from '@inbox/contracts';
 import { maxEventBytes, OutboxRelay, type Pool } from '@inbox/db';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
 import { waitFor } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ALT_A_CALLBACK_HEADER } from '../src/adapters/alt-a.js';
 import { type CallbackLimits, defaultCallbackLimits } from '../src/handlers/callback-admission.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
@@ -562,14 +562,45 @@ describe('inbound callbacks', () => {
     const sprayed: number[] = [];
     for (let i = 0; i < 4; i++)
       sprayed.push((await connector.callback({ id: randomUUID(), secret: 'k' })).status);
+    // A path that names no integration costs no lookup, and does not count.
     sprayed.push((await fetch(`${connector.url}/inbound/alt-a/not-an-id`, { method: 'POST' })).status);
     sprayed.push((await connector.callback({ id: randomUUID(), secret: 'k' })).status);
-    expect(sprayed).toEqual([404, 404, 404, 404, 404, 429]);
+    sprayed.push((await connector.callback({ id: randomUUID(), secret: 'k' })).status);
+    expect(sprayed).toEqual([404, 404, 404, 404, 404, 404, 429]);
     const refused = await connector.callback({ id: randomUUID(), secret: 'k' });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(1);
     // Providers call from shared addresses: an integration this process knows is still served from one.
     expect((await connector.callback(known)).status).toBe(200);
+  });
+
+  it('blocks no address for paths that name no integration, which a tenant can point its provider at', async () => {
+    const connector = await startConnector({ unknownPerWindow: 5 });
+    for (let i = 0; i < 60; i++) {
+      const path = i % 2 === 0 ? `alt-a/not-an-id-${i}` : `no-such-channel/${randomUUID()}`;
+      expect((await fetch(`${connector.url}/inbound/${path}`, { method: 'POST' })).status).toBe(404);
+    }
+    // An integration never served before, from the same address: a lookup, not refused.
+    expect((await connector.callback(await connector.integration())).status).toBe(200);
+  });
+
+  it('serves a blocked address the integrations it served lately, past the seconds their rows are trusted', async () => {
+    const connector = await startConnector({ unknownPerWindow: 5 });
+    const known = await connector.integration();
+    expect((await connector.callback(known)).status).toBe(200);
+    for (let i = 0; i < 6; i++) await connector.callback({ id: randomUUID(), secret: 'k' });
+    expect((await connector.callback({ id: randomUUID(), secret: 'k' })).status).toBe(429);
+    const fresh = await connector.integration();
+    // Ten minutes on: the integration's row is no longer trusted (5 s), the address still blocked (the
+    // limiter's own timers run in real time).
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 10 * 60_000);
+    try {
+      expect((await connector.callback(known, { id: 'later' })).status).toBe(200);
+      expect((await connector.callback(fresh)).status).toBe(429);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('behind an ingress, refuses the client that names unknown integrations, not everyone the ingress forwards', async () => {

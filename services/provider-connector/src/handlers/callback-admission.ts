@@ -2,6 +2,7 @@ import { inboundChannels } from '@inbox/contracts';
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { ExpiringCache } from '../store/expiring-cache.js';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
 import { WorkspaceTurns } from './workspace-turns.js';
 
@@ -16,7 +17,7 @@ export interface CallbackLimits {
    */
   workspacePerSecond: number;
   workspaceBurst: number;
-  /** Callbacks from one client address naming no integration (looked up in vain, or malformed) per window. */
+  /** Callbacks from one client address naming integrations looked up in vain, per window. */
   unknownPerWindow: number;
   unknownWindowSeconds: number;
   /** How long an address over that budget is refused. */
@@ -74,6 +75,9 @@ const refusals = meter('connector').createCounter('connector.inbound.refusals', 
   description: 'Provider callbacks refused before their body was read, by reason',
 });
 
+/** How long an integration found for a callback stays one a blocked address may still reach. */
+const servedMs = 30 * 60_000;
+
 // Only channels whose providers deliver messages have callback URLs.
 const channels = new Set<string>(inboundChannels);
 
@@ -90,6 +94,11 @@ export class CallbackAdmission {
   private readonly perWorkspace: Budget | undefined;
   private readonly unknownCallers: RateLimiterMemory;
   private readonly turns: WorkspaceTurns;
+  /**
+   * Integrations this process found lately, for as long as an address may stay blocked many times over:
+   * the store trusts a row it read for seconds only, and a blocked address may look up no other.
+   */
+  private readonly served = new ExpiringCache<string, true>(servedMs, 50_000);
 
   /**
    * `budgetPer: 'address'` gives each client address its own budget within an integration: for an API
@@ -125,14 +134,20 @@ export class CallbackAdmission {
   async admit(channel: string, integrationId: string, address: string): Promise<Admission> {
     const blocked = await this.unknownCallers.get(address);
     const isBlocked = blocked !== null && blocked.consumedPoints > this.limits.unknownPerWindow;
+    // A path that names no integration costs nothing, so it does not count against its address: a tenant
+    // can point its provider's webhook at any path, and providers call from addresses every tenant
+    // shares, which such a count blocked for everyone.
     if (!channels.has(channel) || !/^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(integrationId)) {
-      return isBlocked ? this.refusedCaller(blocked) : this.unknown(address, true);
+      return isBlocked ? this.refusedCaller(blocked) : this.unknown(address, false);
     }
-    // A blocked address still reaches integrations this process knows: providers call from shared
-    // addresses (one Meta range serves every tenant), so a sprayer there must not stop the others'
-    // callbacks; only what would cost a database lookup is refused (and the provider retries later).
-    const { stored, queried } = await this.store.forCallback(integrationId, { cachedOnly: isBlocked });
+    // A blocked address still reaches the integrations this process has served lately: providers call
+    // from shared addresses (one Meta range serves every tenant), so a sprayer there must not stop the
+    // others' callbacks; only a lookup of an id never served is refused (and the provider retries later).
+    const { stored, queried } = await this.store.forCallback(integrationId, {
+      cachedOnly: isBlocked && !this.served.get(integrationId),
+    });
     if (!stored && isBlocked) return this.refusedCaller(blocked);
+    if (stored) this.served.set(integrationId, true);
     // Only lookups that reached the database count against the address: ids already known to name
     // nothing cost nothing, and a provider still calling a removed integration is not a sprayer.
     if (!stored) return this.unknown(address, queried);
