@@ -14,6 +14,8 @@ import { gatewayService, WorkspaceStore } from '../src/index.js';
 const adminToken = `adm_${randomBytes(16).toString('hex')}`;
 const failuresAllowed = 5;
 const idempotencyWaitMs = 1_500;
+/** How long the gateway trusts a key it found, shorter than its default for the test that waits it out. */
+const keyCacheTtlMs = 1_000;
 let gateway: HostedService;
 let db: Pool;
 let port: number;
@@ -79,6 +81,7 @@ beforeAll(async () => {
       adminToken,
       redisUrl,
       rateLimitPerMinute: 1000,
+      keyCacheTtlMs,
       authFailureLimits: { failures: failuresAllowed, windowSeconds: 10, blockSeconds: 30 },
       idempotency: { waitMs: idempotencyWaitMs, maxWaitersPerWorkspace: 2 },
     }),
@@ -133,11 +136,11 @@ describe('failed authentication per client address', () => {
     const texts = [];
     for (let i = 0; i < failuresAllowed; i++) {
       const [path, key] = [
-        ['/api/v1/send-message', undefined],
+        ['/api/v1/send-message', unknownKey()],
         ['/api/v1/send-template', unknownKey()],
-        ['/api/external/messages/send', undefined],
         ['/api/external/messages/send', unknownKey()],
-        [`/api/v1/leads/${randomUUID()}`, 'not-a-key'],
+        ['/api/external/messages/send', unknownKey()],
+        [`/api/v1/leads/${randomUUID()}`, unknownKey()],
       ][i] as [string, string | undefined];
       const answer = await call(path.includes('leads') ? 'PATCH' : 'POST', path, { from, key, body: {} });
       expect(answer.status).toBe(401);
@@ -146,7 +149,7 @@ describe('failed authentication per client address', () => {
     expect(texts).toEqual([
       { error: 'API Key inválida' },
       { error: 'API Key inválida' },
-      { error: 'Authorization header ausente' },
+      { error: 'API Key inválida ou não encontrada' },
       { error: 'API Key inválida ou não encontrada' },
       { error: 'API Key inválida' },
     ]);
@@ -159,6 +162,48 @@ describe('failed authentication per client address', () => {
     const retryAfter = Number(refused.headers['retry-after']);
     expect(retryAfter).toBeGreaterThan(0);
     expect(retryAfter).toBeLessThanOrEqual(30);
+  });
+
+  it('does not count a missing or malformed key, which costs no lookup: callers behind one address share its budget', async () => {
+    const from = newAddress();
+    for (let i = 0; i < failuresAllowed * 4; i++) {
+      const [path, key, text] = [
+        ['/api/v1/send-message', undefined, 'API Key inválida'],
+        ['/api/external/messages/send', undefined, 'Authorization header ausente'],
+        ['/api/v1/send-message', 'not-a-key', 'API Key inválida'],
+        ['/api/external/messages/send', 'not-a-key', 'API Key inválida ou não encontrada'],
+      ][i % 4] as [string, string | undefined, string];
+      expect(await call('POST', path, { from, key, body: {} })).toMatchObject({
+        status: 401,
+        body: { error: text },
+      });
+    }
+    const other = await admin('POST', '/admin/v1/workspaces', { name: 'atrás do mesmo endereço' });
+    expect(
+      (await call('POST', '/api/v1/send-message', { from, key: other.body.api_key as string, body: {} }))
+        .status,
+    ).toBe(400);
+  });
+
+  it('still looks up, for an address it refuses, a key found in a workspace in the last half hour', async () => {
+    const from = newAddress();
+    expect((await call('POST', '/api/v1/send-message', { from, key: apiKey, body: {} })).status).toBe(400);
+    for (let i = 0; i <= failuresAllowed; i++)
+      await call('POST', '/api/v1/send-message', { from, key: unknownKey(), body: {} });
+    expect((await call('POST', '/api/v1/send-message', { from, key: unknownKey(), body: {} })).status).toBe(
+      429,
+    );
+    // Past the seconds its entry is trusted: the key is looked up again, from the refused address too.
+    await new Promise((resolve) => setTimeout(resolve, keyCacheTtlMs + 100));
+    const lookups = vi.spyOn(WorkspaceStore.prototype, 'findByKeyDigest');
+    expect((await call('POST', '/api/v1/send-message', { from, key: apiKey, body: {} })).status).toBe(400);
+    expect(lookups).toHaveBeenCalledTimes(1);
+    // A key that works but that this process never found would cost a lookup: refused.
+    const other = await admin('POST', '/admin/v1/workspaces', { name: 'nunca visto' });
+    expect(
+      (await call('POST', '/api/v1/send-message', { from, key: other.body.api_key as string, body: {} }))
+        .status,
+    ).toBe(429);
   });
 
   it('looks no more keys up for a refused address, but leaves known keys and other addresses alone', async () => {

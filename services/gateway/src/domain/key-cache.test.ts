@@ -73,4 +73,20 @@ describe('KeyCache', () => {
     cache.setUnknown('x2', epoch);
     expect(cache.get('x2')).toBeUndefined();
   });
+
+  it('tells a key found in a workspace in the last half hour, until its workspace changes', () => {
+    let now = 0;
+    const cache = new KeyCache({ ttlMs: 5_000, now: () => now });
+    cache.set('d1', workspace('w1'));
+    cache.set('d2', workspace('w2'));
+    now = 29 * 60_000;
+    expect(cache.get('d1')).toBeUndefined();
+    expect(cache.foundLately('d1')).toBe(true);
+    expect(cache.foundLately('never')).toBe(false);
+    cache.dropWorkspace('w1');
+    expect(cache.foundLately('d1')).toBe(false);
+    expect(cache.foundLately('d2')).toBe(true);
+    now = 30 * 60_000;
+    expect(cache.foundLately('d2')).toBe(false);
+  });
 });

@@ -12,6 +12,11 @@ export interface KeyCacheOptions {
   unknownTtlMs?: number;
   /** Bound on each of the two maps (known and unknown keys). */
   maxEntries?: number;
+  /**
+   * How long a key found in a workspace stays one an address refused for failed authentications may
+   * still have looked up (KeyCache.foundLately).
+   */
+  foundTtlMs?: number;
   now?: () => number;
 }
 
@@ -27,6 +32,8 @@ export interface KeyCacheOptions {
 export class KeyCache {
   private readonly entries = new Map<string, { workspace: CachedWorkspace; expires: number }>();
   private readonly unknown = new Map<string, number>();
+  /** Keys found in a workspace lately, by digest: the workspace and until when. */
+  private readonly found = new Map<string, { workspaceId: string; until: number }>();
   /**
    * Counts invalidations. A lookup that started before one must not cache what it read: the database
    * answer may predate the rotation or suspension that the invalidation announced.
@@ -35,6 +42,7 @@ export class KeyCache {
   private readonly ttlMs: number;
   private readonly unknownTtlMs: number;
   private readonly maxEntries: number;
+  private readonly foundTtlMs: number;
   private readonly now: () => number;
 
   get epoch(): number {
@@ -45,9 +53,11 @@ export class KeyCache {
     ttlMs = 5_000,
     unknownTtlMs = 30_000,
     maxEntries = 10_000,
+    foundTtlMs = 30 * 60_000,
     now = Date.now,
   }: KeyCacheOptions = {}) {
     this.ttlMs = ttlMs;
+    this.foundTtlMs = foundTtlMs;
     this.unknownTtlMs = unknownTtlMs;
     this.maxEntries = maxEntries;
     this.now = now;
@@ -68,6 +78,23 @@ export class KeyCache {
     if (readAtEpoch !== this.generation) return;
     makeRoom(this.entries, this.maxEntries);
     this.entries.set(digest, { workspace, expires: this.now() + this.ttlMs });
+    this.found.delete(digest);
+    makeRoom(this.found, this.maxEntries);
+    this.found.set(digest, { workspaceId: workspace.id, until: this.now() + this.foundTtlMs });
+  }
+
+  /**
+   * Whether the key was found in a workspace in the last half hour, and its workspace has not changed
+   * since. Its entry is trusted for seconds only; this tells a key worth looking up again from one never
+   * seen, for an address that may look up no other: callers behind one address (a NAT, an integration
+   * platform's egress) share its budget of failures, and one of them spending it must not lock the others
+   * out of keys that work.
+   */
+  foundLately(digest: string): boolean {
+    const found = this.found.get(digest);
+    if (found && found.until > this.now()) return true;
+    if (found) this.found.delete(digest);
+    return false;
   }
 
   setUnknown(digest: string, readAtEpoch = this.generation): void {
@@ -80,6 +107,9 @@ export class KeyCache {
     this.generation++;
     for (const [digest, entry] of this.entries) {
       if (entry.workspace.id === workspaceId) this.entries.delete(digest);
+    }
+    for (const [digest, found] of this.found) {
+      if (found.workspaceId === workspaceId) this.found.delete(digest);
     }
     // Which unknown key the change concerns cannot be told from a digest; forgetting them all is cheap.
     this.unknown.clear();

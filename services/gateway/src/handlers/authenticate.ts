@@ -33,6 +33,11 @@ export class KeyResolver {
     return this.cache.get(apiKeyCacheKey(apiKey));
   }
 
+  /** See KeyCache.foundLately. */
+  foundLately(apiKey: string): boolean {
+    return this.cache.foundLately(apiKeyCacheKey(apiKey));
+  }
+
   /** The key's workspace, or null when the key belongs to none. */
   async resolve(apiKey: string): Promise<CachedWorkspace | null> {
     const cacheKey = apiKeyCacheKey(apiKey);
@@ -66,9 +71,10 @@ export class KeyResolver {
 }
 
 /**
- * Resolves the API key to its workspace and refuses inactive or suspended workspaces. Failures count
- * against the caller's address (AuthFailureLimiter); an address over its budget may still use a key this
- * process already knows, but gets no database lookup for any other.
+ * Resolves the API key to its workspace and refuses inactive or suspended workspaces. Keys that cost a
+ * lookup and name no workspace count against the caller's address (AuthFailureLimiter); a missing or
+ * malformed one costs nothing and does not count. An address over its budget may still use a key this
+ * process knows or found lately, but gets no database lookup for any other.
  */
 export function authenticate(
   keys: KeyResolver,
@@ -76,19 +82,20 @@ export function authenticate(
   texts: KeyTexts,
 ): RequestHandler {
   return async (req, res, next) => {
-    const refuse = async (text: string) =>
-      next(await authenticationFailed(failures, req, res, new AppError(401, { error: text })));
     const header = req.get('authorization');
-    if (!header) return refuse(texts.missing);
+    if (!header) return next(new AppError(401, { error: texts.missing }));
     const key = bearerToken(header);
-    if (!key || !looksLikeApiKey(key)) return refuse(texts.invalid);
+    if (!key || !looksLikeApiKey(key)) return next(new AppError(401, { error: texts.invalid }));
     let workspace = keys.cached(key);
     if (workspace === undefined) {
-      const refused = await refusedClient(failures, req, res);
+      const refused = keys.foundLately(key) ? undefined : await refusedClient(failures, req, res);
       if (refused) return next(refused);
       workspace = await keys.resolve(key);
     }
-    if (!workspace) return refuse(texts.invalid);
+    if (!workspace)
+      return next(
+        await authenticationFailed(failures, req, res, new AppError(401, { error: texts.invalid })),
+      );
     res.locals.workspaceId = workspace.id;
     annotateServerSpan({ 'workspace.id': workspace.id });
     if (workspace.status !== 'active')
