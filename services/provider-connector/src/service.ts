@@ -13,6 +13,7 @@ import {
 import { sendOutcome } from './handlers/send-outcome.js';
 import { sendText } from './handlers/send-text.js';
 import { templates } from './handlers/templates.js';
+import { InboundSeenPruner } from './inbound-seen-pruner.js';
 import { visitorDelivery } from './livechat/delivery.js';
 import { type LivechatLimits, livechatRoutes } from './livechat/routes.js';
 import { LivechatStore } from './livechat/store.js';
@@ -122,6 +123,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         },
       );
       const relay = outboxRelay(service, 'connector', options.outboxRetentionHours);
+      const seenPruner = new InboundSeenPruner({ pool, logger });
       return {
         // Inbound routes read the raw body themselves: signatures are over the exact bytes.
         parseJson: false,
@@ -178,9 +180,11 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           relay.start();
           // Catalogues are refreshed in the background; replicas share the work through claims.
           sweep.start();
+          seenPruner.start();
         },
         stop: async () => {
           await sweep.stop();
+          await seenPruner.stop();
           streams.stop();
           await relay.stop();
           await guard.close();

@@ -247,9 +247,9 @@ it('reads a catalogue written before generations, and replaces it', async () => 
       `insert into templates (integration_id, name, language, status, body) values ($1, 'antigo', 'pt_BR', 'APPROVED', 'x')`,
       [integrationId],
     );
-    expect(await migrate(upgraded, { schema: 'connector', directory: migrations, outbox: true })).toEqual([
+    expect(await migrate(upgraded, { schema: 'connector', directory: migrations, outbox: true })).toContain(
       '012_template_generations.sql',
-    ]);
+    );
     const store = new TemplateStore(upgraded);
     expect(await names(store, integrationId)).toEqual(['antigo']);
     await store.replace(integrationId, [template('novo')]);

@@ -1,4 +1,4 @@
-import type { Logger } from '@inbox/service-kit';
+import { type Logger, Periodic } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import type { BodyCursor, DeliveryStore } from './store/deliveries.js';
 
@@ -22,28 +22,22 @@ export interface DeliveryPrunerOptions {
  * it) until none is left.
  */
 export class DeliveryPruner {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private readonly periodic: Periodic;
 
-  constructor(private readonly options: DeliveryPrunerOptions) {}
-
-  start(): void {
-    this.timer = setInterval(
-      () => {
-        this.running ??= this.prune()
-          .catch((error: unknown) => this.options.logger.warn({ err: error }, 'delivery pruning failed'))
-          .finally(() => {
-            this.running = undefined;
-          });
-      },
-      this.options.intervalMs ?? 5 * 60_000,
+  constructor(private readonly options: DeliveryPrunerOptions) {
+    this.periodic = new Periodic(
+      () => this.prune(),
+      options.intervalMs ?? 5 * 60_000,
+      (error) => options.logger.warn({ err: error }, 'delivery pruning failed'),
     );
-    this.timer.unref();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+  start(): void {
+    this.periodic.start();
+  }
+
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /**

@@ -1,0 +1,44 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool } from '@inbox/db';
+import { createLogger } from '@inbox/service-kit';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { InboundSeenPruner } from '../src/inbound-seen-pruner.js';
+import { firstSighting, inboundSeenRetentionMs } from '../src/store/inbound-seen.js';
+import { migratedPool } from './support.js';
+
+let pool: Pool;
+beforeAll(async () => {
+  pool = await migratedPool();
+});
+afterAll(async () => {
+  await pool?.end();
+});
+
+it('forgets provider message ids past their retention, a batch at a time, and keeps the rest', async () => {
+  const integrationId = randomUUID();
+  await pool.query(
+    `insert into integrations (id, workspace_id, channel, provider, status, config_sealed, account_id)
+     values ($1, $2, 'alt-a', 'alt-a', 'connected', 'sealed', 'inst')`,
+    [integrationId, randomUUID()],
+  );
+  for (let i = 0; i < 5; i++) expect(await firstSighting(pool, integrationId, `old-${i}`)).toBe(true);
+  await pool.query(
+    `update inbound_seen set seen_at = now() - $1 * interval '1 millisecond' - interval '1 minute'`,
+    [inboundSeenRetentionMs],
+  );
+  expect(await firstSighting(pool, integrationId, 'recent')).toBe(true);
+
+  const pruner = new InboundSeenPruner({
+    pool,
+    logger: createLogger('connector', { level: 'silent' }),
+    batchSize: 2,
+  });
+  expect(await pruner.prune()).toBe(5);
+  const { rows } = await pool.query<{ id: string }>(
+    'select provider_message_id as id from inbound_seen order by 1',
+  );
+  expect(rows.map((row) => row.id)).toEqual(['recent']);
+  // A repeat of a forgotten id is taken as new here; messaging keeps it once (unique per conversation).
+  expect(await firstSighting(pool, integrationId, 'old-0')).toBe(true);
+  expect(await firstSighting(pool, integrationId, 'recent')).toBe(false);
+});
