@@ -121,10 +121,10 @@ export interface BodyCursor {
 }
 
 /**
- * Where an event's body is kept. Always once for the event (event_bodies), which this release's lease
- * reads; with `each`, also in each delivery, which is all the release before it reads: during a rolling
- * update its replicas lease deliveries this one scheduled. `once` stops the copies, a workspace's
- * fifty endpoints no longer making fifty of each body, once no replica of that release is left.
+ * Where an event's body is kept. Always once for the event (event_bodies), which every release since
+ * dispatcher migration 013 reads; with `each`, also in each delivery, which is all the releases before it
+ * read: set it while replicas of those releases are left, since they lease deliveries this one schedules.
+ * `once`, the default, keeps a workspace's fifty endpoints from making fifty copies of each body.
  */
 export type BodyCopies = 'each' | 'once';
 
@@ -132,7 +132,7 @@ export type BodyCopies = 'each' | 'once';
 export class DeliveryStore {
   constructor(
     private readonly pool: Pool,
-    private readonly bodyCopies: BodyCopies = 'each',
+    private readonly bodyCopies: BodyCopies = 'once',
   ) {}
 
   /**
@@ -590,14 +590,44 @@ export class DeliveryStore {
     return rowCount === 1;
   }
 
-  /** Every failed delivery of the endpoint created since `since`, due again now. */
-  async replayFailed(workspaceId: string, endpointId: string, since: string): Promise<number> {
-    const { rowCount } = await this.pool.query(
-      `update deliveries set status = 'pending', next_attempt_at = now(), finished_at = null
-        where workspace_id = $1 and endpoint_id = $2 and status = 'failed' and created_at >= $3`,
-      [workspaceId, endpointId, since],
-    );
-    return rowCount ?? 0;
+  /**
+   * Every failed delivery of the endpoint created since `since`, due again now; says how many. A batch a
+   * statement, in the order they were created: one statement over a month of an always-failing
+   * receiver's deliveries ran for seconds, holding every outbox relay's fence for as long. The cursor
+   * moves past each batch, so a delivery that fails again meanwhile is not replayed twice.
+   */
+  async replayFailed(
+    workspaceId: string,
+    endpointId: string,
+    since: string,
+    batchSize = 1_000,
+  ): Promise<number> {
+    let total = 0;
+    // The last replayed, its time as text: a Date would drop the microseconds, and the cursor fall behind it.
+    let after: { at: string; id: string } | undefined;
+    for (;;) {
+      const { rows } = await this.pool.query<{ at: string; id: string; replayed: number }>(
+        `with batch as (
+           select id, created_at from deliveries
+            where workspace_id = $1 and endpoint_id = $2 and status = 'failed' and created_at >= $3
+              and ($4::timestamptz is null or (created_at, id) > ($4::timestamptz, $5::uuid))
+            order by created_at, id
+            limit $6
+            for update),
+         replayed as (
+           update deliveries d set status = 'pending', next_attempt_at = now(), finished_at = null
+             from batch where d.id = batch.id
+           returning d.id)
+         select b.created_at::text as at, b.id, (select count(*) from replayed)::int as replayed
+           from batch b order by b.created_at desc, b.id desc limit 1`,
+        [workspaceId, endpointId, since, after?.at ?? null, after?.id ?? null, batchSize],
+      );
+      const last = rows[0];
+      if (!last) return total;
+      total += last.replayed;
+      if (last.replayed < batchSize) return total;
+      after = { at: last.at, id: last.id };
+    }
   }
 
   /**
