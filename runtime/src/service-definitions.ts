@@ -30,8 +30,6 @@ export function serviceDefinitions(settings: Settings): ServiceDefinition[] {
       concurrency: settings.WEBHOOK_CONCURRENCY,
       perEndpointConcurrency: settings.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
       retentionDays: settings.WEBHOOK_RETENTION_DAYS,
-      // One process: an upgrade stops the old release before this one starts, so no copy is needed.
-      bodyCopies: 'once',
     }),
   ];
 }

@@ -29,7 +29,7 @@ export const DispatcherConfig = z.object({
    * Whether each delivery keeps its own copy of its event's body (`each`), as the release before event
    * bodies reads it, or only the event does (`once`). `once` when no replica of that release is left.
    */
-  WEBHOOK_BODY_COPIES: z.enum(['each', 'once']).default('each'),
+  WEBHOOK_BODY_COPIES: z.enum(['each', 'once']).default('once'),
   /** Attempts in flight at once in this process, over all endpoints. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(128),
   /** Attempts in flight at once to one endpoint, so a slow receiver cannot take every slot. */

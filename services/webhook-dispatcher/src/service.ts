@@ -28,7 +28,7 @@ export interface DispatcherOptions {
   perEndpointConcurrency?: number;
   /** WEBHOOK_RETENTION_DAYS: how long finished deliveries and their attempts are kept. */
   retentionDays?: number;
-  /** WEBHOOK_BODY_COPIES: each delivery keeps a copy of its event's body (the default), or only the event. */
+  /** WEBHOOK_BODY_COPIES: only the event keeps its body (the default), or each delivery a copy too. */
   bodyCopies?: BodyCopies;
   /** How often finished deliveries past their retention are deleted. */
   pruneIntervalMs?: number;

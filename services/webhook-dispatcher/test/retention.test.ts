@@ -185,13 +185,13 @@ describe("an event's body", () => {
     return { workspaceId, endpoints, eventId, body, copies: copies.rows.map((row) => row.body) };
   }
 
-  it('is kept in each delivery too by default, as the release before event bodies reads it', async () => {
-    const { body, copies } = await scheduledToThree(deliveries);
+  it('is kept in each delivery too when told, as the releases before event bodies read it', async () => {
+    const { body, copies } = await scheduledToThree(new DeliveryStore(pool, 'each'));
     expect(copies).toEqual([body, body, body]);
   });
 
-  it('is stored once for all its endpoints with no copies, and pruned with the last of its deliveries', async () => {
-    const { eventId, endpoints, copies } = await scheduledToThree(new DeliveryStore(pool, 'once'));
+  it('is stored once for all its endpoints with no copies by default, and pruned with the last of its deliveries', async () => {
+    const { eventId, endpoints, copies } = await scheduledToThree(deliveries);
     expect(copies).toEqual([null, null, null]);
 
     // Past the retention: kept while any delivery of the event is left, however finished the others.
