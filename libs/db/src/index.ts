@@ -10,6 +10,7 @@ export {
   prepareEvent,
   type RelayLogger,
   writeEvent,
+  writeEvents,
   writeEventsIfChanged,
 } from './outbox.js';
 export {

@@ -42,13 +42,20 @@ export class EventTooLarge extends Error {
  * An event with an ordering key (orderingKeyOf) takes the key's next sequence number in the same
  * statement, so numbers and commits agree.
  */
-export async function writeEvent<T extends EventType>(
+export function writeEvent<T extends EventType>(
   client: Queryable,
   type: T,
   data: EventData<T>,
   along?: AlongStatement,
 ): Promise<EventEnvelope<T>> {
-  const { envelope, key, traceContext } = prepareEvent(type, data);
+  return writePrepared(client, prepareEvent(type, data), along);
+}
+
+async function writePrepared<T extends EventType>(
+  client: Queryable,
+  { envelope, key, traceContext }: PreparedEvent<T>,
+  along?: AlongStatement,
+): Promise<EventEnvelope<T>> {
   // The statement written along comes first, with its own $1…$n; the event's parameters follow.
   const before = along?.values ?? [];
   const p = (n: number) => `$${before.length + n}`;
@@ -182,6 +189,20 @@ export async function writeEventsIfChanged(
       ? envelope
       : { ...envelope, ordering: { key, seq: Number(seq) } };
   });
+}
+
+/** Events written in one statement, in their order (each ordering key's numbers too). */
+export async function writeEvents(
+  client: Queryable,
+  events: readonly PreparedEvent[],
+): Promise<EventEnvelope[]> {
+  // One event, the most common batch, by the plainer statement Postgres plans and runs for less.
+  if (events.length === 1) return [await writePrepared(client, events[0]!)];
+  const written = await writeEventsIfChanged(client, events, {
+    text: 'select generate_series(1, $1::int) as n',
+    values: [events.length],
+  });
+  return written.filter((envelope) => envelope !== undefined);
 }
 
 const outboxMeter = meter('outbox');

@@ -17,6 +17,7 @@ import {
   withTransaction,
   writeEvent,
   writeEventsIfChanged,
+  writeEvents as writeEventsInOne,
 } from '../src/index.js';
 import { metricsText } from './metrics-text.js';
 
@@ -361,6 +362,38 @@ describe('transactional outbox', () => {
     expect(next.ordering).toEqual({ key: one, seq: 4 });
     // A statement that changes nothing writes nothing.
     expect(await writeEventsIfChanged(pool, events.slice(0, 2), renameAlong)).toEqual([undefined, undefined]);
+  });
+
+  it('writes events in one statement in their order, numbered per key, one alone as writeEvent does', async () => {
+    const workspace = randomUUID();
+    const [one, other] = [randomUUID(), randomUUID()];
+    const resolved = (conversation: string) =>
+      prepareEvent(eventTypes.conversationResolved, {
+        event: eventTypes.conversationResolved,
+        workspace_id: workspace,
+        conversation_id: conversation,
+        status: { value: 'resolved' as const },
+      });
+    const events = [
+      resolved(one),
+      resolved(other),
+      prepareEvent(eventTypes.leadMoved, leadMoved(workspace, 0)),
+      resolved(one),
+    ];
+    const written = await writeEventsInOne(pool, events);
+    expect(written.map((event) => event.ordering ?? 'unordered')).toEqual([
+      { key: one, seq: 1 },
+      { key: other, seq: 1 },
+      'unordered',
+      { key: one, seq: 2 },
+    ]);
+    expect((await writeEventsInOne(pool, [resolved(other)]))[0]!.ordering).toEqual({ key: other, seq: 2 });
+    const { rows } = await pool.query<{ id: string }>(
+      'select id from outbox where workspace_id = $1 order by seq',
+      [workspace],
+    );
+    expect(rows.map((row) => row.id).slice(0, 4)).toEqual(events.map((event) => event.envelope.id));
+    expect(rows).toHaveLength(5);
   });
 
   it('numbers each conversation’s public events 1, 2, 3 in commit order, and the relay carries the numbers', async () => {

@@ -5,7 +5,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import { InProcessBus } from '@inbox/bus';
 import { platformTexts } from '@inbox/contracts';
-import { maxEventBytes, OutboxRelay, type Pool } from '@inbox/db';
+import { maxEventBytes, OutboxRelay, type Pool, type PoolClient } from '@inbox/db';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
 import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -276,24 +276,52 @@ describe('inbound callbacks', () => {
     expect((await connector.callback(quiet)).status).toBe(200);
   });
 
-  it('records a callback of many messages a hundred per transaction, each message once', async () => {
+  it('records a callback of many messages a hundred per transaction, each in a few statements, each message once', async () => {
     const connector = await startConnector();
     const target = await connector.officialIntegration();
     // The integration known, so that what follows takes connections for its transactions only.
     expect((await connector.batchCallback(target, 1)).status).toBe(200);
     const connect = pool.connect.bind(pool);
-    let transactions = 0;
-    pool.connect = ((...args: Parameters<Pool['connect']>) => {
-      transactions++;
-      return connect(...args);
-    }) as Pool['connect'];
+    // Statements each transaction ran, begin and commit included.
+    const transactions: number[] = [];
+    pool.connect = (async () => {
+      const client = await connect();
+      const n = transactions.push(0) - 1;
+      const query = client.query.bind(client);
+      return Object.assign(Object.create(client) as PoolClient, {
+        query: (...args: unknown[]) => {
+          transactions[n]!++;
+          return (query as (...a: unknown[]) => unknown)(...args);
+        },
+      });
+    }) as unknown as Pool['connect'];
+    const statuses = Array.from({ length: 60 }, (_, i) => ({
+      id: `wamid.sent-${i}`,
+      status: 'delivered',
+      timestamp: '1700000000',
+      recipient_id: '5511944440001',
+    }));
     try {
-      expect((await connector.batchCallback(target, 250)).status).toBe(200);
+      const answer = await connector.batchCallback(target, 250, {
+        statuses,
+        // A message repeated within the callback is taken once.
+        edit: (messages) => messages.push({ ...messages[0]! }),
+      });
+      expect(answer.status).toBe(200);
     } finally {
       pool.connect = connect;
     }
-    expect(transactions).toBe(3);
-    expect(await eventsOf(target.workspaceId)).toHaveLength(251);
+    // 311 items: a hundred, a hundred, a hundred (50 messages and 50 statuses), eleven statuses.
+    expect(transactions).toHaveLength(4);
+    for (const statements of transactions) expect(statements).toBeLessThanOrEqual(6);
+    const { rows } = await pool.query<{ type: string; n: number }>(
+      'select type, count(*)::int as n from outbox where workspace_id = $1 group by type order by type',
+      [target.workspaceId],
+    );
+    expect(rows).toEqual([
+      { type: 'inbound.message', n: 251 },
+      { type: 'inbound.status', n: 60 },
+    ]);
   });
 
   it("charges a callback's every message to its integration's budget, and no other integration's", async () => {

@@ -3,10 +3,20 @@ import type { Pool } from '@inbox/db';
 import { createLogger } from '@inbox/service-kit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { InboundSeenPruner } from '../src/inbound-seen-pruner.js';
-import { firstSighting, inboundSeenRetentionMs } from '../src/store/inbound-seen.js';
+import { inboundSeenRetentionMs } from '../src/store/inbound-seen.js';
 import { migratedPool } from './support.js';
 
 let pool: Pool;
+
+/** True the first time an id is seen for the integration, as the connector takes it in. */
+async function firstSighting(db: Pool, integrationId: string, providerMessageId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'insert into inbound_seen (integration_id, provider_message_id) values ($1, $2) on conflict do nothing',
+    [integrationId, providerMessageId],
+  );
+  return rowCount === 1;
+}
+
 beforeAll(async () => {
   pool = await migratedPool();
 });

@@ -9,9 +9,12 @@ import {
   type OutboxRelay,
   type Pool,
   type PoolClient,
+  type PreparedEvent,
+  prepareEvent,
   storableText,
   withTransaction,
-  writeEvent,
+  writeEvents,
+  writeEventsIfChanged,
 } from '@inbox/db';
 import type { OutboundGuard } from '@inbox/outbound-http';
 import { answerJson, clientAddress, inRequestContext, type Logger } from '@inbox/service-kit';
@@ -19,12 +22,17 @@ import { meter, traceAdmitted } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
 import { adapterFor, InboundRejected, ProviderError, type StoredConfigAdapter } from '../adapters/index.js';
-import { boundMessage, boundStatus, boundWatermark, storableProviderId } from '../domain/inbound-bounds.js';
-import { firstSighting } from '../store/inbound-seen.js';
+import {
+  boundMessage,
+  boundStatus,
+  boundWatermark,
+  storableProviderId,
+  type Truncation,
+} from '../domain/inbound-bounds.js';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
 import { oauthTokens } from '../store/oauth-tokens.js';
 import { rememberReplyContext } from '../store/reply-contexts.js';
-import { sendKnownByStatus, sentMessageId } from '../store/sends.js';
+import { sendKnownByStatus, sentMessageIds } from '../store/sends.js';
 import { type Admission, CallbackAdmission, type CallbackLimits } from './callback-admission.js';
 
 export interface RecordDeps {
@@ -286,6 +294,11 @@ export const recordNotes = (notTaken: RecordNotes['notTaken'] = []): RecordNotes
  * Takes a verified batch in, within the caller's transaction: each provider message id once, announced
  * through the outbox, every field first made storable and cut to the connector's bounds. What it leaves
  * out or cuts goes in `notes`.
+ *
+ * A few statements whatever the batch holds: its messages' ids taken as seen and their events written in
+ * one, its statuses' sends read in one and their events written in one, its watermarks' in one. A round
+ * trip per item kept a hundred items' transaction open for some hundreds of round trips, and every outbox
+ * relay waited behind it: each publishes only what committed before the oldest transaction still running.
  */
 export async function recordInTransaction(
   client: PoolClient,
@@ -293,8 +306,37 @@ export async function recordInTransaction(
   batch: InboundBatch,
   notes: RecordNotes,
 ) {
-  const { integration, workspaceId } = found;
-  for (const received of batch.messages) {
+  await recordMessages(client, found, batch.messages, notes);
+  await recordStatuses(client, found, batch.statuses, notes);
+  const watermarks = (batch.watermarks ?? []).flatMap((received) => {
+    const watermark = boundWatermark(received);
+    const data: InboundWatermarkEvent = {
+      workspace_id: found.workspaceId,
+      integration_id: found.integration.id,
+      channel: found.integration.channel,
+      user_id: watermark.userId,
+      status: watermark.status,
+      up_to: watermark.upTo.toISOString(),
+    };
+    // Repeats need no check: moving messages forward to a status they have changes nothing.
+    return readable(notes, InboundWatermarkEvent, data)
+      ? [prepareEvent(eventTypes.inboundWatermark, data)]
+      : [];
+  });
+  if (watermarks.length > 0) await writeEvents(client, watermarks);
+}
+
+async function recordMessages(
+  client: PoolClient,
+  { integration, workspaceId }: Pick<CallbackIntegration, 'integration' | 'workspaceId'>,
+  messages: InboundBatch['messages'],
+  notes: RecordNotes,
+) {
+  const taken = new Map<
+    string,
+    { received: (typeof messages)[number]; event: PreparedEvent; truncated: Truncation[] }
+  >();
+  for (const received of messages) {
     const { message, truncated } = boundMessage(received);
     const data: InboundMessageEvent = {
       workspace_id: workspaceId,
@@ -313,16 +355,46 @@ export async function recordInTransaction(
     // is no number) was dead-lettered there after this had marked the message seen, so no repeat of the
     // callback could bring it in, and one tenant's such items filled the dead letters every tenant shares.
     if (!readable(notes, InboundMessageEvent, data)) continue;
-    if (!(await firstSighting(client, integration.id, message.providerMessageId))) continue;
+    // A repeat within the batch is a repeat too: the first is taken.
+    if (taken.has(message.providerMessageId)) continue;
+    taken.set(message.providerMessageId, {
+      received,
+      event: prepareEvent(eventTypes.inboundMessage, data),
+      truncated,
+    });
+  }
+  if (taken.size === 0) return;
+  const ids = [...taken.keys()];
+  // Only the ids not seen before are announced, each in the commit that marks it seen.
+  const written = await writeEventsIfChanged(
+    client,
+    [...taken.values()].map((item) => item.event),
+    {
+      text: `insert into inbound_seen (integration_id, provider_message_id)
+             select $1, id from unnest($2::text[]) as listed (id)
+             on conflict do nothing
+             returning array_position($2::text[], provider_message_id) as n`,
+      values: [integration.id, ids],
+    },
+  );
+  for (const [i, { received, truncated }] of [...taken.values()].entries()) {
+    if (!written[i]) continue;
     if (received.replyContext)
       await rememberReplyContext(client, integration.id, received.from, received.replyContext);
     for (const { field, originalLength } of truncated) {
       truncations.add(1, { channel: integration.channel, field });
-      notes.cut.push({ providerMessageId: message.providerMessageId, field, originalLength });
+      notes.cut.push({ providerMessageId: ids[i]!, field, originalLength });
     }
-    await writeEvent(client, eventTypes.inboundMessage, data);
   }
-  for (const received of batch.statuses) {
+}
+
+async function recordStatuses(
+  client: PoolClient,
+  { integration, workspaceId }: Pick<CallbackIntegration, 'integration' | 'workspaceId'>,
+  statuses: InboundBatch['statuses'],
+  notes: RecordNotes,
+) {
+  const taken = statuses.flatMap((received) => {
     const status = boundStatus(received);
     const data: InboundStatusEvent = {
       workspace_id: workspaceId,
@@ -333,28 +405,25 @@ export async function recordInTransaction(
       error_code: status.errorCode ?? null,
       ...(status.at ? { at: status.at.toISOString() } : {}),
     };
-    if (!readable(notes, InboundStatusEvent, data)) continue;
-    // Named by our id when we sent it: a status the provider posts right after accepting a message
-    // (a late failure) may reach messaging before the send's answer recorded the provider's id.
+    return readable(notes, InboundStatusEvent, data) ? [{ status, data }] : [];
+  });
+  if (taken.length === 0) return;
+  // Named by our id when we sent it: a status the provider posts right after accepting a message
+  // (a late failure) may reach messaging before the send's answer recorded the provider's id.
+  const sent = await sentMessageIds(
+    client,
+    integration.id,
+    taken.map(({ status }) => status.providerMessageId),
+  );
+  for (const { status, data } of taken) {
     data.message_id =
-      (await sentMessageId(client, integration.id, status.providerMessageId)) ??
+      sent.get(status.providerMessageId) ??
       (await sendKnownByStatus(client, workspaceId, integration.id, status));
-    await writeEvent(client, eventTypes.inboundStatus, data);
   }
-  for (const received of batch.watermarks ?? []) {
-    const watermark = boundWatermark(received);
-    const data: InboundWatermarkEvent = {
-      workspace_id: workspaceId,
-      integration_id: integration.id,
-      channel: integration.channel,
-      user_id: watermark.userId,
-      status: watermark.status,
-      up_to: watermark.upTo.toISOString(),
-    };
-    // Repeats need no check: moving messages forward to a status they have changes nothing.
-    if (readable(notes, InboundWatermarkEvent, data))
-      await writeEvent(client, eventTypes.inboundWatermark, data);
-  }
+  await writeEvents(
+    client,
+    taken.map(({ data }) => prepareEvent(eventTypes.inboundStatus, data)),
+  );
 }
 
 /**

@@ -1,17 +1,18 @@
 import type { Queryable } from '@inbox/db';
 import type { StatusUpdate } from '../adapters/channel-adapter.js';
 
-/** Our message id for a provider's id, when this connector sent that message through the integration. */
-export async function sentMessageId(
+/** Our message ids for providers' ids, of the messages this connector sent through the integration. */
+export async function sentMessageIds(
   db: Queryable,
   integrationId: string,
-  providerMessageId: string,
-): Promise<string | null> {
-  const { rows } = await db.query<{ message_id: string }>(
-    'select message_id from sends where integration_id = $1 and provider_message_id = $2 limit 1',
-    [integrationId, providerMessageId],
+  providerMessageIds: string[],
+): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ provider_message_id: string; message_id: string }>(
+    `select provider_message_id, message_id from sends
+      where integration_id = $1 and provider_message_id = any($2::text[])`,
+    [integrationId, providerMessageIds],
   );
-  return rows[0]?.message_id ?? null;
+  return new Map(rows.map((row) => [row.provider_message_id, row.message_id]));
 }
 
 /**
