@@ -464,6 +464,30 @@ describe('inbound callbacks', () => {
     return { connector, batching, slow };
   }
 
+  it('refuses, once read, a callback whose budget others put in debt since it was admitted, and records none of it', async () => {
+    const connector = await startConnector({ workspacePerSecond: 5, workspaceBurst: 10 });
+    const batching = await connector.officialIntegration();
+    // Admitted, its body still arriving, when another callback of the workspace charges thirty items.
+    const slow = await connector.slowCallback(await connector.integration(batching.workspaceId));
+    await pause(200);
+    expect((await connector.batchCallback(batching, 30)).status).toBe(200);
+    expect(await slow.finish()).toBe(429);
+    expect(await eventsOf(batching.workspaceId)).toHaveLength(30);
+  });
+
+  it('takes a callback whose own body put its budget in debt', async () => {
+    const connector = await startConnector({ workspacePerSecond: 5, workspaceBurst: 10, bytesPerItem: 1024 });
+    const batching = await connector.officialIntegration();
+    // Some twenty items' worth of body, one message.
+    const answer = await connector.batchCallback(batching, 1, {
+      edit: (messages) => {
+        messages[0]!.text = { body: 'x'.repeat(20_000) };
+      },
+    });
+    expect(answer.status).toBe(200);
+    expect(await eventsOf(batching.workspaceId)).toHaveLength(1);
+  });
+
   it('takes a callback that waited for its turn only if what was taken meanwhile left its budget out of debt', async () => {
     const { connector, batching, slow } = await turnHeld();
     // Both admitted within the budget, and waiting for the turn: thirty items, then one.

@@ -63,16 +63,25 @@ export interface CallbackBill {
   body(): Promise<void>;
   /** Its items, or its size if more. */
   items(items: number): Promise<void>;
+  /**
+   * Its items, unless its budgets were put in debt by others since it was admitted (a 429 then, its items
+   * not charged, nothing to record): callbacks admitted at once each carried up to itemsPerCallback, all
+   * taken in, so a workspace's turns let eight times that in before one was refused.
+   */
+  itemsUnlessOwed(items: number): Promise<RateRefusal | undefined>;
 }
 
 export type Admission =
   /** `release` when the callback has been answered: its workspace's turn is free again. */
   | { admitted: true; stored: CallbackIntegration; release: () => void }
   | { admitted: false; status: 404 }
-  | { admitted: false; status: 429; retryAfterSeconds: number };
+  | { admitted: false; status: 429; retryAfterSeconds: number; reason?: string };
+
+type RateRefusal = Extract<Admission, { status: 429 }>;
 
 const refusals = meter('connector').createCounter('connector.inbound.refusals', {
-  description: 'Provider callbacks refused before their body was read, by reason',
+  description:
+    'Provider callbacks refused before they were recorded (most before their body was read), by reason',
 });
 
 /** How long an integration found for a callback stays one a blocked address may still reach. */
@@ -181,6 +190,7 @@ export class CallbackAdmission {
         (await this.owed(this.perIntegration, integrationKey, 'integration')) ??
         (this.perWorkspace && (await this.owed(this.perWorkspace, stored.workspaceId, 'workspace')));
       if (owed) {
+        refusals.add(1, { reason: owed.reason });
         release();
         // Refused for what others owe: the point it spent is given back, its retry pays it again.
         await this.perIntegration.limiter.reward(integrationKey, 1);
@@ -208,7 +218,31 @@ export class CallbackAdmission {
       await this.perWorkspace?.charge(found.workspaceId, more);
     };
     const sized = Math.ceil(bodyBytes / this.limits.bytesPerItem);
-    return { body: () => upTo(sized), items: (items) => upTo(Math.max(items, sized)) };
+    const owed = async () =>
+      (await this.owed(this.perIntegration, found.integration.id, 'integration')) ??
+      (this.perWorkspace && (await this.owed(this.perWorkspace, found.workspaceId, 'workspace')));
+    // Whether its budgets owed before its body was charged, and right after: a debt its own body made
+    // is its own, and the callback is still taken (a provider's one large batch goes through whole).
+    let owedBefore: RateRefusal | undefined;
+    let owedAfterBody: RateRefusal | undefined;
+    return {
+      body: async () => {
+        owedBefore = await owed();
+        await upTo(sized);
+        owedAfterBody = await owed();
+      },
+      items: (items) => upTo(Math.max(items, sized)),
+      itemsUnlessOwed: async (items) => {
+        const now = await owed();
+        const refused = owedBefore ?? (owedAfterBody ? undefined : now);
+        if (refused) {
+          refusals.add(1, { reason: 'owed_when_read' });
+          return refused;
+        }
+        await upTo(Math.max(items, sized));
+        return undefined;
+      },
+    };
   }
 
   private integrationKey(integrationId: string, address: string): string {
@@ -248,11 +282,15 @@ export class CallbackAdmission {
     budget: Budget,
     key: string,
     of: 'integration' | 'workspace',
-  ): Promise<Admission | undefined> {
+  ): Promise<RateRefusal | undefined> {
     const msOwed = await budget.msInDebt(key);
     if (msOwed === 0) return undefined;
-    refusals.add(1, { reason: `${of}_rate` });
-    return { admitted: false, status: 429, retryAfterSeconds: retryAfterSeconds(msOwed) };
+    return {
+      admitted: false,
+      status: 429,
+      retryAfterSeconds: retryAfterSeconds(msOwed),
+      reason: `${of}_rate`,
+    };
   }
 
   private refusedCaller(blocked: RateLimiterRes): Admission {

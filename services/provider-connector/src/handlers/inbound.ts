@@ -177,7 +177,9 @@ export function inboundRoutes(deps: InboundDeps): Router {
         }
         batch = resolved;
       }
-      await bill.items(itemsOf(batch));
+      // Read, not recorded: the provider delivers it again once the debt is paid.
+      const owed = await bill.itemsUnlessOwed(itemsOf(batch));
+      if (owed) return refuse(res, owed, unknownIntegration);
       const notes = recordNotes(batch.unreadable);
       try {
         await recordBatch(deps, found, batch, notes);
