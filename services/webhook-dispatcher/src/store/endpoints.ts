@@ -160,7 +160,28 @@ export class EndpointStore {
     return rows[0] ? toEndpoint(rows[0]) : undefined;
   }
 
-  async remove(workspaceId: string, id: string): Promise<boolean> {
+  /**
+   * Removes the endpoint with its deliveries and their attempts: disabled first, so that no event is
+   * scheduled for it meanwhile, then its deliveries a few hundred a statement, then the endpoint. One
+   * statement cascading over a month of a busy endpoint's deliveries ran for many seconds (past the
+   * statement timeout, and the endpoint could not be removed at all), holding every outbox relay's fence
+   * and, through the rows it locked, every workspace's scheduling that met them. Stopped part-way, the
+   * endpoint stays, disabled, with the rest of its deliveries; removing it again finishes.
+   */
+  async remove(workspaceId: string, id: string, deliveriesPerStatement = 500): Promise<boolean> {
+    const disabled = await this.pool.query(
+      'update endpoints set enabled = false where workspace_id = $1 and id = $2',
+      [workspaceId, id],
+    );
+    if (disabled.rowCount !== 1) return false;
+    for (;;) {
+      const { rowCount } = await this.pool.query(
+        `delete from deliveries where id = any(array(
+           select id from deliveries where workspace_id = $1 and endpoint_id = $2 limit $3))`,
+        [workspaceId, id, deliveriesPerStatement],
+      );
+      if ((rowCount ?? 0) < deliveriesPerStatement) break;
+    }
     const { rowCount } = await this.pool.query('delete from endpoints where workspace_id = $1 and id = $2', [
       workspaceId,
       id,
