@@ -1,19 +1,13 @@
-import { fileURLToPath } from 'node:url';
-import { createPool, migrate, type Pool } from '@inbox/db';
-import { createDatabase } from '@inbox/testkit';
+import type { Pool } from '@inbox/db';
+import { migratedPool as migratedDatabase } from '@inbox/testkit';
 import { inject } from 'vitest';
 
 /** A pool on a fresh database of this run's Postgres, with the connector's schema and outbox migrated. */
-export async function migratedPool(options: { max?: number } = {}): Promise<Pool> {
-  const pool = createPool({
-    url: await createDatabase(inject('infra').postgresAdminUrl),
+export const migratedPool = (options: { max?: number } = {}): Promise<Pool> =>
+  migratedDatabase({
+    adminUrl: inject('infra').postgresAdminUrl,
     schema: 'connector',
+    migrations: new URL('../migrations', import.meta.url),
+    outbox: true,
     ...options,
   });
-  await migrate(pool, {
-    schema: 'connector',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-    outbox: true,
-  });
-  return pool;
-}

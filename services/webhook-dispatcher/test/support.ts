@@ -1,29 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import type { EventEnvelope } from '@inbox/contracts';
-import { createPool, migrate, type Pool } from '@inbox/db';
+import type { Pool } from '@inbox/db';
 import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
 import { createLogger } from '@inbox/service-kit';
-import { createDatabase } from '@inbox/testkit';
+import { migratedPool as migratedDatabase } from '@inbox/testkit';
 import { inject } from 'vitest';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../src/delivery-worker.js';
 import type { DeliveryStore, EventToSchedule } from '../src/store/deliveries.js';
 import type { EndpointStore } from '../src/store/endpoints.js';
 
 /** A pool on a fresh database of this run's Postgres, with the dispatcher's schema migrated. */
-export async function migratedPool(): Promise<Pool> {
-  const pool = createPool({
-    url: await createDatabase(inject('infra').postgresAdminUrl),
+export const migratedPool = (): Promise<Pool> =>
+  migratedDatabase({
+    adminUrl: inject('infra').postgresAdminUrl,
     schema: 'dispatcher',
+    migrations: new URL('../migrations', import.meta.url),
   });
-  await migrate(pool, {
-    schema: 'dispatcher',
-    directory: fileURLToPath(new URL('../migrations', import.meta.url)),
-  });
-  return pool;
-}
 
 export interface Hit {
   /** The request's path and query. */

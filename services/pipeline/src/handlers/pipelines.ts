@@ -26,21 +26,32 @@ async function present(store: PipelineStore, rows: PipelineRow[]) {
   }));
 }
 
-/** Edits the pipeline's stage list under a row lock, so concurrent edits never lose one another. */
+/**
+ * Edits the pipeline's stage list under a row lock, so concurrent edits never lose one another. Its
+ * contacts are counted after the commit: counting a large pipeline's every stage held the lock, and every
+ * outbox relay's fence, for as long.
+ */
 async function editStages(
   pool: Pool,
   workspaceId: string,
   pipelineId: string,
   edit: (stages: StageConfig[], store: PipelineStore) => Promise<StageConfig[]> | StageConfig[],
 ) {
-  return withTransaction(pool, async (client) => {
+  const updated = await withTransaction(pool, async (client) => {
     const store = new PipelineStore(client, workspaceId);
     const pipeline = await store.get(pipelineId, { forUpdate: true });
     if (!pipeline) throw pipelineNotFound();
-    const updated = await store.update(pipelineId, { stages: await edit(pipeline.stages_config, store) });
-    return (await present(store, [updated]))[0]!;
+    return store.update(pipelineId, { stages: await edit(pipeline.stages_config, store) });
   });
+  return (await present(new PipelineStore(pool, workspaceId), [updated]))[0]!;
 }
+
+/**
+ * How many of a removed stage's contacts one statement moves, before the edit's transaction moves the
+ * rest: one statement moving every contact of a stage held the pipeline's lock and every outbox relay's
+ * fence for seconds once a tenant's stage held a few hundred thousand.
+ */
+const contactsMovedPerStatement = 1_000;
 
 /** The admin API's pipeline operations. */
 export const pipelines = {
@@ -83,28 +94,37 @@ export const pipelines = {
       reorderStages(stages, command.keys),
     ),
 
-  /** A stage that holds contacts goes only when told where they go (`move_to`); their moves are recorded. */
-  removeStage: (pool: Pool, command: CommandPayload<'cmd.pipeline.remove-stage'>) =>
-    editStages(pool, command.workspace_id, command.pipeline_id, async (stages, store) => {
+  /**
+   * A stage that holds contacts goes only when told where they go (`move_to`); their moves are recorded,
+   * a thousand a statement before the edit, which moves those who came meanwhile. Stopped part-way, the
+   * stage stays, and those moved stay where they went.
+   */
+  async removeStage(pool: Pool, command: CommandPayload<'cmd.pipeline.remove-stage'>) {
+    const movedBy = platformTexts.movedByStageRemoval(command.key);
+    if (command.move_to) {
+      const store = new PipelineStore(pool, command.workspace_id);
+      const pipeline = await store.get(command.pipeline_id);
+      if (!pipeline) throw pipelineNotFound();
+      // Checked before anyone is moved; checked again, under the lock, by the edit.
+      removeStage(pipeline.stages_config, command.key, command.move_to);
+      const moving = () =>
+        store.moveFrom(pipeline.id, command.key, command.move_to!, movedBy, contactsMovedPerStatement);
+      while ((await moving()) === contactsMovedPerStatement);
+    }
+    return editStages(pool, command.workspace_id, command.pipeline_id, async (stages, store) => {
       const remaining = removeStage(stages, command.key, command.move_to);
-      const held =
-        (await store.contactsPerStage([command.pipeline_id])).get(`${command.pipeline_id}:${command.key}`) ??
-        0;
+      const held = await store.contactsIn(command.pipeline_id, command.key);
       if (held > 0) {
         if (!command.move_to) {
           throw new AppError(409, {
             error: platformTexts.stageHoldsContacts(command.key, held),
           });
         }
-        await store.moveEveryone(
-          command.pipeline_id,
-          command.key,
-          command.move_to,
-          platformTexts.movedByStageRemoval(command.key),
-        );
+        await store.moveFrom(command.pipeline_id, command.key, command.move_to, movedBy, null);
       }
       return remaining;
-    }),
+    });
+  },
 
   async listPositions(pool: Pool, command: CommandPayload<'cmd.pipeline.list-positions'>) {
     const store = new PipelineStore(pool, command.workspace_id);

@@ -67,6 +67,15 @@ export class PipelineStore {
     return new Map(rows.map((row) => [`${row.pipeline_id}:${row.stage}`, row.n]));
   }
 
+  /** How many contacts stand in the stage. */
+  async contactsIn(pipelineId: string, stage: string): Promise<number> {
+    const { rows } = await this.db.query<{ n: number }>(
+      'select count(*)::int as n from lead_positions where workspace_id = $1 and pipeline_id = $2 and stage = $3',
+      [this.workspaceId, pipelineId, stage],
+    );
+    return rows[0]!.n;
+  }
+
   /** Who stands where in the pipeline, the most recently moved first, up to `limit`. */
   async positions(pipelineId: string, limit: number) {
     const { rows } = await this.db.query<{ contact_id: string; stage: string; moved_at: Date }>(
@@ -117,18 +126,28 @@ export class PipelineStore {
   }
 
   /**
-   * Everyone in `from` goes to `to`, each move recorded; for removing a stage that holds contacts. One
-   * statement, however many they are: a round trip per contact held the transaction open for as long as
-   * a tenant's stage was full, and every outbox relay's snapshot fence with it.
+   * Up to `limit` of those in `from` (all when null) go to `to`, each move recorded; for removing a stage
+   * that holds contacts. Contacts a move of their own holds are passed over when a limit is given (the
+   * last, unlimited call waits for them).
    */
-  async moveEveryone(pipelineId: string, from: string, to: string, movedBy: string): Promise<number> {
+  async moveFrom(
+    pipelineId: string,
+    from: string,
+    to: string,
+    movedBy: string,
+    limit: number | null,
+  ): Promise<number> {
     const { rowCount } = await this.db.query(
-      `with moved as (
-         update lead_positions set stage = $4, moved_at = now()
-          where workspace_id = $1 and pipeline_id = $2 and stage = $3 returning contact_id)
+      `with picked as (
+         select contact_id from lead_positions
+          where workspace_id = $1 and pipeline_id = $2 and stage = $3
+          limit $6 for update ${limit === null ? '' : 'skip locked'}),
+       moved as (
+         update lead_positions p set stage = $4, moved_at = now() from picked
+          where p.pipeline_id = $2 and p.contact_id = picked.contact_id returning p.contact_id)
        insert into lead_moves (id, workspace_id, pipeline_id, contact_id, from_stage, to_stage, moved_by)
        select gen_random_uuid(), $1, $2, contact_id, $3, $4, $5 from moved`,
-      [this.workspaceId, pipelineId, from, to, movedBy],
+      [this.workspaceId, pipelineId, from, to, movedBy, limit],
     );
     return rowCount ?? 0;
   }

@@ -1,0 +1,33 @@
+import { fileURLToPath } from 'node:url';
+import { createPool, migrate, type Pool } from '@inbox/db';
+import { createDatabase } from './local-servers.js';
+
+export interface MigratedPoolOptions {
+  /** The run's Postgres, as an administrator: a database of its own is created there. */
+  adminUrl: string;
+  /** The service's schema, which its migrations create. */
+  schema: string;
+  /** The service's migrations folder. */
+  migrations: URL;
+  /** Also the transactional outbox, as services that publish events have. */
+  outbox?: boolean;
+  /** The pool's size. */
+  max?: number;
+}
+
+/** A pool on a fresh database of the run's Postgres, with a service's schema migrated as it leaves it. */
+export async function migratedPool({
+  adminUrl,
+  schema,
+  migrations,
+  outbox,
+  max,
+}: MigratedPoolOptions): Promise<Pool> {
+  const pool = createPool({
+    url: await createDatabase(adminUrl),
+    schema,
+    ...(max === undefined ? {} : { max }),
+  });
+  await migrate(pool, { schema, directory: fileURLToPath(migrations), outbox });
+  return pool;
+}
