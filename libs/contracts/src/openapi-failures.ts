@@ -70,6 +70,16 @@ function failuresOf(route: RouteDefinition): Failure[] {
       ),
     );
   }
+  if (route.inFlightPerWorkspace) {
+    failures.push(
+      failure(
+        503,
+        `${route.inFlightPerWorkspace} of the workspace's requests to this endpoint are already under way at the gateway replica that took this one: nothing was done, try again in a moment`,
+        platformTexts.workspaceRequestsInFlight(route.inFlightPerWorkspace),
+        ['Retry-After'],
+      ),
+    );
+  }
   if (route.params) failures.push(...fieldFailures(route.params, 'path'));
   if (route.body) {
     failures.push(

@@ -40,6 +40,7 @@ import {
   sendTemplateRule,
 } from './public-api.js';
 import type { BodyRule } from './validate.js';
+import { sendsInFlightPerWorkspace } from './workspace-limits.js';
 
 /**
  * Every HTTP route of the gateway, declared once: the gateway mounts this table (and answers 405 from
@@ -118,6 +119,12 @@ interface RouteBase {
   status?: 200 | 201;
   /** Counted against the workspace's per-minute budget (the spec's 429). */
   rateLimited?: boolean;
+  /**
+   * How many of one workspace's requests a gateway replica answers at once; beyond, 503 with nothing
+   * done. For a route with no rate limit: one tenant's flood otherwise queued every tenant's requests
+   * behind it in the services and pools they share.
+   */
+  inFlightPerWorkspace?: number;
   /** The largest body it reads, in bytes: `publicBodyBytes` or `adminBodyBytes` by access when absent. */
   bodyBytes?: number;
   /** Takes an `Idempotency-Key` header. */
@@ -222,6 +229,7 @@ export const routes: readonly RouteDefinition[] = [
     keyTexts: externalKeyTexts,
     body: externalSendRule,
     idempotent: true,
+    inFlightPerWorkspace: sendsInFlightPerWorkspace,
     command: 'cmd.messaging.external-send',
   }),
   commandRoute({

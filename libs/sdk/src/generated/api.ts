@@ -2063,12 +2063,14 @@ export interface operations {
         };
       };
       /**
-       * @description - 64 of the workspace's sends already wait on providers in the connector that took this one: nothing was sent, try again in a moment
+       * @description - 64 of the workspace's requests to this endpoint are already under way at the gateway replica that took this one: nothing was done, try again in a moment
+       *     - 64 of the workspace's sends already wait on providers in the connector that took this one: nothing was sent, try again in a moment
        *     - the service that owns the request is not reachable
        */
       503: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
+          'Retry-After': components['headers']['Retry-After'];
           [name: string]: unknown;
         };
         content: {

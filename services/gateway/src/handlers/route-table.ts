@@ -32,6 +32,7 @@ import { type IdempotencyOptions, idempotency } from './idempotency.js';
 import { localOperations } from './local-operations.js';
 import { rateLimit } from './rate-limit.js';
 import { methodNotAllowed } from './route-helpers.js';
+import { workspaceInFlight } from './workspace-in-flight.js';
 
 export interface RouteTableDeps {
   keys: KeyResolver;
@@ -155,6 +156,7 @@ export function routeTable(deps: RouteTableDeps): Router {
           ? [
               authenticate(deps.keys, deps.authFailures, route.keyTexts ?? apiV1KeyTexts),
               ...(route.rateLimited ? [limited] : []),
+              ...(route.inFlightPerWorkspace ? [workspaceInFlight(route.inFlightPerWorkspace)] : []),
               checkParams(route),
               body,
             ]
