@@ -324,6 +324,45 @@ describe('inbound callbacks', () => {
     ]);
   });
 
+  it('names our message in every status of a callback about a send whose answer was lost, not only the first', async () => {
+    const connector = await startConnector();
+    const target = await connector.officialIntegration();
+    // A send of unknown outcome: its provider call never reported back, so it has no provider id.
+    const messageId = randomUUID();
+    await pool.query('insert into sends (message_id, workspace_id, integration_id) values ($1, $2, $3)', [
+      messageId,
+      target.workspaceId,
+      target.id,
+    ]);
+    const status = (value: string, extra: Record<string, unknown> = {}) => ({
+      id: 'wamid.lost-answer',
+      status: value,
+      timestamp: '1700000000',
+      recipient_id: '5511944440001',
+      biz_opaque_callback_data: messageId,
+      ...extra,
+    });
+    const answer = await connector.batchCallback(target, 0, {
+      statuses: [
+        status('sent'),
+        status('failed', { errors: [{ code: 131026, title: 'Message undeliverable' }] }),
+      ],
+    });
+    expect(answer.status).toBe(200);
+    const { rows } = await pool.query<{ data: { status: string; message_id: string | null } }>(
+      `select data from outbox where workspace_id = $1 and type = 'inbound.status' order by seq`,
+      [target.workspaceId],
+    );
+    expect(rows.map((row) => [row.data.status, row.data.message_id])).toEqual([
+      ['sent', messageId],
+      ['failed', messageId],
+    ]);
+    const sends = await pool.query('select provider_message_id from sends where message_id = $1', [
+      messageId,
+    ]);
+    expect(sends.rows).toEqual([{ provider_message_id: 'wamid.lost-answer' }]);
+  });
+
   it("charges a callback's every message to its integration's budget, and no other integration's", async () => {
     const connector = await startConnector({ perSecond: 5, burst: 10 });
     const batching = await connector.officialIntegration();

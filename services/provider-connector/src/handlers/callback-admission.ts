@@ -64,11 +64,12 @@ export interface CallbackBill {
   /** Its items, or its size if more. */
   items(items: number): Promise<void>;
   /**
-   * Its items, unless its budgets were put in debt by others since it was admitted (a 429 then, its items
-   * not charged, nothing to record): callbacks admitted at once each carried up to itemsPerCallback, all
-   * taken in, so a workspace's turns let eight times that in before one was refused.
+   * A 429 when its budgets were put in debt by others since it was admitted, to be answered before
+   * anything is fetched or recorded (its items are then not charged): callbacks admitted at once each
+   * carried up to itemsPerCallback, all taken in, so a workspace's turns let eight times that in before
+   * one was refused.
    */
-  itemsUnlessOwed(items: number): Promise<RateRefusal | undefined>;
+  owedToOthers(): Promise<RateRefusal | undefined>;
 }
 
 export type Admission =
@@ -232,15 +233,10 @@ export class CallbackAdmission {
         owedAfterBody = await owed();
       },
       items: (items) => upTo(Math.max(items, sized)),
-      itemsUnlessOwed: async (items) => {
-        const now = await owed();
-        const refused = owedBefore ?? (owedAfterBody ? undefined : now);
-        if (refused) {
-          refusals.add(1, { reason: 'owed_when_read' });
-          return refused;
-        }
-        await upTo(Math.max(items, sized));
-        return undefined;
+      owedToOthers: async () => {
+        const refused = owedBefore ?? (owedAfterBody ? undefined : await owed());
+        if (refused) refusals.add(1, { reason: 'owed_when_read' });
+        return refused;
       },
     };
   }

@@ -32,7 +32,7 @@ import {
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
 import { oauthTokens } from '../store/oauth-tokens.js';
 import { rememberReplyContext } from '../store/reply-contexts.js';
-import { sendKnownByStatus, sentMessageIds } from '../store/sends.js';
+import { sendsKnownByStatus, sentMessageIds } from '../store/sends.js';
 import { type Admission, CallbackAdmission, type CallbackLimits } from './callback-admission.js';
 
 export interface RecordDeps {
@@ -169,6 +169,9 @@ export function inboundRoutes(deps: InboundDeps): Router {
         answerJson(res, 413, { error: platformTexts.callbackTooManyItems(admission.itemsPerCallback) });
         return;
       }
+      // Read, not fetched nor recorded: the provider delivers it again once the debt is paid.
+      const owed = await bill.owedToOthers();
+      if (owed) return refuse(res, owed, unknownIntegration);
       if (batch.toFetch?.length) {
         const resolved = await resolveNotified(deps, found, adapter, batch);
         if (!resolved) {
@@ -177,9 +180,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
         }
         batch = resolved;
       }
-      // Read, not recorded: the provider delivers it again once the debt is paid.
-      const owed = await bill.itemsUnlessOwed(itemsOf(batch));
-      if (owed) return refuse(res, owed, unknownIntegration);
+      await bill.items(itemsOf(batch));
       const notes = recordNotes(batch.unreadable);
       try {
         await recordBatch(deps, found, batch, notes);
@@ -298,7 +299,8 @@ export const recordNotes = (notTaken: RecordNotes['notTaken'] = []): RecordNotes
  * out or cuts goes in `notes`.
  *
  * A few statements whatever the batch holds: its messages' ids taken as seen and their events written in
- * one, its statuses' sends read in one and their events written in one, its watermarks' in one. A round
+ * one (and a reply context remembered for each new marketplace question or order), its statuses' sends
+ * read in one, settled in one and their events written in one, its watermarks' in one. A round
  * trip per item kept a hundred items' transaction open for some hundreds of round trips, and every outbox
  * relay waited behind it: each publishes only what committed before the oldest transaction still running.
  */
@@ -367,13 +369,15 @@ async function recordMessages(
   }
   if (taken.size === 0) return;
   const ids = [...taken.keys()];
-  // Only the ids not seen before are announced, each in the commit that marks it seen.
+  // Only the ids not seen before are announced, each in the commit that marks it seen. Marked in the
+  // ids' order, not the callback's: two callbacks holding the same ids in other orders would otherwise
+  // wait on each other's rows.
   const written = await writeEventsIfChanged(
     client,
     [...taken.values()].map((item) => item.event),
     {
       text: `insert into inbound_seen (integration_id, provider_message_id)
-             select $1, id from unnest($2::text[]) as listed (id)
+             select $1, id from unnest($2::text[]) as listed (id) order by id
              on conflict do nothing
              returning array_position($2::text[], provider_message_id) as n`,
       values: [integration.id, ids],
@@ -417,11 +421,16 @@ async function recordStatuses(
     integration.id,
     taken.map(({ status }) => status.providerMessageId),
   );
-  for (const { status, data } of taken) {
-    data.message_id =
-      sent.get(status.providerMessageId) ??
-      (await sendKnownByStatus(client, workspaceId, integration.id, status));
-  }
+  const settled = await sendsKnownByStatus(
+    client,
+    workspaceId,
+    integration.id,
+    taken.filter(({ status }) => !sent.has(status.providerMessageId)).map(({ status }) => status),
+  );
+  // Every status of a message settled here names it too, not only the first (a `sent` and a `failed`
+  // in one callback).
+  for (const { status, data } of taken)
+    data.message_id = sent.get(status.providerMessageId) ?? settled.get(status.providerMessageId) ?? null;
   await writeEvents(
     client,
     taken.map(({ data }) => prepareEvent(eventTypes.inboundStatus, data)),

@@ -1,6 +1,7 @@
 import type { Queryable } from '@inbox/db';
 
-// Ids are taken as seen by the statement that writes their events (recordInTransaction).
+// Ids are marked seen by the statement that writes their events (recordInTransaction): one statement
+// for a callback's part, where an insert per id held the part's transaction open a round trip each.
 
 /**
  * How long a provider message id is remembered: well past the longest a provider retries a callback

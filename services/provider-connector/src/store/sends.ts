@@ -16,23 +16,35 @@ export async function sentMessageIds(
 }
 
 /**
- * A status naming our message (the reference the provider echoes) whose provider call never reported
- * back: the provider took it, so the attempt of unknown outcome is recorded as sent, with the provider's
- * id. Only an attempt of this workspace and integration, still without an id, is settled; our id
- * otherwise, or null.
+ * Statuses naming our messages (the reference the provider echoes) whose provider calls never reported
+ * back: the provider took them, so each attempt of unknown outcome is recorded as sent, with the
+ * provider's id, in one statement. Only attempts of this workspace and integration still without an id
+ * are settled, each by the first status naming it; the provider's id of each settled, to our id.
  */
-export async function sendKnownByStatus(
+export async function sendsKnownByStatus(
   db: Queryable,
   workspaceId: string,
   integrationId: string,
-  status: Pick<StatusUpdate, 'providerMessageId' | 'ourMessageId' | 'at'>,
-): Promise<string | null> {
-  if (status.ourMessageId === undefined) return null;
-  const { rows } = await db.query<{ message_id: string }>(
-    `update sends set provider_message_id = $4, sent_at = $5
-      where workspace_id = $1 and integration_id = $2 and message_id = $3 and provider_message_id is null
-      returning message_id`,
-    [workspaceId, integrationId, status.ourMessageId, status.providerMessageId, status.at ?? new Date()],
+  statuses: Array<Pick<StatusUpdate, 'providerMessageId' | 'ourMessageId' | 'at'>>,
+): Promise<Map<string, string>> {
+  const naming = statuses.filter((status) => status.ourMessageId !== undefined);
+  if (naming.length === 0) return new Map();
+  const { rows } = await db.query<{ message_id: string; provider_message_id: string }>(
+    `update sends s set provider_message_id = v.provider_message_id, sent_at = v.at
+       from (select distinct on (message_id) message_id, provider_message_id, at
+               from unnest($3::uuid[], $4::text[], $5::timestamptz[]) with ordinality
+                 as listed (message_id, provider_message_id, at, n)
+              order by message_id, n) v
+      where s.workspace_id = $1 and s.integration_id = $2 and s.message_id = v.message_id
+        and s.provider_message_id is null
+      returning s.message_id, s.provider_message_id`,
+    [
+      workspaceId,
+      integrationId,
+      naming.map((status) => status.ourMessageId),
+      naming.map((status) => status.providerMessageId),
+      naming.map((status) => status.at ?? new Date()),
+    ],
   );
-  return rows[0]?.message_id ?? null;
+  return new Map(rows.map((row) => [row.provider_message_id, row.message_id]));
 }
