@@ -112,9 +112,10 @@ export const platformTexts = {
     `O provedor do canal "${channel}" limitou os envios (muitas mensagens em pouco tempo): tente novamente em alguns segundos`,
   providerTimedOut: (channel: string) =>
     `O provedor do canal "${channel}" não respondeu a tempo: o envio pode ter sido aceito e não será repetido automaticamente`,
-  /** A workspace with as many sends waiting on providers in one connector process as it may have. */
+  /** A workspace with as many requests to a route under way at one gateway replica as it may have. */
   workspaceRequestsInFlight: (max: number) =>
     `O workspace já tem ${max} requisições em andamento para este endpoint neste servidor: nada foi feito; tente novamente em instantes`,
+  /** A workspace with as many sends waiting on providers in one connector process as it may have. */
   providerSendsBusy: (channel: string, max: number) =>
     `O workspace já tem ${max} envios aguardando a resposta dos provedores: nada foi enviado pelo canal "${channel}"; tente novamente em instantes`,
   /** A second send of a message whose first provider call ended without a known outcome. */

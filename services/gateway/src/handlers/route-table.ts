@@ -32,7 +32,7 @@ import { type IdempotencyOptions, idempotency } from './idempotency.js';
 import { localOperations } from './local-operations.js';
 import { rateLimit } from './rate-limit.js';
 import { methodNotAllowed } from './route-helpers.js';
-import { workspaceInFlight } from './workspace-in-flight.js';
+import { setUnderWay, workspaceInFlight } from './workspace-in-flight.js';
 
 export interface RouteTableDeps {
   keys: KeyResolver;
@@ -137,9 +137,12 @@ export function routeTable(deps: RouteTableDeps): Router {
           key_hint: res.locals.keyHint ?? 'api',
         },
       };
-      const data = isCommandRoute(route)
-        ? await deps.bus.request(route.command, withIdempotencyKey(route, req, commandRequest(route, input)))
-        : await local[route.local as LocalOperation](input);
+      const data = await setUnderWay(
+        res,
+        isCommandRoute(route)
+          ? deps.bus.request(route.command, withIdempotencyKey(route, req, commandRequest(route, input)))
+          : local[route.local as LocalOperation](input),
+      );
       answerJson(res, route.status ?? 200, data);
     };
   };
