@@ -594,7 +594,8 @@ export class DeliveryStore {
    * Every failed delivery of the endpoint created since `since`, due again now; says how many. A batch a
    * statement, in the order they were created: one statement over a month of an always-failing
    * receiver's deliveries ran for seconds, holding every outbox relay's fence for as long. The cursor
-   * moves past each batch, so a delivery that fails again meanwhile is not replayed twice.
+   * moves past each batch (and bounds the index's range, so a batch does not read the ones before), so a
+   * delivery that fails again meanwhile is not replayed twice.
    */
   async replayFailed(
     workspaceId: string,
@@ -609,7 +610,8 @@ export class DeliveryStore {
       const { rows } = await this.pool.query<{ at: string; id: string; replayed: number }>(
         `with batch as (
            select id, created_at from deliveries
-            where workspace_id = $1 and endpoint_id = $2 and status = 'failed' and created_at >= $3
+            where workspace_id = $1 and endpoint_id = $2 and status = 'failed'
+              and created_at >= coalesce($4::timestamptz, $3::timestamptz)
               and ($4::timestamptz is null or (created_at, id) > ($4::timestamptz, $5::uuid))
             order by created_at, id
             limit $6
@@ -622,10 +624,11 @@ export class DeliveryStore {
            from batch b order by b.created_at desc, b.id desc limit 1`,
         [workspaceId, endpointId, since, after?.at ?? null, after?.id ?? null, batchSize],
       );
+      // Only an empty batch ends it: a delivery resent meanwhile is left out of its batch, which then
+      // comes back short with more behind it.
       const last = rows[0];
       if (!last) return total;
       total += last.replayed;
-      if (last.replayed < batchSize) return total;
       after = { at: last.at, id: last.id };
     }
   }
