@@ -49,7 +49,7 @@ it("moves a removed stage's contacts a thousand a statement, each move recorded,
   const counting = Object.assign(Object.create(pool) as Pool, {
     query: async (text: string, values?: unknown[]) => {
       const result = await pool.query(text, values);
-      if (text.startsWith('with picked')) moves.push(result.rowCount ?? 0);
+      if (text.startsWith('with pipeline')) moves.push(result.rowCount ?? 0);
       return result;
     },
   });
@@ -77,4 +77,20 @@ it('moves no one when the stage cannot go, and keeps a stage that holds contacts
   const held = await pipelines.removeStage(pool, removal(workspaceId, pipelineId)).catch((e) => e);
   expect((held as AppError).status).toBe(409);
   expect(await new PipelineStore(pool, workspaceId).contactsIn(pipelineId, 'novo')).toBe(3);
+});
+
+it('moves no one into a stage an edit removed meanwhile, nor from another workspace', async () => {
+  const { workspaceId, pipelineId } = await pipelineWithContacts(3);
+  const store = new PipelineStore(pool, workspaceId);
+  // Another removal, of the destination, ended between this removal's check and its moves.
+  await pipelines.removeStage(pool, {
+    workspace_id: workspaceId,
+    pipeline_id: pipelineId,
+    key: 'ganho',
+  } as CommandPayload<'cmd.pipeline.remove-stage'>);
+  expect(await store.moveFrom(pipelineId, 'novo', 'ganho', 'x', 1_000)).toBe(0);
+  expect(
+    await new PipelineStore(pool, randomUUID()).moveFrom(pipelineId, 'novo', 'contato', 'x', 1_000),
+  ).toBe(0);
+  expect(await store.contactsIn(pipelineId, 'novo')).toBe(3);
 });

@@ -109,7 +109,10 @@ export const pipelines = {
       removeStage(pipeline.stages_config, command.key, command.move_to);
       const moving = () =>
         store.moveFrom(pipeline.id, command.key, command.move_to!, movedBy, contactsMovedPerStatement);
-      while ((await moving()) === contactsMovedPerStatement);
+      // No more batches than the stage held: two removals moving contacts each into the other's stage
+      // would otherwise pass them back and forth for as long as both ran.
+      let batches = Math.ceil((await store.contactsIn(pipeline.id, command.key)) / contactsMovedPerStatement);
+      while (batches-- > 0 && (await moving()) === contactsMovedPerStatement);
     }
     return editStages(pool, command.workspace_id, command.pipeline_id, async (stages, store) => {
       const remaining = removeStage(stages, command.key, command.move_to);

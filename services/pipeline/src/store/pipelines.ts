@@ -128,7 +128,8 @@ export class PipelineStore {
   /**
    * Up to `limit` of those in `from` (all when null) go to `to`, each move recorded; for removing a stage
    * that holds contacts. Contacts a move of their own holds are passed over when a limit is given (the
-   * last, unlimited call waits for them).
+   * last, unlimited call waits for them). No one is moved unless the pipeline has both stages, read under
+   * a share lock for the statement: an edit that removes either waits for it, or has gone before it.
    */
   async moveFrom(
     pipelineId: string,
@@ -138,13 +139,20 @@ export class PipelineStore {
     limit: number | null,
   ): Promise<number> {
     const { rowCount } = await this.db.query(
-      `with picked as (
+      `with pipeline as (
+         select 1 from pipelines
+          where workspace_id = $1 and id = $2
+            and stages_config @> jsonb_build_array(jsonb_build_object('key', $3::text))
+            and stages_config @> jsonb_build_array(jsonb_build_object('key', $4::text))
+          for share),
+       picked as (
          select contact_id from lead_positions
-          where workspace_id = $1 and pipeline_id = $2 and stage = $3
+          where workspace_id = $1 and pipeline_id = $2 and stage = $3 and exists (select 1 from pipeline)
           limit $6 for update ${limit === null ? '' : 'skip locked'}),
        moved as (
          update lead_positions p set stage = $4, moved_at = now() from picked
-          where p.pipeline_id = $2 and p.contact_id = picked.contact_id returning p.contact_id)
+          where p.workspace_id = $1 and p.pipeline_id = $2 and p.contact_id = picked.contact_id
+         returning p.contact_id)
        insert into lead_moves (id, workspace_id, pipeline_id, contact_id, from_stage, to_stage, moved_by)
        select gen_random_uuid(), $1, $2, contact_id, $3, $4, $5 from moved`,
       [this.workspaceId, pipelineId, from, to, movedBy, limit],
