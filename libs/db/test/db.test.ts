@@ -36,6 +36,14 @@ const leadMoved = (workspace: string, n: number, stageName = `stage ${n}`): Lead
   conversation_id: null,
   moved_at: new Date().toISOString(),
 });
+/** A conversation's resolution, ready to write: an event with an ordering key (the conversation). */
+const resolvedEvent = (workspace: string, conversation: string) =>
+  prepareEvent(eventTypes.conversationResolved, {
+    event: eventTypes.conversationResolved,
+    workspace_id: workspace,
+    conversation_id: conversation,
+    status: { value: 'resolved' as const },
+  });
 let url: string;
 let pool: Pool;
 
@@ -309,13 +317,7 @@ describe('transactional outbox', () => {
   it('writes a batch’s events only for the rows its statement changed, numbering each key’s in turn', async () => {
     const workspace = randomUUID();
     const [one, other] = [randomUUID(), randomUUID()];
-    const resolved = (conversation: string) =>
-      prepareEvent(eventTypes.conversationResolved, {
-        event: eventTypes.conversationResolved,
-        workspace_id: workspace,
-        conversation_id: conversation,
-        status: { value: 'resolved' as const },
-      });
+    const resolved = (conversation: string) => resolvedEvent(workspace, conversation);
     // One earlier event of the first conversation: the batch's numbers follow it.
     await writeEvent(pool, eventTypes.conversationResolved, resolved(one).envelope.data);
     const things = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()];
@@ -367,13 +369,7 @@ describe('transactional outbox', () => {
   it('writes events in one statement in their order, numbered per key, one alone as writeEvent does', async () => {
     const workspace = randomUUID();
     const [one, other] = [randomUUID(), randomUUID()];
-    const resolved = (conversation: string) =>
-      prepareEvent(eventTypes.conversationResolved, {
-        event: eventTypes.conversationResolved,
-        workspace_id: workspace,
-        conversation_id: conversation,
-        status: { value: 'resolved' as const },
-      });
+    const resolved = (conversation: string) => resolvedEvent(workspace, conversation);
     const events = [
       resolved(one),
       resolved(other),

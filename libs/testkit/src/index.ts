@@ -19,7 +19,7 @@ export {
   startRedis,
   uniquePrefix,
 } from './local-servers.js';
-export { type MigratedPoolOptions, migratedPool } from './migrated-pool.js';
+export { type MigratedPoolOptions, migratedPool, watchedPool } from './migrated-pool.js';
 export { type NameServer, startNameServer, systemResolverStandIn } from './name-servers.js';
 export { canConnect, freePort } from './ports.js';
 export { type ManagedProcess, runModuleSnippet, startProcess } from './process.js';

@@ -31,3 +31,17 @@ export async function migratedPool({
   await migrate(pool, { schema, directory: fileURLToPath(migrations), outbox });
   return pool;
 }
+
+/**
+ * The pool, each `query` reported with its result once it ran: for tests that count the statements a
+ * change makes and the rows each touched. Clients it hands out (transactions) are not watched.
+ */
+export function watchedPool(pool: Pool, ran: (text: string, rowCount: number) => void): Pool {
+  return Object.assign(Object.create(pool) as Pool, {
+    query: async (text: string, values?: unknown[]) => {
+      const result = await pool.query(text, values);
+      ran(text, result.rowCount ?? 0);
+      return result;
+    },
+  });
+}

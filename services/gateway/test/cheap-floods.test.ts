@@ -130,6 +130,22 @@ describe('unknown API keys', () => {
   });
 });
 
+/** A new address that used the valid key (known to this process since), then failed until refused. */
+async function refusedAfterKnownKey(): Promise<string> {
+  const from = newAddress();
+  expect((await call('POST', '/api/v1/send-message', { from, key: apiKey, body: {} })).status).toBe(400);
+  for (let i = 0; i <= failuresAllowed; i++)
+    await call('POST', '/api/v1/send-message', { from, key: unknownKey(), body: {} });
+  return from;
+}
+
+/** The status of a send-message from the address with the key of a workspace made now, never used. */
+async function withNewWorkspaceKey(from: string): Promise<number> {
+  const created = await admin('POST', '/admin/v1/workspaces', { name: `nova ${randomUUID()}` });
+  return (await call('POST', '/api/v1/send-message', { from, key: created.body.api_key as string, body: {} }))
+    .status;
+}
+
 describe('failed authentication per client address', () => {
   it('keeps the spec texts for the first failures, then answers 429 with Retry-After', async () => {
     const from = newAddress();
@@ -178,18 +194,11 @@ describe('failed authentication per client address', () => {
         body: { error: text },
       });
     }
-    const other = await admin('POST', '/admin/v1/workspaces', { name: 'atrás do mesmo endereço' });
-    expect(
-      (await call('POST', '/api/v1/send-message', { from, key: other.body.api_key as string, body: {} }))
-        .status,
-    ).toBe(400);
+    expect(await withNewWorkspaceKey(from)).toBe(400);
   });
 
   it('still looks up, for an address it refuses, a key found in a workspace in the last half hour', async () => {
-    const from = newAddress();
-    expect((await call('POST', '/api/v1/send-message', { from, key: apiKey, body: {} })).status).toBe(400);
-    for (let i = 0; i <= failuresAllowed; i++)
-      await call('POST', '/api/v1/send-message', { from, key: unknownKey(), body: {} });
+    const from = await refusedAfterKnownKey();
     expect((await call('POST', '/api/v1/send-message', { from, key: unknownKey(), body: {} })).status).toBe(
       429,
     );
@@ -199,19 +208,11 @@ describe('failed authentication per client address', () => {
     expect((await call('POST', '/api/v1/send-message', { from, key: apiKey, body: {} })).status).toBe(400);
     expect(lookups).toHaveBeenCalledTimes(1);
     // A key that works but that this process never found would cost a lookup: refused.
-    const other = await admin('POST', '/admin/v1/workspaces', { name: 'nunca visto' });
-    expect(
-      (await call('POST', '/api/v1/send-message', { from, key: other.body.api_key as string, body: {} }))
-        .status,
-    ).toBe(429);
+    expect(await withNewWorkspaceKey(from)).toBe(429);
   });
 
   it('looks no more keys up for a refused address, but leaves known keys and other addresses alone', async () => {
-    const from = newAddress();
-    // The valid key is known to this process before the flood.
-    expect((await call('POST', '/api/v1/send-message', { from, key: apiKey, body: {} })).status).toBe(400);
-    for (let i = 0; i <= failuresAllowed; i++)
-      await call('POST', '/api/v1/send-message', { from, key: unknownKey(), body: {} });
+    const from = await refusedAfterKnownKey();
 
     const lookups = vi.spyOn(WorkspaceStore.prototype, 'findByKeyDigest');
     for (let i = 0; i < 10; i++) {

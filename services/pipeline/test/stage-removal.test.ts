@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, type CommandPayload, platformTexts } from '@inbox/contracts';
 import type { Pool } from '@inbox/db';
-import { migratedPool } from '@inbox/testkit';
+import { migratedPool, watchedPool } from '@inbox/testkit';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { pipelines } from '../src/handlers/pipelines.js';
 import { PipelineStore } from '../src/store/pipelines.js';
@@ -46,12 +46,8 @@ const removal = (workspaceId: string, pipelineId: string, moveTo?: string) =>
 it("moves a removed stage's contacts a thousand a statement, each move recorded, then removes it", async () => {
   const { workspaceId, pipelineId } = await pipelineWithContacts(2_500);
   const moves: number[] = [];
-  const counting = Object.assign(Object.create(pool) as Pool, {
-    query: async (text: string, values?: unknown[]) => {
-      const result = await pool.query(text, values);
-      if (text.startsWith('with pipeline')) moves.push(result.rowCount ?? 0);
-      return result;
-    },
+  const counting = watchedPool(pool, (text, rows) => {
+    if (text.startsWith('with pipeline')) moves.push(rows);
   });
   const removed = await pipelines.removeStage(counting, removal(workspaceId, pipelineId, 'ganho'));
   expect(moves).toEqual([1_000, 1_000, 500]);

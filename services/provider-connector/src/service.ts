@@ -13,7 +13,7 @@ import {
 import { sendOutcome } from './handlers/send-outcome.js';
 import { sendText } from './handlers/send-text.js';
 import { templates } from './handlers/templates.js';
-import { InboundSeenPruner } from './inbound-seen-pruner.js';
+import { seenIdsPruner } from './inbound-seen-pruner.js';
 import { visitorDelivery } from './livechat/delivery.js';
 import { type LivechatLimits, livechatRoutes } from './livechat/routes.js';
 import { LivechatStore } from './livechat/store.js';
@@ -123,7 +123,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         },
       );
       const relay = outboxRelay(service, 'connector', options.outboxRetentionHours);
-      const seenPruner = new InboundSeenPruner({ pool, logger });
+      const seenPruner = seenIdsPruner(pool, logger);
       return {
         // Inbound routes read the raw body themselves: signatures are over the exact bytes.
         parseJson: false,

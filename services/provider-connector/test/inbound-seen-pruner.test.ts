@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from '@inbox/db';
-import { createLogger } from '@inbox/service-kit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { InboundSeenPruner } from '../src/inbound-seen-pruner.js';
+import { forgetSeenIds } from '../src/inbound-seen-pruner.js';
 import { inboundSeenRetentionMs } from '../src/store/inbound-seen.js';
 import { migratedPool } from './support.js';
 
@@ -38,12 +37,7 @@ it('forgets provider message ids past their retention, a batch at a time, and ke
   );
   expect(await firstSighting(pool, integrationId, 'recent')).toBe(true);
 
-  const pruner = new InboundSeenPruner({
-    pool,
-    logger: createLogger('connector', { level: 'silent' }),
-    batchSize: 2,
-  });
-  expect(await pruner.prune()).toBe(5);
+  expect(await forgetSeenIds(pool, { batchSize: 2 })).toBe(5);
   const { rows } = await pool.query<{ id: string }>(
     'select provider_message_id as id from inbound_seen order by 1',
   );

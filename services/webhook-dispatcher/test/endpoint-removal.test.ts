@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from '@inbox/db';
 import { SecretBox } from '@inbox/service-kit';
+import { watchedPool } from '@inbox/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EndpointStore } from '../src/store/endpoints.js';
 import { migratedPool } from './support.js';
@@ -36,12 +37,8 @@ it('removes an endpoint with its deliveries a few hundred a statement, and no ot
   await deliveriesOf(workspaceId, kept!.id, 3);
 
   const deletes: number[] = [];
-  const counting = Object.assign(Object.create(pool) as Pool, {
-    query: async (text: string, values?: unknown[]) => {
-      const result = await pool.query(text, values);
-      if (text.startsWith('delete from deliveries')) deletes.push(result.rowCount ?? 0);
-      return result;
-    },
+  const counting = watchedPool(pool, (text, rows) => {
+    if (text.startsWith('delete from deliveries')) deletes.push(rows);
   });
   const store = new EndpointStore(counting, new SecretBox(SecretBox.generateKey()));
   expect(await store.remove(randomUUID(), removed!.id)).toBe(false);
