@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { createPool, migrate, type Pool } from '@inbox/db';
+import type { Pool } from '@inbox/db';
 import { createDatabase } from './local-servers.js';
 
 export interface MigratedPoolOptions {
@@ -23,6 +23,9 @@ export async function migratedPool({
   outbox,
   max,
 }: MigratedPoolOptions): Promise<Pool> {
+  // Loaded when called: @inbox/db records metrics from its first import, and a test of the telemetry
+  // itself, which imports this package for other helpers, must install its meter provider first.
+  const { createPool, migrate } = await import('@inbox/db');
   const pool = createPool({
     url: await createDatabase(adminUrl),
     schema,
