@@ -17,6 +17,16 @@ export interface MigrateOptions {
   onWaiting?: (waiting: MigrationLockWait) => void;
   /** How often onWaiting is called; 30 s unless told. */
   reportEveryMs?: number;
+  /**
+   * How long a statement waits for a table's lock before the migration gives up and tries again (its
+   * file from the start, after a pause); 2 s unless told. A statement waiting for a lock holds every
+   * later query of that table behind it, and a migration runs while the release before still serves:
+   * an `alter table` queued behind one long statement stopped every tenant's queries of the table.
+   * Concurrent index builds wait for older transactions by design, and are left to wait.
+   */
+  lockTimeoutMs?: number;
+  /** Called each time a migration gave up waiting for a lock, before it tries again. */
+  onLockTimeout?: (timeout: { schema: string; migration: string; attempts: number }) => void;
 }
 
 /** The session holding a schema's migration lock, as this replica waits for it. */
@@ -173,11 +183,40 @@ async function lockHolder(client: pg.PoolClient, schema: string): Promise<Migrat
   return rows[0];
 }
 
+/** Statements that wait for older transactions to end, as a concurrent index build or drop does. */
+const waitsForOlderTransactions = /^(create\s+(unique\s+)?index|drop\s+index)\s+concurrently\b/i;
+
+/** What Postgres answers a statement that gave up waiting for a lock (lock_timeout). */
+const lockNotAvailable = '55P03';
+
+/**
+ * apply, again after a pause for as long as a statement gives up waiting for a lock: the file is run
+ * again from its start (a transaction's is rolled back whole; a file run statement by statement is safe
+ * to run again, as withoutTransaction requires).
+ */
+async function applyWhenLocksAllow(
+  client: pg.PoolClient,
+  schema: string,
+  migration: { version: number; name: string; sql: string },
+  { lockTimeoutMs, onLockTimeout }: { lockTimeoutMs: number; onLockTimeout: MigrateOptions['onLockTimeout'] },
+): Promise<void> {
+  for (let attempts = 1, pause = 100; ; attempts++, pause = Math.min(pause * 2, 5_000)) {
+    try {
+      return await apply(client, schema, migration, lockTimeoutMs);
+    } catch (error) {
+      if ((error as { cause?: { code?: string } }).cause?.code !== lockNotAvailable) throw error;
+      onLockTimeout?.({ schema, migration: migration.name, attempts });
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
 /** Runs one migration and records it: in a transaction, or statement by statement (withoutTransaction). */
 async function apply(
   client: pg.PoolClient,
   schema: string,
   migration: { version: number; name: string; sql: string },
+  lockTimeoutMs: number,
 ): Promise<void> {
   const record = () =>
     client.query('insert into schema_migrations (version, name) values ($1, $2)', [
@@ -185,11 +224,17 @@ async function apply(
       migration.name,
     ]);
   const outside = withoutTransaction.test(migration.sql.split('\n', 1)[0] ?? '');
+  const waitingAtMost = (ms: number) => client.query(`set lock_timeout to ${Math.max(0, Math.floor(ms))}`);
+  await waitingAtMost(lockTimeoutMs);
   if (!outside) await client.query('begin');
   try {
     if (outside) {
+      await waitingAtMost(0);
       await dropInvalidIndexes(client, schema);
-      for (const statement of statementsOf(migration.sql)) await client.query(statement);
+      for (const statement of statementsOf(migration.sql)) {
+        await waitingAtMost(waitsForOlderTransactions.test(statement) ? 0 : lockTimeoutMs);
+        await client.query(statement);
+      }
     } else {
       await client.query(migration.sql);
     }
@@ -226,7 +271,7 @@ async function readMigrations(directory: string) {
  */
 export async function migrate(
   pool: pg.Pool,
-  { schema, directory, outbox = false, ...waiting }: MigrateOptions,
+  { schema, directory, outbox = false, lockTimeoutMs = 2_000, onLockTimeout, ...waiting }: MigrateOptions,
 ): Promise<string[]> {
   assertIdentifier(schema);
   const migrations = [...(outbox ? outboxMigrations : []), ...(await readMigrations(directory))];
@@ -243,7 +288,7 @@ export async function migrate(
     const done = new Set(rows.map((row) => row.version));
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
-      await apply(client, schema, migration);
+      await applyWhenLocksAllow(client, schema, migration, { lockTimeoutMs, onLockTimeout });
       applied.push(migration.name);
     }
   } finally {

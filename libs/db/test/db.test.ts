@@ -195,6 +195,41 @@ describe('migrations', () => {
     },
   );
 
+  it('give up waiting for a table’s lock and try again, so that the table’s other queries are not held behind', async () => {
+    const p = createPool({ url, schema: 'queued' });
+    await migrate(p, { schema: 'queued', directory: migrations });
+    // A long statement of the release before, reading the table: the alter must wait for it.
+    const reader = await p.connect();
+    await reader.query('begin');
+    await reader.query('select count(*) from things');
+    let gaveUp = 0;
+    const applying = migrate(p, {
+      schema: 'queued',
+      directory: fileURLToPath(new URL('./fixtures/later-migrations', import.meta.url)),
+      lockTimeoutMs: 100,
+      onLockTimeout: ({ attempts }) => {
+        gaveUp = attempts;
+      },
+    });
+    // Another query of the table, while the alter is still waiting: with the alter queued for good, it
+    // waited behind it until the long statement ended (its own timeout here makes that a failure).
+    const other = await p.connect();
+    try {
+      await other.query("set statement_timeout to '5s'");
+      await waitFor(() => gaveUp >= 1, { what: 'the alter giving up once' });
+      // Answered across the migration's next attempts, each waiting behind one of them at most.
+      while (gaveUp < 3)
+        expect((await other.query('select count(*)::int as n from things')).rows).toEqual([{ n: 0 }]);
+    } finally {
+      other.release();
+      await reader.query('commit');
+      reader.release();
+    }
+    expect(await applying).toEqual(['004_things_note.sql']);
+    expect((await p.query('select note from things')).fields.map((field) => field.name)).toEqual(['note']);
+    await p.end();
+  });
+
   it('refuse a schema name that could inject SQL', async () => {
     const p = createPool({ url, schema: 'guarded' });
     await expect(migrate(p, { schema: 'bad-name; drop', directory: migrations })).rejects.toThrow(

@@ -95,6 +95,11 @@ export async function prepareSchema(
           { schema, waitedMs, holder },
           'waiting for another replica to finish migrating the schema',
         ),
+      onLockTimeout: ({ schema, migration, attempts }) =>
+        logger?.warn(
+          { schema, migration, attempts },
+          'a migration gave up waiting for a table lock, and tries again',
+        ),
     });
   }
 }
