@@ -268,6 +268,12 @@ export interface OutboxRelayOptions {
   pruneIntervalMs?: number;
   /** Rows one delete statement takes at most, so no statement holds many locks or runs long. */
   pruneBatchSize?: number;
+  /**
+   * Bytes of stored events one delete statement takes at most (past its first row); 4 MiB by default. An
+   * event may be 256 KiB, stored as a hundred-odd out-of-line chunks each deleted with it: a thousand
+   * such rows in one statement ran long, holding every outbox relay's fence with it.
+   */
+  pruneBatchBytes?: number;
   /** Test seam: called for each row whose publish went through, in order, before the batch is marked. */
   afterPublish?: (event: WireEvent) => void;
 }
@@ -561,17 +567,31 @@ export class OutboxRelay {
    * dead-lettered rows are never deleted.
    */
   async prunePublished(): Promise<number> {
-    const { pool, schema, retainPublishedMs = 24 * 3_600_000, pruneBatchSize = 1_000 } = this.options;
+    const {
+      pool,
+      schema,
+      retainPublishedMs = 24 * 3_600_000,
+      pruneBatchSize = 1_000,
+      pruneBatchBytes = 4 * 2 ** 20,
+    } = this.options;
     let total = 0;
     for (;;) {
+      // Sizes as stored (pg_column_size reads a value's header, not its out-of-line chunks).
       const { rowCount } = await pool.query(
-        `delete from outbox where seq in (
-           select seq from outbox where published_at < now() - $1 * interval '1 millisecond'
-           limit $2 for update skip locked)`,
-        [retainPublishedMs, pruneBatchSize],
+        `with candidates as (
+           select seq, published_at, pg_column_size(data) + coalesce(pg_column_size(trace_context), 0) as bytes
+             from outbox where published_at < now() - $1 * interval '1 millisecond'
+            order by published_at limit $2 for update skip locked),
+         taken as (
+           select seq from (
+             select seq, sum(bytes) over (order by published_at, seq) - bytes as before from candidates) c
+            where before < $3)
+         delete from outbox where seq in (select seq from taken)`,
+        [retainPublishedMs, pruneBatchSize, pruneBatchBytes],
       );
       total += rowCount ?? 0;
-      if ((rowCount ?? 0) < pruneBatchSize) break;
+      // A batch cut short by its bytes has more behind it; only an empty one ends the pass.
+      if ((rowCount ?? 0) === 0) break;
     }
     if (total > 0) pruned.add(total, { schema });
     return total;

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { type Bus, NatsBus } from '@inbox/bus';
+import { type Bus, InProcessBus, NatsBus } from '@inbox/bus';
 import { eventTypes, type LeadMovedEvent, type WireEvent } from '@inbox/contracts';
-import { createDatabase, startProcess, uniquePrefix, waitFor } from '@inbox/testkit';
+import { createDatabase, startProcess, uniquePrefix, waitFor, watchedPool } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   createPool,
@@ -516,6 +516,36 @@ describe('transactional outbox', () => {
     await relay.stop();
     await bus.drain();
     expect(await mine()).toEqual([recent, deadLettered]);
+  });
+
+  it('deletes no more of large published rows a statement than its bytes allow, all of them in the end', async () => {
+    await pool.query('update outbox set published_at = now() where published_at is null');
+    const ids = await writeEvents(6);
+    // Some hundred KB each as stored.
+    await pool.query(
+      `update outbox set published_at = now() - interval '2 days',
+              data = jsonb_build_object('filler', (select string_agg(md5(random()::text), '') from generate_series(1, 6000)))
+        where id = any($1)`,
+      [ids],
+    );
+    const { rows: sizes } = await pool.query<{ bytes: number }>(
+      'select max(pg_column_size(data))::int as bytes from outbox where id = any($1)',
+      [ids],
+    );
+    const deleted: number[] = [];
+    const relay = new OutboxRelay({
+      pool: watchedPool(pool, (text, rows) => {
+        if (text.startsWith('with candidates')) deleted.push(rows);
+      }),
+      bus: new InProcessBus(),
+      schema: 'relaytest',
+      pruneBatchBytes: Math.floor(sizes[0]!.bytes * 1.5),
+    });
+    expect(await relay.prunePublished()).toBeGreaterThanOrEqual(6);
+    // Two rows a statement (the second starts under the bound), then the empty one that ends the pass.
+    expect(deleted.slice(0, 3)).toEqual([2, 2, 2]);
+    expect(deleted.at(-1)).toBe(0);
+    expect((await pool.query('select 1 from outbox where id = any($1)', [ids])).rowCount).toBe(0);
   });
 
   it('publishes rows written before a crash, once each and in order, when the relay comes back', async () => {
