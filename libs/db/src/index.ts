@@ -1,3 +1,4 @@
+export { inBatches } from './batches.js';
 export { type MigrateOptions, type MigrationLockWait, migrate } from './migrate.js';
 export {
   type AlongStatement,

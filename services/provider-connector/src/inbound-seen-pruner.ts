@@ -1,4 +1,4 @@
-import type { Pool } from '@inbox/db';
+import { inBatches, type Pool } from '@inbox/db';
 import { type Logger, Periodic } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { inboundSeenRetentionMs, pruneInboundSeen } from './store/inbound-seen.js';
@@ -16,12 +16,7 @@ export async function forgetSeenIds(
   pool: Pool,
   { retentionMs = inboundSeenRetentionMs, batchSize = 1_000 } = {},
 ): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const deleted = await pruneInboundSeen(pool, retentionMs, batchSize);
-    total += deleted;
-    if (deleted < batchSize) break;
-  }
+  const total = await inBatches((size) => pruneInboundSeen(pool, retentionMs, size), batchSize);
   if (total > 0) pruned.add(total);
   return total;
 }

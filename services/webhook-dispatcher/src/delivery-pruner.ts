@@ -1,3 +1,4 @@
+import { inBatches } from '@inbox/db';
 import { type Logger, Periodic } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import type { BodyCursor, DeliveryStore } from './store/deliveries.js';
@@ -46,12 +47,7 @@ export class DeliveryPruner {
    */
   async prune(): Promise<number> {
     const { deliveries, retentionDays, batchSize = 1_000 } = this.options;
-    let total = 0;
-    for (;;) {
-      const deleted = await deliveries.pruneFinished(retentionDays, batchSize);
-      total += deleted;
-      if (deleted < batchSize) break;
-    }
+    const total = await inBatches((size) => deliveries.pruneFinished(retentionDays, size), batchSize);
     if (total > 0) pruned.add(total);
     let next: BodyCursor | undefined;
     do next = (await deliveries.pruneBodies(retentionDays, batchSize, next)).next;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Pool } from '@inbox/db';
+import { inBatches, type Pool } from '@inbox/db';
 
 export type IdempotencyClaim =
   /** `holder` names this claim: renewing, recording and releasing the key need it. */
@@ -112,18 +112,16 @@ export class IdempotencyStore {
    * a day's keys in one delete could outlast the statement timeout, roll back every time, and leave the
    * table to grow.
    */
-  async deleteExpired(batchSize = 1_000): Promise<number> {
-    let total = 0;
-    for (;;) {
+  deleteExpired(batchSize = 1_000): Promise<number> {
+    return inBatches(async (size) => {
       const { rowCount } = await this.pool.query(
         `delete from idempotency_keys where (workspace_id, key) in (
            select workspace_id, key from idempotency_keys where created_at < now() - interval '24 hours'
             limit $1 for update skip locked)`,
-        [batchSize],
+        [size],
       );
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < batchSize) return total;
-    }
+      return rowCount ?? 0;
+    }, batchSize);
   }
 }
 

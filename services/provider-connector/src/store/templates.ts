@@ -1,5 +1,5 @@
 import { maxRenderedTemplateChars, templateChannels } from '@inbox/contracts';
-import { type Pool, storableText } from '@inbox/db';
+import { inBatches, type Pool, storableText } from '@inbox/db';
 import { type ProviderTemplate, templateChars } from '../adapters/channel-adapter.js';
 
 /** The catalogue: one integration's templates as the provider last listed them. */
@@ -70,14 +70,14 @@ export class TemplateStore {
   /** Deletes the generations before `generation` (or only it), a few thousand rows a statement. */
   private async deleteGenerations(integrationId: string, generation: string, which: 'before' | 'only') {
     const matching = which === 'before' ? 'generation < $2' : 'generation = $2';
-    for (;;) {
+    await inBatches(async (size) => {
       const { rowCount } = await this.pool.query(
         `delete from templates where ctid = any(array(
            select ctid from templates where integration_id = $1 and ${matching} limit $3))`,
-        [integrationId, generation, rowsPerDelete],
+        [integrationId, generation, size],
       );
-      if ((rowCount ?? 0) < rowsPerDelete) return;
-    }
+      return rowCount ?? 0;
+    }, rowsPerDelete);
   }
 
   async find(integrationId: string, name: string, language: string): Promise<ProviderTemplate | undefined> {

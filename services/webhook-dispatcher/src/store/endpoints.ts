@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { endpointsPerWorkspace, type Webhook } from '@inbox/contracts';
-import { type Pool, withKeyLock } from '@inbox/db';
+import { inBatches, type Pool, withKeyLock } from '@inbox/db';
 import { generateWebhookSecret } from '@inbox/sdk/webhooks';
 import type { SecretBox } from '@inbox/service-kit';
 import type { z } from 'zod';
@@ -174,14 +174,14 @@ export class EndpointStore {
       [workspaceId, id],
     );
     if (disabled.rowCount !== 1) return false;
-    for (;;) {
+    await inBatches(async (size) => {
       const { rowCount } = await this.pool.query(
         `delete from deliveries where id = any(array(
            select id from deliveries where workspace_id = $1 and endpoint_id = $2 limit $3))`,
-        [workspaceId, id, deliveriesPerStatement],
+        [workspaceId, id, size],
       );
-      if ((rowCount ?? 0) < deliveriesPerStatement) break;
-    }
+      return rowCount ?? 0;
+    }, deliveriesPerStatement);
     const { rowCount } = await this.pool.query('delete from endpoints where workspace_id = $1 and id = $2', [
       workspaceId,
       id,
