@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { eventConsumers, eventLanes, laneOf, type WireEvent } from '@inbox/contracts';
+import { eventLanes, laneOf, type WireEvent } from '@inbox/contracts';
 import { startNats, uniquePrefix, waitFor } from '@inbox/testkit';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect, inject, it, onTestFinished } from 'vitest';
-import { type Bus, consumeEvents, NatsBus, subscriptionsFor } from '../src/index.js';
+import { type Bus, consumeEvents, NatsBus } from '../src/index.js';
 import { SubjectNames } from '../src/subjects.js';
 import { busContract } from './bus-contract.js';
-import { oneEventInEachLane } from './lanes.js';
+import { consumeEveryWebhookLane, oneEventInEachLane } from './lanes.js';
 
 busContract(
   'nats',
@@ -202,12 +202,7 @@ describe('nats transport webhook lanes over a durable of before them', () => {
     }
     const next = await NatsBus.connect({ url: inject('infra').natsUrl, prefix });
     try {
-      const lanes = subscriptionsFor('webhook-dispatcher', eventConsumers['webhook-dispatcher']);
-      const seen = new Map<string, string[]>();
-      for (const lane of lanes)
-        await next.consume(lane, async (e) => {
-          seen.set(lane.durable, [...(seen.get(lane.durable) ?? []), e.id]);
-        });
+      const { lanes, seen } = await consumeEveryWebhookLane(next);
       const byLane = oneEventInEachLane('message.sent');
       for (const e of byLane.values()) await next.publish(e);
       await waitFor(() => [...seen.values()].flat().length >= eventLanes.count, {

@@ -8,7 +8,7 @@ import { bindingKey, RabbitNames } from '../src/rabbitmq-names.js';
 import { deliveryLimit } from '../src/rabbitmq-topology.js';
 import { RabbitBus } from '../src/rabbitmq-transport.js';
 import { busContract } from './bus-contract.js';
-import { oneEventInEachLane } from './lanes.js';
+import { consumeEveryWebhookLane, oneEventInEachLane } from './lanes.js';
 
 busContract(
   'rabbitmq',
@@ -91,12 +91,7 @@ describe('rabbitmq transport', () => {
     await waitFor(() => readBefore.length === eventLanes.count, { what: 'every lane at the old dispatcher' });
     await before.abort();
     // This release's dispatcher starts: each lane's events reach its own lane's durable only.
-    const lanes = subscriptionsFor('webhook-dispatcher', eventConsumers['webhook-dispatcher']);
-    const seen = new Map<string, string[]>();
-    for (const lane of lanes)
-      await bus.consume(lane, async (e) => {
-        seen.set(lane.durable, [...(seen.get(lane.durable) ?? []), e.id]);
-      });
+    const { lanes, seen } = await consumeEveryWebhookLane(bus);
     const late = oneEventInEachLane('message.sent');
     for (const e of late.values()) await bus.publish(e);
     const lateIds = new Set([...late.values()].map((e) => e.id));
