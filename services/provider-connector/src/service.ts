@@ -15,6 +15,7 @@ import { sendText } from './handlers/send-text.js';
 import { templates } from './handlers/templates.js';
 import { seenIdsPruner } from './inbound-seen-pruner.js';
 import { visitorDelivery } from './livechat/delivery.js';
+import { livechatPruner } from './livechat/retention.js';
 import { type LivechatLimits, livechatRoutes } from './livechat/routes.js';
 import { LivechatStore } from './livechat/store.js';
 import { defaultStreamLimits, LivechatStreams, type StreamLimits } from './livechat/streams.js';
@@ -124,6 +125,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
       );
       const relay = outboxRelay(service, 'connector', options.outboxRetentionHours);
       const seenPruner = seenIdsPruner(pool, logger);
+      const livechatSweeper = livechatPruner(pool, logger);
       return {
         // Inbound routes read the raw body themselves: signatures are over the exact bytes.
         parseJson: false,
@@ -181,10 +183,12 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           // Catalogues are refreshed in the background; replicas share the work through claims.
           sweep.start();
           seenPruner.start();
+          livechatSweeper.start();
         },
         stop: async () => {
           await sweep.stop();
           await seenPruner.stop();
+          await livechatSweeper.stop();
           streams.stop();
           await relay.stop();
           await guard.close();

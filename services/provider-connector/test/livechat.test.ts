@@ -89,10 +89,15 @@ const widget = (replica: number, action: string, init: RequestInit & { origin?: 
   return fetch(`${replicas[replica]}/livechat/${integrationId}/${action}`, { ...rest, headers });
 };
 
-async function newSession(name = 'Ana', replica = 0): Promise<{ session_id: string; token: string }> {
+/** A visitor's new session; from an address of its own when given (each has a budget of new sessions). */
+async function newSession(
+  name = 'Ana',
+  replica = 0,
+  address?: string,
+): Promise<{ session_id: string; token: string }> {
   const res = await widget(replica, 'sessions', {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(address ? { 'x-forwarded-for': address } : {}) },
     body: JSON.stringify({ name }),
   });
   expect(res.status).toBe(201);
@@ -351,6 +356,93 @@ describe('the live chat widget API', () => {
     expect(await statuses(chats[0]!)).toEqual([202, 202, 202, 429]);
     // The workspace's second widget has two left of the workspace's five.
     expect(await statuses(chats[1]!)).toEqual([202, 202, 429, 429]);
+  });
+
+  it("budgets an integration's new sessions from every address, and a workspace's across its widgets", async () => {
+    const replica = await startReplica({
+      sessionsPerMinute: 100,
+      sessionsPerIntegration: 3,
+      sessionsPerWorkspace: 5,
+    });
+    const tenant = randomUUID();
+    const chats: string[] = [];
+    for (const name of ['one', 'two']) {
+      const created = await bus.request('cmd.connector.create-integration', {
+        workspace_id: tenant,
+        channel: 'livechat',
+        name,
+        config: { name, allowed_origins: site },
+      });
+      chats.push(created.id);
+    }
+    let address = 0;
+    // Each session from another address, as a client rotating its addresses opens them.
+    const open = async (chat: string) => {
+      const answered: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const res = await fetch(`${replica}/livechat/${chat}/sessions`, {
+          method: 'POST',
+          headers: {
+            origin: site,
+            'content-type': 'application/json',
+            'x-forwarded-for': `198.51.100.${++address}`,
+          },
+          body: JSON.stringify({ name: 'V' }),
+        });
+        answered.push(res.status);
+        if (res.status === 429) {
+          expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+          expect(await res.json()).toEqual({ error: platformTexts.livechatTooMany });
+        }
+      }
+      return answered;
+    };
+    expect(await open(chats[0]!)).toEqual([201, 201, 201, 429]);
+    // The workspace's second widget has two left of the workspace's five.
+    expect(await open(chats[1]!)).toEqual([201, 201, 429, 429]);
+    // Another workspace's widget on the same replica opens its sessions as before.
+    expect((await newSession('Bia', 1, '192.0.2.7')).token).toBeTruthy();
+  });
+
+  it('ends a session a month after its last message: its token is refused, and so is a send to it', async () => {
+    const operatorSends = (sessionId: string, text: string) =>
+      bus.request('cmd.connector.send-text', {
+        workspace_id: workspaceId,
+        integration_id: integrationId,
+        message_id: randomUUID(),
+        to: null,
+        to_user_id: sessionId,
+        text,
+      });
+    const quiet = await newSession('Caio', 1, '192.0.2.8');
+    expect((await post(quiet.token, 'oi', 1)).status).toBe(202);
+    const talking = await newSession('Duda', 1, '192.0.2.8');
+    await operatorSends(talking.session_id, 'Olá, Duda');
+    // Both opened a month ago; the visitor wrote to one a month ago, an operator to the other yesterday.
+    await pools[0]!.query(
+      `update livechat_sessions set created_at = now() - interval '31 days' where id = any($1)`,
+      [[quiet.session_id, talking.session_id]],
+    );
+    await pools[0]!.query(
+      `update livechat_messages set created_at = now() - case session_id when $1 then interval '30 days 1 minute'
+         else interval '1 day' end where session_id = any($2)`,
+      [quiet.session_id, [quiet.session_id, talking.session_id]],
+    );
+
+    const ended = await post(quiet.token, 'ainda aí?', 1);
+    expect(ended.status).toBe(401);
+    expect(await ended.json()).toEqual({ error: platformTexts.livechatSessionInvalid });
+    const stream = await widget(0, 'stream', { headers: { authorization: `Bearer ${quiet.token}` } });
+    expect(stream.status).toBe(401);
+    await expect(operatorSends(quiet.session_id, 'Ainda precisa de ajuda?')).rejects.toMatchObject({
+      status: 502,
+    });
+    const { rows } = await pools[0]!.query('select 1 from livechat_messages where session_id = $1', [
+      quiet.session_id,
+    ]);
+    expect(rows).toHaveLength(1);
+
+    expect((await post(talking.token, 'oi!', 1)).status).toBe(202);
   });
 
   it("keeps a site's visitors served while one address floods its public integration id", async () => {

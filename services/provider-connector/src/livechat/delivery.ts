@@ -17,12 +17,16 @@ export function visitorDelivery(
       const session = /^[0-9a-f-]{36}$/i.test(sessionId)
         ? await deps.livechat.session(integrationId, sessionId)
         : undefined;
-      if (!session) throw new ProviderError(`live chat session ${sessionId} is not this integration's`);
-      await deps.livechat.addMessage(deps.livechat.pool, session.id, {
-        id: messageId,
-        author: 'operator',
-        text,
-      });
+      // Ended (sessionIdleMs), or pruned since it was found live: the visitor reads nothing of it.
+      if (
+        !session ||
+        !(await deps.livechat.addMessage(deps.livechat.pool, session.id, {
+          id: messageId,
+          author: 'operator',
+          text,
+        }))
+      )
+        throw new ProviderError(`live chat session ${sessionId} has ended or is not this integration's`);
       await announce(deps, session.id);
       return { providerMessageId: messageId };
     },

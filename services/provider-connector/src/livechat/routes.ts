@@ -31,6 +31,13 @@ export interface LivechatDeps {
 export interface LivechatLimits {
   /** Sessions one address may open for one integration, per minute. */
   sessionsPerMinute: number;
+  /**
+   * Sessions all addresses may open for one integration, per minute: a session costs a name, and each is
+   * a row kept a month (retention.ts), so rotating addresses filled the table at will.
+   */
+  sessionsPerIntegration: number;
+  /** Sessions all of a workspace's widgets may open per minute, however many integrations it creates. */
+  sessionsPerWorkspace: number;
   /** Messages one session may post per 30 seconds. */
   messagesPerSession: number;
   /**
@@ -51,6 +58,8 @@ export interface LivechatLimits {
 
 export const defaultLivechatLimits: LivechatLimits = {
   sessionsPerMinute: 10,
+  sessionsPerIntegration: 600,
+  sessionsPerWorkspace: 3_000,
   messagesPerSession: 20,
   messagesPerIntegration: 600,
   messagesPerWorkspace: 3_000,
@@ -98,6 +107,8 @@ export function livechatRoutes(deps: LivechatDeps): Router {
   const budget = (keyPrefix: string, points: number, duration: number) =>
     new RateLimiterMemory({ keyPrefix, points, duration });
   const sessionBudget = budget('livechat-sessions', limits.sessionsPerMinute, 60);
+  const integrationSessionBudget = budget('livechat-integration-sessions', limits.sessionsPerIntegration, 60);
+  const workspaceSessionBudget = budget('livechat-workspace-sessions', limits.sessionsPerWorkspace, 60);
   const messageBudget = budget('livechat-messages', limits.messagesPerSession, 30);
   const integrationBudget = budget('livechat-integration', limits.messagesPerIntegration, 60);
   const workspaceBudget = budget('livechat-workspace', limits.messagesPerWorkspace, 60);
@@ -188,6 +199,8 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     // By address alone: outside a browser a caller writes whichever Origin the integration lists, and a
     // budget per origin gave it one budget for each.
     if (!(await spend(res, sessionBudget, `${stored.integration.id}|${clientAddress(req.ip)}`))) return;
+    if (!(await spend(res, integrationSessionBudget, stored.integration.id))) return;
+    if (!(await spend(res, workspaceSessionBudget, stored.workspaceId))) return;
     const name = field(req.body, 'name', livechatBounds.nameChars);
     if (!name) {
       refuse(res, 400, platformTexts.livechatNameInvalid);
@@ -221,8 +234,10 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     }
     const id = randomUUID();
     const notes = recordNotes();
-    await withTransaction(deps.pool, async (client) => {
-      await deps.livechat.addMessage(client, visitor.id, { id, author: 'visitor', text });
+    const added = await withTransaction(deps.pool, async (client) => {
+      // Pruned since it was found live (a day past its end: retention.ts): nothing of it is recorded.
+      if (!(await deps.livechat.addMessage(client, visitor.id, { id, author: 'visitor', text })))
+        return false;
       await recordInTransaction(
         client,
         stored,
@@ -242,7 +257,12 @@ export function livechatRoutes(deps: LivechatDeps): Router {
         },
         notes,
       );
+      return true;
     });
+    if (!added) {
+      refuse(res, 401, platformTexts.livechatSessionInvalid);
+      return;
+    }
     logNotes(deps.logger, stored, notes);
     deps.relay.wake();
     await announce(deps, visitor.id);

@@ -2,6 +2,21 @@ import { randomUUID } from 'node:crypto';
 import type { Pool, Queryable } from '@inbox/db';
 import { newSessionToken, tokenDigest } from './session-token.js';
 
+/**
+ * How long a session lives after its last message, the visitor's or an operator's (or after it was
+ * opened, while it has none): past it the token is refused and no operator's send reaches it, and the
+ * pruner deletes it a day later (retention.ts). The widget keeps its session for as long as its tab.
+ */
+export const sessionIdleMs = 30 * 86_400_000;
+
+/**
+ * The session `alias` is live: opened, or written to, within `idleMs`. Its last message is found at the
+ * end of its index, one probe whatever the session holds.
+ */
+const live = (alias: string, idleMs: string) => `greatest(${alias}.created_at,
+    (select m.created_at from livechat_messages m where m.session_id = ${alias}.id order by m.seq desc limit 1))
+    > now() - ${idleMs} * interval '1 millisecond'`;
+
 export interface LivechatSession {
   id: string;
   integration_id: string;
@@ -86,20 +101,22 @@ export class LivechatStore {
     return { session, token };
   }
 
+  /** The live session (sessionIdleMs) the token opened for this integration. */
   async sessionByToken(integrationId: string, token: string): Promise<LivechatSession | undefined> {
     const { rows } = await this.pool.query<LivechatSession>(
-      `select id, integration_id, visitor_name, origin from livechat_sessions
-        where token_sha256 = $1 and integration_id = $2`,
-      [tokenDigest(token), integrationId],
+      `select s.id, s.integration_id, s.visitor_name, s.origin from livechat_sessions s
+        where s.token_sha256 = $1 and s.integration_id = $2 and ${live('s', '$3')}`,
+      [tokenDigest(token), integrationId, sessionIdleMs],
     );
     return rows[0];
   }
 
+  /** The live session (sessionIdleMs) of this integration with this id. */
   async session(integrationId: string, sessionId: string): Promise<LivechatSession | undefined> {
     const { rows } = await this.pool.query<LivechatSession>(
-      `select id, integration_id, visitor_name, origin from livechat_sessions
-        where id = $1 and integration_id = $2`,
-      [sessionId, integrationId],
+      `select s.id, s.integration_id, s.visitor_name, s.origin from livechat_sessions s
+        where s.id = $1 and s.integration_id = $2 and ${live('s', '$3')}`,
+      [sessionId, integrationId, sessionIdleMs],
     );
     return rows[0];
   }
@@ -108,19 +125,23 @@ export class LivechatStore {
    * Adds a message to the session; a repeated id (a resent operator message) adds nothing. The session's
    * row is locked first, until the transaction ends, so its messages take their seqs in the order they
    * commit: a stream that has sent seq 11 has never to go back for a 10 committed after it (a visitor's
-   * line still in its transaction while an operator's committed), which it would never send.
+   * line still in its transaction while an operator's committed), which it would never send. False when
+   * the session is gone (pruned since it was looked up).
    */
   async addMessage(
     db: Queryable,
     sessionId: string,
     message: { id: string; author: LivechatMessage['author']; text: string },
-  ): Promise<void> {
-    await db.query(
-      `with session as (select id from livechat_sessions where id = $2 for update)
-       insert into livechat_messages (id, session_id, author, text) select $1, id, $3, $4 from session
-       on conflict (id) do nothing`,
+  ): Promise<boolean> {
+    const { rows } = await db.query<{ found: boolean }>(
+      `with session as (select id from livechat_sessions where id = $2 for update),
+       added as (
+         insert into livechat_messages (id, session_id, author, text) select $1, id, $3, $4 from session
+         on conflict (id) do nothing)
+       select exists (select from session) as found`,
       [message.id, sessionId, message.author, message.text],
     );
+    return rows[0]?.found === true;
   }
 
   /**
