@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { InboundWatermarkEvent } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction } from '@inbox/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyWatermark } from '../src/handlers/inbound.js';
+import { applyWatermark, watermarkReachMessages } from '../src/handlers/inbound.js';
 import { ConversationStore } from '../src/store/conversations.js';
 import { recordSent } from '../src/store/sent-messages.js';
 import { idleRelay, migratedPool } from './support.js';
@@ -110,6 +110,24 @@ describe('a provider watermark (Messenger reads, deliveries without ids)', () =>
     ];
     await applyWatermark({ pool, relay }, talk.watermark({ status: 'delivered' }));
     expect(await statusesOf(ids)).toEqual(['failed', 'read', 'delivered']);
+  });
+
+  it("reaches no further back than the conversation's last thousand messages before it", async () => {
+    const talk = await conversationWith(`psid-${randomUUID()}`);
+    const beyond = await talk.message(minutes(10), -minutes(10));
+    const last = await talk.message(minutes(2), -minutes(2));
+    // Between the two, the rest of the thousand: copies of the last, already read.
+    await pool.query(
+      `insert into messages
+       select (jsonb_populate_record(null::messages, to_jsonb(m) || jsonb_build_object(
+         'id', gen_random_uuid(), 'idempotency_key', null, 'delivery_status', 'read',
+         'created_at', m.created_at - g * interval '1 millisecond'))).*
+         from messages m, generate_series(1, $2::int - 2) g where m.id = $1`,
+      [last, watermarkReachMessages],
+    );
+    const within = await talk.message(minutes(9), -minutes(9));
+    await applyWatermark({ pool, relay }, talk.watermark());
+    expect(await statusesOf([beyond, within, last])).toEqual([null, 'read', 'read']);
   });
 
   it("touches no other user's messages, on the integration or in another workspace", async () => {

@@ -132,23 +132,36 @@ export async function applyStatus(deps: InboundDeps, update: InboundStatusEvent)
 const watermarkSlackMs = 5_000;
 /** How far back a watermark reaches: a message older than this keeps the status it had. */
 const watermarkReachDays = 30;
+/**
+ * How many of the conversation's messages before the watermark it reaches, whatever their kind: the ones
+ * further back keep the status they had. Every read a user makes is a watermark, and a conversation a
+ * tenant's own sends filled with a hundred thousand messages in a month made each of them read all of
+ * those, in the lane other workspaces' messages wait in.
+ */
+export const watermarkReachMessages = 1_000;
 
 /**
  * A provider's word that every message sent to a user up to a time was delivered or read: each such
  * outbound message of the user's conversation on the integration moves forward to it, in one statement.
  * Only messages created before the watermark (a message recorded sent after it was taken by the provider
- * after it) and within its reach, so a read costs the conversation's recent messages, not its history.
+ * after it) and within its reach, so a read costs at most the conversation's last thousand messages, not
+ * its history.
  */
 export async function applyWatermark(deps: InboundDeps, watermark: InboundWatermarkEvent): Promise<void> {
   await deps.pool.query(
     `update messages m set delivery_status = $5
        from conversations c
        join contacts k on k.id = c.contact_id and k.workspace_id = c.workspace_id
+       cross join lateral (
+         select r.id from messages r
+          where r.conversation_id = c.id
+            and r.created_at <= $6::timestamptz
+            and r.created_at > $6::timestamptz - make_interval(days => $9)
+          order by r.created_at desc limit $10) reached
       where k.workspace_id = $1 and k.provider_channel = $3 and k.provider_user_id = $4
         and c.workspace_id = $1 and c.integration_id = $2
+        and m.id = reached.id
         and m.workspace_id = $1 and m.conversation_id = c.id and m.direction = 'outbound' and m.status = 'sent'
-        and m.created_at <= $6::timestamptz
-        and m.created_at > $6::timestamptz - make_interval(days => $9)
         and m.sent_at <= $6::timestamptz + make_interval(secs => $8)
         and (m.delivery_status is null or m.delivery_status = any($7::text[]))`,
     [
@@ -161,6 +174,7 @@ export async function applyWatermark(deps: InboundDeps, watermark: InboundWaterm
       statusesBefore(watermark.status),
       watermarkSlackMs / 1_000,
       watermarkReachDays,
+      watermarkReachMessages,
     ],
   );
 }
