@@ -42,6 +42,13 @@ export type WorkspaceContext = z.infer<typeof WorkspaceContext>;
 /** Why the provider, not an operator, disconnected an integration. */
 export const integrationStatusReasons = ['credentials_rejected'] as const;
 
+/**
+ * How many days the connector keeps the record of a send the provider accepted (`sends`): past them,
+ * `cmd.connector.send-outcome` answers `unrecorded` for it too, which messaging then takes for an unknown
+ * outcome, never for a send that did not start.
+ */
+export const sendRecordRetentionDays = 30;
+
 export const Integration = z.object({
   id: z.uuid(),
   channel: z.enum(integrationChannels),
@@ -464,7 +471,7 @@ export const commandCatalogue = {
   /**
    * What the connector recorded of a message's send, read from its `sends`; never calls the provider.
    * `unrecorded`: never attempted, or attempted with no recorded outcome (the process died, the provider
-   * did not answer in time).
+   * did not answer in time), or sent more than `sendRecordRetentionDays` ago.
    */
   'cmd.connector.send-outcome': {
     request: z.object({ workspace_id: z.uuid(), message_id: z.uuid() }),

@@ -1,5 +1,5 @@
 import type { Bus } from '@inbox/bus';
-import { type CommandResult, platformTexts } from '@inbox/contracts';
+import { type CommandResult, platformTexts, sendRecordRetentionDays } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, withTransaction } from '@inbox/db';
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
@@ -34,6 +34,14 @@ export interface PendingReconcilerOptions {
 }
 
 type Outcome = 'sent' | 'failed' | 'unknown' | 'settled-meanwhile' | 'set-aside';
+
+/**
+ * Whether the connector may have forgotten the message's send: pending since before the connector's
+ * retention of send records (a day's margin for clocks and the pruner's pace).
+ */
+function outlivedSendRecords(message: PendingMessage): boolean {
+  return message.since.getTime() < Date.now() - (sendRecordRetentionDays - 1) * 86_400_000;
+}
 
 /**
  * Settles outbound messages left pending (the process died between storing one and the connector's
@@ -156,7 +164,12 @@ export class PendingReconciler {
         });
         return 'sent';
       }
-      if (outcome.outcome === 'unknown') {
+      // A send recorded longer ago than the connector keeps it reads as never started: pending that long
+      // (a message set aside pass after pass), it may well have been sent, so it is not failed.
+      if (
+        outcome.outcome === 'unknown' ||
+        (outcome.outcome === 'unrecorded' && outlivedSendRecords(message))
+      ) {
         await new ConversationStore(client, message.workspace_id).markOutcomeUnknown(
           message.id,
           platformTexts.sendOutcomeUnknown(message.id),

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { NatsBus } from '@inbox/bus';
-import { platformTexts } from '@inbox/contracts';
+import { platformTexts, sendRecordRetentionDays } from '@inbox/contracts';
 import { createPool, migrate, OutboxRelay, type Pool, withTransaction } from '@inbox/db';
 import { connectorService } from '@inbox/provider-connector';
 import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
@@ -228,6 +228,19 @@ describe('pending message reconciliation', () => {
     // Settled once: a second pass finds nothing left to settle and announces nothing again.
     expect(await reconciler.reconcile()).toMatchObject({ sent: 0, failed: 0, unknown: 0 });
     expect(await world.sentEvents()).toHaveLength(1);
+    expect(providerCalls).toBe(0);
+  });
+
+  it('leaves pending a message whose send the connector may have forgotten, rather than failing it', async () => {
+    const world = await workspaceWithIntegration();
+    // Set aside pass after pass for a month, while the connector pruned the record of its send.
+    const forgotten = await world.pendingMessage('Lembra de mim?', sendRecordRetentionDays * 24 * 60);
+    const reconciler = new PendingReconciler({ pool: messagingPool, bus, relay, logger, afterMinutes: 5 });
+    await reconciler.reconcile();
+    expect(await world.message(forgotten.id)).toMatchObject({
+      status: 'pending',
+      error: platformTexts.sendOutcomeUnknown(forgotten.id),
+    });
     expect(providerCalls).toBe(0);
   });
 

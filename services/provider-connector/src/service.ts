@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { maxProviderTimeoutMs } from '@inbox/contracts';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { outboxRelay, SecretBox, type ServiceDefinition, type TrustProxy } from '@inbox/service-kit';
+import { bookkeepingPruner } from './bookkeeping-pruner.js';
 import { inboundRoutes } from './handlers/inbound.js';
 import {
   createIntegration,
@@ -13,7 +14,6 @@ import {
 import { sendOutcome } from './handlers/send-outcome.js';
 import { sendText } from './handlers/send-text.js';
 import { templates } from './handlers/templates.js';
-import { seenIdsPruner } from './inbound-seen-pruner.js';
 import { visitorDelivery } from './livechat/delivery.js';
 import { livechatPruner } from './livechat/retention.js';
 import { type LivechatLimits, livechatRoutes } from './livechat/routes.js';
@@ -124,7 +124,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         },
       );
       const relay = outboxRelay(service, 'connector', options.outboxRetentionHours);
-      const seenPruner = seenIdsPruner(pool, logger);
+      const bookkeeping = bookkeepingPruner(pool, logger);
       const livechatSweeper = livechatPruner(pool, logger);
       return {
         // Inbound routes read the raw body themselves: signatures are over the exact bytes.
@@ -182,12 +182,12 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           relay.start();
           // Catalogues are refreshed in the background; replicas share the work through claims.
           sweep.start();
-          seenPruner.start();
+          bookkeeping.start();
           livechatSweeper.start();
         },
         stop: async () => {
           await sweep.stop();
-          await seenPruner.stop();
+          await bookkeeping.stop();
           await livechatSweeper.stop();
           streams.stop();
           await relay.stop();

@@ -9,6 +9,8 @@ export interface PendingMessage {
   sender_type: 'human' | 'agent' | 'system';
   integration_id: string;
   provider: Provider;
+  /** Since when it has been pending: its creation, or the retry that made it pending again. */
+  since: Date;
 }
 
 // Stale: pending past the job's wait, and not of unknown outcome (those are never the job's again). The
@@ -50,7 +52,8 @@ export async function stalePendingMessages(
   perWorkspace: number,
 ): Promise<PendingMessage[]> {
   const { rows } = await db.query<PendingMessage>(
-    `select p.id, p.workspace_id, p.conversation_id, p.text, p.sender_type, p.integration_id, p.provider
+    `select p.id, p.workspace_id, p.conversation_id, p.text, p.sender_type, p.integration_id, p.provider,
+            p.since
        from unnest($2::uuid[]) as w (workspace_id)
        cross join lateral (
          select m.id, m.workspace_id, m.conversation_id, m.text, m.sender_type, c.integration_id, c.provider,

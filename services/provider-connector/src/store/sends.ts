@@ -1,5 +1,29 @@
+import { sendRecordRetentionDays } from '@inbox/contracts';
 import type { Queryable } from '@inbox/db';
 import type { StatusUpdate } from '../adapters/channel-adapter.js';
+
+/**
+ * How long a send the provider accepted is remembered (`sendRecordRetentionDays`): a repeated command for
+ * the message is answered from it, and a status callback finds our message by it. A watermark reaches as
+ * far back (messaging's watermarkReachDays); a status later still is of a message long out of mind.
+ */
+export const sendRetentionMs = sendRecordRetentionDays * 24 * 3_600_000;
+
+/**
+ * Deletes up to `batchSize` sends the provider accepted before the retention, oldest first, and says
+ * how many. An attempt of unknown outcome (no provider id) is never deleted: it is what keeps the message
+ * from being sent twice. Replicas may prune at once: each skips the rows another is deleting.
+ */
+export async function pruneSends(db: Queryable, retentionMs: number, batchSize: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `delete from sends where ctid = any(array(
+       select ctid from sends
+        where provider_message_id is not null and attempted_at < now() - $1 * interval '1 millisecond'
+        order by attempted_at limit $2 for update skip locked))`,
+    [retentionMs, batchSize],
+  );
+  return rowCount ?? 0;
+}
 
 /** Our message ids for providers' ids, of the messages this connector sent through the integration. */
 export async function sentMessageIds(

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from '@inbox/db';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forgetSeenIds } from '../src/inbound-seen-pruner.js';
+import { forgetSeenIds, forgetSends } from '../src/bookkeeping-pruner.js';
 import { inboundSeenRetentionMs } from '../src/store/inbound-seen.js';
+import { sendRetentionMs } from '../src/store/sends.js';
 import { migratedPool } from './support.js';
 
 let pool: Pool;
@@ -45,4 +46,34 @@ it('forgets provider message ids past their retention, a batch at a time, and ke
   // A repeat of a forgotten id is taken as new here; messaging keeps it once (unique per conversation).
   expect(await firstSighting(pool, integrationId, 'old-0')).toBe(true);
   expect(await firstSighting(pool, integrationId, 'recent')).toBe(false);
+});
+
+it('forgets sends the provider accepted past their retention, and keeps every attempt of unknown outcome', async () => {
+  const integrationId = randomUUID();
+  const workspaceId = randomUUID();
+  await pool.query(
+    `insert into integrations (id, workspace_id, channel, provider, status, config_sealed, account_id)
+     values ($1, $2, 'alt-a', 'alt-a', 'connected', 'sealed', 'inst-sends')`,
+    [integrationId, workspaceId],
+  );
+  const send = async (name: string, providerId: string | null, ageMs: number) => {
+    await pool.query(
+      `insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at, attempted_at)
+       values ($1, $2, $3, $4::text, case when $4::text is null then null else now() end,
+               now() - $5 * interval '1 millisecond')`,
+      [randomUUID(), workspaceId, integrationId, providerId, ageMs],
+    );
+    return name;
+  };
+  const old = sendRetentionMs + 60_000;
+  for (let i = 0; i < 3; i++) await send(`old-${i}`, `wamid.old-${i}`, old + i);
+  await send('unknown', null, old * 2);
+  await send('recent', 'wamid.recent', 60_000);
+
+  expect(await forgetSends(pool, { batchSize: 2 })).toBe(3);
+  const { rows } = await pool.query<{ provider_message_id: string | null }>(
+    'select provider_message_id from sends where integration_id = $1 order by 1',
+    [integrationId],
+  );
+  expect(rows.map((row) => row.provider_message_id)).toEqual(['wamid.recent', null]);
 });
