@@ -4,7 +4,12 @@ import type { Logger } from '@inbox/service-kit';
 import { meter, withCapturedContext, withHttpClientSpan } from '@inbox/telemetry';
 import { attemptDelivery, type HttpOutcome, storableError } from './domain/http-attempt.js';
 import { isSuccess, nextStep, type RetryPolicy } from './domain/retry-policy.js';
-import type { DeliveryStore, LeasedDelivery, RecordedAttempt } from './store/deliveries.js';
+import {
+  type DeliveryStore,
+  defaultOrderingGapWaitMs,
+  type LeasedDelivery,
+  type RecordedAttempt,
+} from './store/deliveries.js';
 import type { DeliveryTarget, EndpointStore, UsableTarget } from './store/endpoints.js';
 
 export interface DeliveryWorkerOptions {
@@ -208,7 +213,7 @@ export class DeliveryWorker {
         limit,
         this.options.perEndpointConcurrency,
         this.leaseMs,
-        this.options.orderingGapWaitMs ?? 600_000,
+        this.options.orderingGapWaitMs ?? defaultOrderingGapWaitMs,
         { cap: this.perWorkspace, inFlight: this.inFlightByWorkspace },
       );
     } catch (error) {

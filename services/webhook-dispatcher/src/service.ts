@@ -56,7 +56,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
       // each endpoint's attempts in flight, and the worker's concurrency all of them.
       const agent = guardedAgent(policy, timeoutMs);
       const endpoints = new EndpointStore(pool, new SecretBox(options.encryptionKey));
-      const deliveries = new DeliveryStore(pool, options.bodyCopies);
+      const deliveries = new DeliveryStore(pool, options.bodyCopies, options.orderingGapWaitMs);
       const batches = new ScheduleBatches(deliveries);
       const lanes = subscriptionsFor(durable, eventConsumers[durable]);
       const worker = new DeliveryWorker({

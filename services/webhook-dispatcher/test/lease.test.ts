@@ -288,4 +288,22 @@ describe('leasing due deliveries', () => {
     // All in flight: the rest of the first conversation waits behind its first.
     expect(await lease(128, 8)).toEqual([]);
   });
+
+  it("leases an ordered conversation's deliveries at once after a gap it gave up, not each after the wait", async () => {
+    await clear();
+    const a = await endpoint({ ordered: true });
+    const conversation = randomUUID();
+    // Event 2 of the conversation never reaches the dispatcher (dead-lettered, say).
+    const [first] = await schedule(a, 1, () => ({ key: conversation, seq: 1 }));
+    const [third] = await schedule(a, 1, () => ({ key: conversation, seq: 3 }));
+    await pool.query("update deliveries set status = 'delivered' where event_id = any($1)", [[first, third]]);
+    await pool.query(
+      `update ordering_progress set gap_since = now() - $2 * interval '1 millisecond' - interval '1 second'
+        where ordering_key = $1`,
+      [conversation, gapWaitMs],
+    );
+    // Every later event of it, fresh: none waits out the gap wait on its own.
+    const later = await schedule(a, 3, (i) => ({ key: conversation, seq: i + 4 }));
+    expect(eventsOf(await lease(128, 1))).toEqual([later[0]]);
+  });
 });

@@ -12,6 +12,7 @@ afterAll(async () => {
 });
 
 const workspace = '00000000-0000-4000-8000-000000000001';
+const gapWaitMs = 600_000;
 
 /** The plans of the statements `note_ordering` runs, as auto_explain reports them to this session. */
 async function plansOfNote(client: PoolClient, key: string, seq: number): Promise<string[]> {
@@ -21,7 +22,7 @@ async function plansOfNote(client: PoolClient, key: string, seq: number): Promis
   };
   client.on('notice', collect);
   try {
-    await client.query('select note_ordering($1, $2, $3)', [workspace, key, seq]);
+    await client.query('select note_ordering($1, $2, $3, $4)', [workspace, key, seq, gapWaitMs]);
   } finally {
     client.off('notice', collect);
   }
@@ -70,5 +71,68 @@ describe('note_ordering on a table that grew after its plans were cached', () =>
     } finally {
       client.release();
     }
+  });
+});
+
+describe("a gap in a conversation's ordering", () => {
+  const note = (key: string, seq: number) =>
+    pool.query('select note_ordering($1, $2, $3, $4)', [workspace, key, seq, gapWaitMs]);
+  const progress = async (key: string) =>
+    (
+      await pool.query<{ upto: string; ahead: string[]; open: boolean }>(
+        `select upto::text, ahead::text[], gap_since is not null as open from ordering_progress
+          where ordering_key = $1`,
+        [key],
+      )
+    ).rows[0];
+
+  it('is waited for while it is young, and given up once it has been open for the wait', async () => {
+    const key = `gap-${Date.now()}`;
+    await note(key, 1);
+    await note(key, 3);
+    expect(await progress(key)).toEqual({ upto: '1', ahead: ['3'], open: true });
+    await note(key, 4);
+    expect(await progress(key)).toEqual({ upto: '1', ahead: ['3', '4'], open: true });
+    // Redelivered within the wait, the missing event closes the gap.
+    await note(key, 2);
+    expect(await progress(key)).toEqual({ upto: '4', ahead: [], open: false });
+
+    await note(key, 6);
+    await pool.query(
+      `update ordering_progress set gap_since = now() - $2 * interval '1 millisecond' - interval '1 second'
+        where ordering_key = $1`,
+      [key, gapWaitMs],
+    );
+    // The next event after the wait gives the lost number up: what follows is not held behind it.
+    await note(key, 7);
+    expect(await progress(key)).toEqual({ upto: '7', ahead: [], open: false });
+    await note(key, 8);
+    expect(await progress(key)).toEqual({ upto: '8', ahead: [], open: false });
+    // The lost event, if it ever comes, changes nothing.
+    await note(key, 5);
+    expect(await progress(key)).toEqual({ upto: '8', ahead: [], open: false });
+  });
+
+  it('is given up once a thousand numbers wait behind it, however young', async () => {
+    const key = `burst-${Date.now()}`;
+    await note(key, 1);
+    await pool.query('select note_ordering($1, $2, n, $3) from generate_series(3, 1001) n', [
+      workspace,
+      key,
+      gapWaitMs,
+    ]);
+    expect((await progress(key))?.ahead).toHaveLength(999);
+    await pool.query('select note_ordering($1, $2, n, $3) from generate_series(1002, 1003) n', [
+      workspace,
+      key,
+      gapWaitMs,
+    ]);
+    expect(await progress(key)).toEqual({ upto: '1003', ahead: [], open: false });
+  });
+
+  it("is noted the same through the release before's call, with its wait", async () => {
+    const key = `old-release-${Date.now()}`;
+    for (const seq of [1, 3, 2]) await pool.query('select note_ordering($1, $2, $3)', [workspace, key, seq]);
+    expect(await progress(key)).toEqual({ upto: '3', ahead: [], open: false });
   });
 });

@@ -128,11 +128,20 @@ export interface BodyCursor {
  */
 export type BodyCopies = 'each' | 'once';
 
+/**
+ * How long a delivery to an ordered endpoint waits for an earlier event of its conversation that has not
+ * been scheduled, before it goes anyway, and how long the conversation's gap stays open (note_ordering):
+ * past the bus's whole redelivery schedule, so only an event the dispatcher gave up on is skipped.
+ */
+export const defaultOrderingGapWaitMs = 600_000;
+
 /** Deliveries and their attempts. Queries that serve one workspace name it; the worker's span them all. */
 export class DeliveryStore {
   constructor(
     private readonly pool: Pool,
     private readonly bodyCopies: BodyCopies = 'once',
+    /** How long a conversation's gap in ordering is waited for before it is given up (the lease's too). */
+    private readonly orderingGapWaitMs = defaultOrderingGapWaitMs,
   ) {}
 
   /**
@@ -179,7 +188,7 @@ export class DeliveryStore {
          returning event_id)
        select (select count(*) from scheduled s where s.event_id = ev.event_id)::int as scheduled,
               case when ev.ordering_key is not null
-                then note_ordering(ev.workspace_id, ev.ordering_key, ev.ordering_seq)::text end as noted
+                then note_ordering(ev.workspace_id, ev.ordering_key, ev.ordering_seq, $9)::text end as noted
          from ev order by ev.n`,
       [
         events.map((e) => e.workspaceId),
@@ -190,6 +199,7 @@ export class DeliveryStore {
         events.map((e) => e.ordering?.key ?? null),
         events.map((e) => JSON.stringify(e.traceContext)),
         this.bodyCopies === 'each',
+        this.orderingGapWaitMs,
       ],
     );
     return rows.map((row) => row.scheduled);
