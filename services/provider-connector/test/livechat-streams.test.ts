@@ -27,6 +27,7 @@ beforeAll(async () => {
     perSession: 5,
     perIntegration: 2,
     perWorkspace: 3,
+    perAddress: 4,
     perProcess: 100,
     sweepMs: 3_600_000,
     drainMs: 500,
@@ -42,7 +43,12 @@ beforeAll(async () => {
     const after = BigInt(target.searchParams.get('after') ?? '0');
     if (
       !streams.attach(
-        { integrationId: integrationId!, workspaceId: workspaceId! },
+        {
+          integrationId: integrationId!,
+          workspaceId: workspaceId!,
+          // Each stream from an address of its own unless told.
+          address: target.searchParams.get('address') ?? randomUUID(),
+        },
         sessionId!,
         res as unknown as Response,
         after,
@@ -73,9 +79,11 @@ async function open(
   sessionId: string = randomUUID(),
   after = 0n,
   workspaceId = integrationId,
+  address?: string,
 ) {
   const controller = new AbortController();
-  const response = await fetch(`${url}/${workspaceId}/${integrationId}/${sessionId}?after=${after}`, {
+  const from = address ? `&address=${address}` : '';
+  const response = await fetch(`${url}/${workspaceId}/${integrationId}/${sessionId}?after=${after}${from}`, {
     signal: controller.signal,
   });
   let received = '';
@@ -158,6 +166,20 @@ it("holds no more of one workspace's streams than its share, however many integr
   const elsewhere = await open(third);
   expect(elsewhere.status).toBe(200);
   for (const stream of [...held, elsewhere]) stream.close();
+});
+
+it("holds no more of one address's streams than its share, whichever workspaces' widgets it opens them on", async () => {
+  const address = '203.0.113.77';
+  // Two streams on each of two workspaces' widgets: every share but the address's has room left.
+  const held = [];
+  for (const integration of [randomUUID(), randomUUID()])
+    for (let i = 0; i < 2; i++) held.push(await open(integration, undefined, undefined, undefined, address));
+  expect(held.map((stream) => stream.status)).toEqual([200, 200, 200, 200]);
+  expect((await open(randomUUID(), undefined, undefined, undefined, address)).status).toBe(429);
+  // Another client's visitor on the same widgets is taken.
+  const visitor = await open(randomUUID(), undefined, undefined, undefined, '198.51.100.9');
+  expect(visitor.status).toBe(200);
+  for (const stream of [...held, visitor]) stream.close();
 });
 
 it('takes no place for a stream whose client left before it was attached', async () => {

@@ -13,6 +13,7 @@ import type { CallbackIntegration, IntegrationStore } from '../store/integration
 import { announce } from './delivery.js';
 import { demoPage } from './demo-page.js';
 import { originAllowed } from './origins.js';
+import { SessionBudgets } from './session-budgets.js';
 import { bearerToken } from './session-token.js';
 import type { LivechatStore } from './store.js';
 import { type LivechatStreams, lastSeenSeq } from './streams.js';
@@ -106,9 +107,11 @@ export function livechatRoutes(deps: LivechatDeps): Router {
   );
   const budget = (keyPrefix: string, points: number, duration: number) =>
     new RateLimiterMemory({ keyPrefix, points, duration });
-  const sessionBudget = budget('livechat-sessions', limits.sessionsPerMinute, 60);
-  const integrationSessionBudget = budget('livechat-integration-sessions', limits.sessionsPerIntegration, 60);
-  const workspaceSessionBudget = budget('livechat-workspace-sessions', limits.sessionsPerWorkspace, 60);
+  const sessionBudgets = new SessionBudgets({
+    perAddress: limits.sessionsPerMinute,
+    perIntegration: limits.sessionsPerIntegration,
+    perWorkspace: limits.sessionsPerWorkspace,
+  });
   const messageBudget = budget('livechat-messages', limits.messagesPerSession, 30);
   const integrationBudget = budget('livechat-integration', limits.messagesPerIntegration, 60);
   const workspaceBudget = budget('livechat-workspace', limits.messagesPerWorkspace, 60);
@@ -196,11 +199,18 @@ export function livechatRoutes(deps: LivechatDeps): Router {
   router.post('/livechat/:integrationId/sessions', admit, json, async (req, res) => {
     const stored = found.get(req)!;
     const origin = req.get('origin')!;
-    // By address alone: outside a browser a caller writes whichever Origin the integration lists, and a
-    // budget per origin gave it one budget for each.
-    if (!(await spend(res, sessionBudget, `${stored.integration.id}|${clientAddress(req.ip)}`))) return;
-    if (!(await spend(res, integrationSessionBudget, stored.integration.id))) return;
-    if (!(await spend(res, workspaceSessionBudget, stored.workspaceId))) return;
+    // An address's budget is by address, not by origin: outside a browser a caller writes whichever
+    // Origin the integration lists, and a budget per origin gave it one budget for each.
+    const waitSeconds = await sessionBudgets.spend(
+      stored.integration.id,
+      stored.workspaceId,
+      clientAddress(req.ip),
+    );
+    if (waitSeconds !== undefined) {
+      res.setHeader('Retry-After', String(waitSeconds));
+      refuse(res, 429, platformTexts.livechatTooMany);
+      return;
+    }
     const name = field(req.body, 'name', livechatBounds.nameChars);
     if (!name) {
       refuse(res, 400, platformTexts.livechatNameInvalid);
@@ -282,7 +292,11 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     res.write('retry: 2000\n\n');
     if (
       !deps.streams.attach(
-        { integrationId: found.get(req)!.integration.id, workspaceId: found.get(req)!.workspaceId },
+        {
+          integrationId: found.get(req)!.integration.id,
+          workspaceId: found.get(req)!.workspaceId,
+          address: clientAddress(req.ip ?? req.socket.remoteAddress),
+        },
         visitor.id,
         res,
         lastSeenSeq(req.get('last-event-id')),

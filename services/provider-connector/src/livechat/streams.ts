@@ -44,6 +44,13 @@ export interface StreamLimits {
   perIntegration: number;
   /** A workspace's share, whatever number of integrations it creates to widen its own. */
   perWorkspace: number;
+  /**
+   * One client address's share (an IPv6 /64 counts as one), whichever integrations it opens them on: an
+   * integration's id is in every page that embeds its widget, so one client taking the shares of a few
+   * workspaces' widgets held every stream the process allows, refusing every other tenant's visitors.
+   * An office behind one address still has room for a hundred open chats.
+   */
+  perAddress: number;
   perProcess: number;
   /** How often every open stream looks for messages a lost notice did not announce, and keeps alive. */
   sweepMs: number;
@@ -60,6 +67,7 @@ export const defaultStreamLimits: StreamLimits = {
   perSession: 5,
   perIntegration: 2_000,
   perWorkspace: 4_000,
+  perAddress: 100,
   perProcess: 10_000,
   sweepMs: 5_000,
   drainMs: 30_000,
@@ -75,7 +83,10 @@ const sweepSessions = 200;
  */
 export class LivechatStreams {
   private readonly sessions = new Map<string, Set<Stream>>();
-  /** Open streams by integration (`i:<id>`) and by workspace (`w:<id>`), for those that have any. */
+  /**
+   * Open streams by integration (`i:<id>`), by workspace (`w:<id>`) and by client address (`a:<address>`),
+   * for those that have any.
+   */
   private readonly shares = new Map<string, number>();
   private open = 0;
   private sweeper: NodeJS.Timeout | undefined;
@@ -87,9 +98,12 @@ export class LivechatStreams {
     readonly limits: StreamLimits = defaultStreamLimits,
   ) {}
 
-  /** False when the session, its integration, its workspace or this process already holds as many streams as allowed. */
+  /**
+   * False when the session, its integration, its workspace, the client's address or this process already
+   * holds as many streams as allowed.
+   */
   attach(
-    { integrationId, workspaceId }: { integrationId: string; workspaceId: string },
+    { integrationId, workspaceId, address }: { integrationId: string; workspaceId: string; address: string },
     sessionId: string,
     res: Response,
     afterSeq: bigint,
@@ -97,12 +111,13 @@ export class LivechatStreams {
     // Closed while its session was looked up: its close has been, and would never give the places back.
     if (ended(res)) return false;
     const streams = this.sessions.get(sessionId) ?? new Set<Stream>();
-    const shares = [`i:${integrationId}`, `w:${workspaceId}`];
-    const [ofIntegration, ofWorkspace] = shares.map((key) => this.shares.get(key) ?? 0);
+    const shares = [`i:${integrationId}`, `w:${workspaceId}`, `a:${address}`];
+    const [ofIntegration, ofWorkspace, ofAddress] = shares.map((key) => this.shares.get(key) ?? 0);
     if (
       streams.size >= this.limits.perSession ||
       ofIntegration! >= this.limits.perIntegration ||
       ofWorkspace! >= this.limits.perWorkspace ||
+      ofAddress! >= this.limits.perAddress ||
       this.open >= this.limits.perProcess
     )
       return false;

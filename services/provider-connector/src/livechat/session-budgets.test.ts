@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { SessionBudgets } from './session-budgets.js';
+
+describe('SessionBudgets', () => {
+  it("refuses past an address's, an integration's or a workspace's budget, each with its wait", async () => {
+    const budgets = new SessionBudgets({ perAddress: 2, perIntegration: 3, perWorkspace: 4 });
+    const spend = (integration: string, address: string) => budgets.spend(integration, 'workspace', address);
+    expect(await spend('chat-1', '192.0.2.1')).toBeUndefined();
+    expect(await spend('chat-1', '192.0.2.1')).toBeUndefined();
+    expect(await spend('chat-1', '192.0.2.1')).toBe(60);
+    expect(await spend('chat-1', '192.0.2.2')).toBeUndefined();
+    // The integration's three are spent; the workspace has one left, for its other widget.
+    expect(await spend('chat-1', '192.0.2.3')).toBe(60);
+    expect(await spend('chat-2', '192.0.2.3')).toBeUndefined();
+    expect(await spend('chat-2', '192.0.2.4')).toBe(60);
+  });
+
+  it('keeps nothing of an address refused because its integration or workspace has no room left', async () => {
+    const budgets = new SessionBudgets({ perAddress: 10, perIntegration: 1, perWorkspace: 2 });
+    expect(await budgets.spend('chat-1', 'workspace', '192.0.2.1')).toBeUndefined();
+    expect(await budgets.spend('chat-2', 'workspace', '192.0.2.1')).toBeUndefined();
+    for (let i = 2; i < 50; i++)
+      expect(await budgets.spend(`chat-${i % 2 === 0 ? 1 : 3}`, 'workspace', `192.0.2.${i}`)).toBe(60);
+    for (let i = 2; i < 50; i++) {
+      expect(await budgets.byAddress.get(`chat-1|192.0.2.${i}`)).toBeNull();
+      expect(await budgets.byAddress.get(`chat-3|192.0.2.${i}`)).toBeNull();
+    }
+  });
+});
