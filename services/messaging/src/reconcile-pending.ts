@@ -36,11 +36,13 @@ export interface PendingReconcilerOptions {
 type Outcome = 'sent' | 'failed' | 'unknown' | 'settled-meanwhile' | 'set-aside';
 
 /**
- * Whether the connector may have forgotten the message's send: pending since before the connector's
- * retention of send records (a day's margin for clocks and the pruner's pace).
+ * Whether the connector may have forgotten the message's send: stored before the connector's retention of
+ * send records began (a day's margin for clocks and the pruner's pace). By its creation, which comes
+ * before any attempt: being set aside, or retried, makes it pending again from then on, and says nothing
+ * of when its send was.
  */
 function outlivedSendRecords(message: PendingMessage): boolean {
-  return message.since.getTime() < Date.now() - (sendRecordRetentionDays - 1) * 86_400_000;
+  return message.created_at.getTime() < Date.now() - (sendRecordRetentionDays - 1) * 86_400_000;
 }
 
 /**

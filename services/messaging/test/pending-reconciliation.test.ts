@@ -15,7 +15,7 @@ import { externalSend } from '../src/handlers/external-send.js';
 import { applyStatus } from '../src/handlers/inbound.js';
 import { PendingReconciler } from '../src/reconcile-pending.js';
 import { ConversationStore } from '../src/store/conversations.js';
-import { stalePendingMessages, workspacesWithStalePending } from '../src/store/pending-messages.js';
+import { setAside, stalePendingMessages, workspacesWithStalePending } from '../src/store/pending-messages.js';
 import { Replies } from '../src/store/replies.js';
 import { recordSent, SentMessages } from '../src/store/sent-messages.js';
 
@@ -233,8 +233,14 @@ describe('pending message reconciliation', () => {
 
   it('leaves pending a message whose send the connector may have forgotten, rather than failing it', async () => {
     const world = await workspaceWithIntegration();
-    // Set aside pass after pass for a month, while the connector pruned the record of its send.
+    // Set aside pass after pass for a month, while the connector pruned the record of its send: each
+    // time set aside, it is pending again from then on.
     const forgotten = await world.pendingMessage('Lembra de mim?', sendRecordRetentionDays * 24 * 60);
+    await setAside(messagingPool, world.workspaceId, forgotten.id);
+    await messagingPool.query(
+      `update messages set pending_since = now() - interval '10 minutes' where id = $1`,
+      [forgotten.id],
+    );
     const reconciler = new PendingReconciler({ pool: messagingPool, bus, relay, logger, afterMinutes: 5 });
     await reconciler.reconcile();
     expect(await world.message(forgotten.id)).toMatchObject({

@@ -56,24 +56,25 @@ it('forgets sends the provider accepted past their retention, and keeps every at
      values ($1, $2, 'alt-a', 'alt-a', 'connected', 'sealed', 'inst-sends')`,
     [integrationId, workspaceId],
   );
-  const send = async (name: string, providerId: string | null, ageMs: number) => {
+  /** A send attempted `attemptedAgo` ago, and known sent `sentAgo` ago (null: its outcome unknown). */
+  const send = async (providerId: string | null, attemptedAgo: number, sentAgo: number | null) => {
     await pool.query(
       `insert into sends (message_id, workspace_id, integration_id, provider_message_id, sent_at, attempted_at)
-       values ($1, $2, $3, $4::text, case when $4::text is null then null else now() end,
-               now() - $5 * interval '1 millisecond')`,
-      [randomUUID(), workspaceId, integrationId, providerId, ageMs],
+       values ($1, $2, $3, $4::text, now() - $6 * interval '1 millisecond', now() - $5 * interval '1 millisecond')`,
+      [randomUUID(), workspaceId, integrationId, providerId, attemptedAgo, sentAgo],
     );
-    return name;
   };
   const old = sendRetentionMs + 60_000;
-  for (let i = 0; i < 3; i++) await send(`old-${i}`, `wamid.old-${i}`, old + i);
-  await send('unknown', null, old * 2);
-  await send('recent', 'wamid.recent', 60_000);
+  for (let i = 0; i < 3; i++) await send(`wamid.old-${i}`, old + i, old + i);
+  await send(null, old * 2, null);
+  await send('wamid.recent', 60_000, 60_000);
+  // Its outcome unknown for a month, until a status settled it yesterday.
+  await send('wamid.settled', old * 2, 86_400_000);
 
   expect(await forgetSends(pool, { batchSize: 2 })).toBe(3);
   const { rows } = await pool.query<{ provider_message_id: string | null }>(
     'select provider_message_id from sends where integration_id = $1 order by 1',
     [integrationId],
   );
-  expect(rows.map((row) => row.provider_message_id)).toEqual(['wamid.recent', null]);
+  expect(rows.map((row) => row.provider_message_id)).toEqual(['wamid.recent', 'wamid.settled', null]);
 });

@@ -397,6 +397,15 @@ describe('the live chat widget API', () => {
       }
       return answered;
     };
+    // Requests that open nothing spend nothing.
+    for (let i = 0; i < 3; i++) {
+      const nameless = await fetch(`${replica}/livechat/${chats[0]}/sessions`, {
+        method: 'POST',
+        headers: { origin: site, 'content-type': 'application/json', 'x-forwarded-for': `203.0.113.${i}` },
+        body: JSON.stringify({ name: ' ' }),
+      });
+      expect(nameless.status).toBe(400);
+    }
     expect(await open(chats[0]!)).toEqual([201, 201, 201, 429]);
     // The workspace's second widget has two left of the workspace's five.
     expect(await open(chats[1]!)).toEqual([201, 201, 429, 429]);

@@ -113,6 +113,23 @@ describe("a gap in a conversation's ordering", () => {
     expect(await progress(key)).toEqual({ upto: '8', ahead: [], open: false });
   });
 
+  it('is waited for from when it opened, not from when an earlier gap did', async () => {
+    const key = `second-gap-${Date.now()}`;
+    for (const seq of [1, 3, 5]) await note(key, seq);
+    await pool.query(
+      `update ordering_progress set gap_since = now() - $2 * interval '1 millisecond' - interval '1 second'
+        where ordering_key = $1`,
+      [key, gapWaitMs],
+    );
+    // The old gap closes; the one at 4 opens now, and is waited for as long.
+    await note(key, 2);
+    expect(await progress(key)).toEqual({ upto: '3', ahead: ['5'], open: true });
+    await note(key, 6);
+    expect(await progress(key)).toEqual({ upto: '3', ahead: ['5', '6'], open: true });
+    await note(key, 4);
+    expect(await progress(key)).toEqual({ upto: '6', ahead: [], open: false });
+  });
+
   it('is given up once a thousand numbers wait behind it, however young', async () => {
     const key = `burst-${Date.now()}`;
     await note(key, 1);

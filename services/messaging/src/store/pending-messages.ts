@@ -9,8 +9,8 @@ export interface PendingMessage {
   sender_type: 'human' | 'agent' | 'system';
   integration_id: string;
   provider: Provider;
-  /** Since when it has been pending: its creation, or the retry that made it pending again. */
-  since: Date;
+  /** When it was stored: before any attempt to send it, whatever set it aside or retried it since. */
+  created_at: Date;
 }
 
 // Stale: pending past the job's wait, and not of unknown outcome (those are never the job's again). The
@@ -53,11 +53,11 @@ export async function stalePendingMessages(
 ): Promise<PendingMessage[]> {
   const { rows } = await db.query<PendingMessage>(
     `select p.id, p.workspace_id, p.conversation_id, p.text, p.sender_type, p.integration_id, p.provider,
-            p.since
+            p.created_at
        from unnest($2::uuid[]) as w (workspace_id)
        cross join lateral (
          select m.id, m.workspace_id, m.conversation_id, m.text, m.sender_type, c.integration_id, c.provider,
-                coalesce(m.pending_since, m.created_at) as since,
+                m.created_at, coalesce(m.pending_since, m.created_at) as since,
                 row_number() over (order by coalesce(m.pending_since, m.created_at)) as turn
            from messages m
            join conversations c on c.id = m.conversation_id and c.workspace_id = m.workspace_id

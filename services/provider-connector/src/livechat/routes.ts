@@ -199,6 +199,12 @@ export function livechatRoutes(deps: LivechatDeps): Router {
   router.post('/livechat/:integrationId/sessions', admit, json, async (req, res) => {
     const stored = found.get(req)!;
     const origin = req.get('origin')!;
+    // Checked first: a request that opens nothing spends nobody's budget.
+    const name = field(req.body, 'name', livechatBounds.nameChars);
+    if (!name) {
+      refuse(res, 400, platformTexts.livechatNameInvalid);
+      return;
+    }
     // An address's budget is by address, not by origin: outside a browser a caller writes whichever
     // Origin the integration lists, and a budget per origin gave it one budget for each.
     const waitSeconds = await sessionBudgets.spend(
@@ -209,11 +215,6 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     if (waitSeconds !== undefined) {
       res.setHeader('Retry-After', String(waitSeconds));
       refuse(res, 429, platformTexts.livechatTooMany);
-      return;
-    }
-    const name = field(req.body, 'name', livechatBounds.nameChars);
-    if (!name) {
-      refuse(res, 400, platformTexts.livechatNameInvalid);
       return;
     }
     const { session, token } = await deps.livechat.createSession(stored.integration.id, name, origin);

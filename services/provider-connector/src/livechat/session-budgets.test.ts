@@ -26,4 +26,21 @@ describe('SessionBudgets', () => {
       expect(await budgets.byAddress.get(`chat-3|192.0.2.${i}`)).toBeNull();
     }
   });
+
+  it('gives back what it spent when a later budget refuses, requests at once included', async () => {
+    const budgets = new SessionBudgets({ perAddress: 5, perIntegration: 10, perWorkspace: 3 });
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => budgets.spend(`chat-${i}`, 'workspace', '192.0.2.1')),
+    );
+    expect(answers.filter((wait) => wait === undefined)).toHaveLength(3);
+    // Only the three taken are spent, of the address's budget in each integration and of the integrations'.
+    let spentByAddress = 0;
+    let spentByIntegration = 0;
+    for (let i = 0; i < 6; i++) {
+      spentByAddress += (await budgets.byAddress.get(`chat-${i}|192.0.2.1`))?.consumedPoints ?? 0;
+      spentByIntegration += (await budgets.byIntegration.get(`chat-${i}`))?.consumedPoints ?? 0;
+    }
+    expect(spentByAddress).toBe(3);
+    expect(spentByIntegration).toBe(3);
+  });
 });

@@ -38,13 +38,19 @@ export class SessionBudgets {
       const state = await limiter.get(key);
       if (state && state.remainingPoints <= 0) return secondsUntil(state);
     }
+    // A budget that refuses leaves the ones before it as they were: requests at once all pass the reads
+    // above, and the one a shared budget refuses must not have spent the address's.
+    const spent: Array<[RateLimiterMemory, string]> = [];
     try {
-      await this.byAddress.consume(`${integrationId}|${address}`);
-      for (const [limiter, key] of shared) await limiter.consume(key);
+      for (const budget of [[this.byAddress, `${integrationId}|${address}`] as const, ...shared]) {
+        await budget[0].consume(budget[1]);
+        spent.push([budget[0], budget[1]]);
+      }
       return undefined;
     } catch (error) {
-      if (error instanceof RateLimiterRes) return secondsUntil(error);
-      throw error;
+      if (!(error instanceof RateLimiterRes)) throw error;
+      for (const [limiter, key] of spent) await limiter.reward(key);
+      return secondsUntil(error);
     }
   }
 }

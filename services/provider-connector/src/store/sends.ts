@@ -10,16 +10,17 @@ import type { StatusUpdate } from '../adapters/channel-adapter.js';
 export const sendRetentionMs = sendRecordRetentionDays * 24 * 3_600_000;
 
 /**
- * Deletes up to `batchSize` sends the provider accepted before the retention, oldest first, and says
- * how many. An attempt of unknown outcome (no provider id) is never deleted: it is what keeps the message
+ * Deletes up to `batchSize` sends known sent before the retention, oldest first, and says how many: by
+ * when they were known sent, so an attempt a status settled a month on is kept for messaging's
+ * reconciliation to learn it. An attempt of unknown outcome (no provider id) is never deleted: it is what keeps the message
  * from being sent twice. Replicas may prune at once: each skips the rows another is deleting.
  */
 export async function pruneSends(db: Queryable, retentionMs: number, batchSize: number): Promise<number> {
   const { rowCount } = await db.query(
     `delete from sends where ctid = any(array(
        select ctid from sends
-        where provider_message_id is not null and attempted_at < now() - $1 * interval '1 millisecond'
-        order by attempted_at limit $2 for update skip locked))`,
+        where provider_message_id is not null and sent_at < now() - $1 * interval '1 millisecond'
+        order by sent_at limit $2 for update skip locked))`,
     [retentionMs, batchSize],
   );
   return rowCount ?? 0;
