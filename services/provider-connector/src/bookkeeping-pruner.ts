@@ -11,32 +11,31 @@ const sendsPruned = meter('connector').createCounter('connector.sends.pruned', {
   description: 'Records of sends the providers accepted, forgotten once past their retention',
 });
 
-/**
- * Forgets every provider message id past its retention (inboundSeenRetentionMs), a batch per statement
- * until none is left, and says how many: every message taken in leaves one, and a tenant that signs its
- * own callbacks can leave millions a day.
- */
-export async function forgetSeenIds(
-  pool: Pool,
-  { retentionMs = inboundSeenRetentionMs, batchSize = 1_000 } = {},
-): Promise<number> {
-  const total = await inBatches((size) => pruneInboundSeen(pool, retentionMs, size), batchSize);
-  if (total > 0) seenPruned.add(total);
-  return total;
-}
+type PruneBatch = (pool: Pool, retentionMs: number, batchSize: number) => Promise<number>;
 
 /**
- * Forgets every send the provider accepted before its retention (sendRetentionMs), a batch per statement,
- * and says how many: every message sent leaves one, and external send has no rate of its own.
+ * A forget: deletes what `prune` finds past `retentionMs`, a batch per statement until a batch finds
+ * fewer, counts it on `counter` and says how many.
  */
-export async function forgetSends(
-  pool: Pool,
-  { retentionMs = sendRetentionMs, batchSize = 1_000 } = {},
-): Promise<number> {
-  const total = await inBatches((size) => pruneSends(pool, retentionMs, size), batchSize);
-  if (total > 0) sendsPruned.add(total);
-  return total;
-}
+const forgetter =
+  (prune: PruneBatch, counter: typeof seenPruned, defaultRetentionMs: number) =>
+  async (pool: Pool, { retentionMs = defaultRetentionMs, batchSize = 1_000 } = {}): Promise<number> => {
+    const total = await inBatches((size) => prune(pool, retentionMs, size), batchSize);
+    if (total > 0) counter.add(total);
+    return total;
+  };
+
+/**
+ * Forgets every provider message id past its retention (inboundSeenRetentionMs): every message taken in
+ * leaves one, and a tenant that signs its own callbacks can leave millions a day.
+ */
+export const forgetSeenIds = forgetter(pruneInboundSeen, seenPruned, inboundSeenRetentionMs);
+
+/**
+ * Forgets every send known sent before its retention (sendRetentionMs): every message sent leaves one, and
+ * external send has no rate of its own.
+ */
+export const forgetSends = forgetter(pruneSends, sendsPruned, sendRetentionMs);
 
 /** Both every five minutes, beside the callbacks and sends and never inside one. */
 export const bookkeepingPruner = (pool: Pool, logger: Logger) =>

@@ -77,6 +77,13 @@ describe('note_ordering on a table that grew after its plans were cached', () =>
 describe("a gap in a conversation's ordering", () => {
   const note = (key: string, seq: number) =>
     pool.query('select note_ordering($1, $2, $3, $4)', [workspace, key, seq, gapWaitMs]);
+  /** Its open gap dated from before the wait, as if it had been open that long. */
+  const openedBeforeTheWait = (key: string) =>
+    pool.query(
+      `update ordering_progress set gap_since = now() - $2 * interval '1 millisecond' - interval '1 second'
+        where ordering_key = $1`,
+      [key, gapWaitMs],
+    );
   const progress = async (key: string) =>
     (
       await pool.query<{ upto: string; ahead: string[]; open: boolean }>(
@@ -98,11 +105,7 @@ describe("a gap in a conversation's ordering", () => {
     expect(await progress(key)).toEqual({ upto: '4', ahead: [], open: false });
 
     await note(key, 6);
-    await pool.query(
-      `update ordering_progress set gap_since = now() - $2 * interval '1 millisecond' - interval '1 second'
-        where ordering_key = $1`,
-      [key, gapWaitMs],
-    );
+    await openedBeforeTheWait(key);
     // The next event after the wait gives the lost number up: what follows is not held behind it.
     await note(key, 7);
     expect(await progress(key)).toEqual({ upto: '7', ahead: [], open: false });
@@ -116,11 +119,7 @@ describe("a gap in a conversation's ordering", () => {
   it('is waited for from when it opened, not from when an earlier gap did', async () => {
     const key = `second-gap-${Date.now()}`;
     for (const seq of [1, 3, 5]) await note(key, seq);
-    await pool.query(
-      `update ordering_progress set gap_since = now() - $2 * interval '1 millisecond' - interval '1 second'
-        where ordering_key = $1`,
-      [key, gapWaitMs],
-    );
+    await openedBeforeTheWait(key);
     // The old gap closes; the one at 4 opens now, and is waited for as long.
     await note(key, 2);
     expect(await progress(key)).toEqual({ upto: '3', ahead: ['5'], open: true });
