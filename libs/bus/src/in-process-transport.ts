@@ -68,8 +68,18 @@ export class InProcessBus implements Bus {
   constructor(
     private readonly options: {
       onHandlerError?: (error: unknown, context: { subject: string }) => void;
+      /**
+       * How many events the log keeps for durables that start later, and how many dead letters are
+       * kept, the oldest dropped first: the all-in-one runs for as long as its user leaves it, and kept
+       * every event of every send it ever made (the NATS streams are bounded by age and size).
+       */
+      keep?: number;
     } = {},
   ) {}
+
+  private get keep(): number {
+    return this.options.keep ?? 10_000;
+  }
 
   async request<S extends CommandSubject>(
     subject: S,
@@ -118,6 +128,7 @@ export class InProcessBus implements Bus {
     this.seen.set(event.id, Date.now());
     const stored = roundTrip(event);
     this.log.push(stored);
+    if (this.log.length > this.keep) this.log.splice(0, this.log.length - this.keep);
     for (const durable of this.durables.values()) {
       if (subjectMatches(durable.options.filter, eventRoute(stored))) this.enqueue(durable, stored, 1, 0);
     }
@@ -229,6 +240,7 @@ export class InProcessBus implements Bus {
           error: errorMessage(error),
           attempts: attempt,
         });
+        if (this.letters.length > this.keep) this.letters.splice(0, this.letters.length - this.keep);
         return;
       }
       const delays = durable.options.redeliveryDelaysMs ?? busDefaults.redeliveryDelaysMs;
