@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clientAddress } from './client-address.js';
+import { clientAddress, clientNetwork } from './client-address.js';
 
 describe('clientAddress', () => {
   it('keeps IPv4 addresses and unwraps IPv4-mapped IPv6 ones', () => {
@@ -18,5 +18,16 @@ describe('clientAddress', () => {
 
   it('has one key for a request without an address', () => {
     expect(clientAddress(undefined)).toBe('unknown');
+  });
+});
+
+describe('clientNetwork', () => {
+  it('counts an IPv4 address under its /24 and an IPv6 /64 under its /48', () => {
+    expect(clientNetwork(clientAddress('203.0.113.9'))).toBe('203.0.113.0/24');
+    expect(clientNetwork(clientAddress('::ffff:203.0.113.200'))).toBe('203.0.113.0/24');
+    expect(clientNetwork(clientAddress('2001:db8:7:1::1'))).toBe('2001:db8:7::/48');
+    expect(clientNetwork(clientAddress('2001:db8:7:ffff::1'))).toBe('2001:db8:7::/48');
+    expect(clientNetwork(clientAddress('2001:db8:8:1::1'))).not.toBe('2001:db8:7::/48');
+    expect(clientNetwork(clientAddress(undefined))).toBe('unknown');
   });
 });

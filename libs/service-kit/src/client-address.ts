@@ -12,6 +12,19 @@ export function clientAddress(ip: string | undefined): string {
   return `${expandIPv6(ip).slice(0, 4).join(':')}::/64`;
 }
 
+/**
+ * The network a client address (as `clientAddress` gives it) belongs to, for budgets that a caller
+ * rotating its addresses must not widen: an IPv4 /24, an IPv6 /48 (what a site or a cloud customer is
+ * usually given). Anything else is its own network.
+ */
+export function clientNetwork(address: string): string {
+  const v4 = /^(\d+\.\d+\.\d+)\.\d+$/.exec(address);
+  if (v4) return `${v4[1]}.0/24`;
+  const v6 = /^([0-9a-f]+:[0-9a-f]+:[0-9a-f]+):[0-9a-f]+::\/64$/.exec(address);
+  if (v6) return `${v6[1]}::/48`;
+  return address;
+}
+
 /** The eight groups of an IPv6 address, '::' filled in; an embedded IPv4 tail counts as two groups. */
 function expandIPv6(ip: string): string[] {
   const [head = '', tail] = ip.split('::');

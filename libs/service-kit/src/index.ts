@@ -1,4 +1,4 @@
-export { clientAddress } from './client-address.js';
+export { clientAddress, clientNetwork } from './client-address.js';
 export { ConfigError, configFromEnv, loadConfig } from './config.js';
 export { env } from './env.js';
 export {

@@ -33,6 +33,12 @@ export interface LivechatLimits {
   /** Sessions one address may open for one integration, per minute. */
   sessionsPerMinute: number;
   /**
+   * Sessions one network (an IPv4 /24, an IPv6 /48) may open for one integration, per minute: a client
+   * rotating addresses within its network spends this one, and needs several networks to spend the
+   * integration's, which every visitor of the site shares.
+   */
+  sessionsPerNetwork: number;
+  /**
    * Sessions all addresses may open for one integration, per minute: a session costs a name, and each is
    * a row kept a month (retention.ts), so rotating addresses filled the table at will.
    */
@@ -59,6 +65,7 @@ export interface LivechatLimits {
 
 export const defaultLivechatLimits: LivechatLimits = {
   sessionsPerMinute: 10,
+  sessionsPerNetwork: 100,
   sessionsPerIntegration: 600,
   sessionsPerWorkspace: 3_000,
   messagesPerSession: 20,
@@ -109,6 +116,7 @@ export function livechatRoutes(deps: LivechatDeps): Router {
     new RateLimiterMemory({ keyPrefix, points, duration });
   const sessionBudgets = new SessionBudgets({
     perAddress: limits.sessionsPerMinute,
+    perNetwork: limits.sessionsPerNetwork,
     perIntegration: limits.sessionsPerIntegration,
     perWorkspace: limits.sessionsPerWorkspace,
   });

@@ -1,8 +1,14 @@
+import { clientNetwork } from '@inbox/service-kit';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 
 export interface SessionLimits {
   /** Sessions one address may open for one integration, per window. */
   perAddress: number;
+  /**
+   * Sessions one network (`clientNetwork`: an IPv4 /24, an IPv6 /48) may open for one integration, per
+   * window: a client rotating its addresses within its network spends this, not the integration's.
+   */
+  perNetwork: number;
   /** Sessions all addresses may open for one integration, per window. */
   perIntegration: number;
   /** Sessions all of a workspace's widgets may open, per window. */
@@ -10,13 +16,14 @@ export interface SessionLimits {
 }
 
 /**
- * The budgets a new live chat session spends: its address's within the integration, the integration's
- * and the workspace's. The shared ones are read before the address's is spent: an address's budget keeps
+ * The budgets a new live chat session spends: its address's and its network's within the integration,
+ * the integration's and the workspace's. The shared ones are read before the address's is spent: an address's budget keeps
  * an entry for every address that asks, so a client rotating addresses past a spent budget of its
  * integration or workspace grew the process's memory with each of them.
  */
 export class SessionBudgets {
   readonly byAddress: RateLimiterMemory;
+  readonly byNetwork: RateLimiterMemory;
   readonly byIntegration: RateLimiterMemory;
   readonly byWorkspace: RateLimiterMemory;
 
@@ -24,6 +31,7 @@ export class SessionBudgets {
     const budget = (keyPrefix: string, points: number) =>
       new RateLimiterMemory({ keyPrefix, points, duration: windowSeconds });
     this.byAddress = budget('livechat-sessions', limits.perAddress);
+    this.byNetwork = budget('livechat-network-sessions', limits.perNetwork);
     this.byIntegration = budget('livechat-integration-sessions', limits.perIntegration);
     this.byWorkspace = budget('livechat-workspace-sessions', limits.perWorkspace);
   }
@@ -42,7 +50,11 @@ export class SessionBudgets {
     // above, and the one a shared budget refuses must not have spent the address's.
     const spent: Array<[RateLimiterMemory, string]> = [];
     try {
-      for (const budget of [[this.byAddress, `${integrationId}|${address}`] as const, ...shared]) {
+      const own: Array<[RateLimiterMemory, string]> = [
+        [this.byAddress, `${integrationId}|${address}`],
+        [this.byNetwork, `${integrationId}|${clientNetwork(address)}`],
+      ];
+      for (const budget of [...own, ...shared]) {
         await budget[0].consume(budget[1]);
         spent.push([budget[0], budget[1]]);
       }
