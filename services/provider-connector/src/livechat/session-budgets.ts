@@ -17,9 +17,9 @@ export interface SessionLimits {
 
 /**
  * The budgets a new live chat session spends: its address's and its network's within the integration,
- * the integration's and the workspace's. The shared ones are read before the address's is spent: an address's budget keeps
- * an entry for every address that asks, so a client rotating addresses past a spent budget of its
- * integration or workspace grew the process's memory with each of them.
+ * the integration's and the workspace's. The shared ones are read before the address's is spent: an
+ * address's budget keeps an entry for every address that asks, so a client rotating addresses past a
+ * spent budget of its integration or workspace grew the process's memory with each of them.
  */
 export class SessionBudgets {
   readonly byAddress: RateLimiterMemory;
@@ -48,15 +48,15 @@ export class SessionBudgets {
     }
     // A budget that refuses leaves the ones before it as they were: requests at once all pass the reads
     // above, and the one a shared budget refuses must not have spent the address's.
+    const own: Array<[RateLimiterMemory, string]> = [
+      [this.byAddress, `${integrationId}|${address}`],
+      [this.byNetwork, `${integrationId}|${clientNetwork(address)}`],
+    ];
     const spent: Array<[RateLimiterMemory, string]> = [];
     try {
-      const own: Array<[RateLimiterMemory, string]> = [
-        [this.byAddress, `${integrationId}|${address}`],
-        [this.byNetwork, `${integrationId}|${clientNetwork(address)}`],
-      ];
       for (const budget of [...own, ...shared]) {
         await budget[0].consume(budget[1]);
-        spent.push([budget[0], budget[1]]);
+        spent.push(budget);
       }
       return undefined;
     } catch (error) {

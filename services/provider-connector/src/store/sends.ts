@@ -12,8 +12,9 @@ export const sendRetentionMs = sendRecordRetentionDays * 24 * 3_600_000;
 /**
  * Deletes up to `batchSize` sends known sent before the retention, oldest first, and says how many: by
  * when they were known sent, so an attempt a status settled a month on is kept for messaging's
- * reconciliation to learn it. An attempt of unknown outcome (no provider id) is never deleted: it is what keeps the message
- * from being sent twice. Replicas may prune at once: each skips the rows another is deleting.
+ * reconciliation to learn it. An attempt of unknown outcome (no provider id) is never deleted: it is what
+ * keeps the message from being sent twice. Replicas may prune at once: each skips the rows another is
+ * deleting.
  */
 export async function pruneSends(db: Queryable, retentionMs: number, batchSize: number): Promise<number> {
   const { rowCount } = await db.query(
