@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { eventsOf, type Json, sandbox, useStack } from './support/fixtures.js';
+import { eventsOf, type Json, sandbox, sentTo, useStack } from './support/fixtures.js';
 
 const fixture = useStack();
 
@@ -176,7 +177,7 @@ describe('inbound messages on alt-a', () => {
   });
 });
 
-describe('Brazilian mobiles as WhatsApp names them', () => {
+describe('numbers as WhatsApp names them', () => {
   it('takes the answer of a number WhatsApp names without its ninth digit into the conversation the API began', async () => {
     const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
       'POST',
@@ -215,5 +216,94 @@ describe('Brazilian mobiles as WhatsApp names them', () => {
       conversation_id: sent.body.conversationId,
       contact: { id: sent.body.contactId, phone: '+5531988887777' },
     });
+  });
+
+  it('takes the answer of a Mexican mobile WhatsApp names with its 1 into the conversation the API began', async () => {
+    const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      { name: 'in-mx' },
+    );
+    const id = ws.body.workspace_id;
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
+      channel: 'alt-a',
+      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-mx', api_key: 'key-in-mx' },
+    });
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+      url: `${fixture.receiver.url}/in-mx`,
+      events: ['*'],
+    });
+    const sent = await fixture.stack.api<{ conversationId: string; contactId: string }>(
+      '/api/v1/send-message',
+      ws.body.api_key,
+      { phone: '+52 55 1234 5678', message: 'Su pedido salió', channel: 'alt-a' },
+    );
+    expect(sent.status).toBe(200);
+    // Evolution answers with the JID WhatsApp verified, and the customer's reply comes from it.
+    await sandbox(fixture.stack, '/_sandbox/inbound', {
+      channel: 'alt-a',
+      account: 'in-mx',
+      from: '525512345678',
+      text: '¡Gracias!',
+    });
+    await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length === 1, {
+      what: 'message.received',
+    });
+    expect(eventsOf(fixture.receiver, id, 'message.received')[0]).toMatchObject({
+      conversation_id: sent.body.conversationId,
+      contact: { id: sent.body.contactId, phone: '+525512345678' },
+    });
+  });
+
+  it('sends to an Argentine mobile written without its 9 in the conversation its customer began with it', async () => {
+    const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      { name: 'in-ar' },
+    );
+    const id = ws.body.workspace_id;
+    const account = 'pn-in-ar';
+    const appSecret = `app-secret-${createHash('sha256').update(account).digest('hex').slice(0, 12)}`;
+    const integration = await fixture.stack.admin<Json>('POST', `/admin/v1/workspaces/${id}/integrations`, {
+      channel: 'chat-official',
+      config: {
+        base_url: `${fixture.stack.sandboxUrl}/chat-official`,
+        phone_number_id: account,
+        waba_id: `waba-${account}`,
+        access_token: `token-${account}`,
+        app_secret: appSecret,
+        verify_token: `verify-${account}`,
+      },
+    });
+    expect(integration.status).toBe(201);
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+      url: `${fixture.receiver.url}/in-ar`,
+      events: ['*'],
+    });
+    // Meta's wa_id for +54 11 2345-6789 carries the 9 that Argentina's mobiles take after +54.
+    await sandbox(fixture.stack, '/_sandbox/inbound', {
+      channel: 'chat-official',
+      account,
+      from: '5491123456789',
+      text: 'Hola',
+      app_secret: appSecret,
+    });
+    await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length === 1, {
+      what: 'message.received',
+    });
+    const [received] = eventsOf(fixture.receiver, id, 'message.received');
+    expect(received).toMatchObject({ contact: { phone: '+5491123456789' } });
+    const sent = await fixture.stack.api<{ conversationId: string; contactId: string }>(
+      '/api/v1/send-message',
+      ws.body.api_key,
+      { phone: '+54 11 2345-6789', message: '¿En qué te ayudo?', channel: 'chat-official' },
+    );
+    expect(sent.status).toBe(200);
+    expect(sent.body).toMatchObject({
+      conversationId: received!.conversation_id,
+      contactId: (received!.contact as Json).id,
+    });
+    const [atProvider] = await sentTo(fixture.stack, '5491123456789', 'chat-official');
+    expect(atProvider).toMatchObject({ body: { to: '5491123456789', text: { body: '¿En qué te ayudo?' } } });
   });
 });

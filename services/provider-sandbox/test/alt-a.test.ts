@@ -128,6 +128,19 @@ describe('alt-a (Evolution API v2) emulation', () => {
       });
     });
 
+    it('names a Mexican and an Argentine mobile as WhatsApp does, with the digit after the country code', async () => {
+      await setWebhook();
+      await inbound({ from: '525512345678' });
+      await inbound({ from: '5491123456789' });
+      expect(payloads().map((payload) => ((payload.data as Json).key as Json).remoteJid)).toEqual([
+        '5215512345678@s.whatsapp.net',
+        '5491123456789@s.whatsapp.net',
+      ]);
+      // A send to the form without it answers with the JID Evolution verified.
+      const answer = (await (await sendText({ number: '541123456789', text: 'hola' })).json()) as Json;
+      expect(answer.key).toMatchObject({ remoteJid: '5491123456789@s.whatsapp.net', fromMe: true });
+    });
+
     it('names a LID-addressed chat by its LID, the number in remoteJidAlt', async () => {
       await setWebhook();
       await inbound({ addressing_mode: 'lid' });

@@ -1011,6 +1011,27 @@ describe('chat-official (Cloud API) emulation', () => {
       });
     });
 
+    it("names a Mexican mobile by WhatsApp's id, with the 1 after +52, and sends to either form", async () => {
+      expect((await registerOverride(`${receiver.url}/hooks/meta`)).status).toBe(200);
+      await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        app_secret: APP_SECRET,
+        from: '525512345678',
+        text: 'hola',
+      });
+      const value = (JSON.parse(receiver.posts()[0]!.rawBody) as Notification).entry[0]!.changes[0]!.value;
+      expect(value.contacts).toEqual([expect.objectContaining({ wa_id: '5215512345678' })]);
+      expect(value.messages).toEqual([expect.objectContaining({ from: '5215512345678' })]);
+      for (const to of ['525512345678', '+5215512345678']) {
+        const answer = await send(textMessage(to));
+        expect(answer.status).toBe(200);
+        expect((await answer.json()) as Record<string, unknown>).toMatchObject({
+          contacts: [{ input: to, wa_id: '5215512345678' }],
+        });
+      }
+    });
+
     it('answers 409 without a registered callback and 400 while it was never given an app_secret', async () => {
       const noHook = await control('/inbound', {
         channel: 'chat-official',

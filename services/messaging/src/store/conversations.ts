@@ -7,7 +7,7 @@ import {
   statusAfterAssignment,
   statusAfterNewMessage,
 } from '../domain/conversation-state.js';
-import { formBeforeCanonical } from '../domain/phone.js';
+import { otherStoredForm } from '../domain/phone.js';
 
 export interface ContactRow {
   id: string;
@@ -55,17 +55,18 @@ export class ConversationStore {
   ) {}
 
   /**
-   * The phone a number's contact is stored under in this workspace: its canonical form, or the form a
-   * contact stored before canonicalPhone has (a Brazilian mobile without its nine, as a callback named
-   * it), so that contact goes on taking its customer's messages; the canonical one when both are stored.
-   * No round trip for a number with no other form.
+   * The phone a number's contact is stored under in this workspace: its canonical form, or the other form
+   * the same line may be stored under (`otherStoredForm`: a Brazilian mobile without its nine or a Mexican
+   * one with its 1, as a callback named it before canonicalPhone; an Argentine number's twin with or
+   * without its 9), so that contact goes on taking its customer's messages and the API's sends; the form
+   * asked for when both are stored. No round trip for a number with no other form.
    */
   async storedPhone(canonical: string): Promise<string> {
-    const before = formBeforeCanonical(canonical);
-    if (!before) return canonical;
+    const other = otherStoredForm(canonical);
+    if (!other) return canonical;
     const { rows } = await this.client.query<{ phone: string }>(
       'select phone from contacts where workspace_id = $1 and phone in ($2, $3) order by phone = $2 desc limit 1',
-      [this.workspaceId, canonical, before],
+      [this.workspaceId, canonical, other],
     );
     return rows[0]?.phone ?? canonical;
   }
