@@ -255,7 +255,7 @@ describe('alt-a against the Evolution API v2 emulator', () => {
 });
 
 describe('alt-b against the Z-API emulator', () => {
-  it('registers received and status webhooks with the secret in the URL, and warns that the URL is http', async () => {
+  it('registers received, sent-by-me, status and on-send webhooks with the secret in the URL, and warns of http', async () => {
     const { created, config } = await create('alt-b', { instance_id: 'z-1', token: 't1' });
     expect(created.warnings).toEqual([
       expect.stringMatching(
@@ -265,8 +265,38 @@ describe('alt-b against the Z-API emulator', () => {
     const url = `${connectorUrl}/inbound/alt-b/${created.id}?callback_token=${config.callback_secret}`;
     expect(await registered('alt-b', 'z-1')).toEqual([
       { channel: 'alt-b', account: 'z-1', url, headers: {}, events: ['ReceivedCallback'] },
+      {
+        channel: 'alt-b',
+        account: 'z-1',
+        url,
+        headers: {},
+        events: ['ReceivedCallback', 'ReceivedCallback fromMe'],
+      },
       { channel: 'alt-b', account: 'z-1', url, headers: {}, events: ['MessageStatusCallback'] },
+      { channel: 'alt-b', account: 'z-1', url, headers: {}, events: ['DeliveryCallback'] },
     ]);
+  });
+
+  it('hears its customers on an instance whose sent-by-me webhook another system had set', async () => {
+    // Set first, that webhook takes received messages in place of the received one.
+    const elsewhere = await fetch(
+      `${sandboxUrl}/alt-b/instances/z-8/token/t8/update-webhook-received-delivery`,
+      {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ value: 'https://crm.example/zapi' }),
+      },
+    );
+    expect(elsewhere.status).toBe(200);
+    const { workspaceId } = await create('alt-b', { instance_id: 'z-8', token: 't8' });
+    const delivered = await control('/inbound', {
+      channel: 'alt-b',
+      account: 'z-8',
+      from: '5511955550008',
+      text: 'alguém aí?',
+    });
+    expect(delivered.body).toMatchObject({ delivered_status: 200 });
+    expect((await outbox(workspaceId, 'inbound.message')).map((event) => event.text)).toEqual(['alguém aí?']);
   });
 
   it('takes a callback Z-API sends with no credential, without the optional Client-Token', async () => {
@@ -357,7 +387,7 @@ describe('alt-b against the Z-API emulator', () => {
     ]);
   });
 
-  it('reads MessageStatusCallback for its sends', async () => {
+  it('reads MessageStatusCallback for its sends, and DeliveryCallback for one that failed', async () => {
     const { workspaceId, config } = await create('alt-b', { instance_id: 'z-3', token: 't3' });
     const typed = { base_url: config.base_url!, instance_id: 'z-3', token: 't3' };
     const { providerMessageId } = await altBAdapter.sendText(
@@ -373,6 +403,18 @@ describe('alt-b against the Z-API emulator', () => {
       'delivered',
       'read',
     ]);
+    const failed = await altBAdapter.sendText(typed, { to: '5511955550009', text: 'olá?' }, call());
+    await control('/status', {
+      channel: 'alt-b',
+      account: 'z-3',
+      message_id: failed.providerMessageId,
+      status: 'failed',
+    });
+    expect((await outbox(workspaceId, 'inbound.status')).at(-1)).toMatchObject({
+      provider_message_id: failed.providerMessageId,
+      status: 'failed',
+      error: 'Phone number does not exist',
+    });
   });
 
   it('refuses to send while the instance is not connected, rather than leave it in Z-API’s queue', async () => {

@@ -17,12 +17,14 @@ import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { randomDigits, upperHexId } from './provider-ids.js';
 import type { SentEntry } from './sent-log.js';
+import { whatsappNumber } from './whatsapp-number.js';
 import { zapiContent, zapiKinds } from './zapi-messages.js';
 
 // Emulates Z-API, the provider behind the `alt-b` channel, from its documentation (developer.z-api.io;
 // github.com/Z-API/z-api-docs): security/client-token, message/send-message-text, instance/status,
-// queue/introduction, webhooks/on-message-received (ReceivedCallback and its examples) and
-// webhooks/on-whatsapp-message-status-changes (MessageStatusCallback).
+// queue/introduction, webhooks/on-message-received (ReceivedCallback and its examples),
+// webhooks/on-message-received-and-delivery, webhooks/on-whatsapp-message-status-changes
+// (MessageStatusCallback) and webhooks/on-message-send-examples (DeliveryCallback).
 const CHANNEL = 'alt-b';
 
 /**
@@ -36,13 +38,26 @@ const INSTANCE_PATH = '/instances/:instanceId/token/:token';
 
 type InstanceParams = { instanceId: string; token: string };
 
-/** Each webhook Z-API lets an instance set, and the callback `type` it then receives. */
+/**
+ * Each webhook Z-API lets an instance set, and the callbacks its URL then receives. Received messages go
+ * to "on message received - sent by me" (`received-delivery`, which also takes the instance's own
+ * messages) once it is set: "the API automatically starts giving priority to the URL configured there",
+ * the received one staying saved but no longer used (webhooks/on-message-received-and-delivery).
+ */
 const WEBHOOKS = {
-  'update-webhook-received': 'ReceivedCallback',
-  'update-webhook-message-status': 'MessageStatusCallback',
+  'update-webhook-received': { name: 'received', events: ['ReceivedCallback'] },
+  'update-webhook-received-delivery': {
+    name: 'received-delivery',
+    events: ['ReceivedCallback', 'ReceivedCallback fromMe'],
+  },
+  'update-webhook-message-status': { name: 'message-status', events: ['MessageStatusCallback'] },
+  'update-webhook-delivery': { name: 'delivery', events: ['DeliveryCallback'] },
 } as const;
 type WebhookPath = keyof typeof WEBHOOKS;
-type CallbackType = (typeof WEBHOOKS)[WebhookPath];
+type WebhookName = (typeof WEBHOOKS)[WebhookPath]['name'];
+const eventsOf = new Map<WebhookName, readonly string[]>(
+  Object.values(WEBHOOKS).map(({ name, events }) => [name, events]),
+);
 
 /** instance/status's `error` for each state that is not connected. */
 const NOT_CONNECTED: Record<Exclude<AccountState, 'connected'>, string> = {
@@ -52,6 +67,9 @@ const NOT_CONNECTED: Record<Exclude<AccountState, 'connected'>, string> = {
 
 /** MessageStatusCallback's statuses; a failed send is told by DeliveryCallback's `error`, not here. */
 const STATUS_NAMES = { sent: 'SENT', delivered: 'RECEIVED', read: 'READ' } as const;
+
+/** An error DeliveryCallback's `error` takes (on-message-send-examples): a number with no WhatsApp. */
+const SEND_ERROR = 'Phone number does not exist';
 
 const sendTextBody = z.object(
   {
@@ -76,7 +94,7 @@ const updateWebhookBody = z.object(
 );
 
 interface Instance {
-  webhooks: Map<CallbackType, string>;
+  webhooks: Map<WebhookName, string>;
   state: AccountState;
   /** Sends taken while not connected, sent (and logged) when the instance connects again. */
   queue: SentEntry[];
@@ -87,7 +105,7 @@ interface Instance {
 export function createAltB(stores: SandboxStores): ChannelEmulator {
   const instances = new Map<string, Instance>();
   /** Messages this provider issued, so statuses are only told of its own, to the instance that sent them. */
-  const issued = new IssuedMessages<{ account: string; to: string }>(stores.sent.limit);
+  const issued = new IssuedMessages<{ account: string; to: string; zaapId: string }>(stores.sent.limit);
   /** WhatsApp's LID of each contact, stable per instance (`senderLid`). */
   const lids = new Map<string, string>();
   const router = Router();
@@ -146,6 +164,7 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
       return;
     }
     const messageId = whatsappId();
+    const zaapId = upperHexId(16);
     const entry: SentEntry = {
       channel: CHANNEL,
       account: instanceId,
@@ -156,12 +175,12 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
       provider_message_id: messageId,
       received_at: new Date().toISOString(),
     };
-    issued.set(messageId, { account: instanceId, to: parsed.data.phone });
+    issued.set(messageId, { account: instanceId, to: parsed.data.phone, zaapId });
     // Z-API queues every send and answers at once; a phone that is not connected sends its queue later.
     const current = instance(instanceId);
     if (current.state === 'connected') stores.sent.record(entry);
     else current.queue.push(entry);
-    res.json({ zaapId: upperHexId(16), messageId, id: messageId });
+    res.json({ zaapId, messageId, id: messageId });
   });
 
   router.get(`${INSTANCE_PATH}/status`, requireTokens, (req: Request<InstanceParams>, res) => {
@@ -175,14 +194,14 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
 
   // Z-API only calls HTTPS webhooks (every webhook page says so, not how it refuses others); the sandbox
   // takes http too, so that local runs receive, and the connector warns when its URL is http.
-  for (const [path, type] of Object.entries(WEBHOOKS) as Array<[WebhookPath, CallbackType]>) {
+  for (const [path, { name }] of Object.entries(WEBHOOKS)) {
     router.put(`${INSTANCE_PATH}/${path}`, requireTokens, (req: Request<InstanceParams>, res) => {
       const parsed = updateWebhookBody.safeParse(req.body);
       if (!parsed.success) {
         res.status(400).json({ error: parsed.error.issues.map((issue) => issue.message).join('; ') });
         return;
       }
-      instance(req.params.instanceId).webhooks.set(type, parsed.data.value);
+      instance(req.params.instanceId).webhooks.set(name, parsed.data.value);
       res.json({ value: true });
     });
   }
@@ -212,12 +231,15 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
     const kind = zapiKinds.of(message.type);
     const current = requireConnected(message.account);
-    const url = current.webhooks.get('ReceivedCallback');
+    const url = current.webhooks.get('received-delivery') ?? current.webhooks.get('received');
     if (!url) return undefined;
     const messageId = upperHexId(16);
     const lid = lidOf(message.account, message.from);
+    // The number as WhatsApp names the account: real callbacks name many Brazilian mobiles in area codes
+    // 31 and above by eight digits, as Evolution does.
+    const number = whatsappNumber(message.from);
     // With no profile name the name fields hold what names the contact: its number, or its LID's digits.
-    const shown = message.addressingMode === 'lid' ? lid.replace(/@lid$/, '') : message.from;
+    const shown = message.addressingMode === 'lid' ? lid.replace(/@lid$/, '') : number;
     const group = message.groupId;
     // The docs' text example, field for field. With no profile name, the name fields hold the number.
     const payload = {
@@ -231,7 +253,7 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
       instanceId: message.account,
       messageId,
       // WhatsApp may name a contact by its LID alone, in `phone` too (docs, tips/lid.md).
-      phone: group !== undefined ? `${group}-group` : message.addressingMode === 'lid' ? lid : message.from,
+      phone: group !== undefined ? `${group}-group` : message.addressingMode === 'lid' ? lid : number,
       chatLid: group === undefined ? lid : null,
       fromMe: false,
       momment: Date.now(),
@@ -239,12 +261,12 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
       chatName: group === undefined ? (message.name ?? shown) : 'Grupo',
       senderPhoto: null,
       senderName: message.name ?? shown,
-      participantPhone: group === undefined ? null : message.from,
+      participantPhone: group === undefined ? null : number,
       participantLid: group === undefined ? null : lid,
       photo: null,
       broadcast: false,
       type: 'ReceivedCallback',
-      ...zapiContent(kind, message.text, message.from),
+      ...zapiContent(kind, message.text, number),
     };
     return { ...delivery(url, payload), providerMessageId: messageId };
   }
@@ -257,13 +279,23 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
         `message ${update.messageId} was not issued by ${CHANNEL} account ${update.account}`,
       );
     }
+    const current = requireConnected(update.account);
+    // MessageStatusCallback reports SENT, RECEIVED, READ and PLAYED; a send that failed is told by the
+    // on-send webhook's DeliveryCallback, whose `error` is "present only in error cases".
     if (update.status === 'failed') {
-      throw new ControlError(
-        400,
-        `${CHANNEL} has no failed status: MessageStatusCallback reports SENT, RECEIVED, READ and PLAYED`,
-      );
+      const url = current.webhooks.get('delivery');
+      if (!url) return undefined;
+      return delivery(url, {
+        phone: whatsappNumber(sent.to),
+        messageId: update.messageId,
+        instanceId: update.account,
+        zaapId: sent.zaapId,
+        momment: Date.now(),
+        type: 'DeliveryCallback',
+        error: SEND_ERROR,
+      });
     }
-    const url = requireConnected(update.account).webhooks.get('MessageStatusCallback');
+    const url = current.webhooks.get('message-status');
     if (!url) return undefined;
     return delivery(url, {
       instanceId: update.account,
@@ -271,7 +303,7 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
       ids: [update.messageId],
       momment: Date.now(),
       phoneDevice: 0,
-      phone: sent.to,
+      phone: whatsappNumber(sent.to),
       type: 'MessageStatusCallback',
       isGroup: false,
     });
@@ -290,12 +322,12 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
     return [...instances]
       .filter(([id]) => account === undefined || id === account)
       .flatMap(([id, { webhooks }]) =>
-        [...webhooks].map(([type, url]) => ({
+        [...webhooks].map(([name, url]) => ({
           channel: CHANNEL,
           account: id,
           url,
           headers: {},
-          events: [type],
+          events: [...(eventsOf.get(name) ?? [])],
         })),
       );
   }

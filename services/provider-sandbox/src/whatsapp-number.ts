@@ -1,9 +1,10 @@
 /**
  * The number WhatsApp names an account by, in a JID or a `wa_id`, whichever form the number was written in:
  * - a Mexican mobile with a 1 after the country code, and an Argentine one with a 9: WhatsApp's FAQ
- *   1294841057948784 writes them so, Evolution API's whatsappNumber checks that form first (createJid
- *   drops the digit, the verified JID it sends to and answers with has it), and Meta's `wa_id` carries it
- *   (5215512345678 for +52 55 1234 5678, 5491123456789 for +54 11 2345-6789);
+ *   1294841057948784 writes them so, Evolution API's whatsappNumber takes either form from WhatsApp's
+ *   check and sends to and answers with the JID it got (createJid drops the digit, WhatsApp's JID has
+ *   it), and Meta's `wa_id` carries it (5215512345678 for +52 55 1234 5678, 5491123456789 for
+ *   +54 11 2345-6789);
  * - a Brazilian mobile in area codes 31 and above without its ninth digit when the rest starts with 7 to 9,
  *   as Evolution's createJid writes it (src/utils/createJid.ts, formatBRNumber): 553188887777 for
  *   +55 31 98888-7777.

@@ -302,7 +302,7 @@ describe('alt-b (Z-API) emulation', () => {
       expect(new Set(bodies).size).toBe(1);
     });
 
-    it('reports statuses of its own sends as MessageStatusCallback, and has no failed status', async () => {
+    it('reports statuses of its own sends as MessageStatusCallback, and a failed send as DeliveryCallback', async () => {
       await setWebhook(`${receiver.url}/hooks/status`, 'update-webhook-message-status');
       const { messageId } = (await (await sendText({ phone: CUSTOMER, message: 'x' })).json()) as {
         messageId: string;
@@ -335,13 +335,20 @@ describe('alt-b (Z-API) emulation', () => {
       });
       expect(payloads[0]!.momment).toBeGreaterThanOrEqual(before);
 
-      const failed = await control('/status', {
-        channel: 'alt-b',
-        account: INSTANCE,
-        message_id: messageId,
-        status: 'failed',
+      const failure = { channel: 'alt-b', account: INSTANCE, message_id: messageId, status: 'failed' };
+      // MessageStatusCallback has no failed status: without the on-send webhook nobody is told.
+      expect((await control('/status', failure)).status).toBe(409);
+      await setWebhook(`${receiver.url}/hooks/delivery`, 'update-webhook-delivery');
+      expect((await control('/status', failure)).status).toBe(200);
+      expect(JSON.parse(receiver.posts()[3]!.rawBody)).toEqual({
+        phone: CUSTOMER,
+        messageId,
+        instanceId: INSTANCE,
+        zaapId: expect.stringMatching(/^[0-9A-F]{32}$/),
+        momment: expect.any(Number),
+        type: 'DeliveryCallback',
+        error: 'Phone number does not exist',
       });
-      expect(failed.status).toBe(400);
       const unknown = await control('/status', {
         channel: 'alt-b',
         account: INSTANCE,
@@ -349,7 +356,24 @@ describe('alt-b (Z-API) emulation', () => {
         status: 'read',
       });
       expect(unknown.status).toBe(404);
-      expect(receiver.posts()).toHaveLength(3);
+      expect(receiver.posts()).toHaveLength(4);
+    });
+
+    it('sends received messages to the sent-by-me webhook once it is set, in place of the received one', async () => {
+      await setWebhook(`${receiver.url}/hooks/received`);
+      await control('/inbound', { channel: 'alt-b', account: INSTANCE, from: CUSTOMER, text: 'um' });
+      await setWebhook(`${receiver.url}/hooks/both`, 'update-webhook-received-delivery');
+      await control('/inbound', { channel: 'alt-b', account: INSTANCE, from: CUSTOMER, text: 'dois' });
+      expect(receiver.posts().map((call) => call.url)).toEqual(['/hooks/received', '/hooks/both']);
+    });
+
+    it('names a Brazilian mobile in area codes 31 and above as WhatsApp does, without its ninth digit', async () => {
+      await setWebhook(`${receiver.url}/hooks/zapi`);
+      await control('/inbound', { channel: 'alt-b', account: INSTANCE, from: '5531988887777', text: 'oi' });
+      expect(JSON.parse(receiver.posts()[0]!.rawBody)).toMatchObject({
+        phone: '553188887777',
+        chatName: '553188887777',
+      });
     });
 
     it('lists what each instance registered', async () => {

@@ -163,7 +163,28 @@ describe('alt-b (Z-API) callbacks', () => {
     expect(() => read(status('READ', { instanceId: 'other' }))).toThrow(InboundRejected);
   });
 
-  it('answers callbacks it does not keep (presence, delivery) with nothing', () => {
+  it("reads DeliveryCallback's error as the send failing, with its errorCode; one without error is nothing", () => {
+    const sent = (extra: object = {}) => ({
+      phone: '554499999999',
+      messageId: 'A800FB3697F1DE58C48D',
+      instanceId: INSTANCE,
+      zaapId: 'A20DA9C0183A2D35A260F53F5D2B9244',
+      momment: 1777494009341,
+      type: 'DeliveryCallback',
+      ...extra,
+    });
+    expect(read(sent())).toEqual({ messages: [], statuses: [] });
+    expect(read(sent({ error: 'Phone number does not exist' })).statuses).toEqual([
+      { providerMessageId: 'A800FB3697F1DE58C48D', status: 'failed', error: 'Phone number does not exist' },
+    ]);
+    expect(
+      read(sent({ error: 'The message was not sent due to a likely shadow ban', errorCode: 'SHADOW_BAN' }))
+        .statuses[0]?.error,
+    ).toBe('SHADOW_BAN: The message was not sent due to a likely shadow ban');
+    expect(() => read(sent({ error: 'x', instanceId: 'other' }))).toThrow(InboundRejected);
+  });
+
+  it('answers callbacks it does not keep (presence, a send that went) with nothing', () => {
     expect(read({ type: 'PresenceChatCallback', phone: '5544999999999', status: 'COMPOSING' })).toEqual({
       messages: [],
       statuses: [],

@@ -13,8 +13,9 @@ import { sameSecret } from './constant-time.js';
 import { callProvider, joinUrl, type ProviderAnswer, retryAfterNote } from './http.js';
 
 // Facts about Z-API below are from its documentation (developer.z-api.io; github.com/Z-API/z-api-docs):
-// webhooks/on-message-received (ReceivedCallback and its examples), webhooks/on-whatsapp-message-status-
-// changes (MessageStatusCallback), webhooks/introduction, message/send-message-text, instance/status,
+// webhooks/on-message-received (ReceivedCallback and its examples), webhooks/on-message-received-and-
+// delivery, webhooks/on-whatsapp-message-status-changes (MessageStatusCallback), webhooks/on-message-send-
+// examples (DeliveryCallback), webhooks/introduction, message/send-message-text, instance/status,
 // security/client-token, queue/introduction.
 
 type AltBConfig = ChannelConfig<'alt-b'>;
@@ -83,6 +84,20 @@ const MessageStatusCallback = z.object({
   status: z.string(),
   ids: z.array(z.string().min(1)),
   isGroup: flag,
+});
+
+/**
+ * The on-send webhook's callback, one per message the instance sent or failed to send: `error` is
+ * "present only in error cases" ("Phone number does not exist", "Timeout on send message", ...), with
+ * `errorCode` "SHADOW_BAN" when WhatsApp restricts the number for a while. A send that failed is told only
+ * here: MessageStatusCallback has no failed status.
+ */
+const DeliveryCallback = z.object({
+  type: z.literal('DeliveryCallback'),
+  instanceId: z.string(),
+  messageId: z.string().min(1),
+  error: z.string().nullish(),
+  errorCode: z.string().nullish(),
 });
 
 /** READ_BY_ME (or READ-SELF) is the instance reading the contact's message: not a status of ours. */
@@ -186,7 +201,13 @@ export const altBAdapter: ChannelAdapter<'alt-b'> = {
     return { providerMessageId: parsed.data.messageId };
   },
 
-  // Received messages and the statuses of ours, both to the one URL: each callback names its `type`.
+  /**
+   * Received messages, the statuses of ours and the outcome of each send, all to the one URL: each
+   * callback names its `type`. Received messages are registered twice: once "on message received - sent
+   * by me" is set, Z-API sends them there and no longer to the received webhook, so an account that had it
+   * set by another system would keep our integration from hearing its customers. It also brings the
+   * instance's own messages (`fromMe`), which are not taken in.
+   */
   async registerInbound(config, callbackUrl, call) {
     const instance = instanceOf(config);
     // Nothing to register with yet; sends will answer the incomplete-credentials error.
@@ -194,7 +215,12 @@ export const altBAdapter: ChannelAdapter<'alt-b'> = {
     if (!config.callback_secret) throw new Error('alt-b integration has no callback secret');
     const url = new URL(callbackUrl);
     url.searchParams.set(ALT_B_CALLBACK_PARAM, config.callback_secret);
-    for (const webhook of ['update-webhook-received', 'update-webhook-message-status']) {
+    for (const webhook of [
+      'update-webhook-received',
+      'update-webhook-received-delivery',
+      'update-webhook-message-status',
+      'update-webhook-delivery',
+    ]) {
       const answer = await callProvider(
         call,
         'alt-b',
@@ -225,7 +251,9 @@ export const altBAdapter: ChannelAdapter<'alt-b'> = {
     if (received.success) return readReceived(config, received.data);
     const status = MessageStatusCallback.safeParse(body);
     if (status.success) return readStatus(config, status.data);
-    // Presence, delivery, connection and other callbacks carry nothing we keep.
+    const sent = DeliveryCallback.safeParse(body);
+    if (sent.success) return readDelivery(config, sent.data);
+    // Presence, connection and other callbacks carry nothing we keep.
     return empty();
   },
 };
@@ -264,5 +292,16 @@ function readStatus(config: AltBConfig, callback: z.infer<typeof MessageStatusCa
   return {
     messages: [],
     statuses: callback.ids.map((id) => ({ providerMessageId: id, status, error: null })),
+  };
+}
+
+/** A send that failed is a failed status; one that went is told by MessageStatusCallback's SENT. */
+function readDelivery(config: AltBConfig, callback: z.infer<typeof DeliveryCallback>): InboundBatch {
+  requireInstance(config, callback.instanceId);
+  if (!callback.error) return empty();
+  const error = callback.errorCode ? `${callback.errorCode}: ${callback.error}` : callback.error;
+  return {
+    messages: [],
+    statuses: [{ providerMessageId: callback.messageId, status: 'failed', error }],
   };
 }
