@@ -106,14 +106,22 @@ describe('alt-a (Evolution API v2) callbacks', () => {
     expect(read(swapped).messages[0]?.from).toBe('5511933330001');
   });
 
-  it('never makes a LID into a phone: a LID chat without remoteJidAlt is reported, not taken in', () => {
+  it('takes the number from senderPn under LID addressing on Evolution 2.2 to 2.3.0', () => {
+    const older = upsert({
+      remoteJid: '103899771998284@lid',
+      senderPn: '5511933330001@s.whatsapp.net',
+    });
+    expect(read(older).messages[0]).toMatchObject({ from: '5511933330001' });
+  });
+
+  it('never makes a LID into a phone: a LID chat without remoteJidAlt or senderPn is reported, not taken in', () => {
     expect(read(upsert({ remoteJid: '13718@lid' }))).toEqual({
       messages: [],
       statuses: [],
       unreadable: [
         {
           providerMessageId: '3A4F2B9C1D0E8F7A6B5C',
-          reason: 'alt-a chat names no phone number (a LID without remoteJidAlt)',
+          reason: 'alt-a chat names no phone number (a LID without remoteJidAlt or senderPn)',
         },
       ],
     });

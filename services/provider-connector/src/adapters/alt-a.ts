@@ -40,6 +40,8 @@ const Upsert = z.object({
     fromMe: z.boolean(),
     id: z.string().min(1),
     remoteJidAlt: z.string().nullish(),
+    // Baileys 6's `sender_pn` (Evolution 2.2 and 2.3.0), the number of a chat named by its LID.
+    senderPn: z.string().nullish(),
   }),
   // `message.pushName || null` when the sender has no profile name.
   pushName: z.string().nullish(),
@@ -63,10 +65,13 @@ const PHONE_JID = /^(\d+)(?::\d+)?@s\.whatsapp\.net$/;
 /**
  * The number of a one-to-one chat. With LID addressing (`addressingMode: "lid"`) `remoteJid` is the
  * `…@lid` id and the number is in `remoteJidAlt`, as Evolution's own Chatwoot integration reads it
- * (some 2.3 versions swapped the two before sending); a LID chat without it names no number.
+ * (some 2.3 versions swapped the two before sending); on Evolution 2.2 to 2.3.0, whose Baileys had no
+ * `*Alt` jids, it is in `senderPn`, where that version's Chatwoot integration read it
+ * (chatwoot.service.ts at 2.3.0: `isLid ? body.key.senderPn : body.key.remoteJid`). A LID chat with
+ * neither names no number.
  */
 function customerNumber(key: z.infer<typeof Upsert>['key']): string | undefined {
-  for (const jid of [key.remoteJid, key.remoteJidAlt]) {
+  for (const jid of [key.remoteJid, key.remoteJidAlt, key.senderPn]) {
     const digits = jid ? PHONE_JID.exec(jid)?.[1] : undefined;
     if (digits) return digits;
   }
@@ -192,7 +197,7 @@ function readUpsert(data: unknown): InboundBatch {
   if (/@(g\.us|broadcast|newsletter)$/.test(key.remoteJid)) return empty();
   const from = customerNumber(key);
   if (!from) {
-    const reason = 'alt-a chat names no phone number (a LID without remoteJidAlt)';
+    const reason = 'alt-a chat names no phone number (a LID without remoteJidAlt or senderPn)';
     return { ...empty(), unreadable: [{ providerMessageId: key.id, reason }] };
   }
   const said = messageContent(message);
