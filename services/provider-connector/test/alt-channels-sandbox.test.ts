@@ -132,6 +132,43 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     ]);
   });
 
+  it('takes callbacks posted by event once an operator turns byEvents on, and no other path under its URL', async () => {
+    const { workspaceId, created, config } = await create('alt-a', { instance: 'evo-9', api_key: 'k9' });
+    // As Evolution's manager saves it: the same webhook, byEvents on.
+    const [webhook] = await registered('alt-a', 'evo-9');
+    const set = await fetch(`${sandboxUrl}/alt-a/webhook/set/evo-9`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', apikey: 'k9' },
+      body: JSON.stringify({
+        webhook: {
+          enabled: true,
+          url: webhook!.url,
+          headers: webhook!.headers,
+          byEvents: true,
+          events: webhook!.events,
+        },
+      }),
+    });
+    expect(set.status).toBe(201);
+    const delivered = await control('/inbound', {
+      channel: 'alt-a',
+      account: 'evo-9',
+      from: '5511944440009',
+      text: 'por evento',
+    });
+    expect(delivered.body).toMatchObject({ delivered_status: 200 });
+    expect((await outbox(workspaceId, 'inbound.message')).map((event) => event.text)).toEqual(['por evento']);
+    const elsewhere = await fetch(`${connectorUrl}/inbound/alt-a/${created.id}/contacts-upsert`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        [ALT_A_CALLBACK_HEADER]: String(config.callback_secret),
+      },
+      body: '{}',
+    });
+    expect(elsewhere.status).toBe(404);
+  });
+
   it('takes a LID-addressed message by its remoteJidAlt number, once however often Evolution retries it', async () => {
     const { workspaceId } = await create('alt-a', { instance: 'evo-2', api_key: 'k2' });
     const delivered = await control('/inbound', {

@@ -169,6 +169,11 @@ export const altAAdapter: ChannelAdapter<'alt-a'> = {
     if (!answer.ok) throw failure('webhook/set', answer);
   },
 
+  // With `byEvents` on, which an operator may turn on in Evolution's manager after we registered without
+  // it, Evolution posts each event to the URL with its name appended, kebab-cased
+  // (webhook.controller.ts: `${instance?.url}/${transformedWe}`), and gives up at once on a 404.
+  callbackPathEvents: EVENTS.map((event) => event.replace(/_/g, '-').toLowerCase()),
+
   readInbound(config, request) {
     const secret = headerValue(request.headers, ALT_A_CALLBACK_HEADER);
     if (!config.callback_secret || !sameSecret(secret, config.callback_secret)) {

@@ -177,6 +177,11 @@ export interface ProviderOperations<C> {
   answerHandshake?(config: C, query: Record<string, unknown>): string | undefined;
   /** What the provider requires of a callback URL, so a URL it would refuse is named before it does. */
   callbackUrlRules?: CallbackUrlRules;
+  /**
+   * Path segments the provider may append to the callback URL, each naming the event it posts there:
+   * such a path is the same callback. Any other appended segment is no callback of ours.
+   */
+  callbackPathEvents?: readonly string[];
 }
 
 /** The callback URL and topics someone must set in the provider's console, which has no API for it. */

@@ -3,6 +3,7 @@ import {
   InboundMessageEvent,
   InboundStatusEvent,
   InboundWatermarkEvent,
+  type IntegrationChannel,
   platformTexts,
 } from '@inbox/contracts';
 import {
@@ -122,8 +123,20 @@ export function inboundRoutes(deps: InboundDeps): Router {
     res.type('text/plain').send(challenge);
   });
 
+  // A provider that appends the event's name to the callback URL (`callbackPathEvents`) posts the same
+  // callbacks there; any other path under an integration's is no callback of ours, refused before it is
+  // admitted.
+  const eventPath: RequestHandler = (req, res, next) => {
+    const { channel, event } = req.params as { channel: string; event?: string };
+    if (event === undefined) return next();
+    const events = adapterFor(channel as IntegrationChannel)?.callbackPathEvents;
+    if (events?.includes(event)) return next();
+    answerJson(res, unknownIntegration.status, { error: unknownIntegration.text });
+  };
+
   router.post(
-    '/inbound/:channel/:integrationId',
+    ['/inbound/:channel/:integrationId', '/inbound/:channel/:integrationId/:event'],
+    eventPath,
     admit(unknownIntegration),
     // Z-API gzips its webhooks: a compressed body is inflated, up to the limit, and charged by the size
     // it inflates to (88 bytes of brotli can be a mebibyte to verify and parse).
