@@ -50,7 +50,17 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
   // Not started: the events stay in the outbox, where the test reads them.
   const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
   const app = createHttpApp({ logger, parseJson: false });
-  app.use(inboundRoutes({ pool, store, relay, logger, limits: { ...defaultCallbackLimits, ...limits } }));
+  // One rate for every channel unless a test gives a channel its own, so that the limits a test sets
+  // are those its Cloud API batches meet.
+  app.use(
+    inboundRoutes({
+      pool,
+      store,
+      relay,
+      logger,
+      limits: { ...defaultCallbackLimits, channelRates: {}, ...limits },
+    }),
+  );
   finishHttpApp(app, logger);
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
@@ -274,6 +284,24 @@ describe('inbound callbacks', () => {
     const refused = answers.find((answer) => answer.status === 429)!;
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect((await connector.callback(quiet)).status).toBe(200);
+  });
+
+  it("gives a Cloud API integration the rate of Meta's throughput, where another channel's is refused", async () => {
+    const connector = await startConnector({
+      perSecond: 5,
+      burst: 10,
+      channelRates: { 'chat-official': { perSecond: 40, burst: 40 } },
+    });
+    const evolution = await connector.integration();
+    const official = await connector.officialIntegration();
+    const evolutionAnswers = await Promise.all(
+      Array.from({ length: 25 }, () => connector.callback(evolution)),
+    );
+    expect(evolutionAnswers.map((answer) => answer.status)).toContain(429);
+    const officialAnswers = await Promise.all(
+      Array.from({ length: 25 }, () => connector.batchCallback(official, 1)),
+    );
+    expect(officialAnswers.map((answer) => answer.status)).toEqual(Array(25).fill(200));
   });
 
   it('records a callback of many messages a hundred per transaction, each in a few statements, each message once', async () => {

@@ -11,6 +11,8 @@ export interface CallbackLimits {
   perSecond: number;
   /** Callbacks one integration may send at once. */
   burst: number;
+  /** `perSecond` and `burst` of a channel whose provider calls faster than most. */
+  channelRates: Partial<Record<string, { perSecond: number; burst: number }>>;
   /**
    * The same for all of one workspace's integrations together (items charged alike), so a workspace's
    * budget is not one per integration it creates; unbounded when `Infinity`.
@@ -36,14 +38,23 @@ export interface CallbackLimits {
 }
 
 /**
- * Generous for a provider (they batch, and WhatsApp numbers send a few messages per second at most), but
- * one integration's flood, or its stuck provider retrying, takes a bounded share of the connector.
+ * Generous for a provider (they batch, and a WhatsApp number behind Evolution or Z-API sends a few
+ * messages per second at most), but one integration's flood, or its stuck provider retrying, takes a
+ * bounded share of the connector.
  */
 export const defaultCallbackLimits: CallbackLimits = {
   perSecond: 50,
   burst: 200,
-  workspacePerSecond: 200,
-  workspaceBurst: 800,
+  channelRates: {
+    // Meta's Cloud API sends 80 messages a second per number by default (up to 1,000 raised: its
+    // throughput documentation), each with up to three statuses (sent, delivered, read) besides the
+    // customers' messages: a campaign at the default rate is some 240 callbacks a second, which 50
+    // refused, and Meta's backoff then held back the customers' replies too.
+    'chat-official': { perSecond: 300, burst: 1_200 },
+  },
+  // Above any one integration's, so one number's campaign is not cut at its workspace's budget.
+  workspacePerSecond: 600,
+  workspaceBurst: 2_400,
   unknownPerWindow: 50,
   unknownWindowSeconds: 10,
   unknownBlockSeconds: 30,
@@ -101,6 +112,8 @@ const channels = new Set<string>(inboundChannels);
  */
 export class CallbackAdmission {
   private readonly perIntegration: Budget;
+  /** Channels with rates of their own (`channelRates`), each integration of theirs with its own budget. */
+  private readonly perIntegrationOf = new Map<string, Budget>();
   private readonly perWorkspace: Budget | undefined;
   private readonly unknownCallers: RateLimiterMemory;
   private readonly turns: WorkspaceTurns;
@@ -124,6 +137,10 @@ export class CallbackAdmission {
     private readonly budgetPer: 'integration' | 'address' = 'integration',
   ) {
     this.perIntegration = new Budget('callbacks', limits.burst, limits.perSecond);
+    for (const [channel, rate] of Object.entries(limits.channelRates)) {
+      if (rate)
+        this.perIntegrationOf.set(channel, new Budget(`callbacks-${channel}`, rate.burst, rate.perSecond));
+    }
     this.perWorkspace =
       limits.workspacePerSecond === Number.POSITIVE_INFINITY
         ? undefined
@@ -167,7 +184,7 @@ export class CallbackAdmission {
     }
     const over =
       (await this.spend(
-        this.perIntegration,
+        this.integrationBudget(stored),
         this.integrationKey(integrationId, address),
         'integration',
         stored,
@@ -188,13 +205,13 @@ export class CallbackAdmission {
     if (waits) {
       const integrationKey = this.integrationKey(integrationId, address);
       const owed =
-        (await this.owed(this.perIntegration, integrationKey, 'integration')) ??
+        (await this.owed(this.integrationBudget(stored), integrationKey, 'integration')) ??
         (this.perWorkspace && (await this.owed(this.perWorkspace, stored.workspaceId, 'workspace')));
       if (owed) {
         refusals.add(1, { reason: owed.reason });
         release();
         // Refused for what others owe: the point it spent is given back, its retry pays it again.
-        await this.perIntegration.limiter.reward(integrationKey, 1);
+        await this.integrationBudget(stored).limiter.reward(integrationKey, 1);
         await this.perWorkspace?.limiter.reward(stored.workspaceId, 1);
         return owed;
       }
@@ -215,12 +232,12 @@ export class CallbackAdmission {
       if (weight <= charged) return;
       const more = weight - charged;
       charged = weight;
-      await this.perIntegration.charge(found.integration.id, more);
+      await this.integrationBudget(found).charge(found.integration.id, more);
       await this.perWorkspace?.charge(found.workspaceId, more);
     };
     const sized = Math.ceil(bodyBytes / this.limits.bytesPerItem);
     const owed = async () =>
-      (await this.owed(this.perIntegration, found.integration.id, 'integration')) ??
+      (await this.owed(this.integrationBudget(found), found.integration.id, 'integration')) ??
       (this.perWorkspace && (await this.owed(this.perWorkspace, found.workspaceId, 'workspace')));
     // Whether its budgets owed before its body was charged, and right after: a debt its own body made
     // is its own, and the callback is still taken (a provider's one large batch goes through whole).
@@ -239,6 +256,10 @@ export class CallbackAdmission {
         return refused;
       },
     };
+  }
+
+  private integrationBudget(found: CallbackIntegration): Budget {
+    return this.perIntegrationOf.get(found.integration.channel) ?? this.perIntegration;
   }
 
   private integrationKey(integrationId: string, address: string): string {
