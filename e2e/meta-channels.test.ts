@@ -72,7 +72,7 @@ describe('Meta messaging channels', () => {
       // the answer says what to set (besides the http URL the real Meta would refuse).
       const callbackUrl = `${fixture.stack.connectorUrl}/inbound/${subject.channel}/${integration.body.id}`;
       expect(integration.body.warnings).toContainEqual(
-        `O provedor do canal "${subject.channel}" não registra a URL de notificações por API: configure ${callbackUrl} como URL de notificações do aplicativo no painel de desenvolvedor do provedor, com os tópicos ${subject.channel === 'social' ? 'messages, message_deliveries, message_reads' : 'messages, messaging_seen'}`,
+        `O provedor do canal "${subject.channel}" não registra a URL de notificações por API: configure ${callbackUrl} como URL de notificações do aplicativo no painel de desenvolvedor do provedor, com os tópicos ${subject.channel === 'social' ? 'messages, messaging_postbacks, message_deliveries, message_reads' : 'messages, messaging_postbacks, messaging_seen'}`,
       );
       const registered = await sandbox(fixture.stack, `/_sandbox/${subject.channel}/app`, {
         account: subject.account,
@@ -180,6 +180,27 @@ describe('Meta messaging channels', () => {
         },
       });
       expect(await sentTo(fixture.stack, subject.user, subject.channel)).toHaveLength(1);
+
+      // The customer taps Get Started (a postback): taken in as their answer with the button's title,
+      // it opens the window again as a message does.
+      const tap = await sandbox(fixture.stack, '/_sandbox/inbound', {
+        channel: subject.channel,
+        account: subject.account,
+        from: subject.user,
+        text: 'Começar',
+        type: 'postback',
+      });
+      expect(tap.body).toMatchObject({ ok: true, delivered_status: 200 });
+      await waitFor(() => eventsOf(fixture.receiver, workspaceId, 'message.received').length === 2, {
+        what: 'the postback received',
+      });
+      expect(eventsOf(fixture.receiver, workspaceId, 'message.received')[1]).toMatchObject({
+        conversation_id: conversationId,
+        message: { text: 'Começar', type: 'text' },
+      });
+      const again = await fixture.stack.admin<Json>('POST', replyPath, { text: 'Bem-vindo!' });
+      expect(again.status).toBe(201);
+      expect(await sentTo(fixture.stack, subject.user, subject.channel)).toHaveLength(2);
     });
   }
 

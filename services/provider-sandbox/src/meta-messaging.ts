@@ -21,6 +21,7 @@ import {
   invalidToken,
   type TokenEnding,
 } from './graph-error.js';
+import { inboundKinds } from './inbound-kinds.js';
 import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { metaJson } from './meta-json.js';
@@ -59,6 +60,12 @@ const STANDARD_WINDOW_MS = 24 * 3_600_000;
 /** The HUMAN_AGENT tag lets a person of the business answer for 7 days. */
 const HUMAN_AGENT_WINDOW_MS = 7 * 24 * 3_600_000;
 const MESSAGING_TYPES = ['RESPONSE', 'UPDATE', 'MESSAGE_TAG'];
+
+/** What the business set on the button a postback tells of; the sandbox's buttons all carry this one. */
+const POSTBACK_PAYLOAD = 'GET_STARTED';
+
+/** What the inbound control sends: a text message, or a tap on a postback button. */
+const metaKinds = (channel: string) => inboundKinds(channel, ['text', 'postback']);
 
 /** The one app the sandbox pretends to be, as `subscribed_apps` lists it. */
 export const SANDBOX_META_APP = { id: '670843887433847', name: 'Inbox sandbox app', category: 'Business' };
@@ -333,6 +340,19 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       [list]: events,
     });
 
+    /**
+     * A tap on a postback button, Get Started or a persistent menu item (an Instagram ice breaker too),
+     * sent on its own field, `messaging_postbacks`: the button's title, and the payload the business set.
+     */
+    function postback(account: string, from: string, title: string, mid: string) {
+      return {
+        sender: { id: from },
+        recipient: { id: account },
+        timestamp: Date.now(),
+        postback: { mid, title, payload: POSTBACK_PAYLOAD },
+      };
+    }
+
     function userMessage(account: string, from: string, text: string, mid: string) {
       return {
         sender: { id: from },
@@ -343,18 +363,24 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
     }
 
     function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
-      if (message.type !== 'text')
-        throw new ControlError(400, `${channel} inbound supports type "text" only`);
+      const kind = metaKinds(channel).of(message.type);
       if (message.groupId !== undefined || message.addressingMode !== undefined)
         throw new ControlError(
           400,
           `${channel} has no groups nor addressing modes: users are named by their scoped id`,
         );
-      const to = notifier(message.account, 'messages', message.appSecret);
+      const to = notifier(
+        message.account,
+        kind === 'postback' ? 'messaging_postbacks' : 'messages',
+        message.appSecret,
+      );
       if (!to) return undefined;
       const mid = product.newMid(message.account);
       // The webhook carries no name: `name` is not sent, as Meta sends none.
-      const event = userMessage(message.account, message.from, message.text, mid);
+      const event =
+        kind === 'postback'
+          ? postback(message.account, message.from, message.text, mid)
+          : userMessage(message.account, message.from, message.text, mid);
       return { ...signed(to, [entry(message.account, [event])]), providerMessageId: mid };
     }
 

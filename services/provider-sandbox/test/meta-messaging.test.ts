@@ -97,6 +97,28 @@ describe('social (Messenger) and photo (Instagram) emulation', () => {
     expect(delivered.body.provider_message_id).toMatch(/^m_[\w-]{40,}$/);
   });
 
+  it('posts a tap on a postback button on messaging_postbacks, only to an account subscribed to it', async () => {
+    await connect('social', PAGE);
+    const tap = { channel: 'social', account: PAGE, from: USER, text: 'Começar', type: 'postback' };
+    // Subscribed to messages and deliveries only: Meta sends the postback nowhere.
+    expect((await control('/inbound', tap)).status).toBe(409);
+    await graph('social', `${PAGE}/subscribed_apps?subscribed_fields=messages,messaging_postbacks`, {});
+    const delivered = await control('/inbound', tap);
+    expect(delivered.body).toMatchObject({ ok: true, delivered_status: 200 });
+    const body = JSON.parse(receiver.posts()[0]!.rawBody) as { entry: Array<{ messaging: Json[] }> };
+    expect(body.entry[0]!.messaging).toEqual([
+      {
+        sender: { id: USER },
+        recipient: { id: PAGE },
+        timestamp: expect.any(Number),
+        postback: { mid: delivered.body.provider_message_id, title: 'Começar', payload: 'GET_STARTED' },
+      },
+    ]);
+    expect((await control('/inbound', { ...tap, type: 'image' })).body).toEqual({
+      error: 'social inbound type must be one of text, postback',
+    });
+  });
+
   it('answers the Send API with recipient_id and message_id, and records it', async () => {
     await connect('social', PAGE);
     await inbound('social', PAGE);

@@ -137,6 +137,51 @@ describe('the Messenger adapter (social)', () => {
     ]);
   });
 
+  it('reads a postback as the person answering with the button title, named by its mid or its time', () => {
+    const tap = (postback: Record<string, unknown>, timestamp = 1700000000500) => ({
+      sender: { id: PSID },
+      recipient: { id: PAGE },
+      timestamp,
+      postback,
+    });
+    const batch = socialAdapter.readInbound(
+      social,
+      signedRequest({
+        object: 'page',
+        entry: [
+          {
+            id: PAGE,
+            time: 1700000000600,
+            messaging: [
+              tap({ mid: 'm_tap', title: 'Começar', payload: 'GET_STARTED' }),
+              tap({ payload: 'MENU_PEDIDOS' }, 1700000000700),
+            ],
+          },
+        ],
+      }),
+    );
+    expect(batch.messages).toEqual([
+      {
+        providerMessageId: 'm_tap',
+        from: PSID,
+        keyedBy: 'user_id',
+        name: null,
+        text: 'Começar',
+        type: 'text',
+        sentAt: new Date(1700000000500),
+      },
+      {
+        providerMessageId: `postback:${PSID}:1700000000700`,
+        from: PSID,
+        keyedBy: 'user_id',
+        name: null,
+        text: 'MENU_PEDIDOS',
+        type: 'text',
+        sentAt: new Date(1700000000700),
+      },
+    ]);
+  });
+
   it('refuses a body not signed with the app secret, and an Instagram body', () => {
     const body = { object: 'page', entry: [{ id: PAGE, time: 1, messaging: [message(PAGE, 'm_1')] }] };
     expect(() => socialAdapter.readInbound(social, signedRequest(body, 'another-secret'))).toThrow(

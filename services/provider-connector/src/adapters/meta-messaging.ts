@@ -74,6 +74,16 @@ const MessagingEvent = z.object({
       attachments: z.array(Attachment).optional(),
     })
     .optional(),
+  // A tap on a postback button, the Get Started button, a persistent menu item or an Instagram ice
+  // breaker (reference/webhook-events/messaging_postbacks): `title` the label the person saw, `payload`
+  // what the business set on it; older events carry no `mid`.
+  postback: z
+    .object({
+      mid: z.string().min(1).optional(),
+      title: z.string().optional(),
+      payload: z.string().optional(),
+    })
+    .optional(),
   delivery: z.object({ mids: z.array(z.string()).optional(), watermark: z.number().optional() }).optional(),
   read: z.object({ mid: z.string().optional(), watermark: z.number().optional() }).optional(),
 });
@@ -152,6 +162,20 @@ function readEvents(account: string, events: MessagingEvent[]): InboundBatch {
         // The webhook carries no name: the user's profile is a separate call, with its own permission.
         name: null,
         ...content(event.message),
+        sentAt: at ?? new Date(),
+      });
+    }
+    // The person answering with the button's label, as a tap on a WhatsApp button is; often their first
+    // word (Get Started), and it opens the messaging window as a message does. Meta redelivers the same
+    // event, so one without a mid is named by its sender and time.
+    if (event.postback) {
+      batch.messages.push({
+        providerMessageId: event.postback.mid ?? `postback:${event.sender.id}:${event.timestamp ?? 0}`,
+        from: event.sender.id,
+        keyedBy: 'user_id',
+        name: null,
+        text: event.postback.title ?? event.postback.payload ?? '',
+        type: 'text',
         sentAt: at ?? new Date(),
       });
     }

@@ -13,7 +13,7 @@ export const photoAdapter = metaMessagingAdapter({
   textLimit: { max: 1000, unit: 'bytes' },
   messagingType: false,
   // `messaging_seen` reports reads by message id.
-  subscribedFields: ['messages', 'messaging_seen'],
+  subscribedFields: ['messages', 'messaging_postbacks', 'messaging_seen'],
   // Instagram's "This message is sent outside of allowed window" (code 10).
   windowSubcode: 2534022,
   // Business Use Case rate limit of the Instagram Platform.

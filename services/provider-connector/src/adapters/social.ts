@@ -13,7 +13,7 @@ export const socialAdapter = metaMessagingAdapter({
   textLimit: { max: 2000, unit: 'characters' },
   messagingType: true,
   // Messenger's reads name only a watermark, never a message id: they are taken in as watermarks.
-  subscribedFields: ['messages', 'message_deliveries', 'message_reads'],
+  subscribedFields: ['messages', 'messaging_postbacks', 'message_deliveries', 'message_reads'],
   // "(#10) This message is sent outside of allowed window."
   windowSubcode: 2018278,
   // Business Use Case rate limit of the Messenger Platform.
