@@ -134,8 +134,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
     answerJson(res, unknownIntegration.status, { error: unknownIntegration.text });
   };
 
-  router.post(
-    ['/inbound/:channel/:integrationId', '/inbound/:channel/:integrationId/:event'],
+  const takeCallback: RequestHandler[] = [
     eventPath,
     admit(unknownIntegration),
     // Z-API gzips its webhooks: a compressed body is inflated, up to the limit, and charged by the size
@@ -204,7 +203,10 @@ export function inboundRoutes(deps: InboundDeps): Router {
       deps.relay.wake();
       answerJson(res, 200, { ok: true });
     },
-  );
+  ];
+  // Each path its own route, so that the server span and the metrics name the route it matched.
+  router.post('/inbound/:channel/:integrationId', ...takeCallback);
+  router.post('/inbound/:channel/:integrationId/:event', ...takeCallback);
 
   return router;
 }
