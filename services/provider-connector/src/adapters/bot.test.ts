@@ -116,10 +116,43 @@ describe('bot adapter: Telegram updates', () => {
 
   it('takes a photo with its caption as an image, and names a user without a name by username', () => {
     expect(read(photoUpdate).messages[0]).toMatchObject({ type: 'image', text: 'meu pedido', name: 'Ana' });
-    const sticker = read(stickerUpdate);
-    expect(sticker.messages).toEqual([]);
-    expect(sticker.unreadable).toEqual([
-      { providerMessageId: '2222222:8', reason: expect.stringContaining('sticker') },
+  });
+
+  it('takes what a person sent that is no text: a sticker by its emoji, a contact, a poll, a GIF, a place', () => {
+    const withMessage = (fields: Record<string, unknown>) => ({
+      ...stickerUpdate,
+      message: { ...stickerUpdate.message, sticker: undefined, ...fields },
+    });
+    expect(read(stickerUpdate).messages[0]).toMatchObject({ type: 'others', text: '' });
+    const said = (fields: Record<string, unknown>) => {
+      const { type, text } = read(withMessage(fields)).messages[0]!;
+      return [type, text];
+    };
+    expect(said({ sticker: { ...stickerUpdate.message.sticker, emoji: '👍' } })).toEqual(['others', '👍']);
+    expect(said({ contact: { phone_number: '+5511999990000', first_name: 'Bia', user_id: 3 } })).toEqual([
+      'others',
+      'Bia +5511999990000',
+    ]);
+    expect(said({ poll: { id: '1', question: 'Qual sabor?', options: [] } })).toEqual([
+      'others',
+      'Qual sabor?',
+    ]);
+    expect(said({ dice: { emoji: '🎲', value: 4 } })).toEqual(['others', '🎲']);
+    expect(
+      said({ animation: { file_id: 'CgAC' }, document: { file_name: 'gif.mp4' }, caption: 'olha' }),
+    ).toEqual(['video', 'olha']);
+    expect(said({ video_note: { file_id: 'DQAC', length: 240, duration: 5 } })).toEqual(['video', '']);
+    expect(
+      said({
+        location: { latitude: -23.5, longitude: -46.6 },
+        venue: { title: 'Loja Centro', address: 'Rua A' },
+      }),
+    ).toEqual(['location', 'Loja Centro']);
+    // A service message is nothing anyone wrote.
+    const pinned = read(withMessage({ pinned_message: { message_id: 7 } }));
+    expect(pinned.messages).toEqual([]);
+    expect(pinned.unreadable).toEqual([
+      { providerMessageId: '2222222:8', reason: expect.stringContaining('service message') },
     ]);
   });
 

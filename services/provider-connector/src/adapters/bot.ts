@@ -59,6 +59,16 @@ const Message = z.object({
   audio: z.unknown().optional(),
   document: z.object({ file_name: z.string().optional() }).optional(),
   location: z.unknown().optional(),
+  // A GIF, sent with `document` set too "for backward compatibility" (Bot API, Message).
+  animation: z.unknown().optional(),
+  video_note: z.unknown().optional(),
+  sticker: z.object({ emoji: z.string().optional() }).optional(),
+  contact: z
+    .object({ phone_number: z.string(), first_name: z.string().optional(), last_name: z.string().optional() })
+    .optional(),
+  poll: z.object({ question: z.string() }).optional(),
+  dice: z.object({ emoji: z.string() }).optional(),
+  venue: z.object({ title: z.string() }).optional(),
 });
 type TelegramMessage = z.infer<typeof Message>;
 
@@ -117,15 +127,27 @@ async function callMethod(
   return parsed.data.result;
 }
 
+/**
+ * What a message says. A sticker, a shared contact, a poll or a die is something the person sent, in the
+ * words it carries (its emoji, the contact's name and number, the question), as the WhatsApp channels'
+ * stickers and contacts are; a service message (a member joined, a pinned message...) is not.
+ */
 function content(message: TelegramMessage): Pick<InboundMessage, 'text' | 'type'> | undefined {
   if (message.text !== undefined) return { text: message.text, type: 'text' };
   const caption = message.caption ?? '';
   if (message.photo) return { text: caption, type: 'image' };
-  if (message.video) return { text: caption, type: 'video' };
+  if (message.video || message.animation || message.video_note) return { text: caption, type: 'video' };
   if (message.voice || message.audio) return { text: caption, type: 'audio' };
   if (message.document) return { text: caption || (message.document.file_name ?? ''), type: 'document' };
+  if (message.venue) return { text: message.venue.title, type: 'location' };
   if (message.location) return { text: '', type: 'location' };
-  // Stickers, polls, service messages (a member joined, a pinned message...): nothing a person wrote.
+  if (message.sticker) return { text: message.sticker.emoji ?? '', type: 'others' };
+  if (message.contact) {
+    const { first_name, last_name, phone_number } = message.contact;
+    return { text: [first_name, last_name, phone_number].filter(Boolean).join(' '), type: 'others' };
+  }
+  if (message.poll) return { text: message.poll.question, type: 'others' };
+  if (message.dice) return { text: message.dice.emoji, type: 'others' };
   return undefined;
 }
 
@@ -186,7 +208,7 @@ export const botAdapter: ChannelAdapter<'bot'> = {
         unreadable: [
           {
             providerMessageId: id,
-            reason: 'bot message has no content we keep (a sticker, a poll, a service message)',
+            reason: 'bot message has no content we keep (a service message)',
           },
         ],
       };
