@@ -286,6 +286,20 @@ describe('inbound callbacks', () => {
     expect((await connector.callback(quiet)).status).toBe(200);
   });
 
+  it("takes a Cloud API number's campaign of statuses, past what another channel's integration may send", async () => {
+    const connector = await startConnector({ channelRates: defaultCallbackLimits.channelRates });
+    const official = await connector.officialIntegration();
+    const statuses: number[] = [];
+    // 300 callbacks within a second or two: past the 200 an integration may send at once by default.
+    for (let round = 0; round < 6; round++) {
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, () => connector.batchCallback(official, 1)),
+      );
+      statuses.push(...answers.map((answer) => answer.status));
+    }
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
+  });
+
   it("gives a Cloud API integration the rate of Meta's throughput, where another channel's is refused", async () => {
     const connector = await startConnector({
       perSecond: 5,

@@ -1023,13 +1023,28 @@ describe('chat-official (Cloud API) emulation', () => {
       const value = (JSON.parse(receiver.posts()[0]!.rawBody) as Notification).entry[0]!.changes[0]!.value;
       expect(value.contacts).toEqual([expect.objectContaining({ wa_id: '5215512345678' })]);
       expect(value.messages).toEqual([expect.objectContaining({ from: '5215512345678' })]);
+      const inWindow: string[] = [];
       for (const to of ['525512345678', '+5215512345678']) {
         const answer = await send(textMessage(to));
         expect(answer.status).toBe(200);
-        expect((await answer.json()) as Record<string, unknown>).toMatchObject({
-          contacts: [{ input: to, wa_id: '5215512345678' }],
-        });
+        const body = (await answer.json()) as SendAnswer & Record<string, unknown>;
+        expect(body).toMatchObject({ contacts: [{ input: to, wa_id: '5215512345678' }] });
+        inWindow.push(body.messages[0]!.id);
       }
+      // Inside the window the message opened, whichever form was written: only a send to a number that
+      // never wrote fails later (131047).
+      const outside = ((await (await send(textMessage('5511900000000'))).json()) as SendAnswer).messages[0]!
+        .id;
+      const failed = () =>
+        receiver
+          .posts()
+          .flatMap(
+            (post) => (JSON.parse(post.rawBody) as Notification).entry[0]!.changes[0]!.value.statuses ?? [],
+          )
+          .filter((status) => (status as { status: string }).status === 'failed')
+          .map((status) => (status as { id: string }).id);
+      await waitFor(() => failed().includes(outside), { what: 'the failed status of the send outside' });
+      expect(failed()).toEqual([outside]);
     });
 
     it('answers 409 without a registered callback and 400 while it was never given an app_secret', async () => {

@@ -20,6 +20,8 @@ describe('normalisePhone', () => {
     ['+525512345678', '55', '+525512345678'],
     ['+5491123456789', '55', '+5491123456789'],
     ['+541123456789', '55', '+541123456789'],
+    // No Mexican number starts with 1 after the mobile prefix: not that prefix, left as written.
+    ['+5211234567890', '55', '+5211234567890'],
   ])('%s with country %s is %s', (raw, country, expected) => {
     expect(normalisePhone(raw, country)).toBe(expected);
   });

@@ -208,7 +208,8 @@ export const botAdapter: ChannelAdapter<'bot'> = {
         unreadable: [
           {
             providerMessageId: id,
-            reason: 'bot message has no content we keep (a service message)',
+            reason:
+              'bot message has no content we keep (a service message, or a kind not read: a story, a game...)',
           },
         ],
       };

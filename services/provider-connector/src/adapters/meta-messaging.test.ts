@@ -137,7 +137,7 @@ describe('the Messenger adapter (social)', () => {
     ]);
   });
 
-  it('reads a postback as the person answering with the button title, named by its mid or its time', () => {
+  it('reads a postback as the person answering with the button title, named by its mid or by what it says', () => {
     const tap = (postback: Record<string, unknown>, timestamp = 1700000000500) => ({
       sender: { id: PSID },
       recipient: { id: PAGE },
@@ -171,15 +171,23 @@ describe('the Messenger adapter (social)', () => {
         sentAt: new Date(1700000000500),
       },
       {
-        providerMessageId: `postback:${PSID}:1700000000700`,
+        providerMessageId: expect.stringMatching(/^postback:[0-9a-f]{64}$/),
         from: PSID,
         keyedBy: 'user_id',
         name: null,
-        text: 'MENU_PEDIDOS',
-        type: 'text',
+        text: '',
+        type: 'others',
         sentAt: new Date(1700000000700),
       },
     ]);
+    // The same event again (Meta's redelivery) has the same id; another tap has another.
+    const again = (payload: string, timestamp: number) =>
+      socialAdapter.readInbound(
+        social,
+        signedRequest({ object: 'page', entry: [{ id: PAGE, messaging: [tap({ payload }, timestamp)] }] }),
+      ).messages[0]!.providerMessageId;
+    expect(again('MENU_PEDIDOS', 1700000000700)).toBe(batch.messages[1]!.providerMessageId);
+    expect(again('MENU_PEDIDOS', 1700000000800)).not.toBe(batch.messages[1]!.providerMessageId);
   });
 
   it('refuses a body not signed with the app secret, and an Instagram body', () => {

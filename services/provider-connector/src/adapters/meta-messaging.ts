@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { AppError, type ChannelConfig, platformTexts } from '@inbox/contracts';
 import { z } from 'zod';
 import {
@@ -166,16 +167,18 @@ function readEvents(account: string, events: MessagingEvent[]): InboundBatch {
       });
     }
     // The person answering with the button's label, as a tap on a WhatsApp button is; often their first
-    // word (Get Started), and it opens the messaging window as a message does. Meta redelivers the same
-    // event, so one without a mid is named by its sender and time.
+    // word (Get Started), and it opens the messaging window as a message does. The payload is the
+    // business's code, not the person's words. Meta redelivers the same event, so one without a mid is
+    // named by what it says.
     if (event.postback) {
+      const { mid, title } = event.postback;
       batch.messages.push({
-        providerMessageId: event.postback.mid ?? `postback:${event.sender.id}:${event.timestamp ?? 0}`,
+        providerMessageId:
+          mid ?? `postback:${createHash('sha256').update(JSON.stringify(event)).digest('hex')}`,
         from: event.sender.id,
         keyedBy: 'user_id',
         name: null,
-        text: event.postback.title ?? event.postback.payload ?? '',
-        type: 'text',
+        ...(title ? { text: title, type: 'text' as const } : { text: '', type: 'others' as const }),
         sentAt: at ?? new Date(),
       });
     }

@@ -1,4 +1,4 @@
-import { inboundChannels } from '@inbox/contracts';
+import { type IntegrationChannel, inboundChannels } from '@inbox/contracts';
 import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
@@ -12,7 +12,7 @@ export interface CallbackLimits {
   /** Callbacks one integration may send at once. */
   burst: number;
   /** `perSecond` and `burst` of a channel whose provider calls faster than most. */
-  channelRates: Partial<Record<string, { perSecond: number; burst: number }>>;
+  channelRates: Partial<Record<IntegrationChannel, { perSecond: number; burst: number }>>;
   /**
    * The same for all of one workspace's integrations together (items charged alike), so a workspace's
    * budget is not one per integration it creates; unbounded when `Infinity`.
@@ -39,8 +39,9 @@ export interface CallbackLimits {
 
 /**
  * Generous for a provider (they batch, and a WhatsApp number behind Evolution or Z-API sends a few
- * messages per second at most), but one integration's flood, or its stuck provider retrying, takes a
- * bounded share of the connector.
+ * messages per second at most, each bringing back up to five callbacks on Z-API: its statuses, its
+ * on-send outcome and its sent-by-me echo), but one integration's flood, or its stuck provider retrying,
+ * takes a bounded share of the connector.
  */
 export const defaultCallbackLimits: CallbackLimits = {
   perSecond: 50,
