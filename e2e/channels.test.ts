@@ -1,7 +1,13 @@
-import { createHash } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { eventsOf, type Json, sandbox, sentTo, useStack } from './support/fixtures.js';
+import {
+  eventsOf,
+  type Json,
+  officialConfig as officialConfigOf,
+  sandbox,
+  sentTo,
+  useStack,
+} from './support/fixtures.js';
 
 const fixture = useStack();
 
@@ -20,17 +26,7 @@ async function workspace(name: string) {
   return { id: ws.body.workspace_id, key: ws.body.api_key };
 }
 
-function officialConfig(account: string) {
-  const secret = createHash('sha256').update(account).digest('hex');
-  return {
-    base_url: `${fixture.stack.sandboxUrl}/chat-official`,
-    phone_number_id: account,
-    waba_id: `waba-${account}`,
-    access_token: `token-${account}`,
-    app_secret: `app-secret-${secret.slice(0, 12)}`,
-    verify_token: `verify-${account}`,
-  };
-}
+const officialConfig = (account: string) => officialConfigOf(fixture.stack, account);
 
 describe('chat-official', () => {
   it('registers its webhook, keeps the 24-hour window locally and at the provider, and takes status updates', async () => {

@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { eventsOf, type Json, sandbox, sentTo, useStack } from './support/fixtures.js';
+import { eventsOf, type Json, officialConfig, sandbox, sentTo, useStack } from './support/fixtures.js';
 
 const fixture = useStack();
 
@@ -178,34 +177,40 @@ describe('inbound messages on alt-a', () => {
 });
 
 describe('numbers as WhatsApp names them', () => {
-  it('takes the answer of a number WhatsApp names without its ninth digit into the conversation the API began', async () => {
+  /**
+   * An alt-a workspace the API writes to as `written`; its customer answers from `from` as the sandbox
+   * names them, and the answer must land in the conversation the API began, on its contact.
+   */
+  async function answerLandsInTheConversation(
+    name: string,
+    written: string,
+    from: string,
+    stored: string,
+  ): Promise<void> {
     const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
       'POST',
       '/admin/v1/workspaces',
-      {
-        name: 'in-nine',
-      },
+      { name },
     );
     const id = ws.body.workspace_id;
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
       channel: 'alt-a',
-      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-nine', api_key: 'key-in-nine' },
+      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: name, api_key: `key-${name}` },
     });
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
-      url: `${fixture.receiver.url}/in-nine`,
+      url: `${fixture.receiver.url}/${name}`,
       events: ['*'],
     });
-    // Belo Horizonte (31): WhatsApp names +55 31 98888-7777 as 553188887777.
     const sent = await fixture.stack.api<{ conversationId: string; contactId: string }>(
       '/api/v1/send-message',
       ws.body.api_key,
-      { phone: '(31) 98888-7777', message: 'Seu pedido saiu', channel: 'alt-a' },
+      { phone: written, message: 'Seu pedido saiu', channel: 'alt-a' },
     );
     expect(sent.status).toBe(200);
     const delivered = await sandbox(fixture.stack, '/_sandbox/inbound', {
       channel: 'alt-a',
-      account: 'in-nine',
-      from: '5531988887777',
+      account: name,
+      from,
       text: 'Obrigado!',
     });
     expect(delivered.status).toBe(200);
@@ -214,48 +219,21 @@ describe('numbers as WhatsApp names them', () => {
     });
     expect(eventsOf(fixture.receiver, id, 'message.received')[0]).toMatchObject({
       conversation_id: sent.body.conversationId,
-      contact: { id: sent.body.contactId, phone: '+5531988887777' },
+      contact: { id: sent.body.contactId, phone: stored },
     });
+  }
+
+  it("takes a Brazilian mobile's answer, named without its nine, into the API's conversation", async () => {
+    // Belo Horizonte (31): WhatsApp names +55 31 98888-7777 as 553188887777.
+    await answerLandsInTheConversation('in-nine', '(31) 98888-7777', '5531988887777', '+5531988887777');
   });
 
-  it('takes the answer of a Mexican mobile WhatsApp names with its 1 into the conversation the API began', async () => {
-    const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
-      'POST',
-      '/admin/v1/workspaces',
-      { name: 'in-mx' },
-    );
-    const id = ws.body.workspace_id;
-    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
-      channel: 'alt-a',
-      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-mx', api_key: 'key-in-mx' },
-    });
-    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
-      url: `${fixture.receiver.url}/in-mx`,
-      events: ['*'],
-    });
-    const sent = await fixture.stack.api<{ conversationId: string; contactId: string }>(
-      '/api/v1/send-message',
-      ws.body.api_key,
-      { phone: '+52 55 1234 5678', message: 'Su pedido salió', channel: 'alt-a' },
-    );
-    expect(sent.status).toBe(200);
-    // Evolution answers with the JID WhatsApp verified, and the customer's reply comes from it.
-    await sandbox(fixture.stack, '/_sandbox/inbound', {
-      channel: 'alt-a',
-      account: 'in-mx',
-      from: '525512345678',
-      text: '¡Gracias!',
-    });
-    await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length === 1, {
-      what: 'message.received',
-    });
-    expect(eventsOf(fixture.receiver, id, 'message.received')[0]).toMatchObject({
-      conversation_id: sent.body.conversationId,
-      contact: { id: sent.body.contactId, phone: '+525512345678' },
-    });
+  it("takes the answer of a Mexican mobile named with its 1 into the API's conversation", async () => {
+    // Evolution answers with the JID WhatsApp verified, 5215512345678; the customer's reply comes from it.
+    await answerLandsInTheConversation('in-mx', '+52 55 1234 5678', '525512345678', '+525512345678');
   });
 
-  it('sends to an Argentine mobile written without its 9 in the conversation its customer began with it', async () => {
+  it("sends to an Argentine mobile written without its 9 in its customer's conversation", async () => {
     const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
       'POST',
       '/admin/v1/workspaces',
@@ -263,17 +241,11 @@ describe('numbers as WhatsApp names them', () => {
     );
     const id = ws.body.workspace_id;
     const account = 'pn-in-ar';
-    const appSecret = `app-secret-${createHash('sha256').update(account).digest('hex').slice(0, 12)}`;
+    const config = officialConfig(fixture.stack, account);
+    const appSecret = config.app_secret;
     const integration = await fixture.stack.admin<Json>('POST', `/admin/v1/workspaces/${id}/integrations`, {
       channel: 'chat-official',
-      config: {
-        base_url: `${fixture.stack.sandboxUrl}/chat-official`,
-        phone_number_id: account,
-        waba_id: `waba-${account}`,
-        access_token: `token-${account}`,
-        app_secret: appSecret,
-        verify_token: `verify-${account}`,
-      },
+      config,
     });
     expect(integration.status).toBe(201);
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   forgetIdempotencyKeys,
   type Json,
+  officialConfig,
   sandbox,
   sentTo as sentToSandbox,
   useStack,
@@ -32,14 +33,7 @@ async function officialWorkspace(name: string, phoneNumberId: string, secret: st
     `/admin/v1/workspaces/${created.body.workspace_id}/integrations`,
     {
       channel: 'chat-official',
-      config: {
-        base_url: `${fixture.stack.sandboxUrl}/chat-official`,
-        phone_number_id: phoneNumberId,
-        waba_id: `waba-${phoneNumberId}`,
-        access_token: `token-${phoneNumberId}`,
-        app_secret: secret,
-        verify_token: `verify-${phoneNumberId}`,
-      },
+      config: officialConfig(fixture.stack, phoneNumberId, secret),
     },
   );
   expect(integration.status).toBe(201);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type EventType, eventCatalogue } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import pg from 'pg';
@@ -86,4 +87,23 @@ export async function forgetIdempotencyKeys(stack: TestStack, workspaceId: strin
   } finally {
     await db.end();
   }
+}
+
+/**
+ * A Cloud API integration's config against the stack's sandbox, every credential derived from the phone
+ * number id (the app secret too, unless given).
+ */
+export function officialConfig(
+  stack: TestStack,
+  account: string,
+  appSecret = `app-secret-${createHash('sha256').update(account).digest('hex').slice(0, 12)}`,
+) {
+  return {
+    base_url: `${stack.sandboxUrl}/chat-official`,
+    phone_number_id: account,
+    waba_id: `waba-${account}`,
+    access_token: `token-${account}`,
+    app_secret: appSecret,
+    verify_token: `verify-${account}`,
+  };
 }
