@@ -7,7 +7,7 @@ import type { StatusErrorCode } from './chat-official-webhooks.js';
 import { answerFault, FaultMode, holdAnswer } from './faults.js';
 import { invalidParameter, somethingWentWrong, throttled } from './graph-error.js';
 import { toDigits } from './phone-digits.js';
-import { formsOfAccount, whatsappNumber } from './whatsapp-number.js';
+import { whatsappNumber } from './whatsapp-number.js';
 
 /** Free text is only allowed this long after the customer's last message. */
 const CUSTOMER_SERVICE_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -191,12 +191,9 @@ function addresseeOf(
   return { number: whatsappNumber(number), userId, contact: { input: userId, user_id: userId } };
 }
 
-/** The window is the WhatsApp user's, whichever form of their number opened it or is sent to. */
+/** The window is the WhatsApp user's (the sandbox's windows know them by `whatsappNumber`). */
 function windowIsOpen(stores: SandboxStores, account: string, recipient: string, now: Date): boolean {
-  const lastInbound = formsOfAccount(recipient)
-    .map((number) => stores.windows.lastInbound(CHAT_OFFICIAL, account, number))
-    .filter((at): at is Date => at !== undefined)
-    .sort((a, b) => b.getTime() - a.getTime())[0];
+  const lastInbound = stores.windows.lastInbound(CHAT_OFFICIAL, account, recipient);
   return lastInbound !== undefined && now.getTime() - lastInbound.getTime() <= CUSTOMER_SERVICE_WINDOW_MS;
 }
 

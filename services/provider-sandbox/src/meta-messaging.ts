@@ -64,9 +64,6 @@ const MESSAGING_TYPES = ['RESPONSE', 'UPDATE', 'MESSAGE_TAG'];
 /** What the business set on the button a postback tells of; the sandbox's buttons all carry this one. */
 const POSTBACK_PAYLOAD = 'GET_STARTED';
 
-/** What the inbound control sends: a text message, or a tap on a postback button. */
-const metaKinds = (channel: string) => inboundKinds(channel, ['text', 'postback']);
-
 /** The one app the sandbox pretends to be, as `subscribed_apps` lists it. */
 export const SANDBOX_META_APP = { id: '670843887433847', name: 'Inbox sandbox app', category: 'Business' };
 
@@ -176,6 +173,8 @@ function textFits(text: string, limit: MetaProduct['textLimit']): boolean {
 function createMetaMessaging(product: MetaProduct): ChannelFactory {
   return (stores: SandboxStores, fetchImpl: typeof fetch): ChannelEmulator => {
     const { channel } = product;
+    /** What the inbound control sends: a text message, or a tap on a postback button. */
+    const kinds = inboundKinds(channel, ['text', 'postback']);
     const state: MetaMessagingState = {
       product,
       subscriptions: new Map(),
@@ -363,7 +362,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
     }
 
     function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
-      const kind = metaKinds(channel).of(message.type);
+      const kind = kinds.of(message.type);
       if (message.groupId !== undefined || message.addressingMode !== undefined)
         throw new ControlError(
           400,

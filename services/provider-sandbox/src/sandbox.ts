@@ -4,6 +4,7 @@ import { createAltB } from './alt-b.js';
 import { createBot } from './bot.js';
 import type { ChannelEmulator, ChannelFactory, SandboxStores } from './channel-emulator.js';
 import { createChatOfficial } from './chat-official.js';
+import { CHAT_OFFICIAL } from './chat-official-state.js';
 import { clientErrorStatus } from './client-error-status.js';
 import { ControlError } from './control-error.js';
 import { createControls } from './controls.js';
@@ -14,6 +15,7 @@ import { jsonBody } from './json-body.js';
 import { createMarket } from './market.js';
 import { createPhoto, createSocial } from './meta-messaging.js';
 import { SentLog } from './sent-log.js';
+import { whatsappNumber } from './whatsapp-number.js';
 
 export interface SandboxOptions {
   /** Used for every call the sandbox makes (webhooks, verification handshakes); defaults to the global fetch. */
@@ -54,7 +56,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     sent: new SentLog(options.sentLogLimit),
     faults: new FaultBook(),
     credentials: new CredentialBook(),
-    windows: new ConversationWindows(),
+    windows: new ConversationWindows({ [CHAT_OFFICIAL]: whatsappNumber }),
     faultHoldMs: options.faultHoldMs ?? DEFAULT_FAULT_HOLD_MS,
     allowHttpCallbacks: options.httpCallbacks === 'allow',
   };

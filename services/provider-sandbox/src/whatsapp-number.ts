@@ -19,19 +19,3 @@ export function whatsappNumber(digits: string): string {
     return `55${brazilian[1]}${brazilian[2]}`;
   return digits;
 }
-
-/**
- * Every way of writing a number that names the same WhatsApp account, its WhatsApp id first: a customer
- * who wrote as one form is the one a send to another reaches, within the window they opened.
- */
-export function formsOfAccount(digits: string): string[] {
-  const id = whatsappNumber(digits);
-  const forms = new Set([id, digits]);
-  const mexican = /^521([2-9]\d{9})$/.exec(id);
-  if (mexican) forms.add(`52${mexican[1]}`);
-  const argentine = /^549(11\d{8}|[23]\d{9})$/.exec(id);
-  if (argentine) forms.add(`54${argentine[1]}`);
-  const brazilian = /^55(\d{2})([7-9]\d{7})$/.exec(id);
-  if (brazilian && Number(brazilian[1]) >= 31) forms.add(`55${brazilian[1]}9${brazilian[2]}`);
-  return [...forms];
-}
