@@ -183,13 +183,10 @@ export class CallbackAdmission {
       refusals.add(1, { reason: 'not_connected' });
       return { admitted: false, status: 404 };
     }
+    const budget = this.integrationBudget(stored);
+    const integrationKey = this.integrationKey(integrationId, address);
     const over =
-      (await this.spend(
-        this.integrationBudget(stored),
-        this.integrationKey(integrationId, address),
-        'integration',
-        stored,
-      )) ??
+      (await this.spend(budget, integrationKey, 'integration', stored)) ??
       (this.perWorkspace && (await this.spend(this.perWorkspace, stored.workspaceId, 'workspace', stored)));
     if (over) return over;
     // Bodies read and parsed at once cost memory and the event loop: one workspace's integrations,
@@ -204,15 +201,14 @@ export class CallbackAdmission {
     // read: one that waited is taken only if its budgets are not in debt now, or a burst admitted at
     // once would all be taken in, hundreds of times the budget.
     if (waits) {
-      const integrationKey = this.integrationKey(integrationId, address);
       const owed =
-        (await this.owed(this.integrationBudget(stored), integrationKey, 'integration')) ??
+        (await this.owed(budget, integrationKey, 'integration')) ??
         (this.perWorkspace && (await this.owed(this.perWorkspace, stored.workspaceId, 'workspace')));
       if (owed) {
         refusals.add(1, { reason: owed.reason });
         release();
         // Refused for what others owe: the point it spent is given back, its retry pays it again.
-        await this.integrationBudget(stored).limiter.reward(integrationKey, 1);
+        await budget.limiter.reward(integrationKey, 1);
         await this.perWorkspace?.limiter.reward(stored.workspaceId, 1);
         return owed;
       }
@@ -227,18 +223,19 @@ export class CallbackAdmission {
    * many callbacks would. The callback is taken; the next ones wait their turn (429) until the debt is paid.
    */
   bill(found: CallbackIntegration, bodyBytes: number): CallbackBill {
+    const budget = this.integrationBudget(found);
     // Admission charged one.
     let charged = 1;
     const upTo = async (weight: number) => {
       if (weight <= charged) return;
       const more = weight - charged;
       charged = weight;
-      await this.integrationBudget(found).charge(found.integration.id, more);
+      await budget.charge(found.integration.id, more);
       await this.perWorkspace?.charge(found.workspaceId, more);
     };
     const sized = Math.ceil(bodyBytes / this.limits.bytesPerItem);
     const owed = async () =>
-      (await this.owed(this.integrationBudget(found), found.integration.id, 'integration')) ??
+      (await this.owed(budget, found.integration.id, 'integration')) ??
       (this.perWorkspace && (await this.owed(this.perWorkspace, found.workspaceId, 'workspace')));
     // Whether its budgets owed before its body was charged, and right after: a debt its own body made
     // is its own, and the callback is still taken (a provider's one large batch goes through whole).

@@ -127,15 +127,13 @@ export function inboundRoutes(deps: InboundDeps): Router {
   // callbacks there; any other path under an integration's is no callback of ours, refused before it is
   // admitted.
   const eventPath: RequestHandler = (req, res, next) => {
-    const { channel, event } = req.params as { channel: string; event?: string };
-    if (event === undefined) return next();
+    const { channel, event } = req.params as { channel: string; event: string };
     const events = adapterFor(channel as IntegrationChannel)?.callbackPathEvents;
     if (events?.includes(event)) return next();
     answerJson(res, unknownIntegration.status, { error: unknownIntegration.text });
   };
 
   const takeCallback: RequestHandler[] = [
-    eventPath,
     admit(unknownIntegration),
     // Z-API gzips its webhooks: a compressed body is inflated, up to the limit, and charged by the size
     // it inflates to (88 bytes of brotli can be a mebibyte to verify and parse).
@@ -206,7 +204,7 @@ export function inboundRoutes(deps: InboundDeps): Router {
   ];
   // Each path its own route, so that the server span and the metrics name the route it matched.
   router.post('/inbound/:channel/:integrationId', ...takeCallback);
-  router.post('/inbound/:channel/:integrationId/:event', ...takeCallback);
+  router.post('/inbound/:channel/:integrationId/:event', eventPath, ...takeCallback);
 
   return router;
 }
