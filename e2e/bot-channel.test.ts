@@ -1,5 +1,6 @@
+import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { callApi, type Json, onlyEvent, sandbox, sentTo, useStack } from './support/fixtures.js';
+import { callApi, eventsOf, type Json, onlyEvent, sandbox, sentTo, useStack } from './support/fixtures.js';
 
 // The bot channel (Telegram Bot API) through the distributed stack: an integration registers its
 // webhook with setWebhook, a Telegram Update becomes message.received with a contact keyed by the
@@ -12,7 +13,7 @@ const TOKEN = `${BOT_ID}:AAF9kqz_e2eTokenForTheSandboxBot-123456`;
 const USER = '424242424';
 
 describe('bot channel (Telegram)', () => {
-  it('takes an Update in as message.received, replies by external send, and answers 502 when Telegram fails', async () => {
+  it('takes an Update in as message.received, replies by external send, answers 502 when Telegram fails, and takes a pin in as where she is', async () => {
     const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
       'POST',
       '/admin/v1/workspaces',
@@ -107,6 +108,22 @@ describe('bot channel (Telegram)', () => {
     expect(read.body).toMatchObject({
       contact: { phone: null, name: 'Joana Prado' },
       integration: { channel: 'bot', provider: 'bot' },
+    });
+
+    // Her current location, a bare pin, reaches the receiver as where she is.
+    await sandbox(fixture.stack, '/_sandbox/inbound', {
+      channel: 'bot',
+      account: BOT_ID,
+      from: USER,
+      type: 'pin',
+      text: '-',
+    });
+    await waitFor(() => eventsOf(fixture.receiver, workspaceId, 'message.received').length === 2, {
+      what: 'the location as a second message',
+    });
+    expect(eventsOf(fixture.receiver, workspaceId, 'message.received')[1]).toMatchObject({
+      conversation_id: conversationId,
+      message: { text: '-23.5613, -46.6565', type: 'location' },
     });
   });
 });

@@ -186,7 +186,7 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     expect(received[0]).toMatchObject({ from: '+5511944440002', name: 'Lia', text: 'por lid' });
   });
 
-  it('reads what each kind says, inside a disappearing-messages envelope too, and no reaction taken back', async () => {
+  it('reads what each kind says, a place with where it is, inside a disappearing-messages envelope too, and no reaction taken back', async () => {
     const { workspaceId } = await create('alt-a', { instance: 'evo-6', api_key: 'k6' });
     const say = async (type: string, text: string) =>
       expect(
@@ -195,6 +195,9 @@ describe('alt-a against the Evolution API v2 emulator', () => {
       ).toMatchObject({ delivered_status: 200 });
     await say('ephemeral', 'mensagem temporária');
     await say('image', 'foto do pedido');
+    await say('location', 'Loja Paulista');
+    await say('pin', '-');
+    await say('live_location', 'estou a caminho');
     await say('button_reply', 'Sim');
     await say('list_reply', 'Segunda-feira');
     await say('reaction', '❤️');
@@ -202,6 +205,9 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     expect((await outbox(workspaceId, 'inbound.message')).map((event) => [event.type, event.text])).toEqual([
       ['text', 'mensagem temporária'],
       ['image', 'foto do pedido'],
+      ['location', 'Loja Paulista, Av. Paulista, 1578 (-23.5613, -46.6565)'],
+      ['location', '-23.5613, -46.6565'],
+      ['location', 'estou a caminho (-23.5613, -46.6565)'],
       ['text', 'Sim'],
       ['text', 'Segunda-feira'],
       ['others', '❤️'],
@@ -398,10 +404,12 @@ describe('alt-b against the Z-API emulator', () => {
     });
   });
 
-  it('reads a button or list answer by its label and a reaction by its emoji, and no reaction taken back', async () => {
+  it('reads a place with where it is, a button or list answer by its label, a reaction by its emoji, and no reaction taken back', async () => {
     const { workspaceId } = await create('alt-b', { instance_id: 'z-7', token: 't7' });
     for (const [type, text] of [
       ['image', 'foto'],
+      ['location', 'Loja Paulista'],
+      ['pin', '-'],
       ['button_reply', 'Ótimo'],
       ['list_reply', 'Z-API'],
       ['reaction', '❤️'],
@@ -418,6 +426,8 @@ describe('alt-b against the Z-API emulator', () => {
     }
     expect((await outbox(workspaceId, 'inbound.message')).map((event) => [event.type, event.text])).toEqual([
       ['image', 'foto'],
+      ['location', 'Loja Paulista, Av. Paulista, 1578 (-23.5613, -46.6565)'],
+      ['location', '-23.5613, -46.6565'],
       ['text', 'Ótimo'],
       ['text', 'Z-API'],
       ['others', '❤️'],

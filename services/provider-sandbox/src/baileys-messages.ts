@@ -1,14 +1,21 @@
 import { inboundKinds } from './inbound-kinds.js';
+import { SHARED_PIN } from './shared-pin.js';
 
 // A received message's `message` and `messageType` as Evolution API 2.3 passes them on from Baileys 7
 // (WAProto's message fields; Evolution's prepareMessage folds only a top-level extendedTextMessage into
 // `conversation`, so an envelope such as `ephemeralMessage` arrives as WhatsApp sent it).
 
-/** What a control names; `button_reply`, `list_reply`, `ephemeral` and `reaction_removed` are ours. */
+/**
+ * What a control names; `button_reply`, `list_reply`, `ephemeral`, `pin`, `live_location` and
+ * `reaction_removed` are ours.
+ */
 export const baileysKinds = inboundKinds('alt-a', [
   'text',
   'ephemeral',
   'image',
+  'location',
+  'pin',
+  'live_location',
   'button_reply',
   'list_reply',
   'reaction',
@@ -37,6 +44,32 @@ export function baileysMessage(
       return {
         message: { imageMessage: { caption: text, mimetype: 'image/jpeg' } },
         messageType: 'imageMessage',
+      };
+    case 'location':
+    case 'pin':
+      return {
+        message: {
+          locationMessage: {
+            degreesLatitude: SHARED_PIN.latitude,
+            degreesLongitude: SHARED_PIN.longitude,
+            ...(kind === 'location' ? { name: text, address: SHARED_PIN.address } : {}),
+          },
+        },
+        messageType: 'locationMessage',
+      };
+    case 'live_location':
+      // Its first message; the updates that follow are protocol traffic Evolution does not post as messages.
+      return {
+        message: {
+          liveLocationMessage: {
+            degreesLatitude: SHARED_PIN.latitude,
+            degreesLongitude: SHARED_PIN.longitude,
+            accuracyInMeters: 12,
+            caption: text,
+            sequenceNumber: String(Date.now() * 1000),
+          },
+        },
+        messageType: 'liveLocationMessage',
       };
     case 'button_reply':
       return {

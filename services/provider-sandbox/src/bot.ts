@@ -8,8 +8,10 @@ import type {
 } from './channel-emulator.js';
 import { ControlError } from './control-error.js';
 import { answerFault } from './faults.js';
+import { inboundKinds } from './inbound-kinds.js';
 import { jsonBody } from './json-body.js';
 import { unixSeconds } from './provider-ids.js';
+import { SHARED_PIN } from './shared-pin.js';
 
 // Emulates the Telegram Bot API, the provider behind the `bot` channel, from its reference
 // (core.telegram.org/bots/api: "Making requests", getMe, setWebhook, deleteWebhook, getWebhookInfo,
@@ -275,7 +277,7 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
   });
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
-    if (message.type !== 'text') throw new ControlError(400, `${CHANNEL} inbound supports type "text" only`);
+    const kind = telegramKinds.of(message.type);
     if (message.addressingMode !== undefined) {
       throw new ControlError(400, `${CHANNEL} has no addressing_mode: Telegram names users by id`);
     }
@@ -306,7 +308,13 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
     const messageId = nextMessageId(current, chat.id);
     const update = {
       update_id: current.nextUpdateId++,
-      message: { message_id: messageId, from: user, chat, date: unixSeconds(new Date()), text: message.text },
+      message: {
+        message_id: messageId,
+        from: user,
+        chat,
+        date: unixSeconds(new Date()),
+        ...telegramContent(kind, message.text),
+      },
     };
     return {
       url: webhook.url,
@@ -354,4 +362,23 @@ function chatOf(user: TelegramUser) {
     ...(user.username ? { username: user.username } : {}),
     type: 'private',
   };
+}
+
+/** What a control names: `location` is a venue (a place with its name), `pin` a bare location. */
+const telegramKinds = inboundKinds(CHANNEL, ['text', 'location', 'pin']);
+
+/**
+ * The Message fields of each kind, as the Bot API's Message object gives them: a venue comes with its
+ * `location` on the message too ("for backward compatibility").
+ */
+function telegramContent(kind: (typeof telegramKinds.kinds)[number], text: string): Record<string, unknown> {
+  const location = { latitude: SHARED_PIN.latitude, longitude: SHARED_PIN.longitude };
+  switch (kind) {
+    case 'text':
+      return { text };
+    case 'location':
+      return { location, venue: { location, title: text, address: SHARED_PIN.address } };
+    case 'pin':
+      return { location };
+  }
 }

@@ -2,12 +2,13 @@ import { randomInt } from 'node:crypto';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { newWamid } from './chat-official-state.js';
 import { inboundKinds } from './inbound-kinds.js';
+import { SHARED_PIN } from './shared-pin.js';
 
 // A customer's message as the `messages` webhook field carries it, for each kind a control can ask for,
 // field for field as Meta's messages webhook reference gives them
 // (developers.facebook.com/documentation/business-messaging/whatsapp/webhooks/reference/messages/).
 
-/** What a control names; `button_reply`, `list_reply` and `reaction_removed` are the sandbox's names. */
+/** What a control names; `pin`, `button_reply`, `list_reply` and `reaction_removed` are the sandbox's names. */
 export const cloudKinds = inboundKinds('chat-official', [
   'text',
   'image',
@@ -16,6 +17,7 @@ export const cloudKinds = inboundKinds('chat-official', [
   'audio',
   'sticker',
   'location',
+  'pin',
   'button',
   'button_reply',
   'list_reply',
@@ -72,9 +74,14 @@ export function messageFields(kind: InboundKind, text: string, from: string): Re
         sticker: { mime_type: 'image/webp', sha256: sha256(), id: mediaId(), animated: false },
       };
     case 'location':
+    case 'pin':
       return {
         type: 'location',
-        location: { latitude: -23.5613, longitude: -46.6565, name: text, address: 'Av. Paulista, 1578' },
+        location: {
+          latitude: SHARED_PIN.latitude,
+          longitude: SHARED_PIN.longitude,
+          ...(kind === 'location' ? { name: text, address: SHARED_PIN.address } : {}),
+        },
       };
     case 'button':
       return { type: 'button', context: answered, button: { payload: text.toUpperCase(), text } };

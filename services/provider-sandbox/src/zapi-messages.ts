@@ -1,12 +1,15 @@
 import { inboundKinds } from './inbound-kinds.js';
+import { SHARED_PIN } from './shared-pin.js';
 
 // A ReceivedCallback's content fields, one per kind, as Z-API's on-message-received examples give them
 // (github.com/Z-API/z-api-docs, docs/webhooks/on-message-received.md).
 
-/** What a control names; `button_reply`, `list_reply` and `reaction_removed` are ours. */
+/** What a control names; `pin`, `button_reply`, `list_reply` and `reaction_removed` are ours. */
 export const zapiKinds = inboundKinds('alt-b', [
   'text',
   'image',
+  'location',
+  'pin',
   'button_reply',
   'list_reply',
   'reaction',
@@ -31,6 +34,17 @@ export function zapiContent(kind: ZapiKind, text: string, from: string): Record<
           width: 600,
           height: 315,
           viewOnce: false,
+        },
+      };
+    case 'location':
+    case 'pin':
+      // The docs' location has no name: what a shared place says is its address ("" for a bare pin).
+      return {
+        location: {
+          longitude: SHARED_PIN.longitude,
+          latitude: SHARED_PIN.latitude,
+          address: kind === 'location' ? `${text}, ${SHARED_PIN.address}` : '',
+          url: '',
         },
       };
     case 'button_reply':

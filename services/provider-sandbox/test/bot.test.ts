@@ -154,6 +154,24 @@ describe('bot (Telegram Bot API) emulation', () => {
     });
   });
 
+  it('delivers a venue with its location on the message too, and a bare pin as a location only', async () => {
+    await setWebhook();
+    await inbound({ type: 'location', text: 'Loja Paulista' });
+    await inbound({ type: 'pin', text: '-' });
+    const [venue, pin] = receiver.posts().map((post) => JSON.parse(post.rawBody).message);
+    const location = { latitude: -23.5613, longitude: -46.6565 };
+    expect(venue).toMatchObject({
+      location,
+      venue: { location, title: 'Loja Paulista', address: 'Av. Paulista, 1578' },
+    });
+    expect(venue.text).toBeUndefined();
+    expect(pin).toMatchObject({ location });
+    expect(pin.venue).toBeUndefined();
+    expect((await inbound({ type: 'image' })).body).toMatchObject({
+      error: 'bot inbound type must be one of text, location, pin',
+    });
+  });
+
   it('answers 409 to inbound for a bot without a webhook', async () => {
     expect((await inbound()).status).toBe(409);
   });

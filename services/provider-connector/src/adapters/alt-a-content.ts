@@ -1,4 +1,5 @@
 import type { InboundMessage } from './channel-adapter.js';
+import { locationText } from './location-text.js';
 import { textAt } from './text-at.js';
 
 type Content = Pick<InboundMessage, 'text' | 'type'>;
@@ -9,7 +10,6 @@ const media: ReadonlyArray<[key: string, type: InboundMessage['type'], textField
   ['videoMessage', 'video', 'caption'],
   ['audioMessage', 'audio', ''],
   ['documentMessage', 'document', 'caption'],
-  ['locationMessage', 'location', 'name'],
 ];
 
 /**
@@ -55,6 +55,17 @@ export function messageContent(message: Message | null | undefined): Content | u
   if (extended) return { text: extended, type: 'text' };
   for (const [key, type, field] of media) {
     if (inner[key]) return { text: field ? textAt(inner[key], field) : '', type };
+  }
+  // A live location's first message carries where the sharing began; its updates are not messages.
+  const pin = (inner.locationMessage || inner.liveLocationMessage) as Message | undefined;
+  if (pin) {
+    const place = {
+      name: pin.name || pin.caption,
+      address: pin.address,
+      latitude: pin.degreesLatitude,
+      longitude: pin.degreesLongitude,
+    };
+    return { text: locationText(place), type: 'location' };
   }
   const label =
     textAt(inner.buttonsResponseMessage, 'selectedDisplayText') ||

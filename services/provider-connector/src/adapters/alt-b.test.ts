@@ -138,6 +138,15 @@ describe('alt-b (Z-API) callbacks', () => {
     expect(read(image).messages[0]).toMatchObject({ type: 'image', text: 'foto' });
   });
 
+  it("reads the docs' location, which has no name, as where the contact is", () => {
+    const location = {
+      ...textReceived,
+      text: undefined,
+      location: { longitude: -46.6565, latitude: -23.5613, address: '', url: '' },
+    };
+    expect(read(location).messages[0]).toMatchObject({ type: 'location', text: '-23.5613, -46.6565' });
+  });
+
   it('reads MessageStatusCallback: SENT, RECEIVED, READ, PLAYED for every id; not READ_BY_ME', () => {
     const status = (name: string, extra: object = {}) => ({
       instanceId: INSTANCE,

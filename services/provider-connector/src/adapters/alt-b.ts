@@ -11,6 +11,7 @@ import {
 } from './channel-adapter.js';
 import { sameSecret } from './constant-time.js';
 import { callProvider, joinUrl, type ProviderAnswer, retryAfterNote } from './http.js';
+import { locationText } from './location-text.js';
 
 // Facts about Z-API below are from its documentation (developer.z-api.io; github.com/Z-API/z-api-docs):
 // webhooks/on-message-received (ReceivedCallback and its examples), webhooks/on-message-received-and-
@@ -47,6 +48,9 @@ const SendTextAnswer = z.object({ messageId: z.string().min(1) });
 const InstanceStatus = z.object({ connected: z.boolean(), error: z.string().nullish() });
 
 const flag = z.boolean().nullish();
+// Zod 4 requires a key typed `unknown` unless it is marked optional.
+const anything = z.unknown().optional();
+
 const ReceivedCallback = z.object({
   // The docs' attribute table spells it "ReceivedCallBack"; every example, "ReceivedCallback".
   type: z.string().refine((type) => type.toLowerCase() === 'receivedcallback'),
@@ -71,7 +75,10 @@ const ReceivedCallback = z.object({
   video: z.object({ caption: z.string().nullish() }).nullish(),
   audio: z.object({}).nullish(),
   document: z.object({ caption: z.string().nullish(), fileName: z.string().nullish() }).nullish(),
-  location: z.object({ name: z.string().nullish() }).nullish(),
+  // Its docs show `longitude`, `latitude`, `address` and `url`; `name` is read should a version send it.
+  location: z
+    .object({ name: anything, address: anything, latitude: anything, longitude: anything })
+    .nullish(),
   reaction: z.object({ value: z.string().nullish() }).nullish(),
   buttonsResponseMessage: z.object({ message: z.string().nullish() }).nullish(),
   listResponseMessage: z.object({ title: z.string().nullish(), message: z.string().nullish() }).nullish(),
@@ -161,7 +168,7 @@ function content(received: Received): Pick<InboundMessage, 'text' | 'type'> | un
   if (received.audio) return { text: '', type: 'audio' };
   if (received.document)
     return { text: received.document.caption ?? received.document.fileName ?? '', type: 'document' };
-  if (received.location) return { text: received.location.name ?? '', type: 'location' };
+  if (received.location) return { text: locationText(received.location), type: 'location' };
   return { text: '', type: 'others' };
 }
 

@@ -142,12 +142,15 @@ describe('bot adapter: Telegram updates', () => {
       said({ animation: { file_id: 'CgAC' }, document: { file_name: 'gif.mp4' }, caption: 'olha' }),
     ).toEqual(['video', 'olha']);
     expect(said({ video_note: { file_id: 'DQAC', length: 240, duration: 5 } })).toEqual(['video', '']);
-    expect(
-      said({
-        location: { latitude: -23.5, longitude: -46.6 },
-        venue: { title: 'Loja Centro', address: 'Rua A' },
-      }),
-    ).toEqual(['location', 'Loja Centro']);
+    const location = { latitude: -23.5, longitude: -46.6 };
+    expect(said({ location, venue: { location, title: 'Loja Centro', address: 'Rua A' } })).toEqual([
+      'location',
+      'Loja Centro, Rua A (-23.5, -46.6)',
+    ]);
+    expect(said({ location: { ...location, horizontal_accuracy: 20 } })).toEqual([
+      'location',
+      '-23.5, -46.6',
+    ]);
     // A service message is nothing anyone wrote.
     const pinned = read(withMessage({ pinned_message: { message_id: 7 } }));
     expect(pinned.messages).toEqual([]);

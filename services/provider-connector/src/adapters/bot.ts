@@ -11,6 +11,7 @@ import {
 } from './channel-adapter.js';
 import { sameSecret } from './constant-time.js';
 import { callProvider, headerValue, joinUrl, type ProviderAnswer } from './http.js';
+import { locationText, pointOf } from './location-text.js';
 
 // Facts about the Telegram Bot API below are from its reference (core.telegram.org/bots/api: "Making
 // requests", setWebhook, sendMessage, Update, Message, User, Chat, ResponseParameters) and the types of
@@ -68,7 +69,9 @@ const Message = z.object({
     .optional(),
   poll: z.object({ question: z.string() }).optional(),
   dice: z.object({ emoji: z.string() }).optional(),
-  venue: z.object({ title: z.string() }).optional(),
+  venue: z
+    .object({ title: z.string(), address: z.unknown().optional(), location: z.unknown().optional() })
+    .optional(),
 });
 type TelegramMessage = z.infer<typeof Message>;
 
@@ -139,8 +142,11 @@ function content(message: TelegramMessage): Pick<InboundMessage, 'text' | 'type'
   if (message.video || message.animation || message.video_note) return { text: caption, type: 'video' };
   if (message.voice || message.audio) return { text: caption, type: 'audio' };
   if (message.document) return { text: caption || (message.document.file_name ?? ''), type: 'document' };
-  if (message.venue) return { text: message.venue.title, type: 'location' };
-  if (message.location) return { text: '', type: 'location' };
+  if (message.venue) {
+    const { title, address, location } = message.venue;
+    return { text: locationText({ ...pointOf(location), name: title, address }), type: 'location' };
+  }
+  if (message.location) return { text: locationText(pointOf(message.location)), type: 'location' };
   if (message.sticker) return { text: message.sticker.emoji ?? '', type: 'others' };
   if (message.contact) {
     const { first_name, last_name, phone_number } = message.contact;

@@ -1,4 +1,5 @@
 import type { InboundMessage } from './channel-adapter.js';
+import { locationText, type SharedPlace } from './location-text.js';
 import { textAt } from './text-at.js';
 
 type Content = Pick<InboundMessage, 'text' | 'type'>;
@@ -21,10 +22,7 @@ export function cloudMessageContent(message: Record<string, unknown>): Content |
     case 'audio':
       return { text: '', type: 'audio' };
     case 'location':
-      return {
-        text: textAt(message, 'location', 'name') || textAt(message, 'location', 'address'),
-        type: 'location',
-      };
+      return { text: locationText((message.location ?? {}) as SharedPlace), type: 'location' };
     case 'button':
       return { text: textAt(message, 'button', 'text'), type: 'text' };
     case 'interactive': {

@@ -190,6 +190,23 @@ describe('the Messenger adapter (social)', () => {
     expect(again('MENU_PEDIDOS', 1700000000800)).not.toBe(batch.messages[1]!.providerMessageId);
   });
 
+  it('reads a location attachment as where the person is', () => {
+    const pin = {
+      type: 'location',
+      title: 'Localização de Ana',
+      url: 'https://l.facebook.com/l.php?u=https%3A%2F%2Fwww.bing.com%2Fmaps',
+      payload: { coordinates: { lat: -23.5613, long: -46.6565 } },
+    };
+    const [read] = socialAdapter.readInbound(
+      social,
+      signedRequest({
+        object: 'page',
+        entry: [{ id: PAGE, messaging: [message(PAGE, 'm_pin', { text: undefined, attachments: [pin] })] }],
+      }),
+    ).messages;
+    expect(read).toMatchObject({ type: 'location', text: 'Localização de Ana (-23.5613, -46.6565)' });
+  });
+
   it('refuses a body not signed with the app secret, and an Instagram body', () => {
     const body = { object: 'page', entry: [{ id: PAGE, time: 1, messaging: [message(PAGE, 'm_1')] }] };
     expect(() => socialAdapter.readInbound(social, signedRequest(body, 'another-secret'))).toThrow(

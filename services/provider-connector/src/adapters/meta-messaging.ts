@@ -14,6 +14,7 @@ import {
   type Watermark,
 } from './channel-adapter.js';
 import { callProvider, joinUrl, type ProviderAnswer } from './http.js';
+import { locationText, type SharedPlace } from './location-text.js';
 import {
   GRAPH_TOKEN_INVALID,
   GraphErrorBody,
@@ -113,11 +114,21 @@ const attachmentTypes: Record<string, InboundMessage['type']> = {
   location: 'location',
 };
 
+const record = (value: unknown): Record<string, unknown> =>
+  typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+
+/** Messenger's location attachment: `{ title, payload: { coordinates: { lat, long } } }`. */
+function sharedPlace(attachment: z.infer<typeof Attachment>): SharedPlace {
+  const coordinates = record(record(attachment.payload).coordinates);
+  return { name: attachment.title, latitude: coordinates.lat, longitude: coordinates.long };
+}
+
 function content(message: NonNullable<MessagingEvent['message']>): Pick<InboundMessage, 'text' | 'type'> {
   const first = message.attachments?.[0];
   if (message.text !== undefined && !first) return { text: message.text, type: 'text' };
   // Stickers and likes come as images; shares, story mentions, reels and the rest as what they are.
   const type = first ? (attachmentTypes[first.type] ?? 'others') : 'others';
+  if (type === 'location') return { text: locationText(sharedPlace(first!)), type };
   return { text: message.text ?? '', type };
 }
 
