@@ -37,6 +37,8 @@ async function listen(app: { listen: (port: number, host: string) => Server }): 
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+const sandbox = createSandbox();
+
 beforeAll(async () => {
   pool = await migratedPool();
   store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
@@ -46,7 +48,7 @@ beforeAll(async () => {
   app.use(inboundRoutes({ pool, store, relay, logger }));
   finishHttpApp(app, logger);
   connectorUrl = await listen(app);
-  sandboxUrl = await listen(createSandbox().app);
+  sandboxUrl = await listen(sandbox.app);
   guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
 });
 
@@ -295,6 +297,18 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     });
     await control('/faults', { channel: 'alt-a', account: 'evo-6', mode: 'off' });
   });
+
+  it('fails a send to a number with no WhatsApp, naming the number, as Evolution refuses it', async () => {
+    const config = { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-8', api_key: 'k8' };
+    await control('/without-whatsapp', { number: '5511944440008' });
+    await expect(
+      altAAdapter.sendText(config, { to: '+5511944440008', text: 'olá' }, call()),
+    ).rejects.toMatchObject({
+      name: 'ProviderError',
+      status: 400,
+      message: 'alt-a answered 400 to sendText: +5511944440008 is not on WhatsApp',
+    });
+  });
 });
 
 describe('alt-b against the Z-API emulator', () => {
@@ -434,7 +448,7 @@ describe('alt-b against the Z-API emulator', () => {
     ]);
   });
 
-  it('reads MessageStatusCallback for its sends, and DeliveryCallback for one that failed', async () => {
+  it('reads MessageStatusCallback for its sends, and the DeliveryCallback of one to a number with no WhatsApp', async () => {
     const { workspaceId, config } = await create('alt-b', { instance_id: 'z-3', token: 't3' });
     const typed = { base_url: config.base_url!, instance_id: 'z-3', token: 't3' };
     const { providerMessageId } = await altBAdapter.sendText(
@@ -450,13 +464,10 @@ describe('alt-b against the Z-API emulator', () => {
       'delivered',
       'read',
     ]);
+    // Z-API takes a send to a number with no WhatsApp, and tells of it on the on-send webhook alone.
+    await control('/without-whatsapp', { number: '5511955550009' });
     const failed = await altBAdapter.sendText(typed, { to: '5511955550009', text: 'olá?' }, call());
-    await control('/status', {
-      channel: 'alt-b',
-      account: 'z-3',
-      message_id: failed.providerMessageId,
-      status: 'failed',
-    });
+    await sandbox.idle();
     expect((await outbox(workspaceId, 'inbound.status')).at(-1)).toMatchObject({
       provider_message_id: failed.providerMessageId,
       status: 'failed',

@@ -73,6 +73,27 @@ export function checkSendText(body: unknown): Checked<{ number: string; digits: 
   return { ok: true, number, digits: number.split('@')[0]!.split(':')[0]!.replace(/\D/g, ''), text };
 }
 
+/**
+ * A number's digits as Evolution's createJid writes them (utils/createJid.ts): a Mexican or Argentine
+ * number of 13 digits loses its third (formatMXOrARNumber), then a Brazilian one of 13 loses its fifth when
+ * its area code is 31 or above and the rest starts with 7 to 9 (formatBRNumber). It is the JID Evolution
+ * names when WhatsApp's check finds no account: the check's own JID is WhatsApp's (`whatsappNumber`).
+ */
+export function createJidDigits(digits: string): string {
+  const number = /^5[24]\d{11}$/.test(digits) ? digits.slice(0, 2) + digits.slice(3) : digits;
+  const brazilian = /^55(\d{2})\d(\d{8})$/.exec(number);
+  if (brazilian && Number(brazilian[1]) >= 31 && Number(brazilian[2]![0]) >= 7)
+    return `55${brazilian[1]}${brazilian[2]}`;
+  return number;
+}
+
+/**
+ * sendMessageWithTyping's refusal when WhatsApp's check finds no account: its OnWhatsAppDto, `{ jid,
+ * exists: false, number }`, `number` as the body gave it.
+ */
+export const notOnWhatsApp = (number: string, digits: string) =>
+  badRequest([{ jid: `${createJidDigits(digits)}@s.whatsapp.net`, exists: false, number }]);
+
 export interface WebhookSettings {
   enabled: boolean;
   url: string;

@@ -7,6 +7,7 @@ import {
   checkSetWebhook,
   EVOLUTION_EVENTS,
   evolutionError,
+  notOnWhatsApp,
   unauthorized,
 } from './alt-a-validation.js';
 import { baileysKinds, baileysMessage } from './baileys-messages.js';
@@ -118,7 +119,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     const { number, digits, text } = checked;
     const current = instance(account);
     if (digits === '') {
-      res.status(400).json(badRequest([{ exists: false, jid: '@s.whatsapp.net', number }]));
+      res.status(400).json(notOnWhatsApp(number, digits));
       return;
     }
     if (current.state !== 'connected') {
@@ -127,6 +128,11 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
       // as far as the send, whose catch answers 400 with the error's string.
       if (current.known.has(digits)) res.status(400).json(badRequest(['Error: Connection Closed']));
       else res.status(500).json(evolutionError(500, 'Connection Closed'));
+      return;
+    }
+    // Checked with WhatsApp before the send; only a number found is kept in the onWhatsapp cache.
+    if (stores.withoutWhatsApp.has(digits)) {
+      res.status(400).json(notOnWhatsApp(number, digits));
       return;
     }
     current.known.add(digits);

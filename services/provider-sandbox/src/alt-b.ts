@@ -1,3 +1,4 @@
+import { setTimeout as pause } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
@@ -15,8 +16,10 @@ import { ControlError } from './control-error.js';
 import { answerFault } from './faults.js';
 import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
+import { OwnAccordPosts } from './own-accord-posts.js';
 import { randomDigits, upperHexId } from './provider-ids.js';
 import type { SentEntry } from './sent-log.js';
+import { deliverWebhook } from './webhook-transport.js';
 import { whatsappNumber } from './whatsapp-number.js';
 import { zapiContent, zapiKinds } from './zapi-messages.js';
 
@@ -102,10 +105,22 @@ interface Instance {
   phone: string;
 }
 
-export function createAltB(stores: SandboxStores): ChannelEmulator {
+/** What the sandbox keeps of each send it answered. */
+interface Issued {
+  account: string;
+  to: string;
+  zaapId: string;
+}
+
+/** How long after a send's answer the DeliveryCallback of its failure is posted. */
+const SEND_FAILURE_PAUSE_MS = 250;
+
+export function createAltB(stores: SandboxStores, fetchImpl: typeof fetch): ChannelEmulator {
   const instances = new Map<string, Instance>();
   /** Messages this provider issued, so statuses are only told of its own, to the instance that sent them. */
-  const issued = new IssuedMessages<{ account: string; to: string; zaapId: string }>(stores.sent.limit);
+  const issued = new IssuedMessages<Issued>(stores.sent.limit);
+  /** DeliveryCallbacks of failed sends, posted a moment after the send. */
+  const late = new OwnAccordPosts();
   /** WhatsApp's LID of each contact, stable per instance (`senderLid`). */
   const lids = new Map<string, string>();
   const router = Router();
@@ -178,7 +193,7 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
     issued.set(messageId, { account: instanceId, to: parsed.data.phone, zaapId });
     // Z-API queues every send and answers at once; a phone that is not connected sends its queue later.
     const current = instance(instanceId);
-    if (current.state === 'connected') stores.sent.record(entry);
+    if (current.state === 'connected') sendFromQueue(current, entry);
     else current.queue.push(entry);
     res.json({ zaapId, messageId, id: messageId });
   });
@@ -271,6 +286,37 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
     return { ...delivery(url, payload), providerMessageId: messageId };
   }
 
+  /** The on-send webhook's DeliveryCallback for a send WhatsApp would not take. */
+  function sendFailed(current: Instance, messageId: string, sent: Issued): WebhookDelivery | undefined {
+    const url = current.webhooks.get('delivery');
+    if (!url) return undefined;
+    return delivery(url, {
+      phone: whatsappNumber(sent.to),
+      messageId,
+      instanceId: sent.account,
+      zaapId: sent.zaapId,
+      momment: Date.now(),
+      type: 'DeliveryCallback',
+      error: SEND_ERROR,
+    });
+  }
+
+  /**
+   * Z-API answers every send at once and sends it from its queue; a number with no WhatsApp is told a
+   * moment later, by the on-send webhook alone.
+   */
+  function sendFromQueue(current: Instance, entry: SentEntry): void {
+    stores.sent.record(entry);
+    if (!stores.withoutWhatsApp.has(entry.to)) return;
+    const sent = issued.get(entry.provider_message_id);
+    if (!sent) return;
+    late.schedule(async (stillCurrent) => {
+      await pause(SEND_FAILURE_PAUSE_MS, undefined, { ref: false });
+      const failed = stillCurrent() ? sendFailed(current, entry.provider_message_id, sent) : undefined;
+      if (failed) await deliverWebhook(fetchImpl, failed);
+    });
+  }
+
   function statusDelivery(update: StatusUpdate): WebhookDelivery | undefined {
     const sent = issued.get(update.messageId);
     if (!sent || sent.account !== update.account) {
@@ -282,19 +328,7 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
     const current = requireConnected(update.account);
     // MessageStatusCallback reports SENT, RECEIVED, READ and PLAYED; a send that failed is told by the
     // on-send webhook's DeliveryCallback, whose `error` is "present only in error cases".
-    if (update.status === 'failed') {
-      const url = current.webhooks.get('delivery');
-      if (!url) return undefined;
-      return delivery(url, {
-        phone: whatsappNumber(sent.to),
-        messageId: update.messageId,
-        instanceId: update.account,
-        zaapId: sent.zaapId,
-        momment: Date.now(),
-        type: 'DeliveryCallback',
-        error: SEND_ERROR,
-      });
-    }
+    if (update.status === 'failed') return sendFailed(current, update.messageId, sent);
     const url = current.webhooks.get('message-status');
     if (!url) return undefined;
     return delivery(url, {
@@ -314,7 +348,7 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
     current.state = state;
     if (state !== 'connected') return;
     for (const entry of current.queue.splice(0)) {
-      stores.sent.record({ ...entry, received_at: new Date().toISOString() });
+      sendFromQueue(current, { ...entry, received_at: new Date().toISOString() });
     }
   }
 
@@ -339,7 +373,9 @@ export function createAltB(stores: SandboxStores): ChannelEmulator {
     statusDelivery,
     setAccountState,
     webhooks,
+    idle: () => late.idle(),
     reset: () => {
+      late.reset();
       instances.clear();
       issued.clear();
       lids.clear();

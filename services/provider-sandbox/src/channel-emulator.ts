@@ -3,6 +3,7 @@ import type { ConversationWindows } from './conversation-windows.js';
 import type { CredentialBook } from './credentials.js';
 import type { FaultBook } from './faults.js';
 import type { SentLog } from './sent-log.js';
+import type { NumbersWithoutWhatsApp } from './without-whatsapp.js';
 
 /** State every channel shares, so controls act on all channels alike. */
 export interface SandboxStores {
@@ -10,6 +11,7 @@ export interface SandboxStores {
   faults: FaultBook;
   credentials: CredentialBook;
   windows: ConversationWindows;
+  withoutWhatsApp: NumbersWithoutWhatsApp;
   faultHoldMs: number;
   /**
    * Real providers call back only HTTPS URLs; a local stack whose connector serves plain HTTP has the

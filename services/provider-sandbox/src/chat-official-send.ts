@@ -139,6 +139,8 @@ export function sendMessage({ stores, state, afterAccept, fetchImpl }: SendDeps)
       const media = mediaHeaderOf(state.templates, account, template);
       verdict = async () => (media ? fetchMedia(fetchImpl, media) : undefined);
     }
+    // A number with no WhatsApp account is found only when WhatsApp tries to deliver: 131026.
+    if (stores.withoutWhatsApp.has(recipient)) verdict = async () => ({ errorCode: 131026 });
 
     const id = newWamid();
     const issued = {

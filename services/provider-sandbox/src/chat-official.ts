@@ -32,6 +32,7 @@ import { ControlError } from './control-error.js';
 import { answerGraphError, endedToken, GraphCode, GraphError, invalidToken } from './graph-error.js';
 import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
+import { OwnAccordPosts } from './own-accord-posts.js';
 import { deliverWebhook } from './webhook-transport.js';
 
 /**
@@ -60,10 +61,8 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     userIds: new BusinessScopedIds(),
   };
   const rules = { allowHttp: stores.allowHttpCallbacks };
-  // Bumped by reset, so a late notification scheduled before it is never posted after it.
-  let generation = 0;
   /** Late notifications being worked out or posted. */
-  const pending = new Set<Promise<void>>();
+  const late = new OwnAccordPosts();
 
   const router = Router();
   router.use(jsonBody);
@@ -150,12 +149,11 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
   function notifyLateFailure(...[account, message, verdict]: Parameters<AfterAccept>): void {
     // Nowhere to post it, or no secret to sign it with: the sandbox does not even look.
     if (!state.appSecrets.has(account) || !callbackOf(state, account)) return;
-    const scheduledIn = generation;
-    const work = (async () => {
+    late.schedule(async (stillCurrent) => {
       const failure = await verdict();
       if (!failure) return;
       await pause(LATE_FAILURE_PAUSE_MS, undefined, { ref: false });
-      if (scheduledIn !== generation) return;
+      if (!stillCurrent()) return;
       const to = notifier(account);
       if (!to) return;
       const change = statusChange(
@@ -171,13 +169,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
       );
       // Meta keeps retrying an undelivered notification; here it stays available to `redeliver`.
       await post(account, notification(to, [change]));
-    })().catch(() => undefined);
-    pending.add(work);
-    void work.finally(() => pending.delete(work));
-  }
-
-  async function idle(): Promise<void> {
-    while (pending.size > 0) await Promise.all(pending);
+    });
   }
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
@@ -215,7 +207,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
   }
 
   function reset(): void {
-    generation++;
+    late.reset();
     state.templates.clear();
     state.subscriptions.clear();
     state.overrides.clear();
@@ -235,7 +227,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     statusDelivery,
     losesAnswers: true,
     reset,
-    idle,
+    idle: () => late.idle(),
   };
 }
 

@@ -57,6 +57,8 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
     account: z.string({ error: 'account must be given once' }).optional(),
   });
 
+  const withoutWhatsAppBody = z.object({ number: digits('number') });
+
   const accountBody = z.object(
     {
       channel: channelName,
@@ -214,6 +216,13 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
       statuses.push(await deliverWebhook(fetchImpl, delivery));
     return { delivered_status: statuses[0]!, ...(times > 1 ? { delivered_statuses: statuses } : {}) };
   }
+
+  // WhatsApp's own knowledge, shared by every provider that speaks to it.
+  router.post('/without-whatsapp', (req, res) => {
+    const { number } = parseControl(withoutWhatsAppBody, req.body);
+    stores.withoutWhatsApp.add(number);
+    res.json({ ok: true });
+  });
 
   router.post('/windows', (req, res) => {
     const { channel, account, number, last_inbound_at } = parseControl(windowBody, req.body);

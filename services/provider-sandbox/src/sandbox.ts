@@ -16,6 +16,7 @@ import { createMarket } from './market.js';
 import { createPhoto, createSocial } from './meta-messaging.js';
 import { SentLog } from './sent-log.js';
 import { whatsappNumber } from './whatsapp-number.js';
+import { NumbersWithoutWhatsApp } from './without-whatsapp.js';
 
 export interface SandboxOptions {
   /** Used for every call the sandbox makes (webhooks, verification handshakes); defaults to the global fetch. */
@@ -57,6 +58,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     faults: new FaultBook(),
     credentials: new CredentialBook(),
     windows: new ConversationWindows({ [CHAT_OFFICIAL]: whatsappNumber }),
+    withoutWhatsApp: new NumbersWithoutWhatsApp(),
     faultHoldMs: options.faultHoldMs ?? DEFAULT_FAULT_HOLD_MS,
     allowHttpCallbacks: options.httpCallbacks === 'allow',
   };
@@ -71,6 +73,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     stores.faults.clear();
     stores.credentials.clear();
     stores.windows.clear();
+    stores.withoutWhatsApp.clear();
     for (const emulator of channels.values()) emulator.reset();
   }
 

@@ -266,6 +266,28 @@ describe('alt-a (Evolution API v2) emulation', () => {
     });
   });
 
+  it('refuses a send to a number with no WhatsApp with its check, in the JID createJid writes', async () => {
+    // A Belo Horizonte mobile: WhatsApp would name it without its ninth digit, and so does createJid.
+    await control('/without-whatsapp', { number: '+55 31 98888-7777' });
+    const absent = await sendText({ number: '+5531988887777', text: 'olá' });
+    expect(absent.status).toBe(400);
+    expect(await absent.json()).toEqual({
+      status: 400,
+      error: 'Bad Request',
+      response: {
+        message: [{ jid: '553188887777@s.whatsapp.net', exists: false, number: '+5531988887777' }],
+      },
+    });
+    // The same account written without the ninth digit is just as absent; a Mexican one keeps no 1.
+    expect((await sendText({ number: '553188887777', text: 'olá' })).status).toBe(400);
+    await control('/without-whatsapp', { number: '525512345678' });
+    expect(await (await sendText({ number: '5215512345678', text: 'hola' })).json()).toMatchObject({
+      response: { message: [{ jid: '525512345678@s.whatsapp.net', exists: false, number: '5215512345678' }] },
+    });
+    expect(await (await fetch(`${base}/_sandbox/sent`)).json()).toEqual([]);
+    expect((await sendText({ number: CUSTOMER, text: 'olá' })).status).toBe(201);
+  });
+
   it("answers a rate-limit fault as Baileys' rate-overlimit: 400, and no retry hint", async () => {
     expect((await control('/faults', { channel: 'alt-a', mode: 'rate_limit' })).status).toBe(200);
     const res = await sendText({ number: CUSTOMER, text: 'x' });

@@ -359,6 +359,35 @@ describe('alt-b (Z-API) emulation', () => {
       expect(receiver.posts()).toHaveLength(4);
     });
 
+    it('answers a send to a number with no WhatsApp as any other, then posts its DeliveryCallback with the error', async () => {
+      await setWebhook(`${receiver.url}/hooks/delivery`, 'update-webhook-delivery');
+      await control('/without-whatsapp', { number: CUSTOMER });
+      const res = await sendText({ phone: CUSTOMER, message: 'olá' });
+      expect(res.status).toBe(200);
+      const { messageId } = (await res.json()) as { messageId: string };
+      await sandbox.idle();
+      expect(receiver.posts().map((call) => JSON.parse(call.rawBody))).toEqual([
+        expect.objectContaining({
+          messageId,
+          type: 'DeliveryCallback',
+          error: 'Phone number does not exist',
+        }),
+      ]);
+      // One queued while disconnected fails once it is sent, on reconnection.
+      await control('/accounts', { channel: 'alt-b', account: INSTANCE, state: 'disconnected' });
+      const queued = (await (await sendText({ phone: CUSTOMER, message: 'de novo' })).json()) as {
+        messageId: string;
+      };
+      await sandbox.idle();
+      expect(receiver.posts()).toHaveLength(1);
+      await control('/accounts', { channel: 'alt-b', account: INSTANCE, state: 'connected' });
+      await sandbox.idle();
+      expect(JSON.parse(receiver.posts()[1]!.rawBody)).toMatchObject({
+        messageId: queued.messageId,
+        error: 'Phone number does not exist',
+      });
+    });
+
     it('sends received messages to the sent-by-me webhook once it is set, in place of the received one', async () => {
       await setWebhook(`${receiver.url}/hooks/received`);
       await control('/inbound', { channel: 'alt-b', account: INSTANCE, from: CUSTOMER, text: 'um' });

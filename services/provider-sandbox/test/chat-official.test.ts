@@ -271,6 +271,21 @@ describe('chat-official (Cloud API) emulation', () => {
       ]);
     });
 
+    it('accepts a send to a number with no WhatsApp, and fails it later with a 131026 status, window open or not', async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      await control('/chat-official/app-secret', { account: PHONE_ID, app_secret: APP_SECRET });
+      await control('/without-whatsapp', { number: CUSTOMER });
+      await setWindow(CUSTOMER, new Date());
+      const res = await send(textMessage());
+      expect(res.status).toBe(200);
+      const wamid = ((await res.json()) as SendAnswer).messages[0]?.id;
+      const failure = await waitFor(() => receiver.posts()[0], { what: 'the failed status notification' });
+      const notification = JSON.parse(failure.rawBody) as Notification;
+      expect(notification.entry[0]?.changes[0]?.value.statuses).toMatchObject([
+        { id: wamid, status: 'failed', recipient_id: CUSTOMER, errors: [{ code: 131026 }] },
+      ]);
+    });
+
     it('repeats biz_opaque_callback_data in the statuses of the message, and refuses one over 512 characters', async () => {
       await registerOverride(`${receiver.url}/hooks/meta`);
       await control('/chat-official/app-secret', { account: PHONE_ID, app_secret: APP_SECRET });
