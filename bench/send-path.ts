@@ -9,6 +9,7 @@ import { appendFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { createEvolutionInstance } from '@inbox/provider-sandbox';
 import { type RunningStack, serviceProcessSpecs, startServiceProcess, startStack } from '@inbox/runtime';
 import {
   freePort,
@@ -313,6 +314,7 @@ export async function startBenchStack(
     };
     const workspace = await admin('/admin/v1/workspaces', { name: 'bench' });
     const ws = `/admin/v1/workspaces/${workspace.workspace_id}`;
+    await createEvolutionInstance(stack.sandboxUrl!, 'bench', 'bench-key');
     await admin(`${ws}/integrations`, {
       channel: 'alt-a',
       config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'bench', api_key: 'bench-key' },

@@ -2,6 +2,7 @@ import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
 import {
   eventsOf,
+  evolutionConfig,
   type Json,
   officialConfig as officialConfigOf,
   sandbox,
@@ -276,7 +277,7 @@ describe('alt-b and faults', () => {
     ]);
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.id}/integrations`, {
       channel: 'alt-a',
-      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'altb-1-a', api_key: 'k' },
+      config: await evolutionConfig(fixture.stack, 'altb-1-a', 'k'),
     });
 
     const viaB = await fixture.stack.api<Json>('/api/v1/send-message', ws.key, {

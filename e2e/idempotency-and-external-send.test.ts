@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { forgetIdempotencyKeys, type Json, sentTo, useStack } from './support/fixtures.js';
+import { evolutionConfig, forgetIdempotencyKeys, type Json, sentTo, useStack } from './support/fixtures.js';
 
 const fixture = useStack();
 
@@ -15,7 +15,7 @@ async function workspaceWithAltA(instance: string) {
   );
   await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`, {
     channel: 'alt-a',
-    config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance, api_key: `key-${instance}` },
+    config: await evolutionConfig(fixture.stack, instance, `key-${instance}`),
   });
   return { id: ws.body.workspace_id, key: ws.body.api_key };
 }

@@ -1,6 +1,14 @@
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { eventsOf, type Json, officialConfig, sandbox, sentTo, useStack } from './support/fixtures.js';
+import {
+  eventsOf,
+  evolutionConfig,
+  type Json,
+  officialConfig,
+  sandbox,
+  sentTo,
+  useStack,
+} from './support/fixtures.js';
 
 const fixture = useStack();
 
@@ -19,7 +27,7 @@ describe('inbound messages on alt-a', () => {
       `/admin/v1/workspaces/${id}/integrations`,
       {
         channel: 'alt-a',
-        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-1', api_key: 'key-in-1' },
+        config: await evolutionConfig(fixture.stack, 'in-1', 'key-in-1'),
       },
     );
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
@@ -102,7 +110,7 @@ describe('inbound messages on alt-a', () => {
     const id = ws.body.workspace_id;
     await fixture.stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/integrations`, {
       channel: 'alt-a',
-      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-3', api_key: 'key-in-3' },
+      config: await evolutionConfig(fixture.stack, 'in-3', 'key-in-3'),
     });
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
       url: `${fixture.receiver.url}/in-3`,
@@ -146,7 +154,7 @@ describe('inbound messages on alt-a', () => {
       `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`,
       {
         channel: 'alt-a',
-        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'in-2', api_key: 'key-in-2' },
+        config: await evolutionConfig(fixture.stack, 'in-2', 'key-in-2'),
       },
     );
     const connectorUrl = `http://127.0.0.1:${fixture.stack.specs.get('provider-connector')!.port}`;
@@ -195,7 +203,7 @@ describe('numbers as WhatsApp names them', () => {
     const id = ws.body.workspace_id;
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
       channel: 'alt-a',
-      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: name, api_key: `key-${name}` },
+      config: await evolutionConfig(fixture.stack, name, `key-${name}`),
     });
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
       url: `${fixture.receiver.url}/${name}`,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { callApi, eventsOf, type Json, useStack } from './support/fixtures.js';
+import { callApi, eventsOf, evolutionConfig, type Json, useStack } from './support/fixtures.js';
 
 const fixture = useStack();
 
@@ -19,7 +19,7 @@ async function workspaceWithLead(name: string) {
   const id = ws.body.workspace_id;
   await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
     channel: 'alt-a',
-    config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: name, api_key: `k-${name}` },
+    config: await evolutionConfig(fixture.stack, name, `k-${name}`),
   });
   await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
     url: `${fixture.receiver.url}/${name}`,

@@ -1,7 +1,7 @@
 import { platformTexts } from '@inbox/contracts';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { callApi, sandbox, sentTo, useStack } from './support/fixtures.js';
+import { callApi, evolutionConfig, sandbox, sentTo, useStack } from './support/fixtures.js';
 
 // The connector gives up on a provider after one second here, so a held call is quick to test.
 const fixture = useStack({ extraEnv: { PROVIDER_TIMEOUT_MS: '1000' }, rateLimitPerMinute: 1_000 });
@@ -18,7 +18,7 @@ async function workspace(name: string) {
   const id = ws.body.workspace_id;
   const integration = await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
     channel: 'alt-a',
-    config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: name, api_key: `k-${name}` },
+    config: await evolutionConfig(fixture.stack, name, `k-${name}`),
   });
   expect(integration.status).toBe(201);
   return { id, key: ws.body.api_key };

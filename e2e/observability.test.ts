@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { eventRoute } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { evolutionConfig } from './support/fixtures.js';
 import { startReceiver, startTestStack, type TestStack } from './support/test-stack.js';
 
 interface Span {
@@ -108,7 +109,7 @@ describe('one trace from the API call to the webhook', () => {
     const id = ws.body.workspace_id;
     await stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
       channel: 'alt-a',
-      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'traced', api_key: 'k' },
+      config: await evolutionConfig(stack, 'traced', 'k'),
     });
     await stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
       url: `${receiver.url}/traced`,
@@ -295,7 +296,7 @@ describe('one trace from the API call to the webhook', () => {
     const integration = await stack.admin<{ id: string }>(
       'POST',
       `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`,
-      { channel: 'alt-a', config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'cb', api_key: 'k' } },
+      { channel: 'alt-a', config: await evolutionConfig(stack, 'cb', 'k') },
     );
     // Not the provider's header: admitted (the integration is known), then refused as forged.
     const callback = (integrationId: string) =>
@@ -363,7 +364,7 @@ describe('one trace from the API call to the webhook', () => {
     const id = ws.body.workspace_id;
     await stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
       channel: 'alt-a',
-      config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: 'traced-lead', api_key: 'k' },
+      config: await evolutionConfig(stack, 'traced-lead', 'k'),
     });
     const pipeline = await stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/pipelines`, {
       name: 'Funil',

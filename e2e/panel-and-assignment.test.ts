@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { eventsOf, type Json, useStack } from './support/fixtures.js';
+import { eventsOf, evolutionConfig, type Json, useStack } from './support/fixtures.js';
 
 const fixture = useStack();
 
@@ -19,7 +19,7 @@ async function workspace(instance: string) {
     `/admin/v1/workspaces/${id}/integrations`,
     {
       channel: 'alt-a',
-      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance, api_key: `key-${instance}` },
+      config: await evolutionConfig(fixture.stack, instance, `key-${instance}`),
     },
   );
   await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
@@ -185,7 +185,7 @@ describe('assignment, resolution and the panel reads', () => {
       `/admin/v1/workspaces/${ws.id}/integrations`,
       {
         channel: 'alt-a',
-        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'panel-3-second', api_key: 'k2' },
+        config: await evolutionConfig(fixture.stack, 'panel-3-second', 'k2'),
       },
     );
     const latest = await send(ws.key, { phone: '+5511922220003', message: 'a', channel: 'alt-a' });

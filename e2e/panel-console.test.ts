@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createEvolutionInstance } from '@inbox/provider-sandbox';
 import { ensurePanelBuilt } from '@inbox/runtime';
 import { verifyStandardWebhook } from '@inbox/sdk/webhooks';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -116,7 +117,7 @@ describe('the panel, in a browser', { timeout: 90_000 }, () => {
     expect(read.body).toMatchObject({ name: 'Panel e2e', status: 'active' });
   });
 
-  it("adds an integration from its channel's form, showing the API's own text for what is missing", async () => {
+  it("adds an integration from its channel's form, showing the API's own text for what is missing or wrong", async () => {
     await nav('Integrations').click();
     await page.getByText('No integration yet').waitFor(seen);
     await page.getByLabel('Channel').selectOption('alt-a');
@@ -127,6 +128,15 @@ describe('the panel, in a browser', { timeout: 90_000 }, () => {
       .poll(() => page.getByRole('alert').textContent(), seen)
       .toBe('config.instance é obrigatório');
 
+    // The operator created the instance in Evolution's manager first; a typo in its name is Evolution's 404.
+    await createEvolutionInstance(fixture.stack.sandboxUrl!, 'panel-e2e', 'panel-e2e-key');
+    await page.getByLabel('instance').fill('panel-e2');
+    await page.getByRole('button', { name: 'Add and connect' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').textContent(), seen)
+      .toBe(
+        'O provedor do canal "alt-a" recusou as credenciais da integração ou não conhece a conta: verifique a configuração',
+      );
     await page.getByLabel('instance').fill('panel-e2e');
     await page.getByLabel('Name', { exact: true }).fill('Sandbox alt-a');
     await page.getByRole('button', { name: 'Add and connect' }).click();

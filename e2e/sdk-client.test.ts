@@ -3,7 +3,7 @@ import { verifySignature, verifyStandardWebhook } from '@inbox/sdk/webhooks';
 import { waitFor } from '@inbox/testkit';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { useStack } from './support/fixtures.js';
+import { evolutionConfig, useStack } from './support/fixtures.js';
 
 const fixture = useStack();
 
@@ -19,7 +19,7 @@ describe('@inbox/sdk against the distributed stack', () => {
       params: { path: workspace },
       body: {
         channel: 'alt-a',
-        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'sdk-1', api_key: 'k-1' },
+        config: await evolutionConfig(fixture.stack, 'sdk-1', 'k-1'),
       },
     });
     expect(integration.response.status).toBe(201);

@@ -3,7 +3,7 @@ import { verifySignature, verifyStandardWebhook } from '@inbox/sdk/webhooks';
 import { waitFor } from '@inbox/testkit';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { useStack } from './support/fixtures.js';
+import { evolutionConfig, useStack } from './support/fixtures.js';
 import type { ReceivedRequest } from './support/test-stack.js';
 
 const fixture = useStack();
@@ -31,7 +31,7 @@ describe('first message end to end, distributed stack', () => {
       `/admin/v1/workspaces/${ws}/integrations`,
       {
         channel: 'alt-a',
-        config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'acme-1', api_key: 'k-123' },
+        config: await evolutionConfig(fixture.stack, 'acme-1', 'k-123'),
       },
     );
     expect(integration.status).toBe(201);
@@ -167,11 +167,7 @@ describe('first message end to end, distributed stack', () => {
     const ws = workspace.body.workspace_id;
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws}/integrations`, {
       channel: 'alt-a',
-      config: {
-        base_url: `${fixture.stack.sandboxUrl}/alt-a`,
-        instance: 'sec-1',
-        api_key: 'provider-credential-xyz',
-      },
+      config: await evolutionConfig(fixture.stack, 'sec-1', 'provider-credential-xyz'),
     });
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${ws}/webhooks`, {
       url: `${fixture.receiver.url}/secret`,
@@ -256,7 +252,7 @@ describe('first message end to end, distributed stack', () => {
     );
     await fixture.stack.admin('POST', `/admin/v1/workspaces/${a.body.workspace_id}/integrations`, {
       channel: 'alt-a',
-      config: { base_url: `${fixture.stack.sandboxUrl}/alt-a`, instance: 'ws-a', api_key: 'key-a' },
+      config: await evolutionConfig(fixture.stack, 'ws-a', 'key-a'),
     });
     const fromB = await fixture.stack.api('/api/v1/send-message', b.body.api_key, {
       phone: '+5511988887777',

@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { createEvolutionInstance } from '@inbox/provider-sandbox';
 import { ensurePanelBuilt, startStack } from '@inbox/runtime';
 import { freePort, type LocalServer, startNats, startPostgres, startRedis, waitFor } from '@inbox/testkit';
 import { chromium, type Page } from 'playwright-core';
@@ -48,10 +49,12 @@ async function seed(gateway: string, sandbox: string, receiver: string) {
   const ws = `/admin/v1/workspaces/${id}`;
   const suspended = await admin('/admin/v1/workspaces', 'POST', { name: 'Beta Café' });
   await admin(`/admin/v1/workspaces/${suspended.workspace_id}`, 'PATCH', { status: 'suspended' });
+  const apiKey = randomBytes(8).toString('hex');
+  await createEvolutionInstance(sandbox, 'acme', apiKey);
   await admin(`${ws}/integrations`, 'POST', {
     channel: 'alt-a',
     name: 'WhatsApp (sandbox)',
-    config: { base_url: `${sandbox}/alt-a`, instance: 'acme', api_key: randomBytes(8).toString('hex') },
+    config: { base_url: `${sandbox}/alt-a`, instance: 'acme', api_key: apiKey },
   });
   const webhook = await admin(`${ws}/webhooks`, 'POST', {
     url: `${receiver}/hooks/inbox`,

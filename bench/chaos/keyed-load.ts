@@ -2,6 +2,7 @@
 // its own Idempotency-Key and a text that carries that key, so the provider sandbox's sent log tells
 // which key each provider send belongs to.
 import { randomBytes } from 'node:crypto';
+import { createEvolutionInstance } from '@inbox/provider-sandbox';
 import { callUntilFinal, type KeyedRequest, type KeyOutcome } from './keyed-client.js';
 
 /** Where the load goes and who it is: what the stack started and the admin token it was given. */
@@ -48,6 +49,7 @@ export async function prepareLoadWorkspace(target: LoadTarget, webhookUrl: strin
   const created = await admin('/admin/v1/workspaces', { name: `chaos ${suffix}` });
   const id = String(created.workspace_id);
   const apiKey = String(created.api_key);
+  await createEvolutionInstance(target.sandboxUrl, `chaos-${suffix}`, `k-${suffix}`);
   await admin(`/admin/v1/workspaces/${id}/integrations`, {
     channel: 'alt-a',
     config: { base_url: `${target.sandboxUrl}/alt-a`, instance: `chaos-${suffix}`, api_key: `k-${suffix}` },

@@ -1,7 +1,7 @@
 import { verifySignature } from '@inbox/sdk/webhooks';
 import { waitFor } from '@inbox/testkit';
 import { describe, expect, it } from 'vitest';
-import { type Json, useStack } from './fixtures.js';
+import { evolutionConfig, type Json, useStack } from './fixtures.js';
 import type { ReceivedRequest, TestStack } from './test-stack.js';
 
 /**
@@ -143,7 +143,7 @@ async function workspaceWith(
   const ws = created.body.workspace_id;
   const integration = await stack.admin('POST', `/admin/v1/workspaces/${ws}/integrations`, {
     channel: 'alt-a',
-    config: { base_url: `${stack.sandboxUrl}/alt-a`, instance: `core-${ws.slice(0, 8)}`, api_key: 'k-core' },
+    config: await evolutionConfig(stack, `core-${ws.slice(0, 8)}`, 'k-core'),
   });
   expect(integration.status).toBe(201);
   const hook = await stack.admin('POST', `/admin/v1/workspaces/${ws}/webhooks`, {

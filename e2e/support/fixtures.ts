@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type EventType, eventCatalogue } from '@inbox/contracts';
+import { createEvolutionInstance } from '@inbox/provider-sandbox';
 import { waitFor } from '@inbox/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
@@ -106,4 +107,11 @@ export function officialConfig(
     app_secret: appSecret,
     verify_token: `verify-${account}`,
   };
+}
+
+/** An alt-a integration's config, for an instance the sandbox's Evolution has: an operator created it. */
+export async function evolutionConfig(stack: TestStack, instance: string, apiKey: string) {
+  if (!stack.sandboxUrl) throw new Error('this stack runs no sandbox');
+  await createEvolutionInstance(stack.sandboxUrl, instance, apiKey);
+  return { base_url: `${stack.sandboxUrl}/alt-a`, instance, api_key: apiKey };
 }

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { InProcessBus } from '@inbox/bus';
 import { createPool, type Pool } from '@inbox/db';
-import { createSandbox } from '@inbox/provider-sandbox';
+import { createEvolutionInstance, createSandbox } from '@inbox/provider-sandbox';
 import {
   createHttpApp,
   createLogger,
@@ -120,10 +120,13 @@ try {
   };
   const workspace = await admin('/admin/v1/workspaces', { name: 'Demo workspace' });
   if (sandboxUrl) {
+    // The sandbox's Evolution, like the real one, knows only instances an operator created.
+    const apiKey = randomBytes(16).toString('hex');
+    await createEvolutionInstance(sandboxUrl, 'demo', apiKey);
     await admin(`/admin/v1/workspaces/${workspace.workspace_id}/integrations`, {
       channel: 'alt-a',
       name: 'Sandbox alt-a',
-      config: { base_url: `${sandboxUrl}/alt-a`, instance: 'demo', api_key: randomBytes(16).toString('hex') },
+      config: { base_url: `${sandboxUrl}/alt-a`, instance: 'demo', api_key: apiKey },
     });
   }
 

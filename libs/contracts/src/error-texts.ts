@@ -52,6 +52,9 @@ export const platformTexts = {
   agentNotFound: 'agentId não é um agente deste workspace',
   inboundRegistrationFailed: (channel: string) =>
     `Falha ao registrar o webhook de entrada no provedor do canal "${channel}"`,
+  /** The provider refused the integration's credentials, or knows no such account, when asked to register. */
+  inboundRegistrationCredentialsRejected: (channel: string) =>
+    `O provedor do canal "${channel}" recusou as credenciais da integração ou não conhece a conta: verifique a configuração`,
   /** Given what the provider requires of a callback URL that ours does not meet. */
   inboundRegistrationRefused: (channel: string, problems: readonly string[]) =>
     `Falha ao registrar o webhook de entrada no provedor do canal "${channel}": ${problems.join('; ')}; ajuste PUBLIC_CONNECTOR_URL`,

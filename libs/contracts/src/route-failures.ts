@@ -271,6 +271,10 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
         new AppError(502, { error: platformTexts.inboundRegistrationFailed('alt-a') }),
       ),
       answers(
+        "the provider refused the integration's credentials, or knows no such account (a mistyped instance)",
+        AppError.badRequest(platformTexts.inboundRegistrationCredentialsRejected('alt-a')),
+      ),
+      answers(
         'the provider refused the callback URL that PUBLIC_CONNECTOR_URL makes (the text says why: not https, too long)',
         new AppError(502, {
           error: platformTexts.inboundRegistrationRefused('chat-official', [

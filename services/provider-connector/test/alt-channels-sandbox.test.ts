@@ -6,7 +6,7 @@ import { OutboxRelay, type Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSandbox } from '../../provider-sandbox/src/index.js';
+import { createEvolutionInstance, createSandbox } from '../../provider-sandbox/src/index.js';
 import { ALT_A_CALLBACK_HEADER, altAAdapter } from '../src/adapters/alt-a.js';
 import { altBAdapter } from '../src/adapters/alt-b.js';
 import type { ProviderCall } from '../src/adapters/channel-adapter.js';
@@ -69,6 +69,9 @@ const call = (): ProviderCall => ({
 });
 
 async function create(channel: 'alt-a' | 'alt-b', config: Json) {
+  // Evolution knows only instances an operator created, in its manager, with their token.
+  if (channel === 'alt-a')
+    await createEvolutionInstance(sandboxUrl, String(config.instance), String(config.api_key));
   const workspaceId = randomUUID();
   const created = await createIntegration(
     { store, guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
@@ -270,6 +273,7 @@ describe('alt-a against the Evolution API v2 emulator', () => {
 
   it('fails sends with the reason while disconnected or logged out, and while WhatsApp rate limits', async () => {
     const config = { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-6', api_key: 'k6' };
+    await createEvolutionInstance(sandboxUrl, 'evo-6', 'k6');
     await altAAdapter.sendText(config, { to: '5511944440006', text: 'antes' }, call());
     await control('/accounts', { channel: 'alt-a', account: 'evo-6', state: 'disconnected' });
     await expect(
@@ -298,8 +302,39 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     await control('/faults', { channel: 'alt-a', account: 'evo-6', mode: 'off' });
   });
 
+  it('refuses an integration naming an instance Evolution does not have, or with a key not its own, and keeps neither', async () => {
+    await createEvolutionInstance(sandboxUrl, 'evo-10', 'k10');
+    const refused = async (config: Json) => {
+      const workspaceId = randomUUID();
+      const error = await createIntegration(
+        { store, guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
+        {
+          workspace_id: workspaceId,
+          channel: 'alt-a',
+          config: { base_url: `${sandboxUrl}/alt-a`, ...config },
+        },
+      ).catch((caught: unknown) => caught);
+      expect(await store.list(workspaceId)).toEqual([]);
+      return error;
+    };
+    const answer = {
+      status: 400,
+      body: {
+        error:
+          'O provedor do canal "alt-a" recusou as credenciais da integração ou não conhece a conta: verifique a configuração',
+      },
+    };
+    // A typo in the instance: Evolution answers 404 whatever the key.
+    expect(await refused({ instance: 'evo-1O', api_key: 'k10' })).toMatchObject(answer);
+    expect(await refused({ instance: 'evo-10', api_key: 'k1O' })).toMatchObject(answer);
+    expect(await create('alt-a', { instance: 'evo-10', api_key: 'k10' })).toMatchObject({
+      created: { status: 'connected' },
+    });
+  });
+
   it('fails a send to a number with no WhatsApp, naming the number, as Evolution refuses it', async () => {
     const config = { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-8', api_key: 'k8' };
+    await createEvolutionInstance(sandboxUrl, 'evo-8', 'k8');
     await control('/without-whatsapp', { number: '5511944440008' });
     await expect(
       altAAdapter.sendText(config, { to: '+5511944440008', text: 'olá' }, call()),

@@ -36,6 +36,11 @@ channelContract({
   provider: 'chat',
   account: 'evo-contract',
   config: { instance: 'evo-contract', api_key: 'key-contract' },
+  // Evolution knows only instances an operator created, in its manager, with their token.
+  prepare: async (control) => {
+    await control('/alt-a/instances', { instance: 'evo-contract', token: 'key-contract' });
+    return {};
+  },
   customer: PHONE,
   sender: { from: `+${PHONE}` },
   recipient: { to: `+${PHONE}` },

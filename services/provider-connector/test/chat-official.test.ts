@@ -144,7 +144,7 @@ describe('chat-official registration', () => {
     expect(await count()).toBe(before);
   });
 
-  it('does not blame the callback URL when Meta refused the WABA subscription itself', async () => {
+  it("does not blame the callback URL when Meta refused the WABA subscription itself: the token is the caller's to fix", async () => {
     const world = await startWorld({ httpCallbacks: 'refuse' });
     const account = `pn-${randomUUID().slice(0, 8)}`;
     // The WABA already answers to another token: ours is refused (190) before any callback is looked at.
@@ -153,9 +153,10 @@ describe('chat-official registration', () => {
     });
     expect(other.status).toBe(200);
     const refused = await failure(world.create(account));
-    expect(refused.status).toBe(502);
+    expect(refused.status).toBe(400);
     expect(refused.body).toEqual({
-      error: 'Falha ao registrar o webhook de entrada no provedor do canal "chat-official"',
+      error:
+        'O provedor do canal "chat-official" recusou as credenciais da integração ou não conhece a conta: verifique a configuração',
     });
     const { rows } = await pool.query('select 1 from integrations where account_id = $1', [account]);
     expect(rows).toHaveLength(0);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { type NextFunction, type Request, type Response, Router } from 'express';
+import { z } from 'zod';
 import {
   badRequest,
   checkSendText,
@@ -25,6 +26,7 @@ import { ControlError } from './control-error.js';
 import { answerFault } from './faults.js';
 import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
+import { parseControl } from './parse-control.js';
 import { evolutionLocalIsoTime, randomDigits, unixSeconds, upperHexId } from './provider-ids.js';
 import { whatsappNumber } from './whatsapp-number.js';
 
@@ -35,6 +37,14 @@ import { whatsappNumber } from './whatsapp-number.js';
 // sendMessageWithTyping, whatsappNumber, messages.upsert, messages.update, prepareMessage),
 // utils/renderStatus.ts, utils/createJid.ts, env.config.ts and .env.example (defaults).
 const CHANNEL = 'alt-a';
+
+const instanceBody = z.object({
+  instance: z.string({ error: 'instance must be a string' }).min(1, 'instance must not be empty'),
+  token: z.string({ error: 'token must be a string' }).min(1, 'token must not be empty'),
+});
+
+const noInstance = (name: string) =>
+  `${CHANNEL} has no instance "${name}": create it with POST /_sandbox/alt-a/instances, as an operator does in Evolution's manager`;
 
 /** The server's own address in every callback (`server_url`, SERVER_URL in .env.example). */
 const SERVER_URL = 'http://localhost:8080';
@@ -56,6 +66,8 @@ interface Webhook {
 interface Instance {
   /** Evolution's own id of the instance (a UUID), not its name. */
   id: string;
+  /** The instance's own API key (`hash` when it was created), which its calls may present as `apikey`. */
+  token: string;
   /** The connected number (`sender`). */
   wuid: string;
   state: AccountState;
@@ -75,12 +87,10 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
   const router = Router();
   router.use(jsonBody);
 
+  /** An instance a control names: one the operator created, else the control is a test's mistake. */
   const instance = (name: string): Instance => {
-    let found = instances.get(name);
-    if (!found) {
-      found = { id: randomUUID(), wuid: `55${randomDigits(11)}`, state: 'connected', known: new Set() };
-      instances.set(name, found);
-    }
+    const found = instances.get(name);
+    if (!found) throw new ControlError(404, noInstance(name));
     return found;
   };
   const lidOf = (account: string, number: string): string => {
@@ -89,10 +99,16 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     return lids.get(key)!;
   };
 
-  // Evolution checks the apikey before anything else, including whether the body makes sense.
+  // index.router.ts's guards, in their order: the instance must exist (instanceExistsGuard), whatever the
+  // apikey, then the apikey must be the instance's token (authGuard; the global key is not emulated),
+  // both before the body is looked at.
   function requireApiKey(req: Request<{ instance: string }>, res: Response, next: NextFunction): void {
-    const apiKey = req.get('apikey');
-    if (!apiKey || !stores.credentials.accept(CHANNEL, req.params.instance, apiKey)) {
+    const found = instances.get(req.params.instance);
+    if (!found) {
+      res.status(404).json(evolutionError(404, [`The "${req.params.instance}" instance does not exist`]));
+      return;
+    }
+    if (req.get('apikey') !== found.token) {
       res.status(401).json(unauthorized());
       return;
     }
@@ -194,9 +210,9 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
    * mistake worth saying.
    */
   function target(account: string, event: string): { current: Instance; webhook: Webhook } | undefined {
-    const current = instances.get(account);
-    const webhook = current?.webhook;
-    if (!current || !webhook?.enabled || !/^(https?:\/\/)/.test(webhook.url)) return undefined;
+    const current = instance(account);
+    const webhook = current.webhook;
+    if (!webhook?.enabled || !/^(https?:\/\/)/.test(webhook.url)) return undefined;
     if (current.state !== 'connected') {
       throw new ControlError(
         409,
@@ -297,9 +313,30 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
       }));
   }
 
+  // Evolution's manager, where an operator creates an instance and pairs its phone by the QR code.
+  const controlRouter = Router();
+  controlRouter.post('/alt-a/instances', (req, res) => {
+    const { instance: name, token } = parseControl(instanceBody, req.body);
+    const existing = instances.get(name);
+    // instanceLoggedGuard: `This name "…" is already in use.`
+    if (existing && existing.token !== token)
+      throw new ControlError(409, `This name "${name}" is already in use.`);
+    if (!existing) {
+      instances.set(name, {
+        id: randomUUID(),
+        token,
+        wuid: `55${randomDigits(11)}`,
+        state: 'connected',
+        known: new Set(),
+      });
+    }
+    res.json({ ok: true, instance_id: instances.get(name)!.id });
+  });
+
   return {
     channel: CHANNEL,
     router,
+    controlRouter,
     inboundDelivery,
     statusDelivery,
     setAccountState: (account, state) => {

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createSandbox } from '../src/index.js';
+import { createEvolutionInstance, createSandbox } from '../src/index.js';
 import { close, listen, postJson, type Receiver, startReceiver } from './support.js';
 
 const INSTANCE = 'loja-1';
@@ -26,9 +26,11 @@ describe('alt-a (Evolution API v2) emulation', () => {
     await close(receiver.server);
   });
 
-  beforeEach(() => {
+  beforeEach(async () => {
     sandbox.reset();
     receiver.calls.length = 0;
+    // Evolution knows only instances an operator created.
+    await createEvolutionInstance(base, INSTANCE, API_KEY);
   });
 
   const control = (path: string, body: unknown) => postJson(`${base}/_sandbox${path}`, body);

@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createSandbox, type Sandbox } from '../src/index.js';
+import { createEvolutionInstance, createSandbox, type Sandbox } from '../src/index.js';
 import { IssuedMessages } from '../src/issued-messages.js';
 
 interface ReceivedWebhook {
@@ -68,9 +68,12 @@ describe('provider sandbox', () => {
     await close(receiver.server);
   });
 
-  beforeEach(() => {
+  beforeEach(async () => {
     sandbox.reset();
     receiver.received.length = 0;
+    // Evolution knows only instances an operator created.
+    await createEvolutionInstance(base, INSTANCE, API_KEY);
+    await createEvolutionInstance(base, 'shop-2', API_KEY);
   });
 
   function post(path: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) {
@@ -182,9 +185,7 @@ describe('provider sandbox', () => {
       expect(await sent()).toEqual([]);
     });
 
-    it('refuses an apikey that differs from the first one seen for the instance', async () => {
-      expect((await sendText(INSTANCE, { number: '5511999990000', text: 'first' })).status).toBe(201);
-
+    it("refuses a key other than the instance's token with 401, and an instance never created with 404 first", async () => {
       const res = await sendText(INSTANCE, { number: '5511999990000', text: 'second' }, 'other-key');
       expect(res.status).toBe(401);
       expect(await res.json()).toEqual({
@@ -192,12 +193,26 @@ describe('provider sandbox', () => {
         error: 'Unauthorized',
         response: { message: 'Unauthorized' },
       });
-
-      // Credentials are per instance: another instance may use another key.
-      expect((await sendText('shop-2', { number: '5511999990000', text: 'x' }, 'other-key')).status).toBe(
+      // instanceExistsGuard runs before the apikey and the body are looked at.
+      const unknown = await sendText('shop-9', {}, null);
+      expect(unknown.status).toBe(404);
+      expect(await unknown.json()).toEqual({
+        status: 404,
+        error: 'Not Found',
+        response: { message: ['The "shop-9" instance does not exist'] },
+      });
+      expect((await setWebhook('shop-9', `${receiver.url}/hooks`)).status).toBe(404);
+      // Each instance has its own token.
+      expect(
+        (await post('/_sandbox/alt-a/instances', { instance: 'shop-3', token: 'other-key' })).status,
+      ).toBe(200);
+      expect((await sendText('shop-3', { number: '5511999990000', text: 'x' }, 'other-key')).status).toBe(
         201,
       );
-      expect(await sent()).toHaveLength(2);
+      expect(
+        (await post('/_sandbox/alt-a/instances', { instance: 'shop-3', token: 'third-key' })).status,
+      ).toBe(409);
+      expect(await sent()).toHaveLength(1);
     });
 
     // jsonschema's words, as Evolution passes them on (issue #2583 quotes `instance requires property "text"`).
@@ -373,15 +388,18 @@ describe('provider sandbox', () => {
       expect(Number.isNaN(Date.parse(payload.date_time))).toBe(false);
     });
 
-    it('answers 409 when the instance has no webhook', async () => {
-      const res = await post('/_sandbox/inbound', {
-        channel: 'alt-a',
-        account: 'no-hook',
-        from: '5511',
-        text: 'oi',
-      });
+    it('answers 409 when the instance has no webhook, and 404 when there is no such instance', async () => {
+      const inbound = (account: string) =>
+        post('/_sandbox/inbound', { channel: 'alt-a', account, from: '5511', text: 'oi' });
+      const res = await inbound('shop-2');
       expect(res.status).toBe(409);
-      expect(await res.json()).toEqual({ error: 'no webhook registered for alt-a account no-hook' });
+      expect(await res.json()).toEqual({ error: 'no webhook registered for alt-a account shop-2' });
+      const none = await inbound('no-such');
+      expect(none.status).toBe(404);
+      expect(await none.json()).toEqual({
+        error:
+          'alt-a has no instance "no-such": create it with POST /_sandbox/alt-a/instances, as an operator does in Evolution\'s manager',
+      });
       expect(receiver.received).toEqual([]);
     });
 
@@ -401,7 +419,7 @@ describe('provider sandbox', () => {
     });
   });
 
-  it('forgets sends, faults, webhooks and apikeys on reset', async () => {
+  it('forgets sends, faults, webhooks and instances on reset', async () => {
     expect((await setWebhook(INSTANCE, `${receiver.url}/hooks`)).status).toBe(201);
     expect((await sendText(INSTANCE, { number: '5511999990000', text: 'hello' })).status).toBe(201);
     await post('/_sandbox/faults', { channel: 'alt-a', mode: 'error' });
@@ -411,7 +429,9 @@ describe('provider sandbox', () => {
     expect(await res.json()).toEqual({ ok: true });
 
     expect(await sent()).toEqual([]);
-    // No fault, and the old apikey is no longer bound: a new one is accepted.
+    expect((await sendText(INSTANCE, { number: '5511999990000', text: 'again' })).status).toBe(404);
+    // Created again, with no fault and no webhook.
+    await createEvolutionInstance(base, INSTANCE, 'new-key');
     expect((await sendText(INSTANCE, { number: '5511999990000', text: 'again' }, 'new-key')).status).toBe(
       201,
     );
@@ -435,6 +455,7 @@ describe('provider sandbox timeout fault release', () => {
   it('answers 504 once the hold time has passed', async () => {
     const sandbox = createSandbox({ faultHoldMs: 100 });
     const { server, url } = await listen(sandbox);
+    await createEvolutionInstance(url, INSTANCE, API_KEY);
     try {
       const fault = await fetch(`${url}/_sandbox/faults`, {
         method: 'POST',
@@ -465,6 +486,7 @@ describe('provider sandbox webhook transport', () => {
     };
     const sandbox = createSandbox({ fetchImpl });
     const { server, url } = await listen(sandbox);
+    await createEvolutionInstance(url, INSTANCE, API_KEY);
     try {
       const set = await fetch(`${url}/alt-a/webhook/set/${INSTANCE}`, {
         method: 'POST',
@@ -508,6 +530,7 @@ describe('provider sandbox sent log limit', () => {
   it('keeps the newest sends up to its limit, oldest first, and says how many it let go', async () => {
     const sandbox = createSandbox({ sentLogLimit: 5 });
     const { server, url } = await listen(sandbox);
+    await createEvolutionInstance(url, INSTANCE, API_KEY);
     const send = (text: string) =>
       fetch(`${url}/alt-a/message/sendText/${INSTANCE}`, {
         method: 'POST',
@@ -536,6 +559,7 @@ describe('provider sandbox sent log limit', () => {
   it('keeps as many issued message ids for status updates: an older one answers as never issued', async () => {
     const sandbox = createSandbox({ sentLogLimit: 3 });
     const { server, url } = await listen(sandbox);
+    await createEvolutionInstance(url, INSTANCE, API_KEY);
     const send = async (text: string) => {
       const res = await fetch(`${url}/alt-a/message/sendText/${INSTANCE}`, {
         method: 'POST',

@@ -2789,6 +2789,7 @@ export interface operations {
        *     - config does not fit the channel's provider (the text names the field)
        *     - config.base_url leads to an address the connector may not call, or does not resolve
        *     - the workspace has as many integrations as one may
+       *     - the provider refused the integration's credentials, or knows no such account (a mistyped instance)
        */
       400: {
         headers: {

@@ -106,7 +106,9 @@ function reasonOf(body: unknown): string {
  * A refused call in words. A closed WhatsApp connection (disconnected or logged out) answers
  * `500 "Connection Closed"` when the number is checked first, `400 ["Error: Connection Closed"]` when
  * the send itself fails; WhatsApp's own rate limit comes as `400 ["Error: rate-overlimit"]`, with no
- * retry hint; an instance that was removed answers 404.
+ * retry hint. An instance never created, or removed, answers 404 before the key is looked at
+ * (instanceExistsGuard), and a key that is neither the instance's token nor the global key 401: the
+ * integration's config names what Evolution does not take, so both are refused credentials.
  */
 function failure(what: string, answer: ProviderAnswer): ProviderError {
   const reason = reasonOf(answer.body);
@@ -120,7 +122,13 @@ function failure(what: string, answer: ProviderAnswer): ProviderError {
         : answer.status === 401
           ? `alt-a refused the api_key (${what} answered 401)`
           : `alt-a answered ${answer.status} to ${what}${said}${retryAfterNote(answer)}`;
-  return new ProviderError(text, answer.status);
+  const refused = answer.status === 404 || answer.status === 401;
+  return new ProviderError(
+    text,
+    answer.status,
+    undefined,
+    refused ? { refusal: 'credentials_rejected' } : {},
+  );
 }
 
 /** alt-a speaks the Evolution API v2: an instance per number, an `apikey` on every call. */

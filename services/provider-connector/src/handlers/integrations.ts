@@ -91,6 +91,14 @@ export async function createIntegration(
   } catch (error) {
     await store.remove(command.workspace_id, stored.integration.id);
     if (error instanceof AppError) throw error;
+    // A mistyped account, key or token: the caller's config is wrong, and the answer says so.
+    if (error instanceof ProviderError && error.refusal === 'credentials_rejected') {
+      throw new AppError(
+        400,
+        { error: platformTexts.inboundRegistrationCredentialsRejected(command.channel) },
+        { cause: error },
+      );
+    }
     // The provider would not take the callback URL: say which of its rules the URL breaks.
     const refused = error instanceof ProviderError && error.refusal === 'callback_refused';
     throw new AppError(
