@@ -162,6 +162,40 @@ describe('chat-official registration', () => {
     expect(rows).toHaveLength(0);
   });
 
+  it("refuses an app secret that is not the app's at creation, by Graph's appsecret_proof check", async () => {
+    const world = await startWorld();
+    const account = `pn-${randomUUID().slice(0, 8)}`;
+    // The app's secret is not the one the integration will be given (pasted from another app).
+    await world.control('/chat-official/app-secret', { account, app_secret: 'the-real-app-secret' });
+    const refused = await failure(world.create(account));
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({
+      error:
+        'O provedor do canal "chat-official" recusou as credenciais da integração ou não conhece a conta: verifique a configuração',
+    });
+    const { rows } = await pool.query('select 1 from integrations where account_id = $1', [account]);
+    expect(rows).toHaveLength(0);
+  });
+
+  it('works with an app that has "Require App Secret" on: every call carries the proof', async () => {
+    const world = await startWorld();
+    const account = `pn-${randomUUID().slice(0, 8)}`;
+    await world.control('/chat-official/app-secret', {
+      account,
+      app_secret: `secret-${account}`,
+      require_proof: true,
+    });
+    const target = await world.create(account);
+    expect(target.integration).toMatchObject({ status: 'connected' });
+    await world.control('/windows', {
+      channel: 'chat-official',
+      account,
+      number: '5511944440001',
+      last_inbound_at: new Date().toISOString(),
+    });
+    expect((await world.send(target)).provider_message_id).toMatch(/^wamid\./);
+  });
+
   it('refuses an integration past the workspace limit, naming it, and counts no other workspace', async () => {
     const world = await startWorld();
     const crowded = randomUUID();

@@ -33,7 +33,14 @@ const digits = (field: string) =>
     .transform(toDigits)
     .pipe(z.string().min(1, `${field} must contain digits`));
 
-const appSecretBody = z.object({ account, app_secret: appSecret }, { error: 'body must be a JSON object' });
+const appSecretBody = z.object(
+  {
+    account,
+    app_secret: appSecret,
+    require_proof: z.boolean({ error: 'require_proof must be a boolean' }).default(false),
+  },
+  { error: 'body must be a JSON object' },
+);
 
 const tokenBody = z.object(
   {
@@ -108,6 +115,8 @@ export function chatOfficialControls(deps: ChatOfficialControlDeps): Router {
   router.post('/chat-official/app-secret', (req, res) => {
     const body = parseControl(appSecretBody, req.body);
     state.appSecrets.set(body.account, body.app_secret);
+    if (body.require_proof) state.proofRequired.add(body.account);
+    else state.proofRequired.delete(body.account);
     res.json({ ok: true });
   });
 

@@ -50,6 +50,8 @@ export interface ChatOfficialState {
    * sandbox is told, and cannot sign a notification of its own accord until it is.
    */
   appSecrets: Map<string, string>;
+  /** Phone number ids whose app has "Require App Secret" on: a call without `appsecret_proof` is refused. */
+  proofRequired: Set<string>;
   /** By token: tokens that stopped working, and when. */
   endedTokens: Map<string, { ending: TokenEnding; at: Date }>;
   /** By phone number id. */

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { setTimeout as pause } from 'node:timers/promises';
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import type {
@@ -29,7 +30,15 @@ import {
   statusChange,
 } from './chat-official-webhooks.js';
 import { ControlError } from './control-error.js';
-import { answerGraphError, endedToken, GraphCode, GraphError, invalidToken } from './graph-error.js';
+import {
+  answerGraphError,
+  appSecretProofRequired,
+  endedToken,
+  GraphCode,
+  GraphError,
+  invalidAppSecretProof,
+  invalidToken,
+} from './graph-error.js';
 import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { OwnAccordPosts } from './own-accord-posts.js';
@@ -55,6 +64,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     overrides: new Map(),
     issued: new IssuedMessages(stores.sent.limit),
     appSecrets: new Map(),
+    proofRequired: new Set(),
     endedTokens: new Map(),
     throttles: new Map(),
     lastNotification: new Map(),
@@ -117,8 +127,36 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
       const ended = state.endedTokens.get(token);
       if (ended) throw endedToken(ended.ending, ended.at);
       if (!stores.credentials.accept(book, req.params[accountParam] ?? '', token)) throw invalidToken();
+      checkAppSecretProof(req, token, accountParam);
       next();
     };
+  }
+
+  /**
+   * `appsecret_proof`, in the query or the body: checked against the app's secret whenever the sandbox
+   * knows it (Meta always does; the sandbox only once a control gave it), and required when the app has
+   * "Require App Secret" on.
+   */
+  function checkAppSecretProof(
+    req: Request<Record<string, string>>,
+    token: string,
+    accountParam: 'phoneNumberId' | 'wabaId',
+  ): void {
+    const phoneNumberIds =
+      accountParam === 'phoneNumberId'
+        ? [req.params.phoneNumberId ?? '']
+        : [...state.appSecrets.keys()].filter((id) => state.templates.wabaIdOf(id) === req.params.wabaId);
+    const given =
+      req.query.appsecret_proof ?? (req.body as { appsecret_proof?: unknown } | undefined)?.appsecret_proof;
+    for (const id of phoneNumberIds) {
+      const secret = state.appSecrets.get(id);
+      if (secret === undefined) continue;
+      if (given === undefined) {
+        if (state.proofRequired.has(id)) throw appSecretProofRequired();
+        continue;
+      }
+      if (given !== createHmac('sha256', secret).update(token).digest('hex')) throw invalidAppSecretProof();
+    }
   }
 
   /**
@@ -213,6 +251,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     state.overrides.clear();
     state.issued.clear();
     state.appSecrets.clear();
+    state.proofRequired.clear();
     state.endedTokens.clear();
     state.throttles.clear();
     state.lastNotification.clear();

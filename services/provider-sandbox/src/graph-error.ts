@@ -42,24 +42,27 @@ export class GraphError extends Error {
   override readonly name = 'GraphError';
   readonly details: string | undefined;
   readonly subcode: number | undefined;
+  readonly type: string;
 
+  /** `graphMethod`: one of Graph's own checks of a call's arguments, plain-worded, a GraphMethodException. */
   constructor(
     readonly status: number,
     readonly code: number,
     readonly title: string,
     details?: string,
-    options: { subcode?: number } = {},
+    options: { subcode?: number; graphMethod?: boolean } = {},
   ) {
-    super(plainMessageCodes.has(code) ? title : `(#${code}) ${title}`);
+    super(plainMessageCodes.has(code) || options.graphMethod ? title : `(#${code}) ${title}`);
     this.details = details;
     this.subcode = options.subcode;
+    this.type = options.graphMethod ? 'GraphMethodException' : 'OAuthException';
   }
 
   toBody() {
     return {
       error: {
         message: this.message,
-        type: 'OAuthException',
+        type: this.type,
         code: this.code,
         ...(this.subcode === undefined ? {} : { error_subcode: this.subcode }),
         ...(this.details === undefined
@@ -101,6 +104,35 @@ export function endedToken(ending: TokenEnding, endedAt: Date): GraphError {
     `Error validating access token: Session has expired on ${graphDate(endedAt)}. The current time is ${graphDate(new Date())}.`,
     undefined,
     { subcode: 463 },
+  );
+}
+
+/**
+ * `appsecret_proof` (HMAC-SHA256 of the access token, keyed with the app secret) that is not the app's:
+ * Graph checks a proof whenever a call carries one, "Require App Secret" on or not.
+ */
+export function invalidAppSecretProof(): GraphError {
+  return new GraphError(
+    400,
+    GraphCode.invalidParameter,
+    'Invalid appsecret_proof provided in the API argument',
+    undefined,
+    {
+      graphMethod: true,
+    },
+  );
+}
+
+/** A call without `appsecret_proof` to an app whose "Require App Secret" setting is on. */
+export function appSecretProofRequired(): GraphError {
+  return new GraphError(
+    400,
+    GraphCode.invalidParameter,
+    'API calls from the server require an appsecret_proof argument',
+    undefined,
+    {
+      graphMethod: true,
+    },
   );
 }
 

@@ -197,6 +197,54 @@ describe('chat-official (Cloud API) emulation', () => {
     parameters: [{ type: 'text', text: 'A-1' }],
   };
 
+  describe('appsecret_proof', () => {
+    const proof = (secret: string, token = TOKEN) => createHmac('sha256', secret).update(token).digest('hex');
+    const sendWithProof = (given?: string, token = TOKEN) =>
+      postJson(
+        `${base}/chat-official/v21.0/${PHONE_ID}/messages${given === undefined ? '' : `?appsecret_proof=${given}`}`,
+        textMessage(),
+        { authorization: `Bearer ${token}` },
+      );
+    const graphMethodError = (message: string) => ({
+      error: { message, type: 'GraphMethodException', code: 100, fbtrace_id: expect.any(String) },
+    });
+
+    it("refuses a proof that is not the app's, wherever it is given, once the app's secret is known", async () => {
+      // Unknown to the sandbox (Meta knows it): no proof can be checked yet.
+      expect((await sendWithProof(proof('any'))).status).toBe(200);
+      await control('/chat-official/app-secret', { account: PHONE_ID, app_secret: APP_SECRET });
+      const wrong = await sendWithProof(proof('another-apps-secret'));
+      expect(wrong.status).toBe(400);
+      expect(await wrong.json()).toEqual(
+        graphMethodError('Invalid appsecret_proof provided in the API argument'),
+      );
+      expect((await sendWithProof(proof(APP_SECRET))).status).toBe(200);
+      // The WABA's calls are checked against the secret of the app behind its numbers; a body may carry it.
+      const subscribed = await postJson(
+        `${base}/chat-official/v21.0/waba-${PHONE_ID}/subscribed_apps`,
+        { appsecret_proof: proof('another-apps-secret') },
+        { authorization: `Bearer ${TOKEN}` },
+      );
+      expect(subscribed.status).toBe(400);
+      // Without one, an app that does not require it takes the call.
+      expect((await sendWithProof()).status).toBe(200);
+    });
+
+    it('refuses a call without a proof once the app requires one ("Require App Secret")', async () => {
+      await control('/chat-official/app-secret', {
+        account: PHONE_ID,
+        app_secret: APP_SECRET,
+        require_proof: true,
+      });
+      const bare = await sendWithProof();
+      expect(bare.status).toBe(400);
+      expect(await bare.json()).toEqual(
+        graphMethodError('API calls from the server require an appsecret_proof argument'),
+      );
+      expect((await sendWithProof(proof(APP_SECRET))).status).toBe(200);
+    });
+  });
+
   describe('text send', () => {
     it('answers 200 in the Cloud API shape inside the window and records the request', async () => {
       expect((await setWindow(CUSTOMER, new Date(Date.now() - HOUR_MS))).status).toBe(200);

@@ -20,7 +20,13 @@ import {
 } from './channel-adapter.js';
 import { cloudMessageContent } from './chat-official-content.js';
 import { callProvider, joinUrl } from './http.js';
-import { GraphErrorBody, hubChallengeAnswer, hubSignatureMatches } from './meta-graph.js';
+import {
+  appSecretProof,
+  GraphErrorBody,
+  hubChallengeAnswer,
+  hubSignatureMatches,
+  refusesAppSecret,
+} from './meta-graph.js';
 
 type ChatOfficialConfig = ChannelConfig<'chat-official'>;
 
@@ -68,7 +74,7 @@ export function graphFailure(status: number, body: unknown): Error {
   if (code === graphCodes.mediaUploadError)
     return AppError.template(131053, platformTexts.templateMediaRejected, detail);
   const refusal: ProviderRefusal | undefined =
-    code === graphCodes.accessTokenInvalid
+    code === graphCodes.accessTokenInvalid || refusesAppSecret(code, message)
       ? 'credentials_rejected'
       : rateLimitCodes.has(code)
         ? 'rate_limited'
@@ -163,10 +169,19 @@ const knownStatuses = new Set(['sent', 'delivered', 'read', 'failed']);
 
 const bearer = (config: ChatOfficialConfig) => ({ authorization: `Bearer ${config.access_token}` });
 
+/** Every Graph call carries the app's proof: see `appSecretProof`. */
+function withProof(config: ChatOfficialConfig, url: URL): URL {
+  url.searchParams.set('appsecret_proof', appSecretProof(config.app_secret, config.access_token));
+  return url;
+}
+
 const graphUrl = (config: ChatOfficialConfig, node: string, edge?: string) =>
-  joinUrl(
-    config.base_url,
-    `${config.api_version}/${encodeURIComponent(node)}${edge === undefined ? '' : `/${edge}`}`,
+  withProof(
+    config,
+    joinUrl(
+      config.base_url,
+      `${config.api_version}/${encodeURIComponent(node)}${edge === undefined ? '' : `/${edge}`}`,
+    ),
   );
 
 /** POST /{version}/{phone_number_id}/messages: the one call both text and template sends make. */
@@ -286,7 +301,7 @@ function unreadable(batch: InboundBatch, providerMessageId: string, reason: stri
 function nextPage(next: string | undefined, config: ChatOfficialConfig, call: ProviderCall): URL | undefined {
   if (!next) return undefined;
   const url = URL.canParse(next) ? new URL(next) : undefined;
-  if (url?.origin === new URL(config.base_url).origin) return url;
+  if (url?.origin === new URL(config.base_url).origin) return withProof(config, url);
   call.logger.warn(
     { phone_number_id: config.phone_number_id, next_origin: url?.origin ?? null },
     'template list: paging.next leaves the base_url origin, not followed',
@@ -331,7 +346,11 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
     if (!overridden.ok) {
       const failure = graphFailure(overridden.status, overridden.body);
       // An invalid parameter here is the callback URL (or its token) that Meta will not take.
-      if (failure instanceof ProviderError && failure.providerCode === graphCodes.invalidParameter) {
+      if (
+        failure instanceof ProviderError &&
+        failure.providerCode === graphCodes.invalidParameter &&
+        failure.refusal === undefined
+      ) {
         throw new ProviderError(failure.message, failure.status, failure.providerCode, {
           refusal: 'callback_refused',
         });

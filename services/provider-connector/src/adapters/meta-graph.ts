@@ -23,6 +23,19 @@ export const graphThrottleCodes: ReadonlySet<number> = new Set([4, 17, 32, 613])
 /** The access token no longer works (expired, revoked, its user logged out). */
 export const GRAPH_TOKEN_INVALID = 190;
 
+/**
+ * `appsecret_proof`: HMAC-SHA256 of the access token, keyed with the app secret
+ * (developers.facebook.com/docs/graph-api/securing-requests). An app with "Require App Secret" on refuses
+ * server calls without it, and Graph checks it whenever a call carries one ("Invalid appsecret_proof
+ * provided in the API argument", code 100), which tells a wrong app secret at the first call.
+ */
+export const appSecretProof = (appSecret: string, accessToken: string): string =>
+  createHmac('sha256', appSecret).update(accessToken).digest('hex');
+
+/** Graph's refusal of the app secret behind a call: a wrong proof, or none where one is required. */
+export const refusesAppSecret = (code: number, message: string | undefined): boolean =>
+  code === 100 && /appsecret_proof/i.test(message ?? '');
+
 /** The header Meta signs every webhook POST with. */
 export const HUB_SIGNATURE_HEADER = 'x-hub-signature-256';
 
