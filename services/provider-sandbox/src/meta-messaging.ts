@@ -18,6 +18,7 @@ import {
   endedToken,
   GraphCode,
   GraphError,
+  invalidAppSecretProof,
   invalidToken,
   type TokenEnding,
 } from './graph-error.js';
@@ -53,6 +54,11 @@ export interface MetaProduct {
   /** Whether the product reports deliveries (`delivery.mids`) and how it reports reads. */
   deliveries: boolean;
   readsByMid: boolean;
+  /**
+   * Graph (graph.facebook.com) checks an `appsecret_proof` whenever a call carries one; Instagram Login's
+   * graph.instagram.com documents none, so its calls are not checked.
+   */
+  checksAppSecretProof: boolean;
   newMid(account: string): string;
 }
 
@@ -87,6 +93,7 @@ export const messenger: MetaProduct = {
   throttle: { code: GraphCode.apiCallRateLimit, title: 'Calls to this api have exceeded the rate limit.' },
   deliveries: true,
   readsByMid: false,
+  checksAppSecretProof: true,
   // Messenger's mids: `m_` and an opaque url-safe token.
   newMid: () => `m_${randomBytes(64).toString('base64url')}`,
 };
@@ -109,6 +116,7 @@ export const instagram: MetaProduct = {
   throttle: { code: GraphCode.applicationRequestLimit, title: 'Application request limit reached' },
   deliveries: false,
   readsByMid: true,
+  checksAppSecretProof: false,
   // Instagram's mids are base64 of `ig_message_item:1:IGMessageThread:<account>:<thread>:<item>`.
   newMid: (account) =>
     Buffer.from(
@@ -196,6 +204,13 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       accountOfToken.set(token, account);
       const ended = state.endedTokens.get(account);
       if (ended) throw endedToken(ended.ending, ended.at);
+      // Checked against the app the account is subscribed to, once the sandbox knows it (Meta always does).
+      const proof = req.query.appsecret_proof;
+      const appSecret = state.appOfAccount.get(account);
+      if (product.checksAppSecretProof && proof !== undefined && appSecret !== undefined) {
+        if (proof !== createHmac('sha256', appSecret).update(token).digest('hex'))
+          throw invalidAppSecretProof();
+      }
       return account;
     }
 

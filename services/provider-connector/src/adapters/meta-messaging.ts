@@ -16,11 +16,13 @@ import {
 import { callProvider, joinUrl, type ProviderAnswer } from './http.js';
 import { locationText, type SharedPlace } from './location-text.js';
 import {
+  appSecretProof,
   GRAPH_TOKEN_INVALID,
   GraphErrorBody,
   graphThrottleCodes,
   hubChallengeAnswer,
   hubSignatureMatches,
+  refusesAppSecret,
 } from './meta-graph.js';
 
 // Messenger and Instagram Messaging are one platform on the Graph API: the same Send API answer
@@ -53,6 +55,11 @@ export interface MetaMessagingProduct<K extends MetaMessagingChannel> {
   windowSubcode: number;
   /** The product's own rate-limit code on top of Graph's (Business Use Case limits). */
   throttleCode: number;
+  /**
+   * Its calls carry `appsecret_proof` (see `appSecretProof`): Graph's, Messenger's, do; Instagram Login's
+   * graph.instagram.com documents none.
+   */
+  appSecretProof: boolean;
 }
 
 const SendAnswer = z.object({ recipient_id: z.string().optional(), message_id: z.string().min(1) });
@@ -153,7 +160,7 @@ export function metaMessagingFailure(
     return new AppError(400, { error: platformTexts.replyWindowClosed(product.channel) }, { detail });
   }
   let refusal: ProviderRefusal | undefined;
-  if (code === GRAPH_TOKEN_INVALID) refusal = 'credentials_rejected';
+  if (code === GRAPH_TOKEN_INVALID || refusesAppSecret(code, message)) refusal = 'credentials_rejected';
   else if (graphThrottleCodes.has(code) || code === product.throttleCode) refusal = 'rate_limited';
   return new ProviderError(detail, answer.status, code, refusal ? { refusal } : undefined);
 }
@@ -227,8 +234,15 @@ const status = (
 export function metaMessagingAdapter<K extends MetaMessagingChannel>(
   product: MetaMessagingProduct<K>,
 ): ChannelAdapter<K> {
-  const graph = (config: ChannelConfig<K>, edge: string) =>
-    joinUrl(config.base_url, `${META_GRAPH_VERSION}/${encodeURIComponent(product.account(config))}/${edge}`);
+  const graph = (config: ChannelConfig<K>, edge: string) => {
+    const url = joinUrl(
+      config.base_url,
+      `${META_GRAPH_VERSION}/${encodeURIComponent(product.account(config))}/${edge}`,
+    );
+    if (product.appSecretProof)
+      url.searchParams.set('appsecret_proof', appSecretProof(config.app_secret, product.token(config)));
+    return url;
+  };
   const bearer = (config: ChannelConfig<K>) => ({ authorization: `Bearer ${product.token(config)}` });
 
   async function post(config: ChannelConfig<K>, url: URL, body: unknown, call: ProviderCall) {

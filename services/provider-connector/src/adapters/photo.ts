@@ -18,4 +18,5 @@ export const photoAdapter = metaMessagingAdapter({
   windowSubcode: 2534022,
   // Business Use Case rate limit of the Instagram Platform.
   throttleCode: 80002,
+  appSecretProof: false,
 });

@@ -18,4 +18,5 @@ export const socialAdapter = metaMessagingAdapter({
   windowSubcode: 2018278,
   // Business Use Case rate limit of the Messenger Platform.
   throttleCode: 80006,
+  appSecretProof: true,
 });
