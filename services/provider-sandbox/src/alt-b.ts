@@ -233,15 +233,24 @@ export function createAltB(stores: SandboxStores, fetchImpl: typeof fetch): Chan
   }
 
   /**
-   * Z-API signs nothing and sends no credential: only the JSON content type. Since November 2024 its
-   * webhooks arrive gzipped, with `Content-Encoding: gzip` (github.com/Z-API/z-api-gzip-decompress: "os
-   * dados dos webhooks do Z-API, que agora chegam no formato GZIP").
+   * Z-API signs nothing; each webhook carries the instance's token in a `z-api-token` header (the docs
+   * show no headers; the integrations people write against it check that one), beside the JSON content
+   * type. Since November 2024 its webhooks arrive gzipped, with `Content-Encoding: gzip`
+   * (github.com/Z-API/z-api-gzip-decompress: "os dados dos webhooks do Z-API, que agora chegam no formato
+   * GZIP").
    */
-  const delivery = (url: string, payload: unknown): WebhookDelivery => ({
-    url,
-    headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
-    body: gzipSync(JSON.stringify(payload)),
-  });
+  const delivery = (account: string, url: string, payload: unknown): WebhookDelivery => {
+    const token = stores.credentials.get(INSTANCE_TOKEN_BOOK, account);
+    return {
+      url,
+      headers: {
+        'Content-Type': 'application/json',
+        'Content-Encoding': 'gzip',
+        ...(token === undefined ? {} : { 'z-api-token': token }),
+      },
+      body: gzipSync(JSON.stringify(payload)),
+    };
+  };
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
     const kind = zapiKinds.of(message.type);
@@ -283,14 +292,14 @@ export function createAltB(stores: SandboxStores, fetchImpl: typeof fetch): Chan
       type: 'ReceivedCallback',
       ...zapiContent(kind, message.text, number),
     };
-    return { ...delivery(url, payload), providerMessageId: messageId };
+    return { ...delivery(message.account, url, payload), providerMessageId: messageId };
   }
 
   /** The on-send webhook's DeliveryCallback for a send WhatsApp would not take. */
   function sendFailed(current: Instance, messageId: string, sent: Issued): WebhookDelivery | undefined {
     const url = current.webhooks.get('delivery');
     if (!url) return undefined;
-    return delivery(url, {
+    return delivery(sent.account, url, {
       phone: whatsappNumber(sent.to),
       messageId,
       instanceId: sent.account,
@@ -331,7 +340,7 @@ export function createAltB(stores: SandboxStores, fetchImpl: typeof fetch): Chan
     if (update.status === 'failed') return sendFailed(current, update.messageId, sent);
     const url = current.webhooks.get('message-status');
     if (!url) return undefined;
-    return delivery(url, {
+    return delivery(update.account, url, {
       instanceId: update.account,
       status: STATUS_NAMES[update.status],
       ids: [update.messageId],

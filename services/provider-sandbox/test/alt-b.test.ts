@@ -214,7 +214,7 @@ describe('alt-b (Z-API) emulation', () => {
   });
 
   describe('webhooks', () => {
-    it('delivers ReceivedCallback as the docs show it, with no credential of any kind', async () => {
+    it("delivers ReceivedCallback as the docs show it, with the instance's token in z-api-token", async () => {
       const set = await setWebhook(`${receiver.url}/hooks/zapi?callback_token=abc`);
       expect(set.status).toBe(200);
       expect(await set.json()).toEqual({ value: true });
@@ -236,6 +236,7 @@ describe('alt-b (Z-API) emulation', () => {
       expect(webhook?.headers['content-type']).toBe('application/json');
       expect(webhook?.headers['content-encoding']).toBe('gzip');
       expect(webhook?.headers['client-token']).toBeUndefined();
+      expect(webhook?.headers['z-api-token']).toBe(INSTANCE_TOKEN);
       const payload = JSON.parse(webhook?.rawBody ?? '') as { momment: number };
       expect(payload).toEqual({
         isStatusReply: false,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ALT_B_CALLBACK_PARAM, altBAdapter } from './alt-b.js';
+import { ALT_B_CALLBACK_PARAM, ALT_B_TOKEN_HEADER, altBAdapter } from './alt-b.js';
 import { InboundRejected } from './channel-adapter.js';
 
 // Callback bodies copied from Z-API's documentation (github.com/Z-API/z-api-docs,
@@ -96,9 +96,22 @@ describe('alt-b (Z-API) callbacks', () => {
     const withClientToken = { ...callback(textReceived, null), headers: { 'client-token': SECRET } };
     expect(() => altBAdapter.readInbound(config, withClientToken)).toThrow(InboundRejected);
     expect(() => read({ ...textReceived, instanceId: 'someone-else' })).toThrow(InboundRejected);
-    // An integration stored before callback secrets existed takes no callback at all.
+    // An integration stored before callback secrets existed takes no callback by its URL.
     const { callback_secret: _, ...withoutSecret } = config;
     expect(() => altBAdapter.readInbound(withoutSecret, callback(textReceived))).toThrow(InboundRejected);
+    // Another token in Z-API's own header proves nothing either.
+    const wrongHeader = {
+      ...callback(textReceived, null),
+      headers: { [ALT_B_TOKEN_HEADER]: 'not-the-token' },
+    };
+    expect(() => altBAdapter.readInbound(config, wrongHeader)).toThrow(InboundRejected);
+  });
+
+  it("takes a callback whose URL lost its query string by the instance's token in Z-API's header", () => {
+    const headerOnly = { ...callback(textReceived, null), headers: { [ALT_B_TOKEN_HEADER]: config.token } };
+    expect(altBAdapter.readInbound(config, headerOnly).messages).toHaveLength(1);
+    const { callback_secret: _, ...withoutSecret } = config;
+    expect(altBAdapter.readInbound(withoutSecret, headerOnly).messages).toHaveLength(1);
   });
 
   it.each([

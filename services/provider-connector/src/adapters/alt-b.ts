@@ -10,7 +10,7 @@ import {
   type StatusUpdate,
 } from './channel-adapter.js';
 import { sameSecret } from './constant-time.js';
-import { callProvider, joinUrl, type ProviderAnswer, retryAfterNote } from './http.js';
+import { callProvider, headerValue, joinUrl, type ProviderAnswer, retryAfterNote } from './http.js';
 import { locationText } from './location-text.js';
 
 // Facts about Z-API below are from its documentation (developer.z-api.io; github.com/Z-API/z-api-docs):
@@ -23,11 +23,18 @@ type AltBConfig = ChannelConfig<'alt-b'>;
 type Instance = { instance_id: string; token: string };
 
 /**
- * Z-API's callbacks carry no credential at all (no signature, no header of ours), so the callback URL
- * registered with it carries the integration's callback secret in this query parameter; the name has
- * "token" in it, so traces redact its value.
+ * Z-API signs nothing and takes no header of ours, so the callback URL registered with it carries the
+ * integration's callback secret in this query parameter; the name has "token" in it, so traces redact its
+ * value.
  */
 export const ALT_B_CALLBACK_PARAM = 'callback_token';
+
+/**
+ * The header Z-API puts the instance's token in on every webhook: its docs show none, but the
+ * integrations people write against it check this one. Whether Z-API keeps a webhook URL's query string
+ * is documented nowhere, so a callback proves itself with either.
+ */
+export const ALT_B_TOKEN_HEADER = 'z-api-token';
 
 function instanceOf(config: AltBConfig): Instance | undefined {
   return config.instance_id && config.token
@@ -246,13 +253,13 @@ export const altBAdapter: ChannelAdapter<'alt-b'> = {
   callbackUrlRules: { httpsOnly: true },
 
   readInbound(config, request) {
-    const token = request.query?.[ALT_B_CALLBACK_PARAM];
-    if (
-      !config.callback_secret ||
-      !sameSecret(typeof token === 'string' ? token : undefined, config.callback_secret)
-    ) {
-      throw new InboundRejected('alt-b callback token missing or wrong');
-    }
+    const inUrl = request.query?.[ALT_B_CALLBACK_PARAM];
+    const byUrl =
+      !!config.callback_secret &&
+      sameSecret(typeof inUrl === 'string' ? inUrl : undefined, config.callback_secret);
+    const byHeader =
+      !!config.token && sameSecret(headerValue(request.headers, ALT_B_TOKEN_HEADER), config.token);
+    if (!byUrl && !byHeader) throw new InboundRejected('alt-b callback token missing or wrong');
     const body: unknown = JSON.parse(request.rawBody.toString('utf8'));
     const received = ReceivedCallback.safeParse(body);
     if (received.success) return readReceived(config, received.data);
