@@ -111,6 +111,18 @@ const failure = (promise: Promise<unknown>) =>
     (error: unknown) => error as AppError,
   );
 
+/** A creation the provider refused the credentials of: the caller's 400, and nothing kept. */
+async function refusedAsCredentials(creation: Promise<unknown>, account: string) {
+  const refused = await failure(creation);
+  expect(refused.status).toBe(400);
+  expect(refused.body).toEqual({
+    error:
+      'O provedor do canal "chat-official" recusou as credenciais da integração ou não conhece a conta: verifique a configuração',
+  });
+  const { rows } = await pool.query('select 1 from integrations where account_id = $1', [account]);
+  expect(rows).toHaveLength(0);
+}
+
 describe('chat-official registration', () => {
   it('subscribes the app to the WABA before overriding the callback, and says what Meta would refuse', async () => {
     const world = await startWorld();
@@ -152,14 +164,7 @@ describe('chat-official registration', () => {
       headers: { authorization: 'Bearer token-of-someone-else' },
     });
     expect(other.status).toBe(200);
-    const refused = await failure(world.create(account));
-    expect(refused.status).toBe(400);
-    expect(refused.body).toEqual({
-      error:
-        'O provedor do canal "chat-official" recusou as credenciais da integração ou não conhece a conta: verifique a configuração',
-    });
-    const { rows } = await pool.query('select 1 from integrations where account_id = $1', [account]);
-    expect(rows).toHaveLength(0);
+    await refusedAsCredentials(world.create(account), account);
   });
 
   it("refuses an app secret that is not the app's at creation, by Graph's appsecret_proof check", async () => {
@@ -167,14 +172,7 @@ describe('chat-official registration', () => {
     const account = `pn-${randomUUID().slice(0, 8)}`;
     // The app's secret is not the one the integration will be given (pasted from another app).
     await world.control('/chat-official/app-secret', { account, app_secret: 'the-real-app-secret' });
-    const refused = await failure(world.create(account));
-    expect(refused.status).toBe(400);
-    expect(refused.body).toEqual({
-      error:
-        'O provedor do canal "chat-official" recusou as credenciais da integração ou não conhece a conta: verifique a configuração',
-    });
-    const { rows } = await pool.query('select 1 from integrations where account_id = $1', [account]);
-    expect(rows).toHaveLength(0);
+    await refusedAsCredentials(world.create(account), account);
   });
 
   it('works with an app that has "Require App Secret" on: every call carries the proof', async () => {
