@@ -225,7 +225,7 @@ describe('chat-official', () => {
       status: 502,
       body: {
         error:
-          'O provedor do canal "chat-official" recusou as credenciais da integração (token expirado ou revogado): a integração foi desconectada até que sejam renovadas',
+          'O provedor do canal "chat-official" recusou as credenciais da integração (token expirado ou revogado, chave errada ou conta removida): a integração foi desconectada até que sejam corrigidas',
         meta_error_code: 190,
       },
     });

@@ -110,7 +110,7 @@ export const platformTexts = {
   baseUrlRefused: (reason: string) => `config.base_url recusada: ${reason}`,
   providerFailed: (channel: string) => `Falha ao enviar pelo provedor do canal "${channel}"`,
   providerCredentialsRejected: (channel: string) =>
-    `O provedor do canal "${channel}" recusou as credenciais da integração (token expirado ou revogado): a integração foi desconectada até que sejam renovadas`,
+    `O provedor do canal "${channel}" recusou as credenciais da integração (token expirado ou revogado, chave errada ou conta removida): a integração foi desconectada até que sejam corrigidas`,
   providerRateLimited: (channel: string) =>
     `O provedor do canal "${channel}" limitou os envios (muitas mensagens em pouco tempo): tente novamente em alguns segundos`,
   providerTimedOut: (channel: string) =>

@@ -60,7 +60,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
   // What the connector answers to the official provider's refusals it acts on; with its code.
   const officialRefusals = [
     answers(
-      "the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected",
+      "the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected",
       new AppError(502, {
         error: platformTexts.providerCredentialsRejected('chat-official'),
         meta_error_code: 190,

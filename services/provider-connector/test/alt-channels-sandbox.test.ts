@@ -332,6 +332,33 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     });
   });
 
+  it('takes a send to an instance Evolution deleted as refused credentials, and no other 404 or a 401', async () => {
+    const config = { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-11', api_key: 'k11' };
+    await createEvolutionInstance(sandboxUrl, 'evo-11', 'k11');
+    // Evolution's own authGuard answers 401 when its lookup of the key fails: no proof of a wrong key.
+    await expect(
+      altAAdapter.sendText({ ...config, api_key: 'k1l' }, { to: '5511944440011', text: 'x' }, call()),
+    ).rejects.toMatchObject({ status: 401, refusal: undefined });
+    // A 404 that is not Evolution saying so (a proxy in front of it, while it restarts).
+    await control('/faults', { channel: 'alt-a', account: 'evo-11', mode: 'error', status: 404 });
+    await expect(
+      altAAdapter.sendText(config, { to: '5511944440011', text: 'x' }, call()),
+    ).rejects.toMatchObject({ status: 404, refusal: undefined });
+    await control('/faults', { channel: 'alt-a', account: 'evo-11', mode: 'off' });
+    const deleted = await fetch(`${sandboxUrl}/alt-a/instance/delete/evo-11`, {
+      method: 'DELETE',
+      headers: { apikey: 'k11' },
+    });
+    expect(deleted.status).toBe(200);
+    await expect(
+      altAAdapter.sendText(config, { to: '5511944440011', text: 'x' }, call()),
+    ).rejects.toMatchObject({
+      status: 404,
+      refusal: 'credentials_rejected',
+      message: 'alt-a instance does not exist (sendText answered 404: The "evo-11" instance does not exist)',
+    });
+  });
+
   it('fails a send to a number with no WhatsApp, naming the number, as Evolution refuses it', async () => {
     const config = { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-8', api_key: 'k8' };
     await createEvolutionInstance(sandboxUrl, 'evo-8', 'k8');

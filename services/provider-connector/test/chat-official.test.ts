@@ -277,7 +277,7 @@ describe('chat-official sends', () => {
       status: 502,
       body: {
         error:
-          'O provedor do canal "chat-official" recusou as credenciais da integração (token expirado ou revogado): a integração foi desconectada até que sejam renovadas',
+          'O provedor do canal "chat-official" recusou as credenciais da integração (token expirado ou revogado, chave errada ou conta removida): a integração foi desconectada até que sejam corrigidas',
         meta_error_code: 190,
       },
     });
@@ -309,6 +309,29 @@ describe('chat-official sends', () => {
       account: target.config.phone_number_id,
     });
     expect(afterOperator.body.delivered_status).toBe(404);
+  });
+});
+
+describe('chat-official sends with an app secret reset at Meta', () => {
+  it('disconnects the integration once Graph refuses its appsecret_proof (100), naming no token', async () => {
+    const world = await startWorld();
+    const target = await world.create();
+    // The app's secret was reset at Meta and our config still has the old one.
+    await world.control('/chat-official/app-secret', {
+      account: target.config.phone_number_id,
+      app_secret: 'reset-at-meta',
+    });
+    expect(await failure(world.send(target))).toMatchObject({
+      status: 502,
+      body: {
+        error: platformTexts.providerCredentialsRejected('chat-official'),
+        meta_error_code: 100,
+      },
+    });
+    expect((await world.store.get(target.workspaceId, target.integration.id))?.integration).toMatchObject({
+      status: 'disconnected',
+      status_reason: 'credentials_rejected',
+    });
   });
 });
 

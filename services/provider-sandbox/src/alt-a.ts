@@ -179,6 +179,12 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     });
   });
 
+  // instance.controller.ts deleteInstance: every later call naming it is the guard's 404.
+  router.delete('/instance/delete/:instance', requireApiKey, (req: Request<{ instance: string }>, res) => {
+    instances.delete(req.params.instance);
+    res.json({ status: 'SUCCESS', error: false, response: { message: 'Instance deleted' } });
+  });
+
   router.post('/webhook/set/:instance', requireApiKey, (req: Request<{ instance: string }>, res) => {
     const checked = checkSetWebhook(req.body);
     if (!checked.ok) {
@@ -320,7 +326,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     const existing = instances.get(name);
     // instanceLoggedGuard: `This name "…" is already in use.`
     if (existing && existing.token !== token)
-      throw new ControlError(409, `This name "${name}" is already in use.`);
+      throw new ControlError(403, `This name "${name}" is already in use.`);
     if (!existing) {
       instances.set(name, {
         id: randomUUID(),

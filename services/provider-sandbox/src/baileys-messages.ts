@@ -58,7 +58,8 @@ export function baileysMessage(
         messageType: 'locationMessage',
       };
     case 'live_location':
-      // Its first message; the updates that follow are protocol traffic Evolution does not post as messages.
+      // A live location as Evolution posts it; whether each of its later updates comes as one too is
+      // documented nowhere (each would be taken in as a message, as before they were read at all).
       return {
         message: {
           liveLocationMessage: {

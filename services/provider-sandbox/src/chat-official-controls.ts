@@ -115,6 +115,7 @@ export function chatOfficialControls(deps: ChatOfficialControlDeps): Router {
   router.post('/chat-official/app-secret', (req, res) => {
     const body = parseControl(appSecretBody, req.body);
     state.appSecrets.set(body.account, body.app_secret);
+    state.declaredAppSecrets.add(body.account);
     if (body.require_proof) state.proofRequired.add(body.account);
     else state.proofRequired.delete(body.account);
     res.json({ ok: true });

@@ -50,6 +50,12 @@ export interface ChatOfficialState {
    * sandbox is told, and cannot sign a notification of its own accord until it is.
    */
   appSecrets: Map<string, string>;
+  /**
+   * Phone number ids whose app secret a control declared as the app's (`/chat-official/app-secret`), against
+   * which calls' `appsecret_proof` is checked. Not the first secret an inbound control signs with, which may
+   * be a test's forgery.
+   */
+  declaredAppSecrets: Set<string>;
   /** Phone number ids whose app has "Require App Secret" on: a call without `appsecret_proof` is refused. */
   proofRequired: Set<string>;
   /** By token: tokens that stopped working, and when. */

@@ -64,6 +64,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     overrides: new Map(),
     issued: new IssuedMessages(stores.sent.limit),
     appSecrets: new Map(),
+    declaredAppSecrets: new Set(),
     proofRequired: new Set(),
     endedTokens: new Map(),
     throttles: new Map(),
@@ -134,8 +135,8 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
 
   /**
    * `appsecret_proof`, in the query or the body: checked against the app's secret whenever the sandbox
-   * knows it (Meta always does; the sandbox only once a control gave it), and required when the app has
-   * "Require App Secret" on.
+   * knows it (Meta always does; the sandbox once `/chat-official/app-secret` declared it), and required
+   * when the app has "Require App Secret" on.
    */
   function checkAppSecretProof(
     req: Request<Record<string, string>>,
@@ -145,11 +146,11 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     const phoneNumberIds =
       accountParam === 'phoneNumberId'
         ? [req.params.phoneNumberId ?? '']
-        : [...state.appSecrets.keys()].filter((id) => state.templates.wabaIdOf(id) === req.params.wabaId);
+        : [...state.declaredAppSecrets].filter((id) => state.templates.wabaIdOf(id) === req.params.wabaId);
     const given =
       req.query.appsecret_proof ?? (req.body as { appsecret_proof?: unknown } | undefined)?.appsecret_proof;
     for (const id of phoneNumberIds) {
-      const secret = state.appSecrets.get(id);
+      const secret = state.declaredAppSecrets.has(id) ? state.appSecrets.get(id) : undefined;
       if (secret === undefined) continue;
       if (given === undefined) {
         if (state.proofRequired.has(id)) throw appSecretProofRequired();
@@ -251,6 +252,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     state.overrides.clear();
     state.issued.clear();
     state.appSecrets.clear();
+    state.declaredAppSecrets.clear();
     state.proofRequired.clear();
     state.endedTokens.clear();
     state.throttles.clear();

@@ -211,8 +211,21 @@ describe('provider sandbox', () => {
       );
       expect(
         (await post('/_sandbox/alt-a/instances', { instance: 'shop-3', token: 'third-key' })).status,
-      ).toBe(409);
+      ).toBe(403);
       expect(await sent()).toHaveLength(1);
+      // Deleted (instance.controller.ts deleteInstance), it is the guard's 404 again.
+      const deleted = await fetch(`${base}/alt-a/instance/delete/shop-3`, {
+        method: 'DELETE',
+        headers: { apikey: 'other-key' },
+      });
+      expect(await deleted.json()).toEqual({
+        status: 'SUCCESS',
+        error: false,
+        response: { message: 'Instance deleted' },
+      });
+      expect((await sendText('shop-3', { number: '5511999990000', text: 'x' }, 'other-key')).status).toBe(
+        404,
+      );
     });
 
     // jsonschema's words, as Evolution passes them on (issue #2583 quotes `instance requires property "text"`).

@@ -1593,7 +1593,7 @@ export interface operations {
       };
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
-       *     - the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */
       502: {
@@ -1848,7 +1848,7 @@ export interface operations {
       };
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
-       *     - the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */
       502: {
@@ -2050,7 +2050,7 @@ export interface operations {
       };
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
-       *     - the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */
       502: {
@@ -3315,7 +3315,7 @@ export interface operations {
       };
       /**
        * @description - the provider failed to list the templates
-       *     - the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
        */
       502: {
         headers: {
@@ -4298,7 +4298,7 @@ export interface operations {
       };
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
-       *     - the provider refused the integration's credentials (an expired or revoked token): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */
       502: {

@@ -56,11 +56,11 @@ export function messageContent(message: Message | null | undefined): Content | u
   for (const [key, type, field] of media) {
     if (inner[key]) return { text: field ? textAt(inner[key], field) : '', type };
   }
-  // A live location's first message carries where the sharing began; its updates are not messages.
+  // A live location reads as where it was when Evolution posted it, its caption the words.
   const pin = (inner.locationMessage || inner.liveLocationMessage) as Message | undefined;
   if (pin) {
     const place = {
-      name: pin.name || pin.caption,
+      name: textAt(pin, 'name') || textAt(pin, 'caption'),
       address: pin.address,
       latitude: pin.degreesLatitude,
       longitude: pin.degreesLongitude,

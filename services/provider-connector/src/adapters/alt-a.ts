@@ -106,23 +106,29 @@ function reasonOf(body: unknown): string {
  * A refused call in words. A closed WhatsApp connection (disconnected or logged out) answers
  * `500 "Connection Closed"` when the number is checked first, `400 ["Error: Connection Closed"]` when
  * the send itself fails; WhatsApp's own rate limit comes as `400 ["Error: rate-overlimit"]`, with no
- * retry hint. An instance never created, or removed, answers 404 before the key is looked at
- * (instanceExistsGuard), and a key that is neither the instance's token nor the global key 401: the
- * integration's config names what Evolution does not take, so both are refused credentials.
+ * retry hint.
+ *
+ * Refused credentials, which disconnect an integration at a send and are the caller's 400 at its
+ * creation, are only what Evolution itself says: its instanceExistsGuard's `404 ["The "…" instance does
+ * not exist"]` (a failing lookup there is a 500), in its own JSON; a proxy's plain `404 page not found`
+ * while Evolution restarts is not. A 401 is refused credentials only when registering: Evolution's
+ * authGuard also answers 401 when its own database lookup of the key fails, which a send must not
+ * take for a wrong key.
  */
-function failure(what: string, answer: ProviderAnswer): ProviderError {
+function failure(what: string, answer: ProviderAnswer, stage: 'register' | 'send'): ProviderError {
   const reason = reasonOf(answer.body);
   const said = reason ? `: ${reason}` : '';
+  const noInstance = answer.status === 404 && /instance does not exist/i.test(reason);
   const text = /Connection Closed/i.test(reason)
     ? `alt-a instance is not connected to WhatsApp (${what} answered ${answer.status}${said})`
     : /rate-overlimit/i.test(reason)
       ? `alt-a: WhatsApp is rate limiting the instance, try again later (${what} answered ${answer.status}${said})`
-      : answer.status === 404
+      : noInstance
         ? `alt-a instance does not exist (${what} answered 404${said})`
         : answer.status === 401
           ? `alt-a refused the api_key (${what} answered 401)`
           : `alt-a answered ${answer.status} to ${what}${said}${retryAfterNote(answer)}`;
-  const refused = answer.status === 404 || answer.status === 401;
+  const refused = noInstance || (answer.status === 401 && stage === 'register');
   return new ProviderError(
     text,
     answer.status,
@@ -146,7 +152,7 @@ export const altAAdapter: ChannelAdapter<'alt-a'> = {
         body: { number: message.to, text: message.text },
       },
     );
-    if (!answer.ok) throw failure('sendText', answer);
+    if (!answer.ok) throw failure('sendText', answer, 'send');
     const parsed = SendTextAnswer.safeParse(answer.body);
     if (!parsed.success) throw new ProviderError('alt-a answered without a message id', answer.status);
     return { providerMessageId: parsed.data.key.id };
@@ -174,7 +180,7 @@ export const altAAdapter: ChannelAdapter<'alt-a'> = {
         },
       },
     );
-    if (!answer.ok) throw failure('webhook/set', answer);
+    if (!answer.ok) throw failure('webhook/set', answer, 'register');
   },
 
   // With `byEvents` on, which an operator may turn on in Evolution's manager after we registered without

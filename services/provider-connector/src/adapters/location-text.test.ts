@@ -29,6 +29,8 @@ describe('locationText', () => {
     expect(locationText({ latitude: 0, longitude: -180.5 })).toBe('');
     expect(locationText({ latitude: 'norte', longitude: 1 })).toBe('');
     expect(locationText({ latitude: '', longitude: 1 })).toBe('');
+    expect(locationText({ latitude: '0x10', longitude: 1 })).toBe('');
+    expect(locationText({ latitude: '1e1', longitude: 1 })).toBe('');
     expect(locationText({ latitude: Number.NaN, longitude: 1 })).toBe('');
     expect(locationText({ latitude: { lat: 1 }, longitude: 1 })).toBe('');
     // Z-API's docs show -99.99... as a placeholder.

@@ -15,12 +15,15 @@ export function pointOf(value: unknown): SharedPlace {
 
 const words = (value: unknown): string => (typeof value === 'string' ? value.trim() : '');
 
-// Providers send numbers; a numeric string is taken too, since some bridges pass them through as text.
+/** Decimal degrees as text: digits, a point, digits; nothing else `Number()` reads (hex, exponents). */
+const DECIMAL = /^-?\d{1,3}(\.\d+)?$/;
+
+// Providers send numbers; a decimal string is taken too, since some bridges pass them through as text.
 function degrees(value: unknown, limit: number): number | undefined {
   const number =
     typeof value === 'number'
       ? value
-      : typeof value === 'string' && value.trim() !== ''
+      : typeof value === 'string' && DECIMAL.test(value.trim())
         ? Number(value)
         : NaN;
   return Number.isFinite(number) && Math.abs(number) <= limit ? number : undefined;
