@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -160,7 +160,12 @@ describe('provider calls', () => {
     );
     expect(listed.map((t) => t.name)).toEqual(['first', 'second']);
     expect(provider.hits).toHaveLength(2);
-    expect(provider.hits[0]!.url).toBe('/graph/v21.0/waba-1/message_templates?limit=100');
+    // Every page carries the app's proof (HMAC-SHA256 of the token keyed with the app secret), page 2 too.
+    const proof = createHmac('sha256', 's').update('the-bearer-token').digest('hex');
+    expect(provider.hits[0]!.url).toBe(
+      `/graph/v21.0/waba-1/message_templates?appsecret_proof=${proof}&limit=100`,
+    );
+    expect(new URL(provider.hits[1]!.url, provider.origin).searchParams.get('appsecret_proof')).toBe(proof);
     expect(elsewhere.hits).toHaveLength(0);
     expect(logLines.some((line) => line.includes('paging.next leaves the base_url origin'))).toBe(true);
   });
