@@ -187,6 +187,25 @@ describe('external send', () => {
     expect(await sentTo(fixture.stack, '5511911110005')).toHaveLength(1);
   });
 
+  it("answers 502 saying the number is not on WhatsApp when Evolution's check finds no account", async () => {
+    const ws = await workspaceWithAltA('ext-4');
+    await fetch(`${fixture.stack.sandboxUrl}/_sandbox/without-whatsapp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ number: '5511911110007' }),
+    });
+    const refused = await post('/api/v1/send-message', ws.key, {
+      phone: '+5511911110007',
+      message: 'oi',
+      channel: 'alt-a',
+    });
+    expect(refused).toMatchObject({
+      status: 502,
+      body: { error: 'O provedor do canal "alt-a" recusou o envio: o número não está no WhatsApp' },
+    });
+    expect(await sentTo(fixture.stack, '5511911110007')).toHaveLength(0);
+  });
+
   it('answers 502 naming the channel when the provider fails, and records no message.sent', async () => {
     const ws = await workspaceWithAltA('ext-3');
     const opened = await post('/api/v1/send-message', ws.key, {

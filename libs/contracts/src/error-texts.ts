@@ -111,6 +111,9 @@ export const platformTexts = {
   providerFailed: (channel: string) => `Falha ao enviar pelo provedor do canal "${channel}"`,
   providerCredentialsRejected: (channel: string) =>
     `O provedor do canal "${channel}" recusou as credenciais da integração (token expirado ou revogado, chave errada ou conta removida): a integração foi desconectada até que sejam corrigidas`,
+  /** A send the provider refused after WhatsApp's check found no account for the number. */
+  providerRecipientUnknown: (channel: string) =>
+    `O provedor do canal "${channel}" recusou o envio: o número não está no WhatsApp`,
   providerRateLimited: (channel: string) =>
     `O provedor do canal "${channel}" limitou os envios (muitas mensagens em pouco tempo): tente novamente em alguns segundos`,
   providerTimedOut: (channel: string) =>

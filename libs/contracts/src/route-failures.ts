@@ -74,6 +74,10 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       }),
     ),
   ];
+  const recipientUnknown = answers(
+    'WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that',
+    new AppError(502, { error: platformTexts.providerRecipientUnknown('alt-a') }),
+  );
   const agentNotFound = answers(
     'agentId is not an AI agent of this workspace',
     AppError.badRequest(platformTexts.agentNotFound),
@@ -146,6 +150,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     ),
     altBIncomplete,
     ...provider('bot'),
+    recipientUnknown,
     ...officialRefusals,
   ];
   const moveLead = [
@@ -176,6 +181,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       windowClosed,
       altBIncomplete,
       ...provider('alt-b'),
+      recipientUnknown,
       ...officialRefusals,
     ],
     sendTemplate: [

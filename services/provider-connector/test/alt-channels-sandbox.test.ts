@@ -368,6 +368,7 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     ).rejects.toMatchObject({
       name: 'ProviderError',
       status: 400,
+      refusal: 'recipient_unknown',
       message: 'alt-a answered 400 to sendText: +5511944440008 is not on WhatsApp',
     });
   });

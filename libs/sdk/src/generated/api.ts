@@ -1593,6 +1593,7 @@ export interface operations {
       };
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
+       *     - WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that
        *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */
@@ -2050,6 +2051,7 @@ export interface operations {
       };
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
+       *     - WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that
        *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */
@@ -4298,6 +4300,7 @@ export interface operations {
       };
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
+       *     - WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that
        *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */

@@ -129,11 +129,13 @@ function failure(what: string, answer: ProviderAnswer, stage: 'register' | 'send
           ? `alt-a refused the api_key (${what} answered 401)`
           : `alt-a answered ${answer.status} to ${what}${said}${retryAfterNote(answer)}`;
   const refused = noInstance || (answer.status === 401 && stage === 'register');
+  // sendMessageWithTyping's refusal after WhatsApp's check: `400 [{ jid, exists: false, number }]`.
+  const notOnWhatsApp = answer.status === 400 && / is not on WhatsApp/.test(reason);
   return new ProviderError(
     text,
     answer.status,
     undefined,
-    refused ? { refusal: 'credentials_rejected' } : {},
+    refused ? { refusal: 'credentials_rejected' } : notOnWhatsApp ? { refusal: 'recipient_unknown' } : {},
   );
 }
 

@@ -102,7 +102,11 @@ async function sendHolding(
     if (!(error instanceof ProviderError)) throw error;
     const { channel, id } = stored.integration;
     // Refused outright, so nothing was sent, even when the deadline passed meanwhile.
-    if (error.refusal === 'credentials_rejected' || error.refusal === 'rate_limited') {
+    if (
+      error.refusal === 'credentials_rejected' ||
+      error.refusal === 'rate_limited' ||
+      error.refusal === 'recipient_unknown'
+    ) {
       await store.forgetAttempt(ids.workspaceId, ids.messageId);
       throw await providerRefused(store, logger, stored, error, ids.workspaceId);
     }
@@ -134,8 +138,9 @@ async function answerOfEarlierAttempt(
 
 /**
  * The answer to a provider's refusal the connector acts on: credentials it no longer takes disconnect the
- * integration (with the reason, for the admin API), and a rate limit tells the caller to wait. Both are
- * the API's 502 naming the channel, with the provider's code.
+ * integration (with the reason, for the admin API), a rate limit tells the caller to wait, and a number
+ * with no account says sending again is pointless. Each is the API's 502 naming the channel, with the
+ * provider's code where it has one.
  */
 export async function providerRefused(
   store: IntegrationStore,
@@ -158,6 +163,10 @@ export async function providerRefused(
       { error: platformTexts.providerCredentialsRejected(channel), ...code },
       { cause: error },
     );
+  }
+  if (error.refusal === 'recipient_unknown') {
+    logger.info({ err: error, channel, integration_id: id }, 'provider knows no account of the recipient');
+    return new AppError(502, { error: platformTexts.providerRecipientUnknown(channel) }, { cause: error });
   }
   logger.warn({ err: error, channel, integration_id: id }, 'provider rate limit: send refused');
   return new AppError(502, { error: platformTexts.providerRateLimited(channel), ...code }, { cause: error });
