@@ -187,25 +187,6 @@ describe('external send', () => {
     expect(await sentTo(fixture.stack, '5511911110005')).toHaveLength(1);
   });
 
-  it("answers 502 saying the number is not on WhatsApp when Evolution's check finds no account", async () => {
-    const ws = await workspaceWithAltA('ext-4');
-    await fetch(`${fixture.stack.sandboxUrl}/_sandbox/without-whatsapp`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ number: '5511911110007' }),
-    });
-    const refused = await post('/api/v1/send-message', ws.key, {
-      phone: '+5511911110007',
-      message: 'oi',
-      channel: 'alt-a',
-    });
-    expect(refused).toMatchObject({
-      status: 502,
-      body: { error: 'O provedor do canal "alt-a" recusou o envio: o número não está no WhatsApp' },
-    });
-    expect(await sentTo(fixture.stack, '5511911110007')).toHaveLength(0);
-  });
-
   it('answers 502 naming the channel when the provider fails, and records no message.sent', async () => {
     const ws = await workspaceWithAltA('ext-3');
     const opened = await post('/api/v1/send-message', ws.key, {
@@ -237,5 +218,47 @@ describe('external send', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ channel: 'alt-a', account: 'ext-3', mode: 'off' }),
     });
+  });
+});
+
+describe('a number with no WhatsApp', () => {
+  it("answers send-message 502 saying so when Evolution's check finds no account, and keeps the message failed", async () => {
+    const ws = await workspaceWithAltA('ext-4');
+    await fetch(`${fixture.stack.sandboxUrl}/_sandbox/without-whatsapp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ number: '5511911110007' }),
+    });
+    const refused = await post('/api/v1/send-message', ws.key, {
+      phone: '+5511911110007',
+      message: 'oi',
+      channel: 'alt-a',
+    });
+    expect(refused).toMatchObject({
+      status: 502,
+      body: { error: 'O provedor do canal "alt-a" recusou o envio: o número não está no WhatsApp' },
+    });
+    expect(await sentTo(fixture.stack, '5511911110007')).toHaveLength(0);
+    // Stored as failed with Evolution's reason; the integration is fine and stays connected.
+    const listed = await fixture.stack.admin<{ conversations: Json[] }>(
+      'GET',
+      `/admin/v1/workspaces/${ws.id}/conversations`,
+    );
+    const read = await fixture.stack.admin<Json & { messages: Json[] }>(
+      'GET',
+      `/admin/v1/workspaces/${ws.id}/conversations/${listed.body.conversations[0]!.id}`,
+    );
+    expect(read.body.messages).toMatchObject([
+      {
+        text: 'oi',
+        status: 'failed',
+        error: 'alt-a answered 400 to sendText: 5511911110007 is not on WhatsApp',
+      },
+    ]);
+    const integrations = await fixture.stack.admin<{ integrations: Json[] }>(
+      'GET',
+      `/admin/v1/workspaces/${ws.id}/integrations`,
+    );
+    expect(integrations.body.integrations).toMatchObject([{ status: 'connected', status_reason: null }]);
   });
 });

@@ -60,7 +60,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
   // What the connector answers to the official provider's refusals it acts on; with its code.
   const officialRefusals = [
     answers(
-      "the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected",
+      "the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's): the integration is disconnected, status_reason credentials_rejected",
       new AppError(502, {
         error: platformTexts.providerCredentialsRejected('chat-official'),
         meta_error_code: 190,
@@ -74,6 +74,10 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       }),
     ),
   ];
+  const altACredentials = answers(
+    'Evolution says the instance does not exist (it was deleted): the integration is disconnected, status_reason credentials_rejected',
+    new AppError(502, { error: platformTexts.providerCredentialsRejected('alt-a') }),
+  );
   const recipientUnknown = answers(
     'WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that',
     new AppError(502, { error: platformTexts.providerRecipientUnknown('alt-a') }),
@@ -151,6 +155,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     altBIncomplete,
     ...provider('bot'),
     recipientUnknown,
+    altACredentials,
     ...officialRefusals,
   ];
   const moveLead = [
@@ -182,6 +187,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       altBIncomplete,
       ...provider('alt-b'),
       recipientUnknown,
+      altACredentials,
       ...officialRefusals,
     ],
     sendTemplate: [

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InProcessBus } from '@inbox/bus';
+import { platformTexts } from '@inbox/contracts';
 import { OutboxRelay, type Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
@@ -12,6 +13,7 @@ import { altBAdapter } from '../src/adapters/alt-b.js';
 import type { ProviderCall } from '../src/adapters/channel-adapter.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
+import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { migratedPool } from './support.js';
 
@@ -332,17 +334,17 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     });
   });
 
-  it('takes a send to an instance Evolution deleted as refused credentials, and no other 404 or a 401', async () => {
-    const config = { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-11', api_key: 'k11' };
-    await createEvolutionInstance(sandboxUrl, 'evo-11', 'k11');
+  it('disconnects an integration whose instance Evolution deleted, and not for another 404 or a 401', async () => {
+    const { workspaceId, created, config } = await create('alt-a', { instance: 'evo-11', api_key: 'k11' });
+    const typed = { base_url: config.base_url!, instance: 'evo-11', api_key: 'k11' };
     // Evolution's own authGuard answers 401 when its lookup of the key fails: no proof of a wrong key.
     await expect(
-      altAAdapter.sendText({ ...config, api_key: 'k1l' }, { to: '5511944440011', text: 'x' }, call()),
+      altAAdapter.sendText({ ...typed, api_key: 'k1l' }, { to: '5511944440011', text: 'x' }, call()),
     ).rejects.toMatchObject({ status: 401, refusal: undefined });
     // A 404 that is not Evolution saying so (a proxy in front of it, while it restarts).
     await control('/faults', { channel: 'alt-a', account: 'evo-11', mode: 'error', status: 404 });
     await expect(
-      altAAdapter.sendText(config, { to: '5511944440011', text: 'x' }, call()),
+      altAAdapter.sendText(typed, { to: '5511944440011', text: 'x' }, call()),
     ).rejects.toMatchObject({ status: 404, refusal: undefined });
     await control('/faults', { channel: 'alt-a', account: 'evo-11', mode: 'off' });
     const deleted = await fetch(`${sandboxUrl}/alt-a/instance/delete/evo-11`, {
@@ -350,12 +352,20 @@ describe('alt-a against the Evolution API v2 emulator', () => {
       headers: { apikey: 'k11' },
     });
     expect(deleted.status).toBe(200);
-    await expect(
-      altAAdapter.sendText(config, { to: '5511944440011', text: 'x' }, call()),
-    ).rejects.toMatchObject({
-      status: 404,
-      refusal: 'credentials_rejected',
-      message: 'alt-a instance does not exist (sendText answered 404: The "evo-11" instance does not exist)',
+    const send = {
+      workspace_id: workspaceId,
+      integration_id: created.id,
+      message_id: randomUUID(),
+      to: '+5511944440011',
+      text: 'x',
+    };
+    await expect(sendText({ store, guard, logger, providerTimeoutMs: 5_000 }, send)).rejects.toMatchObject({
+      status: 502,
+      body: { error: platformTexts.providerCredentialsRejected('alt-a') },
+    });
+    expect((await store.get(workspaceId, created.id))?.integration).toMatchObject({
+      status: 'disconnected',
+      status_reason: 'credentials_rejected',
     });
   });
 

@@ -230,6 +230,19 @@ describe('chat-official (Cloud API) emulation', () => {
       expect((await sendWithProof()).status).toBe(200);
     });
 
+    it("checks no proof against the secret an inbound control forged with: it is not the app's", async () => {
+      await registerOverride(`${receiver.url}/hooks/meta`);
+      // A test forging a signature names a secret first; the app's is never declared.
+      await control('/inbound', {
+        channel: 'chat-official',
+        account: PHONE_ID,
+        from: CUSTOMER,
+        text: 'forjada',
+        app_secret: 'a-forgery',
+      });
+      expect((await sendWithProof(proof('the-apps-real-secret'))).status).toBe(200);
+    });
+
     it('refuses a call without a proof once the app requires one ("Require App Secret")', async () => {
       await control('/chat-official/app-secret', {
         account: PHONE_ID,

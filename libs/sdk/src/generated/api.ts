@@ -1594,7 +1594,8 @@ export interface operations {
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
        *     - WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that
-       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
+       *     - Evolution says the instance does not exist (it was deleted): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */
       502: {
@@ -1849,7 +1850,7 @@ export interface operations {
       };
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
-       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */
       502: {
@@ -2052,7 +2053,8 @@ export interface operations {
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
        *     - WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that
-       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
+       *     - Evolution says the instance does not exist (it was deleted): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */
       502: {
@@ -3317,7 +3319,7 @@ export interface operations {
       };
       /**
        * @description - the provider failed to list the templates
-       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's): the integration is disconnected, status_reason credentials_rejected
        */
       502: {
         headers: {
@@ -4301,7 +4303,8 @@ export interface operations {
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
        *     - WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that
-       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's, an Evolution instance deleted): the integration is disconnected, status_reason credentials_rejected
+       *     - Evolution says the instance does not exist (it was deleted): the integration is disconnected, status_reason credentials_rejected
+       *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's): the integration is disconnected, status_reason credentials_rejected
        *     - the provider's rate limit refused the send (130429 after two more tries, or 131056 for one number): try again in a few seconds
        */
       502: {

@@ -87,16 +87,22 @@ function sentAt(timestamp: number | string | null | undefined): Date {
 
 /**
  * Evolution's errors are `{ status, error, response: { message } }`, the message a string or a list
- * (strings, or `{ exists: false, jid, number }` for a number that is not on WhatsApp).
+ * (strings, or `{ jid, exists: false, number }` for a number that is not on WhatsApp).
  */
-function reasonOf(body: unknown): string {
+function messageParts(body: unknown): unknown[] {
   const message = (body as { response?: { message?: unknown } } | null)?.response?.message;
-  const parts = Array.isArray(message) ? message : message === undefined ? [] : [message];
-  return parts
+  return Array.isArray(message) ? message : message === undefined ? [] : [message];
+}
+
+/** sendMessageWithTyping's refusal after WhatsApp's check: its OnWhatsAppDto, `exists: false`. */
+const notOnWhatsApp = (part: unknown): part is { jid?: unknown; number?: unknown } =>
+  typeof part === 'object' && part !== null && (part as { exists?: unknown }).exists === false;
+
+function reasonOf(body: unknown): string {
+  return messageParts(body)
     .map((part) => {
       if (typeof part === 'string') return part;
-      const number = part as { exists?: unknown; number?: unknown };
-      if (number?.exists === false) return `${String(number.number)} is not on WhatsApp`;
+      if (notOnWhatsApp(part)) return `${String(part.number ?? part.jid)} is not on WhatsApp`;
       return JSON.stringify(part);
     })
     .join('; ');
@@ -129,13 +135,12 @@ function failure(what: string, answer: ProviderAnswer, stage: 'register' | 'send
           ? `alt-a refused the api_key (${what} answered 401)`
           : `alt-a answered ${answer.status} to ${what}${said}${retryAfterNote(answer)}`;
   const refused = noInstance || (answer.status === 401 && stage === 'register');
-  // sendMessageWithTyping's refusal after WhatsApp's check: `400 [{ jid, exists: false, number }]`.
-  const notOnWhatsApp = answer.status === 400 && / is not on WhatsApp/.test(reason);
+  const unknownRecipient = answer.status === 400 && messageParts(answer.body).some(notOnWhatsApp);
   return new ProviderError(
     text,
     answer.status,
     undefined,
-    refused ? { refusal: 'credentials_rejected' } : notOnWhatsApp ? { refusal: 'recipient_unknown' } : {},
+    refused ? { refusal: 'credentials_rejected' } : unknownRecipient ? { refusal: 'recipient_unknown' } : {},
   );
 }
 

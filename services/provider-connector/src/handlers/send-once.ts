@@ -168,6 +168,14 @@ export async function providerRefused(
     logger.info({ err: error, channel, integration_id: id }, 'provider knows no account of the recipient');
     return new AppError(502, { error: platformTexts.providerRecipientUnknown(channel) }, { cause: error });
   }
-  logger.warn({ err: error, channel, integration_id: id }, 'provider rate limit: send refused');
-  return new AppError(502, { error: platformTexts.providerRateLimited(channel), ...code }, { cause: error });
+  if (error.refusal === 'rate_limited') {
+    logger.warn({ err: error, channel, integration_id: id }, 'provider rate limit: send refused');
+    return new AppError(
+      502,
+      { error: platformTexts.providerRateLimited(channel), ...code },
+      { cause: error },
+    );
+  }
+  logger.warn({ err: error, channel, integration_id: id }, 'provider refused the send');
+  return new AppError(502, { error: platformTexts.providerFailed(channel), ...code }, { cause: error });
 }
