@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import { setTimeout as pause } from 'node:timers/promises';
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import type {
@@ -36,8 +35,8 @@ import {
   endedToken,
   GraphCode,
   GraphError,
-  invalidAppSecretProof,
   invalidToken,
+  requireAppSecretProof,
 } from './graph-error.js';
 import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
@@ -156,7 +155,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
         if (state.proofRequired.has(id)) throw appSecretProofRequired();
         continue;
       }
-      if (given !== createHmac('sha256', secret).update(token).digest('hex')) throw invalidAppSecretProof();
+      requireAppSecretProof(given, secret, token);
     }
   }
 

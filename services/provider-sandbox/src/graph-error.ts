@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { ErrorRequestHandler } from 'express';
 import { clientErrorStatus } from './client-error-status.js';
 
@@ -108,18 +108,17 @@ export function endedToken(ending: TokenEnding, endedAt: Date): GraphError {
 }
 
 /**
- * `appsecret_proof` (HMAC-SHA256 of the access token, keyed with the app secret) that is not the app's:
- * Graph checks a proof whenever a call carries one, "Require App Secret" on or not.
+ * Graph's check of a call's `appsecret_proof` (HMAC-SHA256 of the access token, keyed with the app
+ * secret), made whenever a call carries one, "Require App Secret" on or not: another is refused.
  */
-export function invalidAppSecretProof(): GraphError {
-  return new GraphError(
+export function requireAppSecretProof(given: unknown, appSecret: string, token: string): void {
+  if (given === createHmac('sha256', appSecret).update(token).digest('hex')) return;
+  throw new GraphError(
     400,
     GraphCode.invalidParameter,
     'Invalid appsecret_proof provided in the API argument',
     undefined,
-    {
-      graphMethod: true,
-    },
+    { graphMethod: true },
   );
 }
 

@@ -18,8 +18,8 @@ import {
   endedToken,
   GraphCode,
   GraphError,
-  invalidAppSecretProof,
   invalidToken,
+  requireAppSecretProof,
   type TokenEnding,
 } from './graph-error.js';
 import { inboundKinds } from './inbound-kinds.js';
@@ -208,8 +208,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       const proof = req.query.appsecret_proof;
       const appSecret = state.appOfAccount.get(account);
       if (product.checksAppSecretProof && proof !== undefined && appSecret !== undefined) {
-        if (proof !== createHmac('sha256', appSecret).update(token).digest('hex'))
-          throw invalidAppSecretProof();
+        requireAppSecretProof(proof, appSecret, token);
       }
       return account;
     }

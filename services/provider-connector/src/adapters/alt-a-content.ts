@@ -1,6 +1,6 @@
 import type { InboundMessage } from './channel-adapter.js';
 import { locationText } from './location-text.js';
-import { textAt } from './text-at.js';
+import { textAt, valueAt } from './text-at.js';
 
 type Content = Pick<InboundMessage, 'text' | 'type'>;
 
@@ -57,13 +57,13 @@ export function messageContent(message: Message | null | undefined): Content | u
     if (inner[key]) return { text: field ? textAt(inner[key], field) : '', type };
   }
   // A live location reads as where it was when Evolution posted it, its caption the words.
-  const pin = (inner.locationMessage || inner.liveLocationMessage) as Message | undefined;
+  const pin = inner.locationMessage || inner.liveLocationMessage;
   if (pin) {
     const place = {
       name: textAt(pin, 'name') || textAt(pin, 'caption'),
-      address: pin.address,
-      latitude: pin.degreesLatitude,
-      longitude: pin.degreesLongitude,
+      address: valueAt(pin, 'address'),
+      latitude: valueAt(pin, 'degreesLatitude'),
+      longitude: valueAt(pin, 'degreesLongitude'),
     };
     return { text: locationText(place), type: 'location' };
   }

@@ -1,3 +1,5 @@
+import { valueAt } from './text-at.js';
+
 /** A shared place as each provider names its parts; every part is untrusted and may be missing. */
 export interface SharedPlace {
   name?: unknown;
@@ -7,11 +9,10 @@ export interface SharedPlace {
 }
 
 /** A `{ latitude, longitude }` object's two numbers (Telegram's Location), whatever else it holds. */
-export function pointOf(value: unknown): SharedPlace {
-  if (typeof value !== 'object' || value === null) return {};
-  const { latitude, longitude } = value as SharedPlace;
-  return { latitude, longitude };
-}
+export const pointOf = (value: unknown): SharedPlace => ({
+  latitude: valueAt(value, 'latitude'),
+  longitude: valueAt(value, 'longitude'),
+});
 
 const words = (value: unknown): string => (typeof value === 'string' ? value.trim() : '');
 

@@ -24,6 +24,7 @@ import {
   hubSignatureMatches,
   refusesAppSecret,
 } from './meta-graph.js';
+import { valueAt } from './text-at.js';
 
 // Messenger and Instagram Messaging are one platform on the Graph API: the same Send API answer
 // (`{recipient_id, message_id}`), the same webhook (`entry[].messaging[]` events, signed, verified by
@@ -121,14 +122,12 @@ const attachmentTypes: Record<string, InboundMessage['type']> = {
   location: 'location',
 };
 
-const record = (value: unknown): Record<string, unknown> =>
-  typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
-
 /** Messenger's location attachment: `{ title, payload: { coordinates: { lat, long } } }`. */
-function sharedPlace(attachment: z.infer<typeof Attachment>): SharedPlace {
-  const coordinates = record(record(attachment.payload).coordinates);
-  return { name: attachment.title, latitude: coordinates.lat, longitude: coordinates.long };
-}
+const sharedPlace = (attachment: z.infer<typeof Attachment>): SharedPlace => ({
+  name: attachment.title,
+  latitude: valueAt(attachment, 'payload', 'coordinates', 'lat'),
+  longitude: valueAt(attachment, 'payload', 'coordinates', 'long'),
+});
 
 function content(message: NonNullable<MessagingEvent['message']>): Pick<InboundMessage, 'text' | 'type'> {
   const first = message.attachments?.[0];
