@@ -385,7 +385,15 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
         await staying!.consume({ durable: 'failover', filter: '>', maxDeliver: 1 }, async (_e, delivery) => {
           handled.push(delivery.attempt);
         });
-        await waitFor(() => handled.length === 1, { what: 'the event handled by the replica that stays' });
+        await waitFor(() => handled.includes(1), {
+          what: 'the event handled by the replica that stays, uncounted',
+        });
+        // Handed back once, as its first delivery. A broker may also hand back the delivery the leaving
+        // replica acknowledged just before its connection closed (RabbitMQ 3.10 did, one drain in about a
+        // hundred under load, the acknowledgement written before the close): at least once allows that
+        // copy, counted, and nothing else.
+        expect(handled.filter((attempt) => attempt === 1)).toEqual([1]);
+        expect(handled.filter((attempt) => attempt !== 1)).toEqual(handled.length > 1 ? [2] : []);
         expect(await staying!.deadLetters('failover')).toEqual([]);
       },
     );
