@@ -392,8 +392,7 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
         // replica acknowledged just before its connection closed (RabbitMQ 3.10 did, one drain in about a
         // hundred under load, the acknowledgement written before the close): at least once allows that
         // copy, counted, and nothing else.
-        expect(handled.filter((attempt) => attempt === 1)).toEqual([1]);
-        expect(handled.filter((attempt) => attempt !== 1)).toEqual(handled.length > 1 ? [2] : []);
+        expect([[1], [2, 1], [1, 2]]).toContainEqual(handled);
         expect(await staying!.deadLetters('failover')).toEqual([]);
       },
     );
