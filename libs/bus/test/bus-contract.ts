@@ -14,6 +14,11 @@ export interface TransportAbilities {
    * Absent where replicas cannot die apart (in-process: the whole installation is one process).
    */
   kill?: (bus: Bus) => Promise<void>;
+  /**
+   * The broker may hand back, counted, a delivery acknowledged just before its connection closed: RabbitMQ's
+   * quorum queues (rabbitmq-server#10327, open upstream). Elsewhere an acknowledgement made is kept.
+   */
+  mayReturnAcknowledgedAtClose?: boolean;
 }
 
 const workspace = { id: randomUUID(), default_country_code: '55' };
@@ -388,11 +393,11 @@ export function busContract(name: string, factory: BusFactory, abilities: Transp
         await waitFor(() => handled.includes(1), {
           what: 'the event handled by the replica that stays, uncounted',
         });
-        // Handed back once, as its first delivery. A broker may also hand back the delivery the leaving
-        // replica acknowledged just before its connection closed (RabbitMQ 3.10 did, one drain in about a
-        // hundred under load, the acknowledgement written before the close; rabbitmq-server#10327, open
-        // upstream): at least once allows that copy, counted, and nothing else.
-        expect([[1], [2, 1], [1, 2]]).toContainEqual(handled);
+        // Handed back once, as its first delivery. Where the broker may also hand back the delivery the
+        // leaving replica acknowledged just before its connection closed (RabbitMQ 3.10 did, one drain in
+        // about a hundred under load), at least once allows that copy, counted, and nothing else.
+        const allowed = abilities.mayReturnAcknowledgedAtClose ? [[1], [2, 1], [1, 2]] : [[1]];
+        expect(allowed).toContainEqual(handled);
         expect(await staying!.deadLetters('failover')).toEqual([]);
       },
     );

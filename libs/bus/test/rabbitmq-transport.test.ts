@@ -19,7 +19,7 @@ busContract(
       buses.push(await RabbitBus.connect({ url: inject('infra').rabbitmqUrl, prefix }));
     return buses;
   },
-  { kill: (bus) => (bus as RabbitBus).abort() },
+  { kill: (bus) => (bus as RabbitBus).abort(), mayReturnAcknowledgedAtClose: true },
 );
 
 const event = (id = randomUUID()): WireEvent => ({
