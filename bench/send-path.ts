@@ -63,7 +63,12 @@ const spanDump = process.env.BENCH_SPAN_DUMP;
  * earlier recorded runs) leaves it out.
  */
 const logLevel = process.env.BENCH_LOG_LEVEL ?? 'warn';
-/** BENCH_RATE=<requests/s> offers the loads (not the ceilings) at that rate instead of as fast as they go. */
+/**
+ * BENCH_RATE=<requests/s> offers the loads (not the ceilings) at that rate instead of as fast as they go.
+ * autocannon's `overallRate` gives each connection its share per second, which it sends back to back at the
+ * start of its second and then waits: the connections' seconds start together, so the load comes as one
+ * burst a second, and p50/p99 at a rate include that burst's queue (bench/RESULTS.md, forty-fifth session).
+ */
 const offeredRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 /**
  * BENCH_STATEMENTS=on lists each load's statements: calls and execution milliseconds per request, and how
