@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { InboundMessageEvent } from '@inbox/contracts';
-import type { OutboxRelay, Pool } from '@inbox/db';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type OutboxRelay, type Pool, withTransaction } from '@inbox/db';
+import { waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { receiveMessage } from '../src/handlers/inbound.js';
+import { storeOutbound } from '../src/handlers/send-message.js';
 import { ConversationStore } from '../src/store/conversations.js';
 import { idleRelay, migratedPool } from './support.js';
 
@@ -119,4 +121,70 @@ it('takes an Argentine mobile with its 9 and without it as one contact, in the f
   ]);
   expect(await store.storedPhone('+5491123456789')).toBe('+5491123456789');
   expect(await store.storedPhone('+541123456789')).toBe('+541123456789');
+});
+
+describe('an Argentine line whose first two messages race, one in each form', () => {
+  // Both forms are canonical, so the contacts' unique key cannot keep them one: the line's lock must.
+  // Each round starts both at once on a workspace of its own; without the lock the two lookups both find
+  // nothing and each form makes its own contact.
+  const rounds = 8;
+  const integration = {
+    id: randomUUID(),
+    channel: 'alt-a' as const,
+    provider: 'chat' as const,
+    name: null,
+    status: 'connected' as const,
+    status_reason: null,
+    connected_at: null,
+    created_at: new Date().toISOString(),
+  };
+
+  /** Whether a session of this database waits for an advisory lock. */
+  const lineWaitedFor = async () =>
+    (
+      await pool.query(
+        `select 1 from pg_locks where locktype = 'advisory' and not granted
+            and database = (select oid from pg_database where datname = current_database())`,
+      )
+    ).rowCount! > 0;
+
+  it('makes one contact of two first callbacks, with the 9 and without it', async () => {
+    const workspaces = Array.from({ length: rounds }, () => randomUUID());
+    await Promise.all(
+      workspaces.flatMap((workspaceId) => [
+        receiveMessage({ pool, relay }, inbound(workspaceId, '+5491123456789')),
+        receiveMessage({ pool, relay }, inbound(workspaceId, '+541123456789')),
+      ]),
+    );
+    for (const workspaceId of workspaces) expect(await contactsOf(workspaceId)).toHaveLength(1);
+  });
+
+  it("makes one contact of the API's first send without the 9 and a first reply with it still uncommitted", async () => {
+    const workspaceId = randomUUID();
+    let sending: Promise<unknown> | undefined;
+    // The reply's transaction as receiveMessage runs it, held open after it stored its contact while the
+    // send starts: the send must wait for the line, then find that contact.
+    await withTransaction(pool, async (client) => {
+      const store = new ConversationStore(client, workspaceId);
+      await store.upsertContact(await store.lockedStoredPhone('+5491123456789'), null);
+      let settled = false;
+      sending = storeOutbound(
+        { pool },
+        { workspace: { id: workspaceId, default_country_code: '54' }, phone: '+541123456789' },
+        integration,
+        'hola',
+      ).finally(() => {
+        settled = true;
+      });
+      await waitFor(async () => settled || (await lineWaitedFor()), { what: 'the send to wait or end' });
+    });
+    await sending;
+    const contacts = await contactsOf(workspaceId);
+    expect(contacts.map((contact) => contact.phone)).toEqual(['+5491123456789']);
+    const { rows } = await pool.query<{ contact_id: string }>(
+      'select c.contact_id from messages m join conversations c on c.id = m.conversation_id where m.workspace_id = $1',
+      [workspaceId],
+    );
+    expect(rows).toEqual([{ contact_id: contacts[0]!.id }]);
+  });
 });

@@ -55,7 +55,22 @@ export function otherStoredForm(canonical: string): string | undefined {
   if (brazilian) return `+55${brazilian[1]}${brazilian[2]}`;
   const mexican = /^\+52([2-9]\d{9})$/.exec(canonical);
   if (mexican) return `+521${mexican[1]}`;
-  const argentine = /^\+54(9?)(11\d{8}|[23]\d{9})$/.exec(canonical);
+  const argentine = argentineLine.exec(canonical);
   if (argentine) return argentine[1] ? `+54${argentine[2]}` : `+549${argentine[2]}`;
   return undefined;
+}
+
+/** An Argentine number of area code 11 or from 2 or 3, with or without the 9 of its mobile form. */
+const argentineLine = /^\+54(9?)(11\d{8}|[23]\d{9})$/;
+
+/**
+ * The line a number's twin forms share (an Argentine number's form without its 9), undefined for a number
+ * with no twin. Both forms are canonical, so the contacts' unique key cannot tell that two first messages
+ * racing, one in each form, are one customer: what does is a lock on the line, taken before the contact is
+ * looked up (ConversationStore.lockedStoredPhone). A Brazilian or Mexican number's other form is never
+ * written anew, so it needs none.
+ */
+export function twinLine(canonical: string): string | undefined {
+  const argentine = argentineLine.exec(canonical);
+  return argentine ? `+54${argentine[2]}` : undefined;
 }

@@ -28,9 +28,13 @@ export async function receiveMessage(deps: InboundDeps, inbound: InboundMessageE
     const { contact } =
       inbound.from === null
         ? await store.upsertUserContact(inbound.integration.channel, inbound.from_user_id!, inbound.name)
-        : await store.upsertContact(await store.storedPhone(canonicalPhone(inbound.from)), inbound.name, {
-            onlyIfEmpty: true,
-          });
+        : await store.upsertContact(
+            await store.lockedStoredPhone(canonicalPhone(inbound.from)),
+            inbound.name,
+            {
+              onlyIfEmpty: true,
+            },
+          );
     const { conversation } = await store.openConversation(contact.id, inbound.integration);
     const messageId = await store.addInboundMessage({
       conversationId: conversation.id,

@@ -9,7 +9,7 @@ import {
 } from '@inbox/contracts';
 import { type PoolClient, type Queryable, withTransaction, writeEvent } from '@inbox/db';
 import { eventPayloads } from '../domain/events.js';
-import { normalisePhone } from '../domain/phone.js';
+import { normalisePhone, twinLine } from '../domain/phone.js';
 import { channelHasWindow, windowIsOpen } from '../domain/window.js';
 import { type ConversationRow, ConversationStore } from '../store/conversations.js';
 import {
@@ -24,7 +24,7 @@ import { deliverOutbound, type OutboundDeps } from './outbound-delivery.js';
 // Messages sent through the public API are attributed to an agent, as external send's default is.
 const apiSenderType = 'agent' as const;
 
-interface Recipient {
+export interface Recipient {
   workspace: CommandPayload<'cmd.messaging.send-message'>['workspace'];
   phone: string;
   agentId?: string | null;
@@ -56,17 +56,22 @@ async function resolveRecipient(
   return { phone, integration };
 }
 
-/** Contact and conversation found or created (reopened, assigned to `agentId`), the message stored pending. */
-async function storeOutbound(
-  deps: OutboundDeps,
+/**
+ * Contact and conversation found or created (reopened, assigned to `agentId`), the message stored pending.
+ * A number with a twin form is looked up again under its line's lock (lockedStoredPhone): the first lookup
+ * ran before the integration was resolved, and a first reply in the other form may have come in since.
+ */
+export async function storeOutbound(
+  deps: Pick<OutboundDeps, 'pool'>,
   recipient: Recipient,
   integration: Integration,
   text: string,
   idempotencyKey?: string,
 ) {
   const workspaceId = recipient.workspace.id;
-  // Without an assignment to write (and announce) along, one statement does it all.
-  if (!recipient.agentId)
+  const twin = twinLine(recipient.phone) !== undefined;
+  // Without an assignment to write (and announce) along, or a twin to lock, one statement does it all.
+  if (!recipient.agentId && !twin)
     return new ConversationStore(deps.pool, workspaceId).addOutboundToPhone(
       recipient.phone,
       recipient.contactName,
@@ -75,7 +80,14 @@ async function storeOutbound(
     );
   return withTransaction(deps.pool, async (client) => {
     const store = new ConversationStore(client, workspaceId);
-    const contact = await store.upsertContact(recipient.phone, recipient.contactName);
+    const phone = twin ? await store.lockedStoredPhone(recipient.phone) : recipient.phone;
+    if (!recipient.agentId)
+      return store.addOutboundToPhone(phone, recipient.contactName, integration, {
+        text,
+        senderType: apiSenderType,
+        idempotencyKey,
+      });
+    const contact = await store.upsertContact(phone, recipient.contactName);
     const conversation = await store.openConversation(contact.contact.id, integration);
     await store.reopen(conversation.conversation);
     if (recipient.agentId)

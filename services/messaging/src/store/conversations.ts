@@ -7,7 +7,7 @@ import {
   statusAfterAssignment,
   statusAfterNewMessage,
 } from '../domain/conversation-state.js';
-import { otherStoredForm } from '../domain/phone.js';
+import { otherStoredForm, twinLine } from '../domain/phone.js';
 
 export interface ContactRow {
   id: string;
@@ -69,6 +69,21 @@ export class ConversationStore {
       [this.workspaceId, canonical, other],
     );
     return rows[0]?.phone ?? canonical;
+  }
+
+  /**
+   * storedPhone, for a transaction that goes on to create the contact when it is missing: a number with a
+   * twin form (`twinLine`, an Argentine one) has its line locked for the transaction first, so that of two
+   * first messages racing in the two forms, the second looks the contact up after the first committed it,
+   * and both are one contact. Needs a transaction's client.
+   */
+  async lockedStoredPhone(canonical: string): Promise<string> {
+    const line = twinLine(canonical);
+    if (line)
+      await this.client.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [
+        `contact-line:${this.workspaceId}:${line}`,
+      ]);
+    return this.storedPhone(canonical);
   }
 
   /**
