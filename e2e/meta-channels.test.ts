@@ -270,4 +270,39 @@ describe('Meta messaging channels', () => {
     for (const other of [first, pretender])
       expect(eventsOf(fixture.receiver, other.workspaceId, 'message.received')).toEqual([]);
   });
+
+  it('photo: refuses an account named by its app-scoped id, saying the user_id its webhooks carry', async () => {
+    const account = '17841400000000055';
+    const token = 'IGAA-e2e-scoped';
+    // What an operator reads off `/me` in Graph's explorer: the account's app-scoped id.
+    const me = await fetch(`${fixture.stack.sandboxUrl}/photo/v21.0/${account}?fields=id`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const appScoped = String(((await me.json()) as Json).id);
+    expect(appScoped).not.toBe(account);
+    const ws = await fixture.stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', {
+      name: 'meta-photo-scoped',
+    });
+    const path = `/admin/v1/workspaces/${ws.body.workspace_id}/integrations`;
+    const create = (igUserId: string) =>
+      fixture.stack.admin<Json>('POST', path, {
+        channel: 'photo',
+        config: {
+          ig_user_id: igUserId,
+          access_token: token,
+          app_secret: 'e2e-app-secret',
+          verify_token: 'e2e-verify-token',
+          base_url: `${fixture.stack.sandboxUrl}/photo`,
+        },
+      });
+    expect(await create(appScoped)).toMatchObject({
+      status: 400,
+      body: {
+        error: `config.ig_user_id deve ser o id da conta nas notificações do provedor do canal "photo" (user_id): ${account}`,
+      },
+    });
+    // Nothing was kept of it; the same account by its user_id connects.
+    expect((await fixture.stack.admin<Json>('GET', path)).body).toEqual({ integrations: [] });
+    expect(await create(account)).toMatchObject({ status: 201, body: { status: 'connected' } });
+  });
 });

@@ -198,6 +198,9 @@ export const platformTexts = {
   configBotTokenInvalid: 'config.bot_token deve ser o token do BotFather, como 123456789:AAH…',
   configSecretTokenInvalid: 'config.secret_token deve ter de 1 a 256 caracteres A-Z, a-z, 0-9, _ ou -',
   altBCredentialsIncomplete: 'Integração alt-b sem credenciais completas (instance_id e token)',
+  /** The config names the account by an id its provider's notifications do not carry (and says which they do). */
+  configAccountNotAsNotified: (channel: string, key: string, field: string, id: string) =>
+    `config.${key} deve ser o id da conta nas notificações do provedor do canal "${channel}" (${field}): ${id}`,
 
   // The admin API: webhooks and their deliveries.
   webhookNotFound: 'Webhook não encontrado neste workspace',

@@ -283,6 +283,12 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
         new AppError(502, { error: platformTexts.inboundRegistrationFailed('alt-a') }),
       ),
       answers(
+        "config names the account by an id the provider's notifications do not carry (an Instagram account's app-scoped id; the text names the right one)",
+        AppError.badRequest(
+          platformTexts.configAccountNotAsNotified('photo', 'ig_user_id', 'user_id', '17841400000000001'),
+        ),
+      ),
+      answers(
         "the provider refused the integration's credentials, or knows no such account (a mistyped instance)",
         AppError.badRequest(platformTexts.inboundRegistrationCredentialsRejected('alt-a')),
       ),

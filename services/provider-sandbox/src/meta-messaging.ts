@@ -59,6 +59,13 @@ export interface MetaProduct {
    * graph.instagram.com documents none, so its calls are not checked.
    */
   checksAppSecretProof: boolean;
+  /**
+   * The account's node as `GET /<node>?fields=…` reads it: its type as Graph's errors name it, and
+   * whether it also has an app-scoped id. An Instagram professional account has two: `user_id`, by
+   * which its webhooks name it, and the app-scoped `id` that `/me` answers with (Meta's IG User
+   * reference; developers found entries naming `user_id` and `/me?fields=id` the other); a Page has one.
+   */
+  node: { type: 'Page' | 'User'; appScopedId: boolean };
   newMid(account: string): string;
 }
 
@@ -94,6 +101,7 @@ export const messenger: MetaProduct = {
   deliveries: true,
   readsByMid: false,
   checksAppSecretProof: true,
+  node: { type: 'Page', appScopedId: false },
   // Messenger's mids: `m_` and an opaque url-safe token.
   newMid: () => `m_${randomBytes(64).toString('base64url')}`,
 };
@@ -117,6 +125,7 @@ export const instagram: MetaProduct = {
   deliveries: false,
   readsByMid: true,
   checksAppSecretProof: false,
+  node: { type: 'User', appScopedId: true },
   // Instagram's mids are base64 of `ig_message_item:1:IGMessageThread:<account>:<thread>:<item>`.
   newMid: (account) =>
     Buffer.from(
@@ -193,13 +202,27 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
     };
     /** The account each token was first seen for, so `/me` names it. */
     const accountOfToken = new Map<string, string>();
+    /** An Instagram account's app-scoped id, made when first asked for, and the account each names. */
+    const appScopedIds = new Map<string, string>();
+    const accountOfAppScopedId = new Map<string, string>();
+    function appScopedId(account: string): string {
+      let id = appScopedIds.get(account);
+      if (id === undefined) {
+        // As Instagram's look: seventeen digits, unlike the account's `1784…`.
+        id = `2${randomDigits(16)}`;
+        appScopedIds.set(account, id);
+        accountOfAppScopedId.set(id, account);
+      }
+      return id;
+    }
 
     /** The node's account, its token checked: the one it was set up with, and not ended. */
     function authorise(req: Request<{ node: string }>): string {
       const token = bearerToken(req);
       if (!token) throw invalidToken();
       const node = req.params.node;
-      const account = node === 'me' ? accountOfToken.get(token) : node;
+      // Either of an account's ids names its node.
+      const account = node === 'me' ? accountOfToken.get(token) : (accountOfAppScopedId.get(node) ?? node);
       if (!account || !stores.credentials.accept(channel, account, token)) throw invalidToken();
       accountOfToken.set(token, account);
       const ended = state.endedTokens.get(account);
@@ -316,6 +339,29 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
     router.delete(path('subscribed_apps'), (req: Request<{ node: string }>, res) => {
       state.subscriptions.delete(authorise(req));
       res.json({ success: true });
+    });
+
+    // The account's node: `id` always, and the fields asked for that the node has.
+    router.get('/:version/:node', (req: Request<{ node: string }>, res) => {
+      const account = authorise(req);
+      const known: Record<string, string> =
+        product.node.type === 'Page'
+          ? { id: account, name: `Sandbox Page ${account.slice(-4)}` }
+          : {
+              id: product.node.appScopedId ? appScopedId(account) : account,
+              user_id: account,
+              username: `sandbox_${account.slice(-6)}`,
+              name: `Sandbox ${account.slice(-4)}`,
+            };
+      const asked = typeof req.query.fields === 'string' ? req.query.fields.split(',').filter(Boolean) : [];
+      const missing = asked.find((field) => !(field in known));
+      if (missing !== undefined)
+        throw new GraphError(
+          400,
+          GraphCode.invalidParameter,
+          `Tried accessing nonexisting field (${missing}) on node type (${product.node.type})`,
+        );
+      res.json(Object.fromEntries(['id', ...asked].map((field) => [field, known[field]])));
     });
 
     router.use((req, _res, next) => {
@@ -511,6 +557,8 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
         state.endedTokens.clear();
         state.sent.clear();
         accountOfToken.clear();
+        appScopedIds.clear();
+        accountOfAppScopedId.clear();
       },
     };
   };

@@ -283,6 +283,54 @@ describe('social (Messenger) and photo (Instagram) emulation', () => {
     });
   });
 
+  it("reads an Instagram account's node by either of its ids: user_id as its webhooks name it, the app-scoped id as /me does", async () => {
+    const account = '17841400000000077';
+    const read = async (channel: string, node: string, fields: string, token = 'IGAA-node') =>
+      json(
+        await fetch(`${base}/${channel}/v21.0/${node}?fields=${fields}`, {
+          headers: { authorization: `Bearer ${token}` },
+        }),
+      );
+    const byUserId = await read('photo', account, 'user_id,username');
+    expect(byUserId).toEqual({
+      status: 200,
+      body: { id: expect.stringMatching(/^2\d{16}$/), user_id: account, username: expect.any(String) },
+    });
+    const appScoped = String(byUserId.body.id);
+    expect(await read('photo', appScoped, 'user_id')).toEqual({
+      status: 200,
+      body: { id: appScoped, user_id: account },
+    });
+    expect(await read('photo', 'me', 'user_id')).toEqual({
+      status: 200,
+      body: { id: appScoped, user_id: account },
+    });
+    // The app-scoped id names the same node on its edges too: subscribing under it subscribes the account.
+    expect(
+      await graph('photo', `${appScoped}/subscribed_apps?subscribed_fields=messages`, {}, 'IGAA-node'),
+    ).toEqual({
+      status: 200,
+      body: { success: true },
+    });
+    expect((await read('photo', account, 'user_id', 'IGAA-other')).body).toMatchObject({
+      error: { code: 190 },
+    });
+    // A Page has one id, and no user_id.
+    expect(await read('social', '104729185532277', 'user_id', 'EAAG-node')).toMatchObject({
+      status: 400,
+      body: {
+        error: {
+          code: 100,
+          message: '(#100) Tried accessing nonexisting field (user_id) on node type (Page)',
+        },
+      },
+    });
+    expect(await read('social', '104729185532277', 'name', 'EAAG-node')).toEqual({
+      status: 200,
+      body: { id: '104729185532277', name: expect.any(String) },
+    });
+  });
+
   it('delivers nowhere until the account is subscribed to the app', async () => {
     await control('/social/app', {
       account: PAGE,

@@ -2793,6 +2793,7 @@ export interface operations {
        *     - config does not fit the channel's provider (the text names the field)
        *     - config.base_url leads to an address the connector may not call, or does not resolve
        *     - the workspace has as many integrations as one may
+       *     - config names the account by an id the provider's notifications do not carry (an Instagram account's app-scoped id; the text names the right one)
        *     - the provider refused the integration's credentials, or knows no such account (a mistyped instance)
        */
       400: {

@@ -61,7 +61,17 @@ export interface MetaMessagingProduct<K extends MetaMessagingChannel> {
    * graph.instagram.com documents none.
    */
   appSecretProof: boolean;
+  /**
+   * Where the account's node has an id other than the one its webhooks name it by: that field, and the
+   * config key that must hold it. An Instagram professional account is `user_id` in every webhook
+   * entry, and its app-scoped `id` is what `/me` answers with (Meta's IG User reference); an integration
+   * keyed by the `id` took no message in.
+   */
+  webhookAccount?: { field: 'user_id'; configKey: string };
 }
+
+/** An account's node as `GET /<node>?fields=…` answers, ids as strings (Graph's ids outgrow a JSON number). */
+const AccountNode = z.object({ user_id: z.string().optional() });
 
 const SendAnswer = z.object({ recipient_id: z.string().optional(), message_id: z.string().min(1) });
 
@@ -254,6 +264,28 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
     return answer;
   }
 
+  /**
+   * Refuses a config whose account is not named as the account's webhooks name it (`webhookAccount`),
+   * saying which id they use: read off the configured node, which the token may read. A node without
+   * the field (another setup's) is left as configured.
+   */
+  async function requireWebhookAccountId(config: ChannelConfig<K>, call: ProviderCall) {
+    if (!product.webhookAccount) return;
+    const { field, configKey } = product.webhookAccount;
+    const url = joinUrl(
+      config.base_url,
+      `${META_GRAPH_VERSION}/${encodeURIComponent(product.account(config))}`,
+    );
+    url.searchParams.set('fields', field);
+    const answer = await callProvider(call, product.channel, url, { method: 'GET', headers: bearer(config) });
+    if (!answer.ok) throw metaMessagingFailure(product, 'account', answer);
+    const named = AccountNode.safeParse(answer.body).data?.[field];
+    if (named !== undefined && named !== product.account(config))
+      throw AppError.badRequest(
+        platformTexts.configAccountNotAsNotified(product.channel, configKey, field, named),
+      );
+  }
+
   const adapter = {
     channel: product.channel,
 
@@ -290,6 +322,7 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
     // The account is subscribed to the app here; the app's callback URL is set in Meta's App Dashboard
     // (a Page token cannot set it), so the integration's answer says what to set there.
     async registerInbound(config: ChannelConfig<K>, callbackUrl: string, call: ProviderCall) {
+      await requireWebhookAccountId(config, call);
       const url = graph(config, 'subscribed_apps');
       url.searchParams.set('subscribed_fields', product.subscribedFields.join(','));
       await post(config, url, undefined, call);

@@ -19,4 +19,5 @@ export const photoAdapter = metaMessagingAdapter({
   // Business Use Case rate limit of the Instagram Platform.
   throttleCode: 80002,
   appSecretProof: false,
+  webhookAccount: { field: 'user_id', configKey: 'ig_user_id' },
 });
