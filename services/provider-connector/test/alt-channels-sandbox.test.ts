@@ -1,21 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { InProcessBus } from '@inbox/bus';
 import { platformTexts } from '@inbox/contracts';
 import { OutboxRelay, type Pool } from '@inbox/db';
-import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
-import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
+import { createHttpApp, finishHttpApp, SecretBox } from '@inbox/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEvolutionInstance, createSandbox } from '../../provider-sandbox/src/index.js';
 import { ALT_A_CALLBACK_HEADER, altAAdapter } from '../src/adapters/alt-a.js';
 import { altBAdapter } from '../src/adapters/alt-b.js';
-import type { ProviderCall } from '../src/adapters/channel-adapter.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
-import { migratedPool } from './support.js';
+import { loopbackProviders, migratedPool } from './support.js';
 
 // The connector's alt-a and alt-b adapters against the sandbox's Evolution API v2 and Z-API emulators,
 // which answer and call back as those providers do at their default settings: integrations created
@@ -24,20 +20,12 @@ import { migratedPool } from './support.js';
 
 type Json = Record<string, unknown>;
 
-const logger = createLogger('provider-connector', { level: 'silent' });
-const servers: Server[] = [];
+const providers = loopbackProviders();
+const { logger, call } = providers;
 let pool: Pool;
 let store: IntegrationStore;
-let guard: OutboundGuard;
 let connectorUrl = '';
 let sandboxUrl = '';
-
-async function listen(app: { listen: (port: number, host: string) => Server }): Promise<string> {
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  servers.push(server);
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 const sandbox = createSandbox();
 
@@ -49,25 +37,12 @@ beforeAll(async () => {
   const app = createHttpApp({ logger, parseJson: false });
   app.use(inboundRoutes({ pool, store, relay, logger }));
   finishHttpApp(app, logger);
-  connectorUrl = await listen(app);
-  sandboxUrl = await listen(sandbox.app);
-  guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
+  connectorUrl = await providers.listen(app);
+  sandboxUrl = await providers.listen(sandbox.app);
 });
 
 afterAll(async () => {
-  for (const server of servers) {
-    server.closeAllConnections();
-    server.close();
-  }
-  await guard?.close();
   await pool?.end();
-});
-
-const call = (): ProviderCall => ({
-  guard,
-  workspaceId: randomUUID(),
-  logger,
-  signal: AbortSignal.timeout(5_000),
 });
 
 async function create(channel: 'alt-a' | 'alt-b', config: Json) {
@@ -76,7 +51,7 @@ async function create(channel: 'alt-a' | 'alt-b', config: Json) {
     await createEvolutionInstance(sandboxUrl, String(config.instance), String(config.api_key));
   const workspaceId = randomUUID();
   const created = await createIntegration(
-    { store, guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
+    { store, guard: providers.guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
     { workspace_id: workspaceId, channel, config: { base_url: `${sandboxUrl}/${channel}`, ...config } },
   );
   const stored = (await store.get(workspaceId, created.id))!;
@@ -309,7 +284,7 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     const refused = async (config: Json) => {
       const workspaceId = randomUUID();
       const error = await createIntegration(
-        { store, guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
+        { store, guard: providers.guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
         {
           workspace_id: workspaceId,
           channel: 'alt-a',
@@ -359,7 +334,9 @@ describe('alt-a against the Evolution API v2 emulator', () => {
       to: '+5511944440011',
       text: 'x',
     };
-    await expect(sendText({ store, guard, logger, providerTimeoutMs: 5_000 }, send)).rejects.toMatchObject({
+    await expect(
+      sendText({ store, guard: providers.guard, logger, providerTimeoutMs: 5_000 }, send),
+    ).rejects.toMatchObject({
       status: 502,
       body: { error: platformTexts.providerCredentialsRejected('alt-a') },
     });

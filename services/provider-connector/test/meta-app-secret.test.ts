@@ -1,54 +1,25 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
-import { createLogger } from '@inbox/service-kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox } from '../../provider-sandbox/src/index.js';
-import type { ProviderCall } from '../src/adapters/channel-adapter.js';
 import { socialAdapter } from '../src/adapters/social.js';
+import { loopbackProviders } from './support.js';
 
 // The Messenger adapter's calls carry appsecret_proof, which Graph checks against the app the Page is
 // subscribed to: an app secret from another app is refused at the first call, where it would otherwise
 // fail the signature of every callback.
 
 const PAGE = '104729185532299';
-const logger = createLogger('provider-connector', { level: 'silent' });
-const servers: Server[] = [];
+const providers = loopbackProviders();
+const { call } = providers;
 let sandboxUrl = '';
 let handshakeUrl = '';
-let guard: OutboundGuard;
-
-async function listen(server: Server): Promise<string> {
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 beforeAll(async () => {
-  sandboxUrl = await listen(createServer(createSandbox({ httpCallbacks: 'allow' }).app));
+  sandboxUrl = await providers.listen(createSandbox({ httpCallbacks: 'allow' }).app);
   // The app's callback URL, which answers Meta's hub.challenge as the connector would.
-  handshakeUrl = await listen(
-    createServer((req, res) => {
-      res.end(new URL(req.url ?? '/', 'http://x').searchParams.get('hub.challenge') ?? '');
-    }),
-  );
-  guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
-});
-
-afterAll(async () => {
-  for (const server of servers) {
-    server.closeAllConnections();
-    server.close();
-  }
-  await guard?.close();
-});
-
-const call = (): ProviderCall => ({
-  guard,
-  workspaceId: randomUUID(),
-  logger,
-  signal: AbortSignal.timeout(5_000),
+  handshakeUrl = await providers.listen((req, res) => {
+    res.end(new URL(req.url ?? '/', 'http://x').searchParams.get('hub.challenge') ?? '');
+  });
 });
 
 async function subscribeToApp(channel: 'social', account: string, appSecret: string) {
