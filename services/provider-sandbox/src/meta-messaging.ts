@@ -354,7 +354,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
               name: `Sandbox ${account.slice(-4)}`,
             };
       const asked = typeof req.query.fields === 'string' ? req.query.fields.split(',').filter(Boolean) : [];
-      const missing = asked.find((field) => !(field in known));
+      const missing = asked.find((field) => !Object.hasOwn(known, field));
       if (missing !== undefined)
         throw new GraphError(
           400,

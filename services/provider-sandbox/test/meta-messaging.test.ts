@@ -315,6 +315,13 @@ describe('social (Messenger) and photo (Instagram) emulation', () => {
     expect((await read('photo', account, 'user_id', 'IGAA-other')).body).toMatchObject({
       error: { code: 190 },
     });
+    // What the object behind the node inherits is no field of it.
+    expect((await read('photo', account, 'constructor')).body).toMatchObject({
+      error: {
+        code: 100,
+        message: '(#100) Tried accessing nonexisting field (constructor) on node type (User)',
+      },
+    });
     // A Page has one id, and no user_id.
     expect(await read('social', '104729185532277', 'user_id', 'EAAG-node')).toMatchObject({
       status: 400,
