@@ -243,11 +243,10 @@ const status = (
 export function metaMessagingAdapter<K extends MetaMessagingChannel>(
   product: MetaMessagingProduct<K>,
 ): ChannelAdapter<K> {
-  const graph = (config: ChannelConfig<K>, edge: string) => {
-    const url = joinUrl(
-      config.base_url,
-      `${META_GRAPH_VERSION}/${encodeURIComponent(product.account(config))}/${edge}`,
-    );
+  /** The account's node, or one of its edges, with the proof the product's calls carry. */
+  const graph = (config: ChannelConfig<K>, edge?: string) => {
+    const node = `${META_GRAPH_VERSION}/${encodeURIComponent(product.account(config))}`;
+    const url = joinUrl(config.base_url, edge === undefined ? node : `${node}/${edge}`);
     if (product.appSecretProof)
       url.searchParams.set('appsecret_proof', appSecretProof(config.app_secret, product.token(config)));
     return url;
@@ -272,10 +271,7 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
   async function requireWebhookAccountId(config: ChannelConfig<K>, call: ProviderCall) {
     if (!product.webhookAccount) return;
     const { field, configKey } = product.webhookAccount;
-    const url = joinUrl(
-      config.base_url,
-      `${META_GRAPH_VERSION}/${encodeURIComponent(product.account(config))}`,
-    );
+    const url = graph(config);
     url.searchParams.set('fields', field);
     const answer = await callProvider(call, product.channel, url, { method: 'GET', headers: bearer(config) });
     if (!answer.ok) throw metaMessagingFailure(product, 'account', answer);
