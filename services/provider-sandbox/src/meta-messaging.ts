@@ -60,12 +60,12 @@ export interface MetaProduct {
    */
   checksAppSecretProof: boolean;
   /**
-   * The account's node as `GET /<node>?fields=…` reads it: its type as Graph's errors name it, and
-   * whether it also has an app-scoped id. An Instagram professional account has two: `user_id`, by
-   * which its webhooks name it, and the app-scoped `id` that `/me` answers with (Meta's IG User
-   * reference; developers found entries naming `user_id` and `/me?fields=id` the other); a Page has one.
+   * The account's node type, as Graph's errors name it. A Page has one id. An Instagram professional
+   * account (User) has two: `user_id`, by which its webhooks name it, and the app-scoped `id` that `/me`
+   * answers with (Meta's IG User reference; developers found entries naming `user_id` and `/me?fields=id`
+   * the other).
    */
-  node: { type: 'Page' | 'User'; appScopedId: boolean };
+  nodeType: 'Page' | 'User';
   newMid(account: string): string;
 }
 
@@ -101,7 +101,7 @@ export const messenger: MetaProduct = {
   deliveries: true,
   readsByMid: false,
   checksAppSecretProof: true,
-  node: { type: 'Page', appScopedId: false },
+  nodeType: 'Page',
   // Messenger's mids: `m_` and an opaque url-safe token.
   newMid: () => `m_${randomBytes(64).toString('base64url')}`,
 };
@@ -125,7 +125,7 @@ export const instagram: MetaProduct = {
   deliveries: false,
   readsByMid: true,
   checksAppSecretProof: false,
-  node: { type: 'User', appScopedId: true },
+  nodeType: 'User',
   // Instagram's mids are base64 of `ig_message_item:1:IGMessageThread:<account>:<thread>:<item>`.
   newMid: (account) =>
     Buffer.from(
@@ -345,10 +345,10 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
     router.get('/:version/:node', (req: Request<{ node: string }>, res) => {
       const account = authorise(req);
       const known: Record<string, string> =
-        product.node.type === 'Page'
+        product.nodeType === 'Page'
           ? { id: account, name: `Sandbox Page ${account.slice(-4)}` }
           : {
-              id: product.node.appScopedId ? appScopedId(account) : account,
+              id: appScopedId(account),
               user_id: account,
               username: `sandbox_${account.slice(-6)}`,
               name: `Sandbox ${account.slice(-4)}`,
@@ -359,7 +359,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
         throw new GraphError(
           400,
           GraphCode.invalidParameter,
-          `Tried accessing nonexisting field (${missing}) on node type (${product.node.type})`,
+          `Tried accessing nonexisting field (${missing}) on node type (${product.nodeType})`,
         );
       res.json(Object.fromEntries(['id', ...asked].map((field) => [field, known[field]])));
     });
