@@ -90,8 +90,7 @@ export async function storeOutbound(
     const contact = await store.upsertContact(phone, recipient.contactName);
     const conversation = await store.openConversation(contact.contact.id, integration);
     await store.reopen(conversation.conversation);
-    if (recipient.agentId)
-      await assignToAgent(client, workspaceId, conversation.conversation, recipient.agentId);
+    await assignToAgent(client, workspaceId, conversation.conversation, recipient.agentId);
     const messageId = await store.addOutboundMessage({
       conversationId: conversation.conversation.id,
       text,
