@@ -17,6 +17,7 @@ export { listen, type RequestBounds, type RunningServer } from './http-server.js
 export { type Stoppable, stopGraceMs, stopOnSignals } from './lifecycle.js';
 export { createLogger, type Logger, redactedPaths } from './logger.js';
 export { Periodic } from './periodic.js';
+export { sameSecret } from './same-secret.js';
 export { SecretBox } from './secret-box.js';
 export {
   type HostedService,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
+import { sameSecret } from '@inbox/service-kit';
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import {
@@ -108,7 +109,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
       res.status(404).json(evolutionError(404, [`The "${req.params.instance}" instance does not exist`]));
       return;
     }
-    if (req.get('apikey') !== found.token) {
+    if (!sameSecret(req.get('apikey'), found.token)) {
       res.status(401).json(unauthorized());
       return;
     }

@@ -1,3 +1,5 @@
+import { sameSecret } from '@inbox/service-kit';
+
 /**
  * Providers accept whatever credentials an account was set up with; the sandbox cannot know them in
  * advance, so the first one it sees for an account becomes that account's credential.
@@ -13,7 +15,7 @@ export class CredentialBook {
       this.#byAccount.set(key, credential);
       return true;
     }
-    return known === credential;
+    return sameSecret(credential, known);
   }
 
   get(channel: string, account: string): string | undefined {

@@ -1,4 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { sameSecret } from '@inbox/service-kit';
 import type { ErrorRequestHandler } from 'express';
 import { clientErrorStatus } from './client-error-status.js';
 
@@ -112,7 +113,8 @@ export function endedToken(ending: TokenEnding, endedAt: Date): GraphError {
  * secret), made whenever a call carries one, "Require App Secret" on or not: another is refused.
  */
 export function requireAppSecretProof(given: unknown, appSecret: string, token: string): void {
-  if (given === createHmac('sha256', appSecret).update(token).digest('hex')) return;
+  const proof = createHmac('sha256', appSecret).update(token).digest('hex');
+  if (sameSecret(typeof given === 'string' ? given : undefined, proof)) return;
   throw new GraphError(
     400,
     GraphCode.invalidParameter,

@@ -1,4 +1,4 @@
-import { createHash, hash, randomInt, timingSafeEqual } from 'node:crypto';
+import { hash, randomInt } from 'node:crypto';
 
 const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 export const apiKeyPrefix = 'sk_live_';
@@ -30,11 +30,6 @@ export function looksLikeApiKey(candidate: string): boolean {
   return (
     candidate.startsWith(apiKeyPrefix) && /^[0-9A-Za-z]{32,}$/.test(candidate.slice(apiKeyPrefix.length))
   );
-}
-
-/** Compares two secrets in time that does not depend on where they differ. */
-export function constantTimeEqual(a: string, b: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
 }
 
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */

@@ -1,6 +1,7 @@
 import { AppError, platformTexts } from '@inbox/contracts';
+import { sameSecret } from '@inbox/service-kit';
 import type { RequestHandler } from 'express';
-import { bearerToken, constantTimeEqual } from '../domain/api-key.js';
+import { bearerToken } from '../domain/api-key.js';
 import type { AuthFailureLimiter } from '../rate-limit/auth-failure-limiter.js';
 import { authenticationFailed, refusedClient } from './auth-failures.js';
 
@@ -13,7 +14,7 @@ export function requireAdmin(adminToken: string, failures: AuthFailureLimiter): 
     const refused = await refusedClient(failures, req, res);
     if (refused) return next(refused);
     const token = bearerToken(req.get('authorization'));
-    if (!token || !constantTimeEqual(token, adminToken)) {
+    if (!token || !sameSecret(token, adminToken)) {
       const unauthorized = new AppError(401, { error: platformTexts.adminTokenInvalid });
       return next(await authenticationFailed(failures, req, res, unauthorized));
     }

@@ -1,3 +1,4 @@
+import { sameSecret } from '@inbox/service-kit';
 import { z } from 'zod';
 import { messageContent } from './alt-a-content.js';
 import {
@@ -7,7 +8,6 @@ import {
   ProviderError,
   type StatusUpdate,
 } from './channel-adapter.js';
-import { sameSecret } from './constant-time.js';
 import { callProvider, headerValue, joinUrl, type ProviderAnswer, retryAfterNote } from './http.js';
 
 // Facts about Evolution API v2 below are from its source (github.com/EvolutionAPI/evolution-api, 2.3.x):

@@ -1,4 +1,5 @@
 import { AppError, type ChannelConfig, platformTexts } from '@inbox/contracts';
+import { sameSecret } from '@inbox/service-kit';
 import { z } from 'zod';
 import {
   type ChannelAdapter,
@@ -9,7 +10,6 @@ import {
   ProviderError,
   type ProviderRefusal,
 } from './channel-adapter.js';
-import { sameSecret } from './constant-time.js';
 import { callProvider, headerValue, joinUrl, type ProviderAnswer } from './http.js';
 import { locationText, pointOf } from './location-text.js';
 

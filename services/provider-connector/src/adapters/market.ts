@@ -1,4 +1,5 @@
 import { AppError, type ChannelConfig, platformTexts } from '@inbox/contracts';
+import { sameSecret } from '@inbox/service-kit';
 import { z } from 'zod';
 import {
   type ChannelAdapter,
@@ -12,7 +13,6 @@ import {
   type RefreshGrant,
   type TokenGrant,
 } from './channel-adapter.js';
-import { sameSecret } from './constant-time.js';
 import { callProvider, joinUrl, type ProviderAnswer, retryAfterNote } from './http.js';
 
 // Facts about Mercado Livre's API below are from its developer documentation (developers.mercadolivre.com.br:

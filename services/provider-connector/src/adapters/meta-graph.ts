@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { sameSecret } from '@inbox/service-kit';
 import { z } from 'zod';
-import { sameSecret } from './constant-time.js';
 import { headerValue } from './http.js';
 
 // What Meta's products reached through the Graph API share, whatever the product: the error object,

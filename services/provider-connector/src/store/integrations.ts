@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Integration, IntegrationChannel } from '@inbox/contracts';
 import { integrationChannels, integrationsPerWorkspace, providerOf } from '@inbox/contracts';
 import { type Pool, withKeyLock } from '@inbox/db';
-import type { SecretBox } from '@inbox/service-kit';
-import { sameSecret } from '../adapters/constant-time.js';
+import { type SecretBox, sameSecret } from '@inbox/service-kit';
 import { ExpiringCache } from './expiring-cache.js';
 import { SendRecords } from './send-records.js';
 
