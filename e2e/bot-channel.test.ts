@@ -13,7 +13,7 @@ const TOKEN = `${BOT_ID}:AAF9kqz_e2eTokenForTheSandboxBot-123456`;
 const USER = '424242424';
 
 describe('bot channel (Telegram)', () => {
-  it('takes an Update in as message.received, replies by external send, answers 502 when Telegram fails, and takes a pin in as where she is', async () => {
+  it('takes an Update in as message.received, replies by external send, answers 502 when Telegram fails or she blocked the bot, and takes a pin in as where she is', async () => {
     const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
       'POST',
       '/admin/v1/workspaces',
@@ -86,19 +86,42 @@ describe('bot channel (Telegram)', () => {
       body: { chat_id: Number(USER), text: 'Oi, Joana! Como posso ajudar?' },
     });
 
-    // The user blocked the bot: Telegram answers 403, the API 502 naming the channel.
+    // 4096 characters, 100 of them emoji (4196 UTF-16 code units): within the API's limit and Telegram's.
+    const longest = `${'😀'.repeat(100)}${'a'.repeat(3996)}`;
+    const long = await callApi(fixture.stack, 'POST', '/api/external/messages/send', key, {
+      conversation_id: conversationId,
+      text: longest,
+    });
+    expect(long).toMatchObject({ status: 200, body: { success: true } });
+    expect((await sentTo(fixture.stack, USER, 'bot')).at(-1)).toMatchObject({ body: { text: longest } });
+
+    // Telegram failing answers the 502 naming the channel.
     await sandbox(fixture.stack, '/_sandbox/faults', {
       channel: 'bot',
       account: BOT_ID,
       mode: 'error',
-      status: 403,
+      status: 500,
     });
+    const failed = await callApi(fixture.stack, 'POST', '/api/external/messages/send', key, {
+      conversation_id: conversationId,
+      text: 'ainda aí?',
+    });
+    expect(failed).toEqual({ status: 502, body: { error: 'Falha ao enviar pelo provedor do canal "bot"' } });
+    await sandbox(fixture.stack, '/_sandbox/faults', { channel: 'bot', account: BOT_ID, mode: 'off' });
+
+    // She blocked the bot: Telegram answers 403, and the 502 says she takes no messages from it.
+    await sandbox(fixture.stack, '/_sandbox/bot/blocks', { account: BOT_ID, user: USER });
     const blocked = await callApi(fixture.stack, 'POST', '/api/external/messages/send', key, {
       conversation_id: conversationId,
       text: 'ainda aí?',
     });
-    expect(blocked).toEqual({ status: 502, body: { error: 'Falha ao enviar pelo provedor do canal "bot"' } });
-    await sandbox(fixture.stack, '/_sandbox/faults', { channel: 'bot', account: BOT_ID, mode: 'off' });
+    expect(blocked).toEqual({
+      status: 502,
+      body: {
+        error:
+          'O provedor do canal "bot" recusou o envio: o destinatário não pode receber mensagens desta conta (bloqueou-a, removeu a própria conta ou nunca iniciou uma conversa com ela)',
+      },
+    });
 
     // The conversation shows the contact without a phone, by the name Telegram gave.
     const read = await fixture.stack.admin<Json>(
@@ -110,7 +133,7 @@ describe('bot channel (Telegram)', () => {
       integration: { channel: 'bot', provider: 'bot' },
     });
 
-    // Her current location, a bare pin, reaches the receiver as where she is.
+    // Her current location, a bare pin, reaches the receiver as where she is (writing, she unblocked it).
     await sandbox(fixture.stack, '/_sandbox/inbound', {
       channel: 'bot',
       account: BOT_ID,

@@ -114,6 +114,12 @@ export const platformTexts = {
   /** A send the provider refused after WhatsApp's check found no account for the number. */
   providerRecipientUnknown: (channel: string) =>
     `O provedor do canal "${channel}" recusou o envio: o número não está no WhatsApp`,
+  /**
+   * A send the provider refused because the recipient cannot get the account's messages: on Telegram, a
+   * user who blocked the bot, deleted their account or never started a chat with it.
+   */
+  providerRecipientUnreachable: (channel: string) =>
+    `O provedor do canal "${channel}" recusou o envio: o destinatário não pode receber mensagens desta conta (bloqueou-a, removeu a própria conta ou nunca iniciou uma conversa com ela)`,
   providerRateLimited: (channel: string) =>
     `O provedor do canal "${channel}" limitou os envios (muitas mensagens em pouco tempo): tente novamente em alguns segundos`,
   providerTimedOut: (channel: string) =>

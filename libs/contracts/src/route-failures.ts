@@ -82,6 +82,10 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     'WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that',
     new AppError(502, { error: platformTexts.providerRecipientUnknown('alt-a') }),
   );
+  const botRecipientUnreachable = answers(
+    'Telegram: the user blocked the bot, deleted their account or never started a chat with it: nothing was sent, and sending it again will not change that until they write to the bot',
+    new AppError(502, { error: platformTexts.providerRecipientUnreachable('bot') }),
+  );
   const agentNotFound = answers(
     'agentId is not an AI agent of this workspace',
     AppError.badRequest(platformTexts.agentNotFound),
@@ -154,6 +158,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     ),
     altBIncomplete,
     ...provider('bot'),
+    botRecipientUnreachable,
     recipientUnknown,
     altACredentials,
     ...officialRefusals,

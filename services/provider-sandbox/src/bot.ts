@@ -1,4 +1,5 @@
 import { type Request, type Response, Router } from 'express';
+import { z } from 'zod';
 import type {
   ChannelEmulator,
   InboundDelivery,
@@ -10,6 +11,7 @@ import { ControlError } from './control-error.js';
 import { answerFault } from './faults.js';
 import { inboundKinds } from './inbound-kinds.js';
 import { jsonBody } from './json-body.js';
+import { parseControl } from './parse-control.js';
 import { unixSeconds } from './provider-ids.js';
 import { SHARED_PIN } from './shared-pin.js';
 
@@ -19,6 +21,12 @@ import { SHARED_PIN } from './shared-pin.js';
 /** The ports setWebhook accepts (Bot API, setWebhook). */
 const WEBHOOK_PORTS = [443, 80, 88, 8443];
 const CHANNEL = 'bot';
+
+/** `POST /_sandbox/bot/blocks`: the bot, by its id, and the user who blocks it. */
+const blockBody = z.object({
+  account: z.string().regex(/^\d+$/, 'the bot id: the digits before the token colon'),
+  user: z.string().regex(/^\d+$/, "a Telegram user id's digits"),
+});
 
 /** A token is `<bot id>:<secret>`; one of another shape is not a bot's, and the route is unknown. */
 const TOKEN = /^(\d+):([\w-]+)$/;
@@ -68,6 +76,8 @@ interface Bot {
   chats: Map<number, TelegramUser>;
   /** Message ids are counted per chat, both directions alike. */
   lastMessageId: Map<number, number>;
+  /** Users who blocked the bot: its sends to them are refused until they write to it again. */
+  blockedBy: Set<number>;
 }
 
 /** The parameters of a call: Telegram takes a query string, a form or JSON alike. */
@@ -97,7 +107,13 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
   const bot = (account: string): Bot => {
     let found = bots.get(account);
     if (!found) {
-      found = { id: Number(account), nextUpdateId: 100_000_000, chats: new Map(), lastMessageId: new Map() };
+      found = {
+        id: Number(account),
+        nextUpdateId: 100_000_000,
+        chats: new Map(),
+        lastMessageId: new Map(),
+        blockedBy: new Set(),
+      };
       bots.set(account, found);
     }
     return found;
@@ -219,7 +235,9 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
         refuse(res, 400, 'Bad Request: message text is empty');
         return;
       }
-      if (text.length > TEXT_LIMIT) {
+      // Counted in code points: the server's check is the text's `utf8_length` (tdlib,
+      // td/telegram/MessageContent.cpp), so an emoji outside the BMP is one character.
+      if ([...text].length > TEXT_LIMIT) {
         refuse(res, 400, 'Bad Request: message is too long');
         return;
       }
@@ -227,6 +245,10 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
       const user = Number.isSafeInteger(chatId) ? current.chats.get(chatId) : undefined;
       if (!user) {
         refuse(res, 400, 'Bad Request: chat not found');
+        return;
+      }
+      if (current.blockedBy.has(chatId)) {
+        refuse(res, 403, 'Forbidden: bot was blocked by the user');
         return;
       }
       const message = {
@@ -303,8 +325,11 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
       message.groupId === undefined
         ? chatOf(user)
         : { id: -Number(message.groupId.replace(/\D/g, '')), title: 'Grupo', type: 'supergroup' };
-    // Only a private chat opens one the bot may answer.
-    if (message.groupId === undefined) current.chats.set(userId, user);
+    // Only a private chat opens one the bot may answer; a user who writes to it has unblocked it.
+    if (message.groupId === undefined) {
+      current.chats.set(userId, user);
+      current.blockedBy.delete(userId);
+    }
     const messageId = nextMessageId(current, chat.id);
     const update = {
       update_id: current.nextUpdateId++,
@@ -343,9 +368,18 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
     );
   }
 
+  // The user's Telegram app: blocking the bot (Block in its profile, or Stop and Block in the chat).
+  const controlRouter = Router();
+  controlRouter.post('/bot/blocks', (req, res) => {
+    const { account, user } = parseControl(blockBody, req.body);
+    bot(account).blockedBy.add(Number(user));
+    res.json({ ok: true });
+  });
+
   return {
     channel: CHANNEL,
     router,
+    controlRouter,
     inboundDelivery,
     webhooks,
     rateLimited,

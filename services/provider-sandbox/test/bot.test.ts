@@ -217,6 +217,39 @@ describe('bot (Telegram Bot API) emulation', () => {
     ]);
   });
 
+  it('counts the text limit in characters, an emoji once, as the Bot API server does', async () => {
+    await setWebhook();
+    await inbound();
+    // 4096 characters, 4196 UTF-16 code units.
+    const longest = `${'😀'.repeat(100)}${'a'.repeat(3996)}`;
+    expect(await call('sendMessage', { chat_id: Number(USER), text: longest })).toMatchObject({
+      status: 200,
+      body: { ok: true, result: { text: longest } },
+    });
+    expect((await call('sendMessage', { chat_id: Number(USER), text: `${longest}😀` })).body).toEqual({
+      ok: false,
+      error_code: 400,
+      description: 'Bad Request: message is too long',
+    });
+  });
+
+  it('refuses sends to a user who blocked the bot with 403, until the user writes to it again', async () => {
+    await setWebhook();
+    await inbound();
+    expect((await control('/bot/blocks', { account: BOT_ID, user: USER })).status).toBe(200);
+    expect(await call('sendMessage', { chat_id: Number(USER), text: 'olá' })).toEqual({
+      status: 403,
+      body: { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' },
+    });
+    // Another user's chat is not affected.
+    await inbound({ from: '111222333', name: 'Ana' });
+    expect((await call('sendMessage', { chat_id: 111222333, text: 'olá' })).status).toBe(200);
+    await inbound({ text: 'voltei' });
+    expect((await call('sendMessage', { chat_id: Number(USER), text: 'olá' })).status).toBe(200);
+    const refused = await control('/bot/blocks', { account: 'bot', user: USER });
+    expect(refused.status).toBe(400);
+  });
+
   it('answers faults in Telegram error shapes: 403 blocked, 429 with retry_after', async () => {
     await setWebhook();
     await inbound();

@@ -2052,6 +2052,7 @@ export interface operations {
       };
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
+       *     - Telegram: the user blocked the bot, deleted their account or never started a chat with it: nothing was sent, and sending it again will not change that until they write to the bot
        *     - WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that
        *     - Evolution says the instance does not exist (it was deleted): the integration is disconnected, status_reason credentials_rejected
        *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's): the integration is disconnected, status_reason credentials_rejected
@@ -4303,6 +4304,7 @@ export interface operations {
       };
       /**
        * @description - the channel's provider refused or failed the send (the text names the channel)
+       *     - Telegram: the user blocked the bot, deleted their account or never started a chat with it: nothing was sent, and sending it again will not change that until they write to the bot
        *     - WhatsApp has no account for the number (Evolution checks it before sending): nothing was sent, and sending it again will not change that
        *     - Evolution says the instance does not exist (it was deleted): the integration is disconnected, status_reason credentials_rejected
        *     - the provider refused the integration's credentials (an expired or revoked token, an app secret not the app's): the integration is disconnected, status_reason credentials_rejected

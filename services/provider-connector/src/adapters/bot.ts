@@ -22,7 +22,12 @@ type BotConfig = ChannelConfig<'bot'>;
 /** The header Telegram sends the webhook's `secret_token` in, on every update it posts. */
 export const BOT_SECRET_HEADER = 'x-telegram-bot-api-secret-token';
 
-/** sendMessage's limit: "Text of the message to be sent, 1-4096 characters after entities parsing". */
+/**
+ * sendMessage's limit: "Text of the message to be sent, 1-4096 characters after entities parsing",
+ * characters being code points: the Bot API server refuses a bot's text whose `utf8_length` passes the
+ * limit (tdlib, td/telegram/MessageContent.cpp), so an emoji outside the BMP counts once, as the public
+ * API counts it, not twice as a JavaScript string's length would.
+ */
 export const BOT_TEXT_LIMIT = 4096;
 
 /** Only new messages: edits, channel posts, callback queries and the rest are nothing we keep. */
@@ -90,9 +95,23 @@ function methodUrl(config: BotConfig, method: string): URL {
 }
 
 /**
- * A refusal in words. 401 is a token Telegram does not know (revoked with BotFather, or mistyped); 403
- * is the user having blocked the bot ("Forbidden: bot was blocked by the user") or a chat it may not
- * write to; 429 is Telegram's flood control, which says how long to wait in `parameters.retry_after`.
+ * The Bot API's refusals of a chat the bot cannot write to, as the server words them
+ * (tdlib/telegram-bot-api, telegram-bot-api/Client.cpp) and bots in the wild handle them: a user who
+ * blocked the bot, a deleted account, and a user who never started the bot (a bot writes first to no
+ * one), refused as a chat the bot does not have or, when it knows the user from elsewhere, as a
+ * conversation it may not start.
+ */
+const UNREACHABLE = [
+  { code: 403, description: /bot was blocked by the user/i },
+  { code: 403, description: /user is deactivated/i },
+  { code: 403, description: /bot can't initiate conversation with a user/i },
+  { code: 400, description: /chat not found/i },
+];
+
+/**
+ * A refusal in words. 401 is a token Telegram does not know (revoked with BotFather, or mistyped); a
+ * recipient the bot cannot reach (`UNREACHABLE`) is said so; 429 is Telegram's flood control, which says
+ * how long to wait in `parameters.retry_after`.
  */
 function failure(method: string, answer: ProviderAnswer): ProviderError {
   const parsed = Answer.safeParse(answer.body);
@@ -108,8 +127,9 @@ function failure(method: string, answer: ProviderAnswer): ProviderError {
   } else if (code === 429) {
     refusal = 'rate_limited';
     text = `bot: Telegram is rate limiting the bot, retry after ${retryAfter ?? '?'} s (${method} answered 429${said})`;
-  } else if (code === 403 && /blocked/i.test(description ?? '')) {
-    text = `bot: the user blocked the bot (${method} answered 403${said})`;
+  } else if (UNREACHABLE.some((known) => known.code === code && known.description.test(description ?? ''))) {
+    refusal = 'recipient_unreachable';
+    text = `bot: the recipient cannot get the bot's messages (${method} answered ${code}${said})`;
   }
   return new ProviderError(text, answer.status, code, refusal ? { refusal } : undefined);
 }
@@ -168,7 +188,7 @@ export const botAdapter: ChannelAdapter<'bot'> = {
   channel: 'bot',
 
   async sendText(config, message, call) {
-    if (message.text.length > BOT_TEXT_LIMIT) throw AppError.badRequest(platformTexts.textLength);
+    if ([...message.text].length > BOT_TEXT_LIMIT) throw AppError.badRequest(platformTexts.textLength);
     // A private chat's id is the user's id: what the contact is keyed by.
     if (!/^-?\d+$/.test(message.to)) throw new ProviderError(`bot: ${message.to} is not a Telegram chat id`);
     const result = await callMethod(

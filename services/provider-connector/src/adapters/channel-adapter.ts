@@ -282,14 +282,17 @@ export interface TemplateCapability<C> {
 /**
  * Refusals the connector acts on, whatever the provider: credentials it no longer takes (the integration
  * is disconnected until someone fixes them), its rate limits (worth telling the caller to wait), a
- * callback URL it will not register (worth naming what the URL lacks), and a recipient with no account
- * on the channel (nothing was sent, and sending again is pointless: worth telling the caller so).
+ * callback URL it will not register (worth naming what the URL lacks), a recipient with no account on
+ * the channel, and one whose account will not take the integration's messages (blocked it, was deleted,
+ * never started a chat with it): for those two nothing was sent, and sending again is pointless until the
+ * recipient acts, worth telling the caller so.
  */
 export type ProviderRefusal =
   | 'credentials_rejected'
   | 'rate_limited'
   | 'callback_refused'
-  | 'recipient_unknown';
+  | 'recipient_unknown'
+  | 'recipient_unreachable';
 
 /**
  * How much of a provider's own words an error keeps. A provider the tenant names may answer a megabyte

@@ -105,7 +105,8 @@ async function sendHolding(
     if (
       error.refusal === 'credentials_rejected' ||
       error.refusal === 'rate_limited' ||
-      error.refusal === 'recipient_unknown'
+      error.refusal === 'recipient_unknown' ||
+      error.refusal === 'recipient_unreachable'
     ) {
       await store.forgetAttempt(ids.workspaceId, ids.messageId);
       throw await providerRefused(store, logger, stored, error, ids.workspaceId);
@@ -167,6 +168,17 @@ export async function providerRefused(
   if (error.refusal === 'recipient_unknown') {
     logger.info({ err: error, channel, integration_id: id }, 'provider knows no account of the recipient');
     return new AppError(502, { error: platformTexts.providerRecipientUnknown(channel) }, { cause: error });
+  }
+  if (error.refusal === 'recipient_unreachable') {
+    logger.info(
+      { err: error, channel, integration_id: id },
+      'the recipient takes no messages from the account',
+    );
+    return new AppError(
+      502,
+      { error: platformTexts.providerRecipientUnreachable(channel) },
+      { cause: error },
+    );
   }
   if (error.refusal === 'rate_limited') {
     logger.warn({ err: error, channel, integration_id: id }, 'provider rate limit: send refused');
