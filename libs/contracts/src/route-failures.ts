@@ -298,7 +298,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
         AppError.badRequest(platformTexts.inboundRegistrationCredentialsRejected('alt-a')),
       ),
       answers(
-        'the provider refused the callback URL that PUBLIC_CONNECTOR_URL makes (the text says why: not https, too long)',
+        'the provider refused the callback URL that PUBLIC_CONNECTOR_URL makes (the text says why: not https, too long, a port the provider does not call)',
         new AppError(502, {
           error: platformTexts.inboundRegistrationRefused('chat-official', [
             platformTexts.callbackUrlNotHttps('http://connector.example/inbound/chat-official/…'),

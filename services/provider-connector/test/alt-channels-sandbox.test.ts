@@ -81,6 +81,40 @@ async function outbox(workspaceId: string, type: string): Promise<Json[]> {
   return rows.map((row) => row.data);
 }
 
+describe('bot against the Telegram Bot API emulator', () => {
+  it("says which of Telegram's rules the callback URL breaks when setWebhook refuses it, and keeps nothing", async () => {
+    const workspaceId = randomUUID();
+    const refused = createIntegration(
+      { store, guard: providers.guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
+      {
+        workspace_id: workspaceId,
+        channel: 'bot',
+        config: {
+          bot_token: '7001002003:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw',
+          secret_token: 'refused_url-1',
+          base_url: `${sandboxUrl}/bot`,
+        },
+      },
+    );
+    const port = Number(new URL(connectorUrl).port);
+    const callbackUrl = `${connectorUrl}/inbound/bot/00000000-0000-4000-8000-000000000000`;
+    const expected = platformTexts.inboundRegistrationRefused('bot', [
+      platformTexts.callbackUrlNotHttps(callbackUrl),
+      platformTexts.callbackUrlPort(port, [443, 80, 88, 8443]),
+    ]);
+    const error = await refused.catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ status: 502 });
+    const { body } = error as { body: { error: string } };
+    expect(
+      body.error.replace(
+        /\/inbound\/bot\/[0-9a-f-]{36}/,
+        '/inbound/bot/00000000-0000-4000-8000-000000000000',
+      ),
+    ).toBe(expected);
+    expect(await store.list(workspaceId)).toEqual([]);
+  });
+});
+
 describe('alt-a against the Evolution API v2 emulator', () => {
   it('registers with v2 field names and a secret header, and takes a default callback (apikey and pushName null)', async () => {
     const { workspaceId, created, config } = await create('alt-a', { instance: 'evo-1', api_key: 'k1' });

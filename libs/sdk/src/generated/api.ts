@@ -2869,7 +2869,7 @@ export interface operations {
       };
       /**
        * @description - the provider refused to register the integration's inbound URL
-       *     - the provider refused the callback URL that PUBLIC_CONNECTOR_URL makes (the text says why: not https, too long)
+       *     - the provider refused the callback URL that PUBLIC_CONNECTOR_URL makes (the text says why: not https, too long, a port the provider does not call)
        */
       502: {
         headers: {

@@ -111,7 +111,8 @@ const UNREACHABLE = [
 /**
  * A refusal in words. 401 is a token Telegram does not know (revoked with BotFather, or mistyped); a
  * recipient the bot cannot reach (`UNREACHABLE`) is said so; 429 is Telegram's flood control, which says
- * how long to wait in `parameters.retry_after`.
+ * how long to wait in `parameters.retry_after`; setWebhook's `400 "Bad Request: bad webhook: …"` is the
+ * callback URL Telegram will not call (not https, another port, a name it cannot resolve).
  */
 function failure(method: string, answer: ProviderAnswer): ProviderError {
   const parsed = Answer.safeParse(answer.body);
@@ -127,6 +128,8 @@ function failure(method: string, answer: ProviderAnswer): ProviderError {
   } else if (code === 429) {
     refusal = 'rate_limited';
     text = `bot: Telegram is rate limiting the bot, retry after ${retryAfter ?? '?'} s (${method} answered 429${said})`;
+  } else if (method === 'setWebhook' && code === 400 && /bad webhook/i.test(description ?? '')) {
+    refusal = 'callback_refused';
   } else if (UNREACHABLE.some((known) => known.code === code && known.description.test(description ?? ''))) {
     refusal = 'recipient_unreachable';
     text = `bot: the recipient cannot get the bot's messages (${method} answered ${code}${said})`;
