@@ -191,6 +191,12 @@ export const platformTexts = {
   integrationStatusInvalid: 'status deve ser "connected" ou "disconnected"',
   /** A workspace that already has as many integrations as one may. */
   integrationLimitReached: (max: number) => `limite de ${max} integrações por workspace atingido`,
+  /**
+   * Another connected integration of the workspace is the same provider account: the provider calls one
+   * of them only (or both, twice), so a second one connected would be deaf or a copy.
+   */
+  integrationAccountConnected: (channel: string, integrationId: string) =>
+    `A conta do provedor do canal "${channel}" já está conectada neste workspace pela integração ${integrationId}: desconecte-a ou remova-a antes de conectar outra à mesma conta`,
   configNotStrings: 'config deve ser um objeto de strings',
   configTooLarge: (keys: number, chars: number) =>
     `config aceita até ${keys} chaves, cada valor com até ${chars} caracteres`,

@@ -86,6 +86,12 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     'Telegram: the user blocked the bot, deleted their account or never started a chat with it: nothing was sent, and sending it again will not change that until they write to the bot',
     new AppError(502, { error: platformTexts.providerRecipientUnreachable('bot') }),
   );
+  const accountConnected = answers(
+    'another connected integration of the workspace is the same provider account (channel, account and base_url; the text names it): the provider would call only one of them, or both with every message; nothing was changed, and the provider was not called',
+    new AppError(409, {
+      error: platformTexts.integrationAccountConnected('bot', '3f1d2c4b-8a6e-4f0d-9b7a-2c5e1d8f4a63'),
+    }),
+  );
   const agentNotFound = answers(
     'agentId is not an AI agent of this workspace',
     AppError.badRequest(platformTexts.agentNotFound),
@@ -269,6 +275,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
     moveLead,
 
     createIntegration: [
+      accountConnected,
       ...configTexts.map((text) =>
         answers(
           "config does not fit the channel's provider (the text names the field)",
@@ -307,7 +314,7 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       ),
     ],
     getIntegration: [integrationNotFound],
-    updateIntegration: [integrationNotFound],
+    updateIntegration: [integrationNotFound, accountConnected],
     listTemplates: [integrationNotFound, notOfficial],
     refreshTemplates: [
       integrationNotFound,

@@ -8,7 +8,7 @@ import { createEvolutionInstance, createSandbox } from '../../provider-sandbox/s
 import { ALT_A_CALLBACK_HEADER, altAAdapter } from '../src/adapters/alt-a.js';
 import { altBAdapter } from '../src/adapters/alt-b.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
-import { createIntegration } from '../src/handlers/integrations.js';
+import { createIntegration, updateIntegration } from '../src/handlers/integrations.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { loopbackProviders, migratedPool } from './support.js';
@@ -396,6 +396,57 @@ describe('alt-a against the Evolution API v2 emulator', () => {
 });
 
 describe('alt-b against the Z-API emulator', () => {
+  it('connects an instance once per workspace: a second integration of it is a 409 naming the first, before Z-API is called', async () => {
+    const deps = {
+      store,
+      guard: providers.guard,
+      logger,
+      publicConnectorUrl: connectorUrl,
+      providerTimeoutMs: 5_000,
+    };
+    const workspaceId = randomUUID();
+    const config = { base_url: `${sandboxUrl}/alt-b`, instance_id: 'z-once', token: 'tz' };
+    const first = await createIntegration(deps, { workspace_id: workspaceId, channel: 'alt-b', config });
+    const urls = async () => new Set((await registered('alt-b', 'z-once')).map((hook) => hook.url));
+    const firstUrls = await urls();
+    expect([...firstUrls]).toEqual([expect.stringContaining(`/inbound/alt-b/${first.id}?`)]);
+    const taken = {
+      status: 409,
+      body: { error: platformTexts.integrationAccountConnected('alt-b', first.id) },
+    };
+    // The same server however its URL is written.
+    const again = { ...config, base_url: `${sandboxUrl}/alt-b/` };
+    await expect(
+      createIntegration(deps, { workspace_id: workspaceId, channel: 'alt-b', config: again }),
+    ).rejects.toMatchObject(taken);
+    expect((await store.list(workspaceId)).map((found) => found.id)).toEqual([first.id]);
+    // Z-API was not called: its callbacks still go to the first.
+    expect(await urls()).toEqual(firstUrls);
+
+    // Another workspace connects its own integration of it; the provider then calls that one.
+    const elsewhere = await createIntegration(deps, {
+      workspace_id: randomUUID(),
+      channel: 'alt-b',
+      config,
+    });
+    expect([...(await urls())]).toEqual([expect.stringContaining(`/inbound/alt-b/${elsewhere.id}?`)]);
+
+    // Disconnected, the first no longer stands in the way; connecting it again then does.
+    await updateIntegration(store, {
+      workspace_id: workspaceId,
+      integration_id: first.id,
+      status: 'disconnected',
+    });
+    const second = await createIntegration(deps, { workspace_id: workspaceId, channel: 'alt-b', config });
+    await expect(
+      updateIntegration(store, { workspace_id: workspaceId, integration_id: first.id, status: 'connected' }),
+    ).rejects.toMatchObject({
+      status: 409,
+      body: { error: platformTexts.integrationAccountConnected('alt-b', second.id) },
+    });
+    expect((await store.get(workspaceId, first.id))?.integration.status).toBe('disconnected');
+  });
+
   it('registers received, sent-by-me, status and on-send webhooks with the secret in the URL, and warns of http', async () => {
     const { created, config } = await create('alt-b', { instance_id: 'z-1', token: 't1' });
     expect(created.warnings).toEqual([

@@ -67,13 +67,15 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
   servers.push(server);
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
+  // Each on an Evolution server of its own, all naming their instance `inst`: a workspace connects an
+  // instance of one server once.
   const integration = async (workspaceId = randomUUID()) => {
     const apiKey = `key-${randomUUID()}`;
     const secret = `secret-${randomUUID()}`;
     const created = await store.create(workspaceId, {
       channel: 'alt-a',
       config: {
-        base_url: 'http://127.0.0.1:9/alt-a',
+        base_url: `http://127.0.0.1:9/evolution-${randomUUID().slice(0, 8)}`,
         instance: 'inst',
         api_key: apiKey,
         callback_secret: secret,

@@ -2826,6 +2826,16 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description Another connected integration of the workspace is the same provider account (channel, account and base_url; the text names it): the provider would call only one of them, or both with every message; nothing was changed, and the provider was not called */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description The body is too large */
       413: {
         headers: {
@@ -3060,6 +3070,16 @@ export interface operations {
        *     - the integration is not one of this workspace
        */
       404: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Another connected integration of the workspace is the same provider account (channel, account and base_url; the text names it): the provider would call only one of them, or both with every message; nothing was changed, and the provider was not called */
+      409: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
           [name: string]: unknown;

@@ -13,7 +13,11 @@ import { checkUrl, type OutboundGuard } from '@inbox/outbound-http';
 import type { Logger } from '@inbox/service-kit';
 import type { CallbackUrlRules } from '../adapters/channel-adapter.js';
 import { adapterFor, ProviderError } from '../adapters/index.js';
-import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
+import {
+  AccountAlreadyConnected,
+  type IntegrationStore,
+  type StoredIntegration,
+} from '../store/integrations.js';
 import { oauthTokens } from '../store/oauth-tokens.js';
 import { inboundPath } from './inbound.js';
 
@@ -66,13 +70,17 @@ export async function createIntegration(
   await requireAllowedBaseUrl(deps, checked.base_url, command.workspace_id);
   // The id is chosen here because some channels' account id is the integration's own.
   const id = randomUUID();
-  const stored = await store.create(command.workspace_id, {
-    id,
-    channel: command.channel,
-    name: command.name,
-    config: checked,
-    accountId: descriptor.accountId(config.data, id),
-  });
+  // Refused before the provider is called: registering would take the account's callback from the
+  // integration that has it.
+  const stored = await refusingAccountConnected(() =>
+    store.create(command.workspace_id, {
+      id,
+      channel: command.channel,
+      name: command.name,
+      config: checked,
+      accountId: descriptor.accountId(config.data, id),
+    }),
+  );
   if (!stored) throw AppError.badRequest(platformTexts.integrationLimitReached(integrationsPerWorkspace));
   const callbackUrl = new URL(
     inboundPath(command.channel, stored.integration.id),
@@ -190,7 +198,21 @@ export async function updateIntegration(
   store: IntegrationStore,
   command: CommandPayload<'cmd.connector.update-integration'>,
 ): Promise<CommandResult<'cmd.connector.update-integration'>> {
-  const stored = await store.setStatus(command.workspace_id, command.integration_id, command.status);
+  const stored = await refusingAccountConnected(() =>
+    store.setStatus(command.workspace_id, command.integration_id, command.status),
+  );
   if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
   return stored.integration;
+}
+
+/** A workspace connects a provider account once: a second connection is the 409 naming the first. */
+async function refusingAccountConnected<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!(error instanceof AccountAlreadyConnected)) throw error;
+    throw new AppError(409, {
+      error: platformTexts.integrationAccountConnected(error.channel, error.integrationId),
+    });
+  }
 }

@@ -31,6 +31,29 @@ const sealContext = (workspaceId: string, id: string) => `integrations:${workspa
 
 export type CallbackIntegration = StoredIntegration & { workspaceId: string };
 
+/**
+ * Another connected integration of the workspace is the same provider account (same channel, account id
+ * and base_url): the providers that keep one callback URL per account (Telegram, Evolution, Z-API, the
+ * Cloud API's override) call only the one registered last, and those with one per app (Meta's) call both
+ * with every message. So a workspace connects an account once.
+ */
+export class AccountAlreadyConnected extends Error {
+  override name = 'AccountAlreadyConnected';
+  constructor(
+    readonly channel: IntegrationChannel,
+    readonly integrationId: string,
+  ) {
+    super(`the ${channel} account is already connected by integration ${integrationId}`);
+  }
+}
+
+/** The same server, however its URL was written (a trailing slash, the default port, the host's case). */
+function sameBaseUrl(a: string | undefined, b: string | undefined): boolean {
+  const normal = (url: string | undefined) =>
+    url === undefined || !URL.canParse(url) ? url : new URL(url).href.replace(/\/+$/, '');
+  return normal(a) === normal(b);
+}
+
 export interface CallbackLookup {
   stored: CallbackIntegration | undefined;
   /** False when the answer came from this process's memory. */
@@ -109,9 +132,16 @@ export class IntegrationStore {
     },
   ): Promise<StoredIntegration | undefined> {
     const id = input.id ?? randomUUID();
-    // Under the workspace's lock: creations at once count each other's rows, and the limit holds.
-    const { rows } = await withKeyLock(this.pool, `integrations:${workspaceId}`, (client) =>
-      client.query<IntegrationRow>(
+    // Under the workspace's lock: creations at once count each other's rows, and the limit holds, and
+    // two of the same account cannot both find the other absent.
+    const { rows } = await withKeyLock(this.pool, `integrations:${workspaceId}`, async (client) => {
+      await this.requireAccountFree(client, workspaceId, {
+        id,
+        channel: input.channel,
+        accountId: input.accountId,
+        config: input.config,
+      });
+      return client.query<IntegrationRow>(
         `insert into integrations (id, workspace_id, channel, provider, name, status, config_sealed, account_id, app_key, connected_at)
        select $1, $2, $3, $4, $5, 'connected', $6, $7, $9, now()
         where (select count(*) from integrations where workspace_id = $2) < $8
@@ -127,8 +157,8 @@ export class IntegrationStore {
           integrationsPerWorkspace,
           this.appKey(input.config.app_secret),
         ],
-      ),
-    );
+      );
+    });
     if (!rows[0]) return undefined;
     // The channel's most recently connected integration is now this one, here and in every replica.
     this.hasChanged(workspaceId, id);
@@ -321,14 +351,59 @@ export class IntegrationStore {
     id: string,
     status: 'connected' | 'disconnected',
   ): Promise<StoredIntegration | undefined> {
-    const { rows } = await this.pool.query<IntegrationRow>(
-      `update integrations set status = $3, status_reason = null,
-              connected_at = case when $3 = 'connected' and status <> 'connected' then now() else connected_at end
-        where workspace_id = $1 and id = $2 returning ${columns}`,
-      [workspaceId, id, status],
-    );
+    const update = (client: Pick<Pool, 'query'>) =>
+      client.query<IntegrationRow>(
+        `update integrations set status = $3, status_reason = null,
+                connected_at = case when $3 = 'connected' and status <> 'connected' then now() else connected_at end
+          where workspace_id = $1 and id = $2 returning ${columns}`,
+        [workspaceId, id, status],
+      );
+    const { rows } =
+      status === 'disconnected'
+        ? await update(this.pool)
+        : // Connecting one is creating it again, as far as its account goes: under the same lock and rule.
+          await withKeyLock(this.pool, `integrations:${workspaceId}`, async (client) => {
+            const { rows: found } = await client.query<IntegrationRow & { account_id: string }>(
+              `select ${columns}, account_id from integrations where workspace_id = $1 and id = $2`,
+              [workspaceId, id],
+            );
+            const target = found[0];
+            if (target)
+              await this.requireAccountFree(client, workspaceId, {
+                id,
+                channel: target.channel,
+                accountId: target.account_id,
+                config: this.toStored(target).config,
+              });
+            return update(client);
+          });
     this.hasChanged(workspaceId, id);
     return rows[0] ? this.toStored(rows[0]) : undefined;
+  }
+
+  /** Throws AccountAlreadyConnected when another connected integration of the workspace is this account. */
+  private async requireAccountFree(
+    client: Pick<Pool, 'query'>,
+    workspaceId: string,
+    integration: {
+      id: string;
+      channel: IntegrationChannel;
+      accountId: string;
+      config: Record<string, string>;
+    },
+  ): Promise<void> {
+    // No account named (an alt-b config still without its instance): nothing to be the same as.
+    if (integration.accountId === '') return;
+    const { rows } = await client.query<IntegrationRow>(
+      `select ${columns} from integrations
+        where workspace_id = $1 and channel = $2 and account_id = $3 and status = 'connected' and id <> $4
+        order by created_at limit 20`,
+      [workspaceId, integration.channel, integration.accountId, integration.id],
+    );
+    const same = rows.find((row) =>
+      sameBaseUrl(this.toStored(row).config.base_url, integration.config.base_url),
+    );
+    if (same) throw new AccountAlreadyConnected(integration.channel, same.id);
   }
 
   /**
