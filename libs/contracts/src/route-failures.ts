@@ -92,6 +92,32 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
       error: platformTexts.integrationAccountConnected('bot', '3f1d2c4b-8a6e-4f0d-9b7a-2c5e1d8f4a63'),
     }),
   );
+  // Registering an integration's inbound URL with its provider: on creation, and on connecting it again
+  // (a refusal then leaves it disconnected).
+  const registration = [
+    answers(
+      "the provider refused to register the integration's inbound URL",
+      new AppError(502, { error: platformTexts.inboundRegistrationFailed('alt-a') }),
+    ),
+    answers(
+      "config names the account by an id the provider's notifications do not carry (an Instagram account's app-scoped id; the text names the right one)",
+      AppError.badRequest(
+        platformTexts.configAccountNotAsNotified('photo', 'ig_user_id', 'user_id', '17841400000000001'),
+      ),
+    ),
+    answers(
+      "the provider refused the integration's credentials, or knows no such account (a mistyped instance)",
+      AppError.badRequest(platformTexts.inboundRegistrationCredentialsRejected('alt-a')),
+    ),
+    answers(
+      'the provider refused the callback URL that PUBLIC_CONNECTOR_URL makes (the text says why: not https, too long, a port the provider does not call)',
+      new AppError(502, {
+        error: platformTexts.inboundRegistrationRefused('chat-official', [
+          platformTexts.callbackUrlNotHttps('http://connector.example/inbound/chat-official/…'),
+        ]),
+      }),
+    ),
+  ];
   const agentNotFound = answers(
     'agentId is not an AI agent of this workspace',
     AppError.badRequest(platformTexts.agentNotFound),
@@ -290,31 +316,10 @@ export const routeFailures: Readonly<Record<string, readonly RouteFailure[]>> = 
         'the workspace has as many integrations as one may',
         AppError.badRequest(platformTexts.integrationLimitReached(integrationsPerWorkspace)),
       ),
-      answers(
-        "the provider refused to register the integration's inbound URL",
-        new AppError(502, { error: platformTexts.inboundRegistrationFailed('alt-a') }),
-      ),
-      answers(
-        "config names the account by an id the provider's notifications do not carry (an Instagram account's app-scoped id; the text names the right one)",
-        AppError.badRequest(
-          platformTexts.configAccountNotAsNotified('photo', 'ig_user_id', 'user_id', '17841400000000001'),
-        ),
-      ),
-      answers(
-        "the provider refused the integration's credentials, or knows no such account (a mistyped instance)",
-        AppError.badRequest(platformTexts.inboundRegistrationCredentialsRejected('alt-a')),
-      ),
-      answers(
-        'the provider refused the callback URL that PUBLIC_CONNECTOR_URL makes (the text says why: not https, too long, a port the provider does not call)',
-        new AppError(502, {
-          error: platformTexts.inboundRegistrationRefused('chat-official', [
-            platformTexts.callbackUrlNotHttps('http://connector.example/inbound/chat-official/…'),
-          ]),
-        }),
-      ),
+      ...registration,
     ],
     getIntegration: [integrationNotFound],
-    updateIntegration: [integrationNotFound, accountConnected],
+    updateIntegration: [integrationNotFound, accountConnected, ...registration],
     listTemplates: [integrationNotFound, notOfficial],
     refreshTemplates: [
       integrationNotFound,

@@ -160,7 +160,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           await bus.handle('cmd.connector.get-integration', (command) => getIntegration(store, command));
           await bus.handle('cmd.connector.list-integrations', (command) => listIntegrations(store, command));
           await bus.handle('cmd.connector.update-integration', (command) =>
-            updateIntegration(store, command),
+            updateIntegration(createDeps, command),
           );
           await bus.handle('cmd.connector.prepare-template', (command) =>
             templates.prepare(templateDeps, command),

@@ -378,6 +378,33 @@ describe('alt-a against the Evolution API v2 emulator', () => {
       status: 'disconnected',
       status_reason: 'credentials_rejected',
     });
+
+    // Connected again by an operator, it is registered again: while the instance is gone that is the
+    // provider refusing it, and it stays disconnected; once an operator made the instance again, it
+    // connects, and Evolution calls it.
+    const deps = {
+      store,
+      guard: providers.guard,
+      logger,
+      publicConnectorUrl: connectorUrl,
+      providerTimeoutMs: 5_000,
+    };
+    const reconnect = () =>
+      updateIntegration(deps, { workspace_id: workspaceId, integration_id: created.id, status: 'connected' });
+    await expect(reconnect()).rejects.toMatchObject({
+      status: 400,
+      body: { error: platformTexts.inboundRegistrationCredentialsRejected('alt-a') },
+    });
+    expect((await store.get(workspaceId, created.id))?.integration).toMatchObject({
+      status: 'disconnected',
+      status_reason: 'credentials_rejected',
+    });
+    expect(await registered('alt-a', 'evo-11')).toEqual([]);
+    await createEvolutionInstance(sandboxUrl, 'evo-11', 'k11');
+    expect(await reconnect()).toMatchObject({ status: 'connected', status_reason: null });
+    expect(await registered('alt-a', 'evo-11')).toEqual([
+      expect.objectContaining({ url: `${connectorUrl}/inbound/alt-a/${created.id}` }),
+    ]);
   });
 
   it('fails a send to a number with no WhatsApp, naming the number, as Evolution refuses it', async () => {
@@ -432,19 +459,25 @@ describe('alt-b against the Z-API emulator', () => {
     expect([...(await urls())]).toEqual([expect.stringContaining(`/inbound/alt-b/${elsewhere.id}?`)]);
 
     // Disconnected, the first no longer stands in the way; connecting it again then does.
-    await updateIntegration(store, {
-      workspace_id: workspaceId,
-      integration_id: first.id,
-      status: 'disconnected',
-    });
+    const patch = (id: string, status: 'connected' | 'disconnected') =>
+      updateIntegration(deps, { workspace_id: workspaceId, integration_id: id, status });
+    await patch(first.id, 'disconnected');
     const second = await createIntegration(deps, { workspace_id: workspaceId, channel: 'alt-b', config });
-    await expect(
-      updateIntegration(store, { workspace_id: workspaceId, integration_id: first.id, status: 'connected' }),
-    ).rejects.toMatchObject({
+    await expect(patch(first.id, 'connected')).rejects.toMatchObject({
       status: 409,
       body: { error: platformTexts.integrationAccountConnected('alt-b', second.id) },
     });
     expect((await store.get(workspaceId, first.id))?.integration.status).toBe('disconnected');
+    // The connected one connected again changes nothing, even beside a twin connected before the rule.
+    await pool.query(`update integrations set status = 'connected' where id = $1`, [first.id]);
+    expect(await patch(second.id, 'connected')).toMatchObject({ id: second.id, status: 'connected' });
+    await pool.query(`update integrations set status = 'disconnected' where id = $1`, [first.id]);
+
+    // The second disconnected, the first connected again takes Z-API's callbacks back: connected means
+    // reachable, whoever the provider was pointed at meanwhile.
+    await patch(second.id, 'disconnected');
+    expect(await patch(first.id, 'connected')).toMatchObject({ id: first.id, status: 'connected' });
+    expect([...(await urls())]).toEqual([expect.stringContaining(`/inbound/alt-b/${first.id}?`)]);
   });
 
   it('registers received, sent-by-me, status and on-send webhooks with the secret in the URL, and warns of http', async () => {

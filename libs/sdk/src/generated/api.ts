@@ -3045,6 +3045,8 @@ export interface operations {
        *     - the body is not JSON
        *     - the body nests objects or arrays more than 32 levels deep
        *     - body field `status` is not valid
+       *     - config names the account by an id the provider's notifications do not carry (an Instagram account's app-scoped id; the text names the right one)
+       *     - the provider refused the integration's credentials, or knows no such account (a mistyped instance)
        */
       400: {
         headers: {
@@ -3127,6 +3129,19 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['InternalErrorResponse'];
+        };
+      };
+      /**
+       * @description - the provider refused to register the integration's inbound URL
+       *     - the provider refused the callback URL that PUBLIC_CONNECTOR_URL makes (the text says why: not https, too long, a port the provider does not call)
+       */
+      502: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorResponse'];
         };
       };
       /** @description The service that owns the request is not reachable */

@@ -57,9 +57,9 @@ export async function createIntegration(
   deps: CreateIntegrationDeps,
   command: CommandPayload<'cmd.connector.create-integration'>,
 ): Promise<CommandResult<'cmd.connector.create-integration'>> {
-  const { store, guard, logger, publicConnectorUrl, providerTimeoutMs } = deps;
-  const adapter = adapterFor(command.channel);
-  if (!adapter) throw AppError.badRequest(platformTexts.channelNotSupported(command.channel));
+  const { store } = deps;
+  if (!adapterFor(command.channel))
+    throw AppError.badRequest(platformTexts.channelNotSupported(command.channel));
   const descriptor = descriptorOf(command.channel);
   const config = descriptor.config.safeParse(command.config);
   if (!config.success)
@@ -82,50 +82,9 @@ export async function createIntegration(
     }),
   );
   if (!stored) throw AppError.badRequest(platformTexts.integrationLimitReached(integrationsPerWorkspace));
-  const callbackUrl = new URL(
-    inboundPath(command.channel, stored.integration.id),
-    publicConnectorUrl,
-  ).toString();
-  const problems = callbackUrlProblems(callbackUrl, adapter.callbackUrlRules);
-  let registration: Awaited<ReturnType<typeof adapter.registerInbound>>;
-  try {
-    registration = await adapter.registerInbound(stored.config, callbackUrl, {
-      guard,
-      workspaceId: command.workspace_id,
-      logger,
-      signal: AbortSignal.timeout(providerTimeoutMs),
-      oauth: oauthTokens(store, command.workspace_id, stored.integration.id, providerTimeoutMs),
-    });
-  } catch (error) {
-    await store.remove(command.workspace_id, stored.integration.id);
-    if (error instanceof AppError) throw error;
-    // A mistyped account, key or token: the caller's config is wrong, and the answer says so.
-    if (error instanceof ProviderError && error.refusal === 'credentials_rejected') {
-      throw new AppError(
-        400,
-        { error: platformTexts.inboundRegistrationCredentialsRejected(command.channel) },
-        { cause: error },
-      );
-    }
-    // The provider would not take the callback URL: say which of its rules the URL breaks.
-    const refused = error instanceof ProviderError && error.refusal === 'callback_refused';
-    throw new AppError(
-      502,
-      {
-        error:
-          refused && problems.length > 0
-            ? platformTexts.inboundRegistrationRefused(command.channel, problems)
-            : platformTexts.inboundRegistrationFailed(command.channel),
-      },
-      { cause: error },
-    );
-  }
-  if (problems.length > 0) {
-    logger.warn(
-      { integration_id: stored.integration.id, channel: command.channel, callback_url: callbackUrl },
-      'callback URL accepted by the provider, but the real provider of the channel would refuse it',
-    );
-  }
+  const { registration, problems } = await registerCallback(deps, command.workspace_id, stored, () =>
+    store.remove(command.workspace_id, stored.integration.id),
+  );
   // In the background: the answer does not wait for it, and a failure is retried by the refresher.
   void deps.afterCreate?.(stored, command.workspace_id);
   const warnings = [
@@ -142,6 +101,66 @@ export async function createIntegration(
       : []),
   ];
   return warnings.length > 0 ? { ...stored.integration, warnings } : stored.integration;
+}
+
+/**
+ * Registers the integration's inbound URL with its provider, so that "connected" means reachable. A
+ * refusal undoes what made it connected (`undo`) and is answered: credentials the provider refuses, or an
+ * account it does not know, are the caller's 400; a callback URL it will not take names the rules the URL
+ * breaks.
+ */
+async function registerCallback(
+  deps: CreateIntegrationDeps,
+  workspaceId: string,
+  stored: StoredIntegration,
+  undo: (error: unknown) => Promise<unknown>,
+) {
+  const { store, guard, logger, publicConnectorUrl, providerTimeoutMs } = deps;
+  const { channel, id } = stored.integration;
+  const adapter = adapterFor(channel);
+  if (!adapter) throw AppError.badRequest(platformTexts.channelNotSupported(channel));
+  const callbackUrl = new URL(inboundPath(channel, id), publicConnectorUrl).toString();
+  const problems = callbackUrlProblems(callbackUrl, adapter.callbackUrlRules);
+  let registration: Awaited<ReturnType<typeof adapter.registerInbound>>;
+  try {
+    registration = await adapter.registerInbound(stored.config, callbackUrl, {
+      guard,
+      workspaceId,
+      logger,
+      signal: AbortSignal.timeout(providerTimeoutMs),
+      oauth: oauthTokens(store, workspaceId, id, providerTimeoutMs),
+    });
+  } catch (error) {
+    await undo(error);
+    if (error instanceof AppError) throw error;
+    // A mistyped account, key or token: the caller's config is wrong, and the answer says so.
+    if (error instanceof ProviderError && error.refusal === 'credentials_rejected') {
+      throw new AppError(
+        400,
+        { error: platformTexts.inboundRegistrationCredentialsRejected(channel) },
+        { cause: error },
+      );
+    }
+    // The provider would not take the callback URL: say which of its rules the URL breaks.
+    const refused = error instanceof ProviderError && error.refusal === 'callback_refused';
+    throw new AppError(
+      502,
+      {
+        error:
+          refused && problems.length > 0
+            ? platformTexts.inboundRegistrationRefused(channel, problems)
+            : platformTexts.inboundRegistrationFailed(channel),
+      },
+      { cause: error },
+    );
+  }
+  if (problems.length > 0) {
+    logger.warn(
+      { integration_id: id, channel, callback_url: callbackUrl },
+      'callback URL accepted by the provider, but the real provider of the channel would refuse it',
+    );
+  }
+  return { registration, problems };
 }
 
 /** What in a callback URL the channel's provider would refuse; empty when it takes it. */
@@ -195,13 +214,25 @@ export async function listIntegrations(
 }
 
 export async function updateIntegration(
-  store: IntegrationStore,
+  deps: CreateIntegrationDeps,
   command: CommandPayload<'cmd.connector.update-integration'>,
 ): Promise<CommandResult<'cmd.connector.update-integration'>> {
-  const stored = await refusingAccountConnected(() =>
-    store.setStatus(command.workspace_id, command.integration_id, command.status),
-  );
+  const { store } = deps;
+  const { workspace_id: workspaceId, integration_id: id, status } = command;
+  const before = await store.get(workspaceId, id);
+  if (!before) throw AppError.notFound(platformTexts.integrationNotFound);
+  const stored = await refusingAccountConnected(() => store.setStatus(workspaceId, id, status));
   if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
+  // Connected again: its callback is registered again, since while it was disconnected the provider may
+  // have been pointed elsewhere (another integration of the account, since removed or disconnected), or
+  // its credentials refused. A refusal leaves it disconnected, as the provider's verdict.
+  if (status === 'connected' && before.integration.status !== 'connected') {
+    await registerCallback(deps, workspaceId, stored, async (error) => {
+      if (error instanceof ProviderError && error.refusal === 'credentials_rejected')
+        await store.markCredentialsRejected(workspaceId, id);
+      else await store.setStatus(workspaceId, id, 'disconnected');
+    });
+  }
   return stored.integration;
 }
 

@@ -368,7 +368,8 @@ export class IntegrationStore {
               [workspaceId, id],
             );
             const target = found[0];
-            if (target)
+            // Already connected: nothing changes as far as its account goes.
+            if (target && target.status !== 'connected')
               await this.requireAccountFree(client, workspaceId, {
                 id,
                 channel: target.channel,
