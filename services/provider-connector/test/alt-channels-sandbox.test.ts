@@ -45,15 +45,25 @@ afterAll(async () => {
   await pool?.end();
 });
 
+/** What the connector's integration handlers are given, here. */
+const handlerDeps = () => ({
+  store,
+  guard: providers.guard,
+  logger,
+  publicConnectorUrl: connectorUrl,
+  providerTimeoutMs: 5_000,
+});
+
 async function create(channel: 'alt-a' | 'alt-b', config: Json) {
   // Evolution knows only instances an operator created, in its manager, with their token.
   if (channel === 'alt-a')
     await createEvolutionInstance(sandboxUrl, String(config.instance), String(config.api_key));
   const workspaceId = randomUUID();
-  const created = await createIntegration(
-    { store, guard: providers.guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
-    { workspace_id: workspaceId, channel, config: { base_url: `${sandboxUrl}/${channel}`, ...config } },
-  );
+  const created = await createIntegration(handlerDeps(), {
+    workspace_id: workspaceId,
+    channel,
+    config: { base_url: `${sandboxUrl}/${channel}`, ...config },
+  });
   const stored = (await store.get(workspaceId, created.id))!;
   return { workspaceId, created, config: stored.config };
 }
@@ -84,18 +94,15 @@ async function outbox(workspaceId: string, type: string): Promise<Json[]> {
 describe('bot against the Telegram Bot API emulator', () => {
   it("says which of Telegram's rules the callback URL breaks when setWebhook refuses it, and keeps nothing", async () => {
     const workspaceId = randomUUID();
-    const refused = createIntegration(
-      { store, guard: providers.guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
-      {
-        workspace_id: workspaceId,
-        channel: 'bot',
-        config: {
-          bot_token: '7001002003:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw',
-          secret_token: 'refused_url-1',
-          base_url: `${sandboxUrl}/bot`,
-        },
+    const refused = createIntegration(handlerDeps(), {
+      workspace_id: workspaceId,
+      channel: 'bot',
+      config: {
+        bot_token: '7001002003:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw',
+        secret_token: 'refused_url-1',
+        base_url: `${sandboxUrl}/bot`,
       },
-    );
+    });
     const port = Number(new URL(connectorUrl).port);
     const callbackUrl = `${connectorUrl}/inbound/bot/00000000-0000-4000-8000-000000000000`;
     const expected = platformTexts.inboundRegistrationRefused('bot', [
@@ -317,14 +324,11 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     await createEvolutionInstance(sandboxUrl, 'evo-10', 'k10');
     const refused = async (config: Json) => {
       const workspaceId = randomUUID();
-      const error = await createIntegration(
-        { store, guard: providers.guard, logger, publicConnectorUrl: connectorUrl, providerTimeoutMs: 5_000 },
-        {
-          workspace_id: workspaceId,
-          channel: 'alt-a',
-          config: { base_url: `${sandboxUrl}/alt-a`, ...config },
-        },
-      ).catch((caught: unknown) => caught);
+      const error = await createIntegration(handlerDeps(), {
+        workspace_id: workspaceId,
+        channel: 'alt-a',
+        config: { base_url: `${sandboxUrl}/alt-a`, ...config },
+      }).catch((caught: unknown) => caught);
       expect(await store.list(workspaceId)).toEqual([]);
       return error;
     };
@@ -382,13 +386,7 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     // Connected again by an operator, it is registered again: while the instance is gone that is the
     // provider refusing it, and it stays disconnected; once an operator made the instance again, it
     // connects, and Evolution calls it.
-    const deps = {
-      store,
-      guard: providers.guard,
-      logger,
-      publicConnectorUrl: connectorUrl,
-      providerTimeoutMs: 5_000,
-    };
+    const deps = handlerDeps();
     const reconnect = () =>
       updateIntegration(deps, { workspace_id: workspaceId, integration_id: created.id, status: 'connected' });
     await expect(reconnect()).rejects.toMatchObject({
@@ -424,13 +422,7 @@ describe('alt-a against the Evolution API v2 emulator', () => {
 
 describe('alt-b against the Z-API emulator', () => {
   it('connects an instance once per workspace: a second integration of it is a 409 naming the first, before Z-API is called', async () => {
-    const deps = {
-      store,
-      guard: providers.guard,
-      logger,
-      publicConnectorUrl: connectorUrl,
-      providerTimeoutMs: 5_000,
-    };
+    const deps = handlerDeps();
     const workspaceId = randomUUID();
     const config = { base_url: `${sandboxUrl}/alt-b`, instance_id: 'z-once', token: 'tz' };
     const first = await createIntegration(deps, { workspace_id: workspaceId, channel: 'alt-b', config });
