@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEvolutionInstance, createSandbox } from '../../provider-sandbox/src/index.js';
 import { ALT_A_CALLBACK_HEADER, altAAdapter } from '../src/adapters/alt-a.js';
 import { altBAdapter } from '../src/adapters/alt-b.js';
+import { botAdapter } from '../src/adapters/bot.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration, updateIntegration } from '../src/handlers/integrations.js';
 import { sendText } from '../src/handlers/send-text.js';
@@ -92,6 +93,19 @@ async function outbox(workspaceId: string, type: string): Promise<Json[]> {
 }
 
 describe('bot against the Telegram Bot API emulator', () => {
+  it('waits out, once, the second Telegram takes between two setWebhook calls of a bot', async () => {
+    const config = {
+      bot_token: '7001002004:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw',
+      secret_token: 'twice_1',
+      base_url: `${sandboxUrl}/bot`,
+    };
+    await botAdapter.registerInbound(config, 'https://connector.example/inbound/bot/first', call());
+    await botAdapter.registerInbound(config, 'https://connector.example/inbound/bot/second', call());
+    expect(await registered('bot', '7001002004')).toEqual([
+      expect.objectContaining({ url: 'https://connector.example/inbound/bot/second' }),
+    ]);
+  });
+
   it("says which of Telegram's rules the callback URL breaks when setWebhook refuses it, and keeps nothing", async () => {
     const workspaceId = randomUUID();
     const refused = createIntegration(handlerDeps(), {

@@ -47,11 +47,15 @@ const DESCRIPTIONS: Record<number, string> = {
   502: 'Bad Gateway',
 };
 
-export const telegramError = (code: number, description = DESCRIPTIONS[code] ?? 'Internal Server Error') => ({
+export const telegramError = (
+  code: number,
+  description = DESCRIPTIONS[code] ?? 'Internal Server Error',
+  retryAfter = RETRY_AFTER_SECONDS,
+) => ({
   ok: false,
   error_code: code,
   description,
-  ...(code === 429 ? { parameters: { retry_after: RETRY_AFTER_SECONDS } } : {}),
+  ...(code === 429 ? { parameters: { retry_after: retryAfter } } : {}),
 });
 
 interface TelegramUser {
@@ -78,6 +82,8 @@ interface Bot {
   lastMessageId: Map<number, number>;
   /** Users who blocked the bot: its sends to them are refused until they write to it again. */
   blockedBy: Set<number>;
+  /** When the bot may set a webhook URL again: once a second. */
+  nextSetWebhookAt: number;
 }
 
 /** The parameters of a call: Telegram takes a query string, a form or JSON alike. */
@@ -113,6 +119,7 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
         chats: new Map(),
         lastMessageId: new Map(),
         blockedBy: new Set(),
+        nextSetWebhookAt: 0,
       };
       bots.set(account, found);
     }
@@ -151,6 +158,14 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
         ok(res, true, 'Webhook was deleted');
         return;
       }
+      // A URL is taken once a second per bot, before anything else about the call is looked at
+      // (telegram-bot-api, Client.cpp, process_set_webhook_query); removing the webhook is not counted.
+      const now = Date.now();
+      if (now < current.nextSetWebhookAt) {
+        res.status(429).json(telegramError(429, 'Too Many Requests: retry after 1', 1));
+        return;
+      }
+      current.nextSetWebhookAt = now + 1_000;
       let parsed: URL;
       try {
         parsed = new URL(url);
@@ -187,7 +202,11 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
         refuse(res, 400, "Bad Request: can't parse allowed updates JSON object");
         return;
       }
-      const wasSet = current.webhook?.url === url;
+      // Unchanged only when the URL and the secret are (the server compares the certificate, connections
+      // and address too, none of which the sandbox takes).
+      const wasSet =
+        current.webhook?.url === url &&
+        current.webhook.secretToken === (typeof secret === 'string' ? secret : undefined);
       current.webhook = {
         url,
         ...(typeof secret === 'string' ? { secretToken: secret } : {}),

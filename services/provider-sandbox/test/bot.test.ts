@@ -6,6 +6,8 @@ const BOT_ID = '123456789';
 const TOKEN = `${BOT_ID}:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw`;
 const SECRET = 'S3cr3t_t0ken-x';
 const USER = '987654321';
+/** Another bot: the webhook calls a test makes after its bot's first go to it, a bot's being taken once a second. */
+const OTHER_TOKEN = '555000777:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw';
 
 describe('bot (Telegram Bot API) emulation', () => {
   // Real Telegram calls only https webhooks; the receiver here is plain http.
@@ -75,7 +77,9 @@ describe('bot (Telegram Bot API) emulation', () => {
       pending_update_count: 0,
       allowed_updates: ['message'],
     });
-    expect(await call('setWebhook', { url: `${receiver.url}/hook`, secret_token: 'bad token!' })).toEqual({
+    expect(
+      await call('setWebhook', { url: `${receiver.url}/hook`, secret_token: 'bad token!' }, OTHER_TOKEN),
+    ).toEqual({
       status: 400,
       body: {
         ok: false,
@@ -89,6 +93,39 @@ describe('bot (Telegram Bot API) emulation', () => {
       description: 'Webhook was deleted',
     });
     expect((await call('getWebhookInfo')).body.result).toMatchObject({ url: '' });
+  });
+
+  it("takes a bot's webhook URL once a second, before anything else about the call, and its removal any time", async () => {
+    expect((await setWebhook()).body).toMatchObject({ ok: true, description: 'Webhook was set' });
+    const throttled = {
+      status: 429,
+      body: {
+        ok: false,
+        error_code: 429,
+        description: 'Too Many Requests: retry after 1',
+        parameters: { retry_after: 1 },
+      },
+    };
+    expect(await setWebhook()).toEqual(throttled);
+    // Even a call the server would refuse for its secret is throttled first.
+    expect(await call('setWebhook', { url: `${receiver.url}/hook`, secret_token: 'bad token!' })).toEqual(
+      throttled,
+    );
+    // Another bot is not.
+    expect((await call('setWebhook', { url: `${receiver.url}/hook` }, OTHER_TOKEN)).status).toBe(200);
+    expect((await call('deleteWebhook')).body).toMatchObject({
+      ok: true,
+      description: 'Webhook was deleted',
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    expect((await setWebhook()).body).toMatchObject({ ok: true, description: 'Webhook was set' });
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    expect((await setWebhook()).body).toMatchObject({ ok: true, description: 'Webhook is already set' });
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    // Another secret is another webhook.
+    expect(
+      (await call('setWebhook', { url: `${receiver.url}/hook`, secret_token: 'Another_secret' })).body,
+    ).toMatchObject({ ok: true, description: 'Webhook was set' });
   });
 
   it('refuses an http webhook as Telegram does unless http callbacks are allowed', async () => {
@@ -120,7 +157,7 @@ describe('bot (Telegram Bot API) emulation', () => {
         error_code: 400,
         description: 'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443',
       });
-      const taken = await postJson(`${url}/bot/bot${TOKEN}/setWebhook`, {
+      const taken = await postJson(`${url}/bot/bot${OTHER_TOKEN}/setWebhook`, {
         url: 'https://example.test:8443/hook',
       });
       expect(await taken.json()).toMatchObject({ ok: true, result: true });

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, type ChannelConfig, platformTexts } from '@inbox/contracts';
 import { sameSecret } from '@inbox/service-kit';
 import { z } from 'zod';
@@ -29,6 +30,14 @@ export const BOT_SECRET_HEADER = 'x-telegram-bot-api-secret-token';
  * API counts it, not twice as a JavaScript string's length would.
  */
 export const BOT_TEXT_LIMIT = 4096;
+
+/**
+ * The Bot API server takes a bot's setWebhook with a URL once a second, answering any other within that
+ * second "Too Many Requests: retry after 1" before looking at it (tdlib/telegram-bot-api, Client.cpp,
+ * `process_set_webhook_query`): an integration of the bot created or connected again just after another
+ * registration waits that second out rather than fail.
+ */
+const SET_WEBHOOK_WAIT_SECONDS = 2;
 
 /** Only new messages: edits, channel posts, callback queries and the rest are nothing we keep. */
 const ALLOWED_UPDATES = ['message'];
@@ -137,11 +146,16 @@ function failure(method: string, answer: ProviderAnswer): ProviderError {
   return new ProviderError(text, answer.status, code, refusal ? { refusal } : undefined);
 }
 
+/**
+ * One Bot API call. With `waitOnceUpTo`, a flood-control answer asking to wait that many seconds or fewer
+ * is waited out once, within the call's deadline, and the call made again.
+ */
 async function callMethod(
   config: BotConfig,
   method: string,
   body: unknown,
   call: ProviderCall,
+  waitOnceUpTo = 0,
 ): Promise<unknown> {
   const answer = await callProvider(call, 'bot', methodUrl(config, method), {
     method: 'POST',
@@ -149,8 +163,13 @@ async function callMethod(
     body,
   });
   const parsed = Answer.safeParse(answer.body);
-  if (!answer.ok || !parsed.success || !parsed.data.ok) throw failure(method, answer);
-  return parsed.data.result;
+  if (answer.ok && parsed.success && parsed.data.ok) return parsed.data.result;
+  const retryAfter = parsed.success ? parsed.data.parameters?.retry_after : undefined;
+  if (answer.status === 429 && retryAfter !== undefined && retryAfter > 0 && retryAfter <= waitOnceUpTo) {
+    await sleep(retryAfter * 1_000, undefined, { signal: call.signal });
+    return callMethod(config, method, body, call);
+  }
+  throw failure(method, answer);
 }
 
 /**
@@ -211,6 +230,7 @@ export const botAdapter: ChannelAdapter<'bot'> = {
       'setWebhook',
       { url: callbackUrl, secret_token: config.secret_token, allowed_updates: ALLOWED_UPDATES },
       call,
+      SET_WEBHOOK_WAIT_SECONDS,
     );
   },
 
