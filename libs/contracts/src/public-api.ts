@@ -13,7 +13,8 @@ const optionalText = (field: string, max: number) =>
     .max(max, { error: platformTexts.mustBeString(field, max) })
     .nullish();
 
-const codePointLength = (text: string) => [...text].length;
+/** A text's length in characters as the API counts them: code points, so an emoji outside the BMP is one. */
+export const codePointLength = (text: string) => [...text].length;
 
 /** A message body: 1 to 4096 characters (code points), storable; one text for every way it can fail. */
 const messageText = (error: string) =>

@@ -42,19 +42,19 @@ const DESCRIPTIONS: Record<number, string> = {
   401: 'Unauthorized',
   403: 'Forbidden: bot was blocked by the user',
   404: 'Not Found',
-  429: `Too Many Requests: retry after ${RETRY_AFTER_SECONDS}`,
   500: 'Internal Server Error',
   502: 'Bad Gateway',
 };
 
-export const telegramError = (
-  code: number,
-  description = DESCRIPTIONS[code] ?? 'Internal Server Error',
-  retryAfter = RETRY_AFTER_SECONDS,
-) => ({
+/** Telegram's error answer; flood control's (429) says how long to wait, in its words and its parameters. */
+export const telegramError = (code: number, description?: string, retryAfter = RETRY_AFTER_SECONDS) => ({
   ok: false,
   error_code: code,
-  description,
+  description:
+    description ??
+    (code === 429
+      ? `Too Many Requests: retry after ${retryAfter}`
+      : (DESCRIPTIONS[code] ?? 'Internal Server Error')),
   ...(code === 429 ? { parameters: { retry_after: retryAfter } } : {}),
 });
 
@@ -162,7 +162,7 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
       // (telegram-bot-api, Client.cpp, process_set_webhook_query); removing the webhook is not counted.
       const now = Date.now();
       if (now < current.nextSetWebhookAt) {
-        res.status(429).json(telegramError(429, 'Too Many Requests: retry after 1', 1));
+        res.status(429).json(telegramError(429, undefined, 1));
         return;
       }
       current.nextSetWebhookAt = now + 1_000;

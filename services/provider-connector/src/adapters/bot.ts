@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AppError, type ChannelConfig, platformTexts } from '@inbox/contracts';
+import { AppError, type ChannelConfig, codePointLength, platformTexts } from '@inbox/contracts';
 import { sameSecret } from '@inbox/service-kit';
 import { z } from 'zod';
 import {
@@ -210,7 +210,7 @@ export const botAdapter: ChannelAdapter<'bot'> = {
   channel: 'bot',
 
   async sendText(config, message, call) {
-    if ([...message.text].length > BOT_TEXT_LIMIT) throw AppError.badRequest(platformTexts.textLength);
+    if (codePointLength(message.text) > BOT_TEXT_LIMIT) throw AppError.badRequest(platformTexts.textLength);
     // A private chat's id is the user's id: what the contact is keyed by.
     if (!/^-?\d+$/.test(message.to)) throw new ProviderError(`bot: ${message.to} is not a Telegram chat id`);
     const result = await callMethod(

@@ -219,14 +219,12 @@ export async function updateIntegration(
 ): Promise<CommandResult<'cmd.connector.update-integration'>> {
   const { store } = deps;
   const { workspace_id: workspaceId, integration_id: id, status } = command;
-  const before = await store.get(workspaceId, id);
-  if (!before) throw AppError.notFound(platformTexts.integrationNotFound);
   const stored = await refusingAccountConnected(() => store.setStatus(workspaceId, id, status));
   if (!stored) throw AppError.notFound(platformTexts.integrationNotFound);
   // Connected again: its callback is registered again, since while it was disconnected the provider may
   // have been pointed elsewhere (another integration of the account, since removed or disconnected), or
   // its credentials refused. A refusal leaves it disconnected, as the provider's verdict.
-  if (status === 'connected' && before.integration.status !== 'connected') {
+  if (status === 'connected' && !stored.wasConnected) {
     await registerCallback(deps, workspaceId, stored, async (error) => {
       if (error instanceof ProviderError && error.refusal === 'credentials_rejected')
         await store.markCredentialsRejected(workspaceId, id);

@@ -350,12 +350,17 @@ export class IntegrationStore {
     workspaceId: string,
     id: string,
     status: 'connected' | 'disconnected',
-  ): Promise<StoredIntegration | undefined> {
+  ): Promise<(StoredIntegration & { wasConnected: boolean }) | undefined> {
+    // The status it had is read with the row's lock by the statement that changes it.
     const update = (client: Pick<Pool, 'query'>) =>
-      client.query<IntegrationRow>(
-        `update integrations set status = $3, status_reason = null,
-                connected_at = case when $3 = 'connected' and status <> 'connected' then now() else connected_at end
-          where workspace_id = $1 and id = $2 returning ${columns}`,
+      client.query<IntegrationRow & { was_connected: boolean }>(
+        `with was as (
+           select id, status = 'connected' as was_connected from integrations
+            where workspace_id = $1 and id = $2 for update)
+         update integrations i set status = $3, status_reason = null,
+                connected_at = case when $3 = 'connected' and i.status <> 'connected' then now() else i.connected_at end
+           from was where i.id = was.id
+         returning i.*, was.was_connected`,
         [workspaceId, id, status],
       );
     const { rows } =
@@ -379,7 +384,8 @@ export class IntegrationStore {
             return update(client);
           });
     this.hasChanged(workspaceId, id);
-    return rows[0] ? this.toStored(rows[0]) : undefined;
+    const row = rows[0];
+    return row ? { ...this.toStored(row), wasConnected: row.was_connected } : undefined;
   }
 
   /** Throws AccountAlreadyConnected when another connected integration of the workspace is this account. */
