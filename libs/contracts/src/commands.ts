@@ -39,8 +39,12 @@ import { senderTypes } from './public-events.js';
 export const WorkspaceContext = z.object({ id: z.uuid(), default_country_code: z.string() });
 export type WorkspaceContext = z.infer<typeof WorkspaceContext>;
 
-/** Why the provider, not an operator, disconnected an integration. */
-export const integrationStatusReasons = ['credentials_rejected'] as const;
+/**
+ * Why the provider, not an operator, disconnected an integration: `credentials_rejected`, it no longer
+ * takes the credentials; `callback_taken`, another integration of the same provider account (in any
+ * workspace) registered its callback URL since, and the provider keeps one per account.
+ */
+export const integrationStatusReasons = ['credentials_rejected', 'callback_taken'] as const;
 
 /**
  * How many days the connector keeps the record of a send the provider accepted (`sends`): past them,
@@ -57,7 +61,9 @@ export const Integration = z.object({
   status: z.enum(['connected', 'disconnected']),
   /**
    * Set when the provider disconnected it: `credentials_rejected`, the provider no longer takes its
-   * credentials (an expired or revoked token). Null when connected, or disconnected by an operator.
+   * credentials (an expired or revoked token); `callback_taken`, another integration of the same account
+   * registered its callback URL since, so the provider calls that one only (a Telegram bot's webhook, an
+   * Evolution or Z-API instance's). Null when connected, or disconnected by an operator.
    */
   status_reason: z.enum(integrationStatusReasons).nullable(),
   connected_at: z.iso.datetime().nullable(),

@@ -672,3 +672,97 @@ describe('alt-b against the Z-API emulator', () => {
     ).rejects.toMatchObject({ message: 'alt-b answered 401 to status: null not allowed' });
   });
 });
+
+describe('an account connected in two workspaces, on providers that keep one callback URL per account', () => {
+  const bot = (id: string) => ({
+    bot_token: `${id}:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw`,
+    secret_token: 'two_workspaces',
+    base_url: `${sandboxUrl}/bot`,
+  });
+  const evolution = (instance: string) => ({ base_url: `${sandboxUrl}/alt-a`, instance, api_key: 'k2w' });
+  const zapi = (instance: string) => ({
+    base_url: `${sandboxUrl}/alt-b`,
+    instance_id: instance,
+    token: 'tz2',
+  });
+  const accounts = {
+    bot: { account: '7001002005', config: () => bot('7001002005'), other: () => bot('7001002006') },
+    'alt-a': { account: 'two-ws', config: () => evolution('two-ws'), other: () => evolution('two-ws-other') },
+    'alt-b': { account: 'z-two-ws', config: () => zapi('z-two-ws'), other: () => zapi('z-two-ws-other') },
+  } as const;
+
+  it.each(Object.keys(accounts) as Array<keyof typeof accounts>)(
+    '%s: the integration the provider no longer calls says so, callback_taken, until reconnected takes it back',
+    async (channel) => {
+      const { account, config, other } = accounts[channel];
+      if (channel === 'alt-a') {
+        await createEvolutionInstance(sandboxUrl, 'two-ws', 'k2w');
+        await createEvolutionInstance(sandboxUrl, 'two-ws-other', 'k2w');
+      }
+      // Telegram takes only HTTPS callback URLs; nothing is delivered to them here.
+      const deps = { ...handlerDeps(), publicConnectorUrl: 'https://connector.example' };
+      const [first, second, third] = [randomUUID(), randomUUID(), randomUUID()];
+      const create = (workspaceId: string, configured: Record<string, string>) =>
+        createIntegration(deps, { workspace_id: workspaceId, channel, config: configured });
+      // Z-API has a URL per webhook, all of them ours.
+      const calledBack = async () => [
+        ...new Set((await registered(channel, account)).map((hook) => String(hook.url))),
+      ];
+      const state = async (workspaceId: string, id: string) => {
+        const { status, status_reason } = (await store.get(workspaceId, id))!.integration;
+        return { status, status_reason };
+      };
+      const connected = { status: 'connected', status_reason: null };
+      const taken = { status: 'disconnected', status_reason: 'callback_taken' };
+
+      const a = await create(first, config());
+      // Another account of the same provider is none of this.
+      const bystander = await create(third, other());
+      const b = await create(second, config());
+      expect(await calledBack()).toEqual([expect.stringContaining(`/inbound/${channel}/${b.id}`)]);
+      expect(await state(first, a.id)).toEqual(taken);
+      expect(await state(second, b.id)).toEqual(connected);
+      expect(await state(third, bystander.id)).toEqual(connected);
+
+      // Reconnected, the first is called again, and the second says it is not.
+      await updateIntegration(deps, { workspace_id: first, integration_id: a.id, status: 'connected' });
+      expect(await calledBack()).toEqual([expect.stringContaining(`/inbound/${channel}/${a.id}`)]);
+      expect(await state(first, a.id)).toEqual(connected);
+      expect(await state(second, b.id)).toEqual(taken);
+      expect(await state(third, bystander.id)).toEqual(connected);
+    },
+  );
+
+  it('takes nothing from a registration accepted while its own call ran: which came last is unknown', async () => {
+    const config = zapi('z-overlap');
+    const deps = handlerDeps();
+    const [first, second] = [randomUUID(), randomUUID()];
+    const a = await createIntegration(deps, { workspace_id: first, channel: 'alt-b', config });
+    const b = await createIntegration(deps, { workspace_id: second, channel: 'alt-b', config });
+    expect((await store.get(first, a.id))?.integration.status).toBe('disconnected');
+    // The first connected again by a call that began before the second's was accepted.
+    await pool.query(`update integrations set status = 'connected', status_reason = null where id = $1`, [
+      a.id,
+    ]);
+    const { rows } = await pool.query<{ before: string; after: string }>(
+      `select (callback_registered_at - interval '1 millisecond')::text as before,
+              (callback_registered_at + interval '1 millisecond')::text as after
+         from integrations where id = $1`,
+      [b.id],
+    );
+    await pool.query('update integrations set callback_registered_at = $2 where id = $1', [
+      a.id,
+      rows[0]!.before,
+    ]);
+    expect(await store.callbackRegistered(second, b.id, rows[0]!.before)).toEqual([]);
+    expect((await store.get(first, a.id))?.integration.status).toBe('connected');
+    // Accepted before the call began: taken.
+    expect(await store.callbackRegistered(second, b.id, rows[0]!.after)).toEqual([
+      { workspaceId: first, id: a.id },
+    ]);
+    expect((await store.get(first, a.id))?.integration).toMatchObject({
+      status: 'disconnected',
+      status_reason: 'callback_taken',
+    });
+  });
+});

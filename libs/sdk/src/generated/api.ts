@@ -893,7 +893,7 @@ export interface components {
       /** @enum {string} */
       status: 'connected' | 'disconnected';
       /** @enum {string|null} */
-      status_reason: 'credentials_rejected' | null;
+      status_reason: 'credentials_rejected' | 'callback_taken' | null;
       /** Format: date-time */
       connected_at: string | null;
       /** Format: date-time */
@@ -1032,7 +1032,7 @@ export interface components {
       /** @enum {string} */
       status: 'connected' | 'disconnected';
       /** @enum {string|null} */
-      status_reason: 'credentials_rejected' | null;
+      status_reason: 'credentials_rejected' | 'callback_taken' | null;
       /** Format: date-time */
       connected_at: string | null;
       /** Format: date-time */

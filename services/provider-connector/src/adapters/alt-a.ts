@@ -190,6 +190,9 @@ export const altAAdapter: ChannelAdapter<'alt-a'> = {
     if (!answer.ok) throw failure('webhook/set', answer, 'register');
   },
 
+  // An instance has one webhook: webhook/set upserts its row by instanceId (webhook.controller.ts).
+  oneCallbackPerAccount: true,
+
   // With `byEvents` on, which an operator may turn on in Evolution's manager after we registered without
   // it, Evolution posts each event to the URL with its name appended, kebab-cased
   // (webhook.controller.ts: `${instance?.url}/${transformedWe}`), and gives up at once on a 404.

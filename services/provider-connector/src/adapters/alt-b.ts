@@ -249,6 +249,9 @@ export const altBAdapter: ChannelAdapter<'alt-b'> = {
     }
   },
 
+  // An instance has one URL per webhook, each update-webhook-* replacing it.
+  oneCallbackPerAccount: true,
+
   // Z-API calls only HTTPS webhook URLs (developer.z-api.io, webhooks introduction).
   callbackUrlRules: { httpsOnly: true },
 

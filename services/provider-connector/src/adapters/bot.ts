@@ -234,6 +234,9 @@ export const botAdapter: ChannelAdapter<'bot'> = {
     );
   },
 
+  // A bot has one webhook: setWebhook replaces its URL, whoever set it.
+  oneCallbackPerAccount: true,
+
   // "Ports currently supported for webhooks: 443, 80, 88, 8443", and only over HTTPS.
   // setWebhook: "Ports currently supported for webhooks: 443, 80, 88, 8443."
   callbackUrlRules: { httpsOnly: true, ports: [443, 80, 88, 8443] },

@@ -167,6 +167,11 @@ export interface ProviderOperations<C> {
    */
   // biome-ignore lint/suspicious/noConfusingVoidType: adapters that register by API resolve to nothing.
   registerInbound(config: C, callbackUrl: string, call: ProviderCall): Promise<void | ManualRegistration>;
+  /**
+   * The provider keeps one callback URL per account (a bot's webhook, an instance's): registering one
+   * takes the account's callbacks from whatever URL had them, another workspace's integration included.
+   */
+  oneCallbackPerAccount?: true;
   /** Verifies a callback as the provider's own and reads it; throws InboundRejected otherwise. */
   readInbound(config: C, request: InboundRequest): InboundBatch;
   /** Fetches a resource a verified notification named (`InboundBatch.toFetch`) and reads it. */

@@ -51,7 +51,14 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
   if (adapter === undefined || adapter === notSupportedYet) return undefined;
   // The stored config passed this schema when the integration was created; reading it again types it.
   const read = (config: StoredConfig): ChannelConfig<K> => descriptorOf(channel).config.parse(config);
-  const { templates, answerHandshake, callbackUrlRules, callbackPathEvents, resolveInbound } = adapter;
+  const {
+    templates,
+    answerHandshake,
+    callbackUrlRules,
+    callbackPathEvents,
+    resolveInbound,
+    oneCallbackPerAccount,
+  } = adapter;
   return {
     sendText: (config, message, call) => adapter.sendText(read(config), message, call),
     registerInbound: (config, callbackUrl, call) => adapter.registerInbound(read(config), callbackUrl, call),
@@ -65,6 +72,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
       resolveInbound && ((config, notified, call) => resolveInbound(read(config), notified, call)),
     ...(callbackUrlRules ? { callbackUrlRules } : {}),
     ...(callbackPathEvents ? { callbackPathEvents } : {}),
+    ...(oneCallbackPerAccount ? { oneCallbackPerAccount } : {}),
   };
 }
 

@@ -122,6 +122,7 @@ async function registerCallback(
   const callbackUrl = new URL(inboundPath(channel, id), publicConnectorUrl).toString();
   const problems = callbackUrlProblems(callbackUrl, adapter.callbackUrlRules);
   let registration: Awaited<ReturnType<typeof adapter.registerInbound>>;
+  const startedAt = adapter.oneCallbackPerAccount ? await store.registrationClock() : undefined;
   try {
     registration = await adapter.registerInbound(stored.config, callbackUrl, {
       guard,
@@ -154,6 +155,7 @@ async function registerCallback(
       { cause: error },
     );
   }
+  if (startedAt !== undefined) await takeAccountCallbacks(deps, workspaceId, id, startedAt);
   if (problems.length > 0) {
     logger.warn(
       { integration_id: id, channel, callback_url: callbackUrl },
@@ -161,6 +163,24 @@ async function registerCallback(
     );
   }
   return { registration, problems };
+}
+
+/**
+ * The provider now calls this integration for its account and no other: another integration of the
+ * account, in any workspace, says so (disconnected, `callback_taken`) rather than stay connected and deaf.
+ */
+async function takeAccountCallbacks(
+  deps: CreateIntegrationDeps,
+  workspaceId: string,
+  id: string,
+  startedAt: string,
+) {
+  const taken = await deps.store.callbackRegistered(workspaceId, id, startedAt);
+  if (taken.length === 0) return;
+  deps.logger.warn(
+    { integration_id: id, taken_from: taken.map((other) => other.id) },
+    "registering this integration's callback URL took the account's callbacks from other integrations of it",
+  );
 }
 
 /** What in a callback URL the channel's provider would refuse; empty when it takes it. */

@@ -427,6 +427,56 @@ export class IntegrationStore {
     return rowCount === 1;
   }
 
+  /** The database's clock, taken before a registration's provider call (callbackRegistered). */
+  async registrationClock(): Promise<string> {
+    const { rows } = await this.pool.query<{ now: string }>('select now()::text as now');
+    return rows[0]!.now;
+  }
+
+  /**
+   * A provider keeping one callback URL per account accepted this integration's, in a call begun at
+   * `startedAt` (registrationClock). Every other connected integration of the account (same channel, account and server, in any workspace) whose own
+   * registration was accepted before that call began no longer hears it: each is disconnected with
+   * `callback_taken`, and answered. One accepted while the call ran may have come after it at the provider
+   * or before: it is left as it is.
+   */
+  async callbackRegistered(
+    workspaceId: string,
+    id: string,
+    startedAt: string,
+  ): Promise<Array<{ workspaceId: string; id: string }>> {
+    const { rows: ours } = await this.pool.query<IntegrationRow & { account_id: string }>(
+      `update integrations set callback_registered_at = now()
+        where workspace_id = $1 and id = $2 and status = 'connected'
+        returning ${columns}, account_id`,
+      [workspaceId, id],
+    );
+    const registered = ours[0];
+    if (!registered || registered.account_id === '') return [];
+    const baseUrl = this.toStored(registered).config.base_url;
+    // Bounded: as many as a few hundred workspaces could connect one account, and each is opened.
+    const { rows: others } = await this.pool.query<IntegrationRow>(
+      `select ${columns} from integrations
+        where channel = $1 and account_id = $2 and status = 'connected' and id <> $3
+          and (callback_registered_at is null or callback_registered_at < $4::timestamptz)
+        limit 500`,
+      [registered.channel, registered.account_id, id, startedAt],
+    );
+    const taken = others
+      .filter((row) => sameBaseUrl(this.toStored(row).config.base_url, baseUrl))
+      .map((row) => row.id);
+    if (taken.length === 0) return [];
+    const { rows } = await this.pool.query<{ workspace_id: string; id: string }>(
+      `update integrations set status = 'disconnected', status_reason = 'callback_taken'
+        where id = any($1::uuid[]) and status = 'connected'
+          and (callback_registered_at is null or callback_registered_at < $2::timestamptz)
+        returning workspace_id, id`,
+      [taken, startedAt],
+    );
+    for (const row of rows) this.hasChanged(row.workspace_id, row.id);
+    return rows.map((row) => ({ workspaceId: row.workspace_id, id: row.id }));
+  }
+
   /**
    * What was recorded of a message's send: its provider id and time once the provider accepted it, or
    * neither when an attempt started and its outcome is unknown; undefined when none was ever started.
