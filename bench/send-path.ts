@@ -70,6 +70,12 @@ const logLevel = process.env.BENCH_LOG_LEVEL ?? 'warn';
  * burst a second, and p50/p99 at a rate include that burst's queue (bench/RESULTS.md, forty-fifth session).
  */
 const offeredRate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
+/** BENCH_SERVICE_ENV="NAME=value …" adds settings to every service process (e.g. a setting to compare). */
+const serviceEnv = Object.fromEntries(
+  (process.env.BENCH_SERVICE_ENV?.split(' ') ?? [])
+    .filter((pair) => pair.includes('='))
+    .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+);
 /**
  * BENCH_STATEMENTS=on lists each load's statements: calls and execution milliseconds per request, and how
  * often each was planned (a prepared statement planned on every call shows a ratio near 1) and that
@@ -644,7 +650,7 @@ export async function benchSendPath(broker: BenchBroker): Promise<LoadFigures[]>
   const probe = startSpeedProbe();
   let bench: BenchStack | undefined;
   try {
-    bench = await startBenchStack(broker, tracingSetting, { ceilings: true, probe });
+    bench = await startBenchStack(broker, tracingSetting, { ceilings: true, probe, env: serviceEnv });
     const ceilingLoads = bench.loads.filter((load) => load.name.startsWith('ceiling'));
     const measured = bench.loads.filter(
       (load) =>
