@@ -15,6 +15,7 @@ import {
   waitFor,
 } from '@inbox/testkit';
 import pg from 'pg';
+import { defaultPerEndpointConcurrency } from '../services/webhook-dispatcher/src/config.js';
 import type { BenchBroker } from './broker.js';
 import { benchPods, type PodMemoryLimits, podMemoryLimits } from './memory-cgroup.js';
 import { cpuMillis } from './process-cpu.js';
@@ -72,7 +73,10 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
       logLevel: 'warn',
       extraEnv: {
         OTEL_SDK_DISABLED: 'true',
-        WEBHOOK_PER_ENDPOINT_CONCURRENCY: process.env.BENCH_ENDPOINT_CONCURRENCY ?? '64',
+        // The shipped default unless BENCH_ENDPOINT_CONCURRENCY says otherwise (64 until the forty-eighth session).
+        ...(process.env.BENCH_ENDPOINT_CONCURRENCY
+          ? { WEBHOOK_PER_ENDPOINT_CONCURRENCY: process.env.BENCH_ENDPOINT_CONCURRENCY }
+          : {}),
       },
       // BENCH_BUILT=on runs the dispatcher's compiled dist/ (build first), as the image runs it.
       built: process.env.BENCH_BUILT === 'on',
@@ -202,6 +206,8 @@ export async function benchWebhooks(broker: BenchBroker): Promise<Record<string,
     const seconds = (lastArrival - started) / 1000;
     return {
       events: eventRate ? `${eventCount} at ${eventRate}/s` : String(eventCount),
+      'attempts in flight per endpoint':
+        process.env.BENCH_ENDPOINT_CONCURRENCY ?? `${defaultPerEndpointConcurrency} (the default)`,
       'publish rate': `${(eventCount / ((published - started) / 1000)).toFixed(0)} events/s`,
       'deliveries/s (end to end)': (eventCount / seconds).toFixed(0),
       'deliveries/s (while arriving)': (eventCount / ((lastArrival - firstArrival) / 1000)).toFixed(0),

@@ -2,6 +2,14 @@ import { cidrListSetting } from '@inbox/outbound-http';
 import { env } from '@inbox/service-kit';
 import { z } from 'zod';
 
+/**
+ * WEBHOOK_PER_ENDPOINT_CONCURRENCY's default. The cap spares a receiver a flood of connections; it is no
+ * guard between tenants (a workspace's room in a worker is, and a failing endpoint's one probe), and at 8
+ * one busy endpoint's deliveries queued behind its own slots at about 1,500/s, with a dispatcher's CPU to
+ * spare (bench/RESULTS.md, forty-eighth session).
+ */
+export const defaultPerEndpointConcurrency = 32;
+
 /** WEBHOOK_RETRY_SCHEDULE's default: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
 export const defaultRetrySchedule = '5,300,1800,7200,18000,36000,36000';
 
@@ -33,7 +41,7 @@ export const DispatcherConfig = z.object({
   /** Attempts in flight at once in this process, over all endpoints. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(128),
   /** Attempts in flight at once to one endpoint, so a slow receiver cannot take every slot. */
-  WEBHOOK_PER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(8),
+  WEBHOOK_PER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(defaultPerEndpointConcurrency),
   LOG_LEVEL: env.logLevel,
 });
 export type DispatcherConfig = z.output<typeof DispatcherConfig>;

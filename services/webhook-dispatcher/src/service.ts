@@ -4,7 +4,7 @@ import { type ConsumerName, eventConsumers } from '@inbox/contracts';
 import { AddressPolicy, guardedAgent } from '@inbox/outbound-http';
 import { SecretBox, type ServiceDefinition } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
-import { defaultRetrySchedule } from './config.js';
+import { defaultPerEndpointConcurrency, defaultRetrySchedule } from './config.js';
 import { DeliveryPruner } from './delivery-pruner.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import { parseSchedule } from './domain/retry-policy.js';
@@ -50,7 +50,7 @@ export function dispatcherService(options: DispatcherOptions): ServiceDefinition
     create: ({ pool, bus, logger }) => {
       const policy = AddressPolicy.fromSetting(options.allowedCidrs);
       const timeoutMs = options.timeoutMs ?? 15_000;
-      const perEndpointConcurrency = options.perEndpointConcurrency ?? 8;
+      const perEndpointConcurrency = options.perEndpointConcurrency ?? defaultPerEndpointConcurrency;
       // No cap per origin: endpoints of many workspaces may share a receiver's host, and a cap there would
       // make one slow endpoint's attempts hold the connections the others wait for. The lease bounds
       // each endpoint's attempts in flight, and the worker's concurrency all of them.
