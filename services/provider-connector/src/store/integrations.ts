@@ -435,10 +435,10 @@ export class IntegrationStore {
 
   /**
    * A provider keeping one callback URL per account accepted this integration's, in a call begun at
-   * `startedAt` (registrationClock). Every other connected integration of the account (same channel, account and server, in any workspace) whose own
-   * registration was accepted before that call began no longer hears it: each is disconnected with
-   * `callback_taken`, and answered. One accepted while the call ran may have come after it at the provider
-   * or before: it is left as it is.
+   * `startedAt` (registrationClock). Every other connected integration of the account (same channel,
+   * account and server, in any workspace) whose own registration was accepted before that call began no
+   * longer hears it: each is disconnected with `callback_taken`, and answered. One accepted while the
+   * call ran may have come after it at the provider or before: it is left as it is.
    */
   async callbackRegistered(
     workspaceId: string,
