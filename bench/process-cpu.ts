@@ -83,3 +83,25 @@ export function rssMiB(roots: Record<string, number>): Record<string, number> {
     }),
   );
 }
+
+/**
+ * Milliseconds each named process tree's main threads have spent runnable but waiting for a CPU so far
+ * (the second field of /proc/<pid>/schedstat, which needs a kernel with schedstats): on a host whose cores
+ * every process shares, the part of a request's latency that is the queue for a core.
+ */
+export function runQueueWaitMillis(roots: Record<string, number>): Record<string, number> {
+  const stats = allStats();
+  return Object.fromEntries(
+    Object.entries(roots).map(([name, root]) => {
+      let nanos = 0;
+      for (const { pid } of tree(root, stats)) {
+        try {
+          nanos += Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1] ?? 0);
+        } catch {
+          // Exited since the listing, or no schedstats.
+        }
+      }
+      return [name, nanos / 1e6];
+    }),
+  );
+}

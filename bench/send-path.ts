@@ -25,7 +25,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import type { BenchBroker } from './broker.js';
 import { benchPods, type PodMemoryLimits, podMemoryLimits } from './memory-cgroup.js';
-import { cpuMillis, rssMiB } from './process-cpu.js';
+import { cpuMillis, rssMiB, runQueueWaitMillis } from './process-cpu.js';
 
 const durationSeconds = Number(process.env.BENCH_SECONDS ?? 15);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -109,6 +109,8 @@ export interface LoadFigures {
   /** The ceiling this load is compared with, and the ratio to it. */
   ceiling?: { name: string; perSecond: number };
   cpuMsPerRequest: Record<string, number>;
+  /** Milliseconds each process's main threads waited for a core, per request (process-cpu.ts). */
+  cpuWaitMsPerRequest?: Record<string, number>;
   statementsPerRequest?: number;
   /** With tracing on: spans exported, and their OTLP bytes, per request. */
   spansPerRequest?: number;
@@ -503,6 +505,7 @@ export async function startBenchStack(
         await statsClient.query('analyze');
         if (listStatements) await statsClient.query('select pg_stat_statements_reset()');
         const cpuBefore = cpuMillis(roots);
+        const waitBefore = runQueueWaitMillis(roots);
         const statementsBefore = await statements();
         const startedAt = Date.now();
         const result = await runLoad(load);
@@ -524,6 +527,7 @@ export async function startBenchStack(
             console.log(`  (${load.name}: ${delivered - deliveredBefore} of ${ok} webhooks arrived)`),
           );
         const cpuAfter = cpuMillis(roots);
+        const waitAfter = runQueueWaitMillis(roots);
         const probeMicros = options.probe?.medianBetween(startedAt, Date.now());
         // Spans are exported in batches every few seconds: wait for the batch that holds this load's last.
         if (tracing && !load.name.startsWith('ceiling'))
@@ -538,6 +542,9 @@ export async function startBenchStack(
           Object.keys(roots)
             .map((name) => [name, (cpuAfter[name]! - cpuBefore[name]!) / requests])
             .filter(([, ms]) => (ms as number) >= 0.005),
+        ) as Record<string, number>;
+        const waitPerRequest = Object.fromEntries(
+          Object.keys(roots).map((name) => [name, (waitAfter[name]! - waitBefore[name]!) / requests]),
         ) as Record<string, number>;
         const ceiling = load.ceiling ? earlier.findLast((figure) => figure.load === load.ceiling) : undefined;
         return {
@@ -556,6 +563,7 @@ export async function startBenchStack(
           p99: result.latency.p99,
           ...(ceiling ? { ceiling: { name: ceiling.load, perSecond: ceiling.perSecond } } : {}),
           cpuMsPerRequest: perRequest,
+          ...(load.name.startsWith('ceiling') ? {} : { cpuWaitMsPerRequest: waitPerRequest }),
           ...(load.name.startsWith('ceiling') ? {} : { statementsPerRequest: statementCount / requests }),
           ...(tracing && !load.name.startsWith('ceiling')
             ? {
@@ -969,6 +977,14 @@ function printFigures(description: string, figures: LoadFigures[], memory: Recor
     );
     if (figure.ok !== figure.requests)
       console.log(`  ${figure.ok} of ${figure.requests} answered as expected (${figure.statuses ?? ''})`);
+    const waits = figure.cpuWaitMsPerRequest;
+    if (waits && Object.values(waits).some((ms) => ms > 0))
+      console.log(
+        `  waiting for a core, ms per request: ${services
+          .filter((name) => waits[name] !== undefined && waits[name]! >= 0.005)
+          .map((name) => `${name} ${waits[name]!.toFixed(2)}`)
+          .join(', ')}`,
+      );
   }
   console.log(
     `CPU ms per request by process (total: every process of the platform); probe: CPU µs of the speed probe's unit during the load (speed-probe.ts; higher is a slower host); memory after the loads:`,
