@@ -24,8 +24,8 @@ export interface DeliveryWorkerOptions {
   concurrency: number;
   perEndpointConcurrency: number;
   /**
-   * How many of this worker's slots one workspace's attempts may hold (default half of them, and at
-   * least an endpoint's cap), so no workspace's receivers hold them all while others' deliveries wait.
+   * How many of this worker's slots one workspace's attempts may hold (default half of them, however
+   * high an endpoint's cap), so no workspace's receivers hold them all while others' deliveries wait.
    */
   perWorkspaceConcurrency?: number;
   disableAfterMs: number;
@@ -128,9 +128,9 @@ export class DeliveryWorker {
     this.leaseMs = options.timeoutMs + 5_000;
     this.stalledAfterMs = options.stalledAfterMs ?? Math.max(30_000, 3 * this.leaseMs);
     this.batchThreshold = Math.max(1, Math.floor(options.concurrency / 4));
-    this.perWorkspace =
-      options.perWorkspaceConcurrency ??
-      Math.max(options.perEndpointConcurrency, Math.ceil(options.concurrency / 2));
+    // Half, even where an endpoint's cap is more: at least an endpoint's cap gave one workspace every
+    // slot of a worker whose concurrency is under twice that cap.
+    this.perWorkspace = options.perWorkspaceConcurrency ?? Math.max(1, Math.ceil(options.concurrency / 2));
     consumerLag.addCallback((result) => result.observe(this.lag));
   }
 

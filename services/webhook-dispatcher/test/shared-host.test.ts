@@ -75,3 +75,10 @@ it("one workspace's many slow endpoints hold no more than its share of the worke
     { slowEndpoints: 8, events: 6, slowUnderWay: 8 },
     { concurrency: 16, perEndpointConcurrency: 4 },
   ));
+
+// An endpoint's cap over the worker's concurrency: its workspace still gets half of the slots.
+it("one workspace's endpoint with a cap over the worker's slots holds no more than half of them", () =>
+  slowBesideFast(
+    { slowEndpoints: 1, events: 12, slowUnderWay: 8 },
+    { concurrency: 16, perEndpointConcurrency: 32 },
+  ));
