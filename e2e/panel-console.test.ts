@@ -151,6 +151,35 @@ describe('the panel, in a browser', { timeout: 90_000 }, () => {
     ]);
   });
 
+  it('says why an integration is disconnected when another workspace took its account, and takes it back', async () => {
+    // Another workspace connects the same Evolution instance: Evolution now calls that one.
+    const other = await fixture.stack.admin<{ workspace_id: string }>('POST', '/admin/v1/workspaces', {
+      name: 'Panel e2e, same instance',
+    });
+    const otherBase = `/admin/v1/workspaces/${other.body.workspace_id}/integrations`;
+    const taker = await fixture.stack.admin<{ id: string }>('POST', otherBase, {
+      channel: 'alt-a',
+      config: {
+        base_url: `${fixture.stack.sandboxUrl}/alt-a`,
+        instance: 'panel-e2e',
+        api_key: 'panel-e2e-key',
+      },
+    });
+    expect(taker.status).toBe(201);
+    await page.reload();
+    const row = page.getByRole('row').filter({ hasText: 'Sandbox alt-a' });
+    await row.getByText('disconnected', { exact: true }).waitFor(seen);
+    await row
+      .getByText('Another integration of this provider account registered its callback URL')
+      .waitFor(seen);
+
+    await row.getByRole('button', { name: 'Connect Sandbox alt-a' }).click();
+    await row.getByText('connected', { exact: true }).waitFor(seen);
+    expect(await row.getByText('Another integration of this provider account').count()).toBe(0);
+    const taken = await fixture.stack.admin<Json>('GET', `${otherBase}/${taker.body.id}`);
+    expect(taken.body).toMatchObject({ status: 'disconnected', status_reason: 'callback_taken' });
+  });
+
   it('adds a webhook for two events with a generated secret, shown once', async () => {
     await nav('Settings → Webhooks').click();
     await page.getByText('No webhook yet').waitFor(seen);

@@ -8,6 +8,14 @@ import { useSession } from '../session';
 
 type Integration = Schemas['Integration'];
 
+/** Why the provider, not an operator, disconnected an integration, and what brings it back. */
+const statusReasons: Record<NonNullable<Integration['status_reason']>, string> = {
+  credentials_rejected:
+    'The provider refused its credentials: connect again once it takes them, or add an integration with new ones.',
+  callback_taken:
+    'Another integration of this provider account registered its callback URL since, so the provider calls that one: connect again to take it back.',
+};
+
 function ConnectButton({
   integration,
   workspaceId,
@@ -187,6 +195,9 @@ export function Integrations({ workspaceId }: { workspaceId: string }) {
                     </td>
                     <td data-label="Status">
                       <Badge value={integration.status} />
+                      {integration.status_reason && (
+                        <div className="muted small">{statusReasons[integration.status_reason]}</div>
+                      )}
                     </td>
                     <td data-label="Connected">
                       <Time iso={integration.connected_at} />
