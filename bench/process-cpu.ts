@@ -65,43 +65,46 @@ export function cpuMillis(roots: Record<string, number>): Record<string, number>
   );
 }
 
-/** Resident memory of each named process tree, in MiB. */
-export function rssMiB(roots: Record<string, number>): Record<string, number> {
+/**
+ * For each named process tree, `read` summed over its processes alive now; a process that exits between
+ * the listing and its read, or whose file cannot be read, counts nothing.
+ */
+function sumOverTrees(roots: Record<string, number>, read: (pid: number) => number): Record<string, number> {
   const stats = allStats();
   return Object.fromEntries(
     Object.entries(roots).map(([name, root]) => {
-      let kib = 0;
+      let sum = 0;
       for (const { pid } of tree(root, stats)) {
         try {
-          const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-          kib += Number(match?.[1] ?? 0);
+          sum += read(pid);
         } catch {
           // Exited since the listing.
         }
       }
-      return [name, kib / 1024];
+      return [name, sum];
     }),
   );
 }
 
+const divided = (values: Record<string, number>, by: number) =>
+  Object.fromEntries(Object.entries(values).map(([name, value]) => [name, value / by]));
+
+/** Resident memory of each named process tree, in MiB. */
+export function rssMiB(roots: Record<string, number>): Record<string, number> {
+  const kib = sumOverTrees(roots, (pid) =>
+    Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0),
+  );
+  return divided(kib, 1024);
+}
+
 /**
- * Milliseconds each named process tree's main threads have spent runnable but waiting for a CPU so far
+ * Milliseconds each named process tree's main threads have spent runnable but waiting for a core so far
  * (the second field of /proc/<pid>/schedstat, which needs a kernel with schedstats): on a host whose cores
  * every process shares, the part of a request's latency that is the queue for a core.
  */
 export function runQueueWaitMillis(roots: Record<string, number>): Record<string, number> {
-  const stats = allStats();
-  return Object.fromEntries(
-    Object.entries(roots).map(([name, root]) => {
-      let nanos = 0;
-      for (const { pid } of tree(root, stats)) {
-        try {
-          nanos += Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1] ?? 0);
-        } catch {
-          // Exited since the listing, or no schedstats.
-        }
-      }
-      return [name, nanos / 1e6];
-    }),
+  const nanos = sumOverTrees(roots, (pid) =>
+    Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1] ?? 0),
   );
+  return divided(nanos, 1e6);
 }
