@@ -40,7 +40,7 @@ export const DispatcherConfig = z.object({
   WEBHOOK_BODY_COPIES: z.enum(['each', 'once']).default('once'),
   /** Attempts in flight at once in this process, over all endpoints. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(128),
-  /** Attempts in flight at once to one endpoint, so a slow receiver cannot take every slot. */
+  /** Attempts in flight at once to one endpoint, so that no receiver gets a flood of connections. */
   WEBHOOK_PER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(defaultPerEndpointConcurrency),
   LOG_LEVEL: env.logLevel,
 });
