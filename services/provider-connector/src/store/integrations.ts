@@ -399,18 +399,42 @@ export class IntegrationStore {
       config: Record<string, string>;
     },
   ): Promise<void> {
-    // No account named (an alt-b config still without its instance): nothing to be the same as.
-    if (integration.accountId === '') return;
-    const { rows } = await client.query<IntegrationRow>(
-      `select ${columns} from integrations
-        where workspace_id = $1 and channel = $2 and account_id = $3 and status = 'connected' and id <> $4
-        order by created_at limit 20`,
-      [workspaceId, integration.channel, integration.accountId, integration.id],
-    );
-    const same = rows.find((row) =>
-      sameBaseUrl(this.toStored(row).config.base_url, integration.config.base_url),
+    const [same] = await this.connectedOfAccount(
+      client,
+      { ...integration, baseUrl: integration.config.base_url },
+      { workspaceId, limit: 20 },
     );
     if (same) throw new AccountAlreadyConnected(integration.channel, same.id);
+  }
+
+  /**
+   * The other connected integrations of an account: the same channel, account id and server
+   * (`sameBaseUrl`), the oldest first. Either in one workspace, or in any workspace those whose callback
+   * was registered before `registeredBefore` (or when no time was kept).
+   */
+  private async connectedOfAccount(
+    client: Pick<Pool, 'query'>,
+    integration: { id: string; channel: string; accountId: string; baseUrl: string | undefined },
+    among: { workspaceId: string; limit: number } | { registeredBefore: string; limit: number },
+  ): Promise<IntegrationRow[]> {
+    // No account named (an alt-b config still without its instance): nothing to be the same as.
+    if (integration.accountId === '') return [];
+    const { rows } = await client.query<IntegrationRow>(
+      `select ${columns} from integrations
+        where channel = $1 and account_id = $2 and status = 'connected' and id <> $3
+          and ($4::uuid is null or workspace_id = $4)
+          and ($5::timestamptz is null or callback_registered_at is null or callback_registered_at < $5)
+        order by created_at limit $6`,
+      [
+        integration.channel,
+        integration.accountId,
+        integration.id,
+        'workspaceId' in among ? among.workspaceId : null,
+        'registeredBefore' in among ? among.registeredBefore : null,
+        among.limit,
+      ],
+    );
+    return rows.filter((row) => sameBaseUrl(this.toStored(row).config.base_url, integration.baseUrl));
   }
 
   /**
@@ -452,19 +476,20 @@ export class IntegrationStore {
       [workspaceId, id],
     );
     const registered = ours[0];
-    if (!registered || registered.account_id === '') return [];
-    const baseUrl = this.toStored(registered).config.base_url;
+    if (!registered) return [];
     // Bounded: as many as a few hundred workspaces could connect one account, and each is opened.
-    const { rows: others } = await this.pool.query<IntegrationRow>(
-      `select ${columns} from integrations
-        where channel = $1 and account_id = $2 and status = 'connected' and id <> $3
-          and (callback_registered_at is null or callback_registered_at < $4::timestamptz)
-        limit 500`,
-      [registered.channel, registered.account_id, id, startedAt],
-    );
-    const taken = others
-      .filter((row) => sameBaseUrl(this.toStored(row).config.base_url, baseUrl))
-      .map((row) => row.id);
+    const taken = (
+      await this.connectedOfAccount(
+        this.pool,
+        {
+          id,
+          channel: registered.channel,
+          accountId: registered.account_id,
+          baseUrl: this.toStored(registered).config.base_url,
+        },
+        { registeredBefore: startedAt, limit: 500 },
+      )
+    ).map((row) => row.id);
     if (taken.length === 0) return [];
     const { rows } = await this.pool.query<{ workspace_id: string; id: string }>(
       `update integrations set status = 'disconnected', status_reason = 'callback_taken'
