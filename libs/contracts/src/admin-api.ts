@@ -3,16 +3,20 @@ import { integrationChannels } from './channels.js';
 import { platformTexts } from './error-texts.js';
 import { publicEventTypes } from './events.js';
 import { ExternalSendBody, MoveLeadBody } from './public-api.js';
-import { isStorableString, storableString } from './validate.js';
+import { isStorableString, ofCharacters, storableString, storableText } from './validate.js';
 import { integrationConfigLimits } from './workspace-limits.js';
 
 export const workspaceStatuses = ['active', 'inactive', 'suspended'] as const;
 
 /** The name of a workspace, member, agent or pipeline. */
-const requiredName = storableString(platformTexts.nameRequired, platformTexts.nameNul)
-  .trim()
-  .min(1, { error: platformTexts.nameRequired })
-  .max(200, { error: platformTexts.nameTooLong });
+const requiredName = ofCharacters(
+  storableString(platformTexts.nameRequired, platformTexts.nameNul)
+    .trim()
+    .min(1, { error: platformTexts.nameRequired }),
+  0,
+  200,
+  platformTexts.nameTooLong,
+);
 
 export const CreateWorkspaceBody = z.object({
   name: requiredName,
@@ -35,15 +39,16 @@ export const CreateIntegrationBody = z.object({
   channel: z.enum(integrationChannels, {
     error: platformTexts.integrationChannelInvalid(integrationChannels),
   }),
-  name: storableString(platformTexts.mustBeString('name', 200))
-    .max(200, { error: platformTexts.mustBeString('name', 200) })
-    .nullish(),
+  name: storableText(platformTexts.mustBeString('name', 200), 0, 200).nullish(),
   config: z
     .record(
       storableString(platformTexts.configNotStrings),
-      storableString(platformTexts.configNotStrings).max(integrationConfigLimits.valueChars, {
-        error: configTooLarge,
-      }),
+      ofCharacters(
+        storableString(platformTexts.configNotStrings),
+        0,
+        integrationConfigLimits.valueChars,
+        configTooLarge,
+      ),
       { error: platformTexts.configNotStrings },
     )
     .refine((config) => Object.keys(config).length <= integrationConfigLimits.keys, {
@@ -60,9 +65,7 @@ const webhookEvents = z
     error: platformTexts.webhookEventsInvalid(publicEventTypes),
   })
   .min(1, { error: platformTexts.webhookEventsEmpty });
-const webhookSecret = storableString(platformTexts.webhookSecretInvalid)
-  .min(1, { error: platformTexts.webhookSecretInvalid })
-  .max(500, { error: platformTexts.webhookSecretInvalid });
+const webhookSecret = storableText(platformTexts.webhookSecretInvalid, 1, 500);
 
 const maxPerSecond = z
   .number({ error: platformTexts.maxPerSecondInvalid })
@@ -101,9 +104,7 @@ export const DeliveryQuery = z.object({
   status: z
     .enum(['pending', 'delivered', 'failed'], { error: platformTexts.deliveryStatusInvalid })
     .optional(),
-  event: storableString(platformTexts.mustBeString('event', 200))
-    .max(200, { error: platformTexts.mustBeString('event', 200) })
-    .optional(),
+  event: storableText(platformTexts.mustBeString('event', 200), 0, 200).optional(),
   since: z.iso.datetime({ error: platformTexts.mustBeIsoDate('since') }).optional(),
   until: z.iso.datetime({ error: platformTexts.mustBeIsoDate('until') }).optional(),
   /**
@@ -202,14 +203,18 @@ export const UpdateIntegrationBody = z.object({
   status: z.enum(['connected', 'disconnected'], { error: platformTexts.integrationStatusInvalid }),
 });
 
-const stageKey = storableString(platformTexts.stageKeyInvalid)
-  .trim()
-  .min(1, { error: platformTexts.stageKeyInvalid })
-  .max(100, { error: platformTexts.stageKeyInvalid });
-const stageName = storableString(platformTexts.stageNameInvalid)
-  .trim()
-  .min(1, { error: platformTexts.stageNameInvalid })
-  .max(200, { error: platformTexts.stageNameInvalid });
+const stageKey = ofCharacters(
+  storableString(platformTexts.stageKeyInvalid).trim(),
+  1,
+  100,
+  platformTexts.stageKeyInvalid,
+);
+const stageName = ofCharacters(
+  storableString(platformTexts.stageNameInvalid).trim(),
+  1,
+  200,
+  platformTexts.stageNameInvalid,
+);
 export const StageConfig = z.object({ key: stageKey, name: stageName });
 export type StageConfig = z.infer<typeof StageConfig>;
 

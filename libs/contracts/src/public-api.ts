@@ -3,24 +3,16 @@ import { sendMessageChannels, templateChannels } from './channels.js';
 import { documentedAs } from './documented-as.js';
 import { errorTexts, platformTexts } from './error-texts.js';
 import { cleanPhoneInput } from './phone-input.js';
-import { type BodyRule, isStorableString, storableString } from './validate.js';
+import { type BodyRule, hasCharacters, isStorableString, storableText } from './validate.js';
 
 const optionalUuid = (field: string) => z.uuid({ error: platformTexts.mustBeUuid(field) }).nullish();
 // Text Postgres cannot store as sent (NUL, lone surrogates) is refused at the door with the field's own
 // text, like every other way the field can be wrong.
 const optionalText = (field: string, max: number) =>
-  storableString(platformTexts.mustBeString(field, max))
-    .max(max, { error: platformTexts.mustBeString(field, max) })
-    .nullish();
-
-/** A text's length in characters as the API counts them: code points, so an emoji outside the BMP is one. */
-export const codePointLength = (text: string) => [...text].length;
+  storableText(platformTexts.mustBeString(field, max), 0, max).nullish();
 
 /** A message body: 1 to 4096 characters (code points), storable; one text for every way it can fail. */
-const messageText = (error: string) =>
-  storableString(error).refine((text) => codePointLength(text) >= 1 && codePointLength(text) <= 4096, {
-    error,
-  });
+const messageText = (error: string) => storableText(error, 1, 4096);
 
 export const phoneField = z
   .string({ error: errorTexts.phoneInvalid })
@@ -83,9 +75,7 @@ export const ExternalSendResponse = z.object({
 
 export const MoveLeadBody = z.object({
   pipeline_id: z.uuid({ error: platformTexts.mustBeUuid('pipeline_id') }),
-  stage: storableString(platformTexts.stageInvalid)
-    .min(1, { error: platformTexts.stageInvalid })
-    .max(200, { error: platformTexts.stageInvalid }),
+  stage: storableText(platformTexts.stageInvalid, 1, 200),
   conversation_id: optionalUuid('conversation_id'),
 });
 export type MoveLeadBody = z.infer<typeof MoveLeadBody>;
@@ -183,9 +173,7 @@ export const maxRenderedTemplateChars = 32_768;
 export const SendTemplateBody = z.object({
   channel: z.enum(templateChannels, { error: platformTexts.templateChannel(templateChannels) }),
   phone: phoneField,
-  templateName: storableString(platformTexts.templateName)
-    .min(1, { error: platformTexts.templateName })
-    .max(512, { error: platformTexts.templateName }),
+  templateName: storableText(platformTexts.templateName, 1, 512),
   language: z
     .string({ error: platformTexts.templateLanguage })
     .regex(/^[a-z]{2,3}(_[A-Z]{2})?$/, { error: platformTexts.templateLanguage })
@@ -209,7 +197,7 @@ export const SendTemplateBody = z.object({
       .refine(
         (items) =>
           items.length <= maxVariables &&
-          items.every((item) => typeof item !== 'string' || item.length <= maxVariableLength),
+          items.every((item) => typeof item !== 'string' || hasCharacters(item, 0, maxVariableLength)),
         { error: platformTexts.variablesTooMany(maxVariables, maxVariableLength) },
       )
       .transform((items) => items as Array<string | number>)

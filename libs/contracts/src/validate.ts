@@ -53,3 +53,47 @@ export function isStorableString(text: string): boolean {
 export function storableString(error: string, notStorable = error) {
   return z.string({ error }).refine(isStorableString, { error: notStorable });
 }
+
+/**
+ * A text's length in characters as the API counts them: code points, so an emoji outside the BMP is one
+ * (JSON Schema's `maxLength` counts the same way). Counted without building an array of the characters.
+ */
+export function codePointLength(text: string): number {
+  let length = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        length--;
+        i++;
+      }
+    }
+  }
+  return length;
+}
+
+/** True when `text` has `min` to `max` characters (code points); counts only when its UTF-16 length cannot tell. */
+export function hasCharacters(text: string, min: number, max: number): boolean {
+  // A text has no more code points than UTF-16 units, and no fewer than half of them.
+  if (text.length < min || Math.ceil(text.length / 2) > max) return false;
+  if (text.length <= max && Math.ceil(text.length / 2) >= min) return true;
+  const length = codePointLength(text);
+  return length >= min && length <= max;
+}
+
+/**
+ * A storable string field of `min` to `max` characters, counted as code points as the error texts'
+ * "caracteres" say (zod's own `min`/`max` count UTF-16 units, so 61 emoji would be 122). The OpenAPI
+ * document still shows the bounds. Checked after any `trim` of the caller's: pass the trimmed schema.
+ */
+export function ofCharacters<S extends z.ZodString>(schema: S, min: number, max: number, error: string): S {
+  return schema
+    .refine((text) => hasCharacters(text, min, max), { error })
+    .meta({ ...(min > 0 ? { minLength: min } : {}), maxLength: max }) as S;
+}
+
+/** `storableString` of `min` to `max` characters (code points), every failure answered with `error`. */
+export function storableText(error: string, min: number, max: number, notStorable = error) {
+  return ofCharacters(storableString(error, notStorable), min, max, error);
+}

@@ -213,7 +213,13 @@ describe('the live chat widget API', () => {
     expect(await (await post(token, 'y'.repeat(4097))).json()).toEqual({
       error: platformTexts.livechatTextInvalid,
     });
-    const huge = await post(token, 'z'.repeat(20_000));
+    // Characters, not UTF-16 units: 80 emoji are a name of 80 characters, 4,096 a text of 4,096.
+    const emojiSession = await newSession('😀'.repeat(80), 0, '192.0.2.9');
+    expect((await post(emojiSession.token, '😀'.repeat(4096))).status).toBe(202);
+    expect(await (await post(emojiSession.token, '😀'.repeat(4097))).json()).toEqual({
+      error: platformTexts.livechatTextInvalid,
+    });
+    const huge = await post(token, 'z'.repeat(30_000));
     expect(huge.status).toBe(413);
     const noName = await widget(0, 'sessions', { method: 'POST', body: JSON.stringify({ name: '\u0000 ' }) });
     expect(await noName.json()).toEqual({ error: platformTexts.livechatNameInvalid });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Bus } from '@inbox/bus';
-import { platformTexts } from '@inbox/contracts';
+import { hasCharacters, platformTexts } from '@inbox/contracts';
 import { type OutboxRelay, type Pool, storableText, withTransaction } from '@inbox/db';
 import { answerJson, clientAddress, inRequestContext, type Logger } from '@inbox/service-kit';
 import { traceAdmitted } from '@inbox/telemetry';
@@ -74,7 +74,11 @@ export const defaultLivechatLimits: LivechatLimits = {
   streamsPerSession: 30,
 };
 
-export const livechatBounds = { nameChars: 80, textChars: 4096, bodyBytes: 8 * 1024 } as const;
+/**
+ * A visitor's name and text in characters (code points); the body room for a text of 4,096 characters of
+ * four UTF-8 bytes each, as the widget's JSON.stringify writes an emoji, with its wrapper.
+ */
+export const livechatBounds = { nameChars: 80, textChars: 4096, bodyBytes: 20 * 1024 } as const;
 
 /** Where the widget's API for one integration lives on the connector. */
 export function livechatPath(integrationId: string, action: 'sessions' | 'messages' | 'stream' | 'demo') {
@@ -201,7 +205,7 @@ export function livechatRoutes(deps: LivechatDeps): Router {
       key === 'name' ? ' ' : '',
     );
     const clean = storableText(visible).trim();
-    return clean.length >= 1 && clean.length <= maxChars ? clean : undefined;
+    return hasCharacters(clean, 1, maxChars) ? clean : undefined;
   };
 
   router.post('/livechat/:integrationId/sessions', admit, json, async (req, res) => {
