@@ -72,8 +72,14 @@ describe('rate limit shared by two gateway processes', () => {
       expect(answer.headers.get('ratelimit-remaining')).toBe(String(59 - i));
       expect(Number(answer.headers.get('ratelimit-reset'))).toBeGreaterThan(0);
     }
-    for (const gateway of [0, 1]) {
-      const refused = await call(gateway, 'POST', '/api/v1/send-message', limited.key, {});
+    // Every limited route is refused once the workspace's minute is spent, on either process.
+    for (const [gateway, method, path] of [
+      [0, 'POST', '/api/v1/send-message'],
+      [1, 'POST', '/api/v1/send-message'],
+      [0, 'POST', '/api/v1/send-template'],
+      [1, 'PATCH', `/api/v1/leads/${randomUUID()}`],
+    ] as const) {
+      const refused = await call(gateway, method, path, limited.key, {});
       expect(refused.status).toBe(429);
       expect(refused.body).toEqual({ error: 'Muitas requisições. Limite: 60/min por workspace.' });
       const retryAfter = Number(refused.headers.get('retry-after'));

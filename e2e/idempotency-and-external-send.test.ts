@@ -164,6 +164,22 @@ describe('external send', () => {
       message: { id: sent.body.message_id, text: 'resposta do sistema', type: 'text' },
       status: { sender_type: 'system' },
     });
+
+    // Without sender_type the reply is the agent's.
+    const byAgent = await post('/api/external/messages/send', ws.key, {
+      conversation_id: conversationId,
+      text: 'resposta do agente',
+    });
+    expect(byAgent.status).toBe(200);
+    const agentHook = await waitFor(
+      () => fixture.receiver.received.find((r) => r.rawBody.includes(byAgent.body.message_id as string)),
+      { what: 'the default sender_type webhook' },
+    );
+    expect(JSON.parse(agentHook.rawBody)).toMatchObject({
+      event: 'message.sent',
+      message: { id: byAgent.body.message_id, text: 'resposta do agente' },
+      status: { sender_type: 'agent' },
+    });
   });
 
   it('answers 404 for a conversation that is missing or of another workspace', async () => {

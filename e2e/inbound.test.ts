@@ -101,6 +101,32 @@ describe('inbound messages on alt-a', () => {
       contactId: (received!.contact as Json).id,
       conversationId: received!.conversation_id,
     });
+
+    // An assigned conversation's next inbound message says to whom.
+    const agent = await fixture.stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${id}/agents`, {
+      name: 'Robô',
+    });
+    const assigned = await fixture.stack.admin<Json>(
+      'POST',
+      `/admin/v1/workspaces/${id}/conversations/${received!.conversation_id}/assign`,
+      { type: 'agent', id: agent.body.id },
+    );
+    expect(assigned.status).toBe(200);
+    await sandbox(fixture.stack, '/_sandbox/inbound', {
+      channel: 'alt-a',
+      account: 'in-1',
+      from: '5511933330001',
+      name: 'Carla',
+      text: 'Ainda aí?',
+    });
+    await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length === 2, {
+      what: 'the second message.received',
+    });
+    expect(eventsOf(fixture.receiver, id, 'message.received')[1]).toMatchObject({
+      conversation_id: received!.conversation_id,
+      message: { text: 'Ainda aí?' },
+      status: { assigned_to_type: 'agent', assigned_to_id: agent.body.id },
+    });
   });
 
   it('takes a provider message in once however often the provider delivers it', async () => {

@@ -234,6 +234,22 @@ describe('assignment, resolution and the panel reads', () => {
       status: 404,
       body: { error: 'Nenhuma integração conectada do canal "alt-b" neste workspace' },
     });
+
+    // Connected again, the first is the channel's most recently connected (not the newest created): the
+    // default follows it.
+    const reconnected = await fixture.stack.admin(
+      'PATCH',
+      `/admin/v1/workspaces/${ws.id}/integrations/${ws.integrationId}`,
+      { status: 'connected' },
+    );
+    expect(reconnected.status).toBe(200);
+    const followed = await send(ws.key, { phone: '+5511922220004', message: 'f', channel: 'alt-a' });
+    expect(followed.status).toBe(200);
+    const followedConversation = await fixture.stack.admin<Json>(
+      'GET',
+      `/admin/v1/workspaces/${ws.id}/conversations/${followed.body.conversationId}`,
+    );
+    expect(followedConversation.body.integration).toMatchObject({ id: ws.integrationId });
   });
 
   it("lists what the panel shows: workspaces, integrations, team, the inbox by status and activity, a board's cards", async () => {

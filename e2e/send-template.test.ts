@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { type EventType, eventCatalogue, platformTexts } from '@inbox/contracts';
 import { waitFor } from '@inbox/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -346,6 +346,65 @@ describe('POST /api/v1/send-template', () => {
       templateName: 'boas_vindas',
     });
     expect(answer).toEqual({
+      status: 404,
+      body: { error: 'Nenhuma integração conectada do canal "chat-official" neste workspace' },
+    });
+  });
+});
+
+describe('a send-template naming its integration', () => {
+  it("takes the one it names, and refuses one not connected, unknown or another workspace's", async () => {
+    const namedAccount = 'pn-templates-named';
+    await sandbox(fixture.stack, '/_sandbox/templates', {
+      account: namedAccount,
+      name: 'boas_vindas',
+      language: 'pt_BR',
+      body: 'Olá {{1}}, seu pedido {{2}} saiu!',
+    });
+    const named = await officialWorkspace(
+      'templates-named',
+      namedAccount,
+      `app-${createHash('sha256').update(namedAccount).digest('hex').slice(0, 12)}`,
+    );
+    const request = {
+      phone: '+5511966660007',
+      channel: 'chat-official',
+      templateName: 'boas_vindas',
+      variables: ['Ana', '42'],
+    };
+    const call = (extra: Json) =>
+      fixture.stack.api<Json>('/api/v1/send-template', named.key, { ...request, ...extra });
+
+    const sent = await call({ integrationId: named.integrationId });
+    expect(sent.status).toBe(200);
+    const conversation = await fixture.stack.admin<Json>(
+      'GET',
+      `/admin/v1/workspaces/${named.id}/conversations/${sent.body.conversationId}`,
+    );
+    expect(conversation.body.integration).toMatchObject({ id: named.integrationId });
+    // The phone's rule is send-message's.
+    expect(await call({ phone: '123456789' })).toEqual({
+      status: 400,
+      body: { error: 'phone inválido. Forneça em E.164 ou só dígitos (mínimo 10).' },
+    });
+    for (const integrationId of [ws.integrationId, randomUUID()])
+      expect(await call({ integrationId })).toEqual({
+        status: 404,
+        body: { error: platformTexts.integrationNotFound },
+      });
+
+    await fixture.stack.admin(
+      'PATCH',
+      `/admin/v1/workspaces/${named.id}/integrations/${named.integrationId}`,
+      {
+        status: 'disconnected',
+      },
+    );
+    expect(await call({ integrationId: named.integrationId })).toEqual({
+      status: 400,
+      body: { error: 'Integração não está conectada' },
+    });
+    expect(await call({})).toEqual({
       status: 404,
       body: { error: 'Nenhuma integração conectada do canal "chat-official" neste workspace' },
     });
