@@ -178,6 +178,31 @@ describe('assignment, resolution and the panel reads', () => {
     });
   });
 
+  it('announces an assignment that changes something: the same agentId again leads to message.sent alone', async () => {
+    const ws = await workspace('panel-5');
+    const agent = await fixture.stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/agents`, {
+      name: 'Robô',
+    });
+    const other = await fixture.stack.admin<{ id: string }>('POST', `/admin/v1/workspaces/${ws.id}/agents`, {
+      name: 'Outro',
+    });
+    const body = { phone: '+5511922220005', channel: 'alt-a' };
+    for (const [message, agentId] of [
+      ['um', agent.body.id],
+      ['dois', agent.body.id],
+      ['três', other.body.id],
+    ] as const)
+      expect((await send(ws.key, { ...body, message, agentId })).status).toBe(200);
+    await waitFor(() => eventsOf(fixture.receiver, ws.id).length >= 5, { what: 'five events' });
+    expect(
+      eventsOf(fixture.receiver, ws.id).map((e) =>
+        e.event === 'message.sent'
+          ? (e.message as Json).text
+          : `${e.event} ${(e.status as Json).assigned_to_id === agent.body.id ? 'Robô' : 'Outro'}`,
+      ),
+    ).toEqual(['conversation.assigned Robô', 'um', 'dois', 'conversation.assigned Outro', 'três']);
+  });
+
   it("chooses integrations as the spec says: named and connected, or the channel's latest connected", async () => {
     const ws = await workspace('panel-3');
     const second = await fixture.stack.admin<{ id: string }>(
