@@ -136,6 +136,27 @@ describe('bot against the Telegram Bot API emulator', () => {
   });
 });
 
+describe('bot sends against the Telegram Bot API emulator', () => {
+  it('sends a text Telegram keeps within its limit once trimmed, and refuses one over it before calling', async () => {
+    const config = {
+      bot_token: '7001002005:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw',
+      secret_token: 'trim_1',
+      base_url: `${sandboxUrl}/bot`,
+    };
+    await botAdapter.registerInbound(config, 'https://127.0.0.1/inbound/bot/trim', call());
+    // The user writes first (the post to the unreachable callback fails; Telegram knows the chat anyway).
+    await control('/inbound', { channel: 'bot', account: '7001002005', from: '5550001', text: 'oi' });
+    const longest = 'a'.repeat(4096);
+    const sent = await botAdapter.sendText(config, { to: '5550001', text: `${longest}\n` }, call());
+    expect(sent.providerMessageId).toMatch(/^5550001:\d+$/);
+    await expect(
+      botAdapter.sendText(config, { to: '5550001', text: `${longest}b` }, call()),
+    ).rejects.toMatchObject({ status: 400, body: { error: platformTexts.textLength } });
+    const log = (await (await fetch(`${sandboxUrl}/_sandbox/sent?channel=bot&to=5550001`)).json()) as Json[];
+    expect(log.map((entry) => (entry.body as Json).text)).toEqual([`${longest}\n`]);
+  });
+});
+
 describe('alt-a against the Evolution API v2 emulator', () => {
   it('registers with v2 field names and a secret header, and takes a default callback (apikey and pushName null)', async () => {
     const { workspaceId, created, config } = await create('alt-a', { instance: 'evo-1', api_key: 'k1' });

@@ -36,6 +36,22 @@ const TEXT_LIMIT = 4096;
 /** How long flood control asks a bot to wait, in the sandbox. */
 const RETRY_AFTER_SECONDS = 5;
 
+/**
+ * A message's text as Telegram keeps it (tdlib's clean_input_string, td/telegram/misc.cpp, then
+ * fix_formatted_text, td/telegram/MessageEntity.cpp): control characters become spaces, CR, U+2028-U+202E
+ * and the combining marks U+030A, U+0333 and U+033F are dropped, then spaces and newlines (only those) are
+ * trimmed from both ends.
+ */
+export function keptText(text: string): string {
+  return (
+    text
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what Telegram replaces.
+      .replace(/[\u0000-\u0009\u000b\u000c\u000e-\u001f]/g, ' ')
+      .replace(/[\r\u2028-\u202e]|\u030a|\u0333|\u033f/g, '')
+      .replace(/^[ \n]+|[ \n]+$/g, '')
+  );
+}
+
 /** The descriptions Telegram gives with each error code it answers here. */
 const DESCRIPTIONS: Record<number, string> = {
   400: 'Bad Request',
@@ -245,19 +261,25 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
       }
       const params = parametersOf(req);
       const chatId = Number(params.chat_id);
-      const text = params.text;
-      if (params.chat_id === undefined || params.chat_id === '') {
-        refuse(res, 400, 'Bad Request: chat_id is empty');
-        return;
-      }
-      if (typeof text !== 'string' || text.trim() === '') {
+      // The text is judged before the chat (telegram-bot-api's process_send_message_query).
+      if (typeof params.text !== 'string' || params.text === '') {
         refuse(res, 400, 'Bad Request: message text is empty');
         return;
       }
-      // Counted in code points: the server's check is the text's `utf8_length` (tdlib,
-      // td/telegram/MessageContent.cpp), so an emoji outside the BMP is one character.
+      const text = keptText(params.text);
+      if (text === '') {
+        refuse(res, 400, 'Bad Request: text must be non-empty');
+        return;
+      }
+      // Counted in code points once cleaned and trimmed: the server's check is the kept text's
+      // `utf8_length` (tdlib, td/telegram/MessageContent.cpp), so an emoji outside the BMP is one
+      // character, and 4,096 of them with a newline after are not too long.
       if ([...text].length > TEXT_LIMIT) {
         refuse(res, 400, 'Bad Request: message is too long');
+        return;
+      }
+      if (params.chat_id === undefined || params.chat_id === '') {
+        refuse(res, 400, 'Bad Request: chat_id is empty');
         return;
       }
       // A bot writes only to users who wrote to it first.

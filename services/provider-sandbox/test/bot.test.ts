@@ -270,6 +270,34 @@ describe('bot (Telegram Bot API) emulation', () => {
     });
   });
 
+  it('measures and keeps the text as Telegram cleans it: trimmed, CR dropped, checked before the chat', async () => {
+    await setWebhook();
+    await inbound();
+    // Spaces and newlines around the text are not kept, nor counted: 4096 characters and a newline pass.
+    const longest = 'a'.repeat(4096);
+    expect(await call('sendMessage', { chat_id: Number(USER), text: `\n  ${longest}\n` })).toMatchObject({
+      status: 200,
+      body: { ok: true, result: { text: longest } },
+    });
+    expect(await call('sendMessage', { chat_id: Number(USER), text: 'um\r\ndois\tfim  ' })).toMatchObject({
+      body: { ok: true, result: { text: 'um\ndois fim' } },
+    });
+    for (const [text, description] of [
+      ['', 'Bad Request: message text is empty'],
+      [' \n ', 'Bad Request: text must be non-empty'],
+      ['\r', 'Bad Request: text must be non-empty'],
+    ])
+      expect((await call('sendMessage', { chat_id: 1, text })).body).toEqual({
+        ok: false,
+        error_code: 400,
+        description,
+      });
+    // The text is judged first: a long text to no chat is too long, not a chat not found.
+    expect((await call('sendMessage', { text: 'x'.repeat(4097) })).body).toMatchObject({
+      description: 'Bad Request: message is too long',
+    });
+  });
+
   it('refuses sends to a user who blocked the bot with 403, until the user writes to it again', async () => {
     await setWebhook();
     await inbound();
