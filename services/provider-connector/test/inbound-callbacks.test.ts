@@ -607,6 +607,32 @@ describe('inbound callbacks', () => {
     expect((await connector.batchCallback(batching, 1)).status).toBe(429);
   });
 
+  it('reads a body as large as its provider may post: 3 MiB from the Cloud API, 1 MiB from the others', async () => {
+    const connector = await startConnector();
+    // Two and a half mebibytes of messages, as a busy number's batch can be ("up to 3MB", Meta says).
+    const official = await connector.officialIntegration();
+    const large = await connector.batchCallback(official, 50, {
+      edit: (messages) => {
+        for (const message of messages) (message.text as { body: string }).body = 'x'.repeat(52_000);
+      },
+    });
+    expect([large.status, await large.text()]).toEqual([200, '{"ok":true}']);
+    expect(await eventsOf(official.workspaceId)).toHaveLength(50);
+    const over = await connector.batchCallback(official, 1, {
+      edit: (messages) => {
+        messages[0]!.padding = 'x'.repeat(3 * 1024 * 1024);
+      },
+    });
+    expect(over.status).toBe(413);
+    const other = await connector.integration();
+    const answer = await fetch(`${connector.url}/inbound/alt-a/${other.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [ALT_A_CALLBACK_HEADER]: other.secret },
+      body: JSON.stringify({ padding: 'x'.repeat(1024 * 1024) }),
+    });
+    expect(answer.status).toBe(413);
+  });
+
   it("charges a callback's body by its size, before it is verified, as it does its items", async () => {
     const connector = await startConnector({ perSecond: 5, burst: 10, bytesPerItem: 1024 });
     // One message, in 20 KiB of body: twenty items' worth, past the window of ten.

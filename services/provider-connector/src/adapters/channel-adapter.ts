@@ -187,7 +187,16 @@ export interface ProviderOperations<C> {
    * such a path is the same callback. Any other appended segment is no callback of ours.
    */
   callbackPathEvents?: readonly string[];
+  /**
+   * The largest callback body, in bytes once inflated, the provider may post (`defaultCallbackBodyBytes`
+   * when unsaid). A body over it is refused with 413 on every redelivery, so it is lost: a provider that
+   * documents a larger one says so here.
+   */
+  callbackBodyBytes?: number;
 }
+
+/** The largest callback body a provider that documents none may post: a mebibyte, a few hundred messages. */
+export const defaultCallbackBodyBytes = 1024 * 1024;
 
 /** The callback URL and topics someone must set in the provider's console, which has no API for it. */
 export interface ManualRegistration {

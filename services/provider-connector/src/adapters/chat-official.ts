@@ -362,6 +362,10 @@ export const chatOfficialAdapter: ChannelAdapter<'chat-official'> = {
   // "Maximum 200 characters", and Meta calls only HTTPS endpoints with a valid certificate.
   callbackUrlRules: { httpsOnly: true, maxLength: 200 },
 
+  // "Webhooks payloads can be up to 3MB" (developers.facebook.com/docs/whatsapp/cloud-api/webhooks); one
+  // refused is retried for up to 7 days and then dropped.
+  callbackBodyBytes: 3 * 1024 * 1024,
+
   templates: {
     /**
      * Every page of the WABA's template list, following `paging.next` (bounded, in case it loops) only

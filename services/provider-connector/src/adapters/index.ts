@@ -58,6 +58,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     callbackPathEvents,
     resolveInbound,
     oneCallbackPerAccount,
+    callbackBodyBytes,
   } = adapter;
   return {
     sendText: (config, message, call) => adapter.sendText(read(config), message, call),
@@ -73,6 +74,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     ...(callbackUrlRules ? { callbackUrlRules } : {}),
     ...(callbackPathEvents ? { callbackPathEvents } : {}),
     ...(oneCallbackPerAccount ? { oneCallbackPerAccount } : {}),
+    ...(callbackBodyBytes ? { callbackBodyBytes } : {}),
   };
 }
 

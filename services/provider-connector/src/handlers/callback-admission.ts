@@ -61,7 +61,7 @@ export const defaultCallbackLimits: CallbackLimits = {
   unknownBlockSeconds: 30,
   // Meta aggregates at most 1,000 updates in one notification (its Graph API webhooks documentation),
   // an update one message or status or a few; the others send one or a few. Refused, a batch would be
-  // retried for 36 hours and then lost, so the bound leaves a margin.
+  // retried (for up to 7 days, the Cloud API's) and then lost, so the bound leaves a margin.
   itemsPerCallback: 5_000,
   // A provider's callback of one message or status is a few KiB; a 1 MiB body counts as 64.
   bytesPerItem: 16 * 1024,

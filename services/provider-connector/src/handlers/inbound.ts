@@ -22,6 +22,7 @@ import { answerJson, clientAddress, inRequestContext, type Logger } from '@inbox
 import { meter, traceAdmitted } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
+import { defaultCallbackBodyBytes } from '../adapters/channel-adapter.js';
 import { adapterFor, InboundRejected, ProviderError, type StoredConfigAdapter } from '../adapters/index.js';
 import {
   boundMessage,
@@ -90,6 +91,15 @@ function refuse(
 export function inboundRoutes(deps: InboundDeps): Router {
   const router = Router();
   const admission = new CallbackAdmission(deps.store, deps.logger, deps.limits);
+  const bodyReaders = new Map<number, RequestHandler>();
+  const bodyReader = (limit: number) => {
+    let reader = bodyReaders.get(limit);
+    if (!reader) {
+      reader = express.raw({ type: () => true, limit });
+      bodyReaders.set(limit, reader);
+    }
+    return reader;
+  };
   const admitted = new WeakMap<Request, CallbackIntegration>();
 
   const admit =
@@ -136,8 +146,12 @@ export function inboundRoutes(deps: InboundDeps): Router {
   const takeCallback: RequestHandler[] = [
     admit(unknownIntegration),
     // Z-API gzips its webhooks: a compressed body is inflated, up to the limit, and charged by the size
-    // it inflates to (88 bytes of brotli can be a mebibyte to verify and parse).
-    inRequestContext(express.raw({ type: () => true, limit: '1mb' })),
+    // it inflates to (88 bytes of brotli can be a mebibyte to verify and parse). The limit is the
+    // channel's own: what its provider may post.
+    inRequestContext((req, res, next) => {
+      const channel = admitted.get(req)!.integration.channel;
+      bodyReader(adapterFor(channel)?.callbackBodyBytes ?? defaultCallbackBodyBytes)(req, res, next);
+    }),
     async (req, res) => {
       const found = admitted.get(req)!;
       const adapter = adapterFor(found.integration.channel);
