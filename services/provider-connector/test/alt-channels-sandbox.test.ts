@@ -4,7 +4,11 @@ import { platformTexts } from '@inbox/contracts';
 import { OutboxRelay, type Pool } from '@inbox/db';
 import { createHttpApp, finishHttpApp, SecretBox } from '@inbox/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEvolutionInstance, createSandbox } from '../../provider-sandbox/src/index.js';
+import {
+  createEvolutionInstance,
+  createSandbox,
+  EVOLUTION_GLOBAL_API_KEY,
+} from '../../provider-sandbox/src/index.js';
 import { ALT_A_CALLBACK_HEADER, altAAdapter } from '../src/adapters/alt-a.js';
 import { altBAdapter } from '../src/adapters/alt-b.js';
 import { botAdapter } from '../src/adapters/bot.js';
@@ -380,6 +384,31 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     expect(await create('alt-a', { instance: 'evo-10', api_key: 'k10' })).toMatchObject({
       created: { status: 'connected' },
     });
+  });
+
+  it("connects, hears and sends with the server's global API key, which Evolution takes for any instance", async () => {
+    await createEvolutionInstance(sandboxUrl, 'evo-global', 'instance-token');
+    const workspaceId = randomUUID();
+    const created = await createIntegration(handlerDeps(), {
+      workspace_id: workspaceId,
+      channel: 'alt-a',
+      config: { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-global', api_key: EVOLUTION_GLOBAL_API_KEY },
+    });
+    expect(created.status).toBe('connected');
+    const config = (await store.get(workspaceId, created.id))!.config;
+    const delivered = await control('/inbound', {
+      channel: 'alt-a',
+      account: 'evo-global',
+      from: '5511944440031',
+      text: 'oi',
+    });
+    expect(delivered.body).toMatchObject({ delivered_status: 200 });
+    const { providerMessageId } = await altAAdapter.sendText(
+      { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-global', api_key: String(config.api_key) },
+      { to: '5511944440031', text: 'olá' },
+      call(),
+    );
+    expect(providerMessageId).toMatch(/^3EB0/);
   });
 
   it('disconnects an integration whose instance Evolution deleted, and not for another 404 or a 401', async () => {

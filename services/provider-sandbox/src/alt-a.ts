@@ -80,6 +80,13 @@ interface Instance {
 /** renderStatus.ts, for the statuses the controls can report. */
 const ACKS = { sent: 'SERVER_ACK', delivered: 'DELIVERY_ACK', read: 'READ', failed: 'ERROR' } as const;
 
+/**
+ * The server's global API key (AUTHENTICATION_API_KEY), which Evolution's authGuard takes for every
+ * instance as it takes the instance's own token (src/api/guards/auth.guard.ts): the value the official
+ * image's .env.example ships, as a server whose operator never changed it runs.
+ */
+export const EVOLUTION_GLOBAL_API_KEY = '429683C4C977415CAAFCCE10F7D57E11';
+
 export function createAltA(stores: SandboxStores): ChannelEmulator {
   const instances = new Map<string, Instance>();
   const issued = new IssuedMessages<{ account: string; to: string }>(stores.sent.limit);
@@ -101,15 +108,16 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
   };
 
   // index.router.ts's guards, in their order: the instance must exist (instanceExistsGuard), whatever the
-  // apikey, then the apikey must be the instance's token (authGuard; the global key is not emulated),
-  // both before the body is looked at.
+  // apikey, then the apikey must be the server's global key or the instance's token (authGuard), both
+  // before the body is looked at.
   function requireApiKey(req: Request<{ instance: string }>, res: Response, next: NextFunction): void {
     const found = instances.get(req.params.instance);
     if (!found) {
       res.status(404).json(evolutionError(404, [`The "${req.params.instance}" instance does not exist`]));
       return;
     }
-    if (!sameSecret(req.get('apikey'), found.token)) {
+    const key = req.get('apikey');
+    if (!sameSecret(key, found.token) && !sameSecret(key, EVOLUTION_GLOBAL_API_KEY)) {
       res.status(401).json(unauthorized());
       return;
     }
