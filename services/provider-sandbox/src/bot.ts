@@ -30,8 +30,8 @@ const blockBody = z.object({
 
 /** A token is `<bot id>:<secret>`; one of another shape is not a bot's, and the route is unknown. */
 const TOKEN = /^(\d+):([\w-]+)$/;
-/** setWebhook: "1-256 characters. Only characters A-Z, a-z, 0-9, _ and - are allowed." */
-const SECRET_TOKEN = /^[\w-]{1,256}$/;
+/** setWebhook: "1-256 characters. Only characters A-Z, a-z, 0-9, _ and - are allowed." (empty: none). */
+const SECRET_TOKEN = /^[\w-]{0,256}$/;
 const TEXT_LIMIT = 4096;
 /** How long flood control asks a bot to wait, in the sandbox. */
 const RETRY_AFTER_SECONDS = 5;
@@ -170,8 +170,9 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
       const url = typeof params.url === 'string' ? params.url : '';
       // An empty url removes the webhook, as deleteWebhook does.
       if (url === '') {
+        const had = current.webhook !== undefined;
         current.webhook = undefined;
-        ok(res, true, 'Webhook was deleted');
+        ok(res, true, had ? 'Webhook was deleted' : 'Webhook is already deleted');
         return;
       }
       // A URL is taken once a second per bot, before anything else about the call is looked at
@@ -182,28 +183,7 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
         return;
       }
       current.nextSetWebhookAt = now + 1_000;
-      let parsed: URL;
-      try {
-        parsed = new URL(url);
-      } catch {
-        refuse(res, 400, 'Bad Request: bad webhook: Failed to resolve host: Name or service not known');
-        return;
-      }
-      if (parsed.protocol !== 'https:' && !(stores.allowHttpCallbacks && parsed.protocol === 'http:')) {
-        refuse(res, 400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
-        return;
-      }
-      // Telegram calls four ports only; a local stack's connector (http allowed) listens on any.
-      const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
-      if (!stores.allowHttpCallbacks && !WEBHOOK_PORTS.includes(port)) {
-        refuse(res, 400, 'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443');
-        return;
-      }
       const secret = params.secret_token;
-      if (secret !== undefined && (typeof secret !== 'string' || !SECRET_TOKEN.test(secret))) {
-        refuse(res, 400, 'Bad Request: secret token contains unallowed characters');
-        return;
-      }
       let allowed = params.allowed_updates;
       // In a query string or a form the list is JSON-serialized.
       if (typeof allowed === 'string') {
@@ -218,22 +198,56 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
         refuse(res, 400, "Bad Request: can't parse allowed updates JSON object");
         return;
       }
+      const previous = current.webhook;
+      // Omitted: the previous setting is kept.
+      const allowedUpdates = allowed !== undefined ? (allowed as string[]) : previous?.allowedUpdates;
       // Unchanged only when the URL and the secret are (the server compares the certificate, connections
-      // and address too, none of which the sandbox takes).
-      const wasSet =
-        current.webhook?.url === url &&
-        current.webhook.secretToken === (typeof secret === 'string' ? secret : undefined);
+      // and address too, none of which the sandbox takes) and no pending update is to be dropped.
+      if (
+        previous?.url === url &&
+        previous.secretToken === (typeof secret === 'string' && secret !== '' ? secret : undefined) &&
+        !['true', true].includes(params.drop_pending_updates as string | boolean)
+      ) {
+        current.webhook = { ...previous, ...(allowedUpdates ? { allowedUpdates } : {}) };
+        ok(res, true, 'Webhook is already set');
+        return;
+      }
+      // Any other URL closes the bot's webhook before the new one is judged (process_set_webhook_query
+      // closes it, on_webhook_closed erases it; do_set_webhook and the new webhook's verification judge
+      // the new one after): a refusal from here on leaves the bot with no webhook at all.
+      current.webhook = undefined;
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch {
+        refuse(res, 400, 'Bad Request: invalid webhook URL specified');
+        return;
+      }
+      if (parsed.protocol !== 'https:' && !(stores.allowHttpCallbacks && parsed.protocol === 'http:')) {
+        refuse(res, 400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
+        return;
+      }
+      // Telegram calls four ports only; a local stack's connector (http allowed) listens on any.
+      const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
+      if (!stores.allowHttpCallbacks && !WEBHOOK_PORTS.includes(port)) {
+        refuse(res, 400, 'Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443');
+        return;
+      }
+      if (typeof secret === 'string' && secret.length > 256) {
+        refuse(res, 400, 'Bad Request: secret token is too long');
+        return;
+      }
+      // An empty secret is no secret: no header is sent.
+      if (secret !== undefined && (typeof secret !== 'string' || !SECRET_TOKEN.test(secret))) {
+        refuse(res, 400, 'Bad Request: secret token contains unallowed characters');
+        return;
+      }
       current.webhook = {
         url,
-        ...(typeof secret === 'string' ? { secretToken: secret } : {}),
-        // Omitted: the previous setting is kept.
-        ...(allowed !== undefined
-          ? { allowedUpdates: allowed as string[] }
-          : current.webhook?.allowedUpdates
-            ? { allowedUpdates: current.webhook.allowedUpdates }
-            : {}),
+        ...(typeof secret === 'string' && secret !== '' ? { secretToken: secret } : {}),
+        ...(allowedUpdates ? { allowedUpdates } : {}),
       };
-      ok(res, true, wasSet ? 'Webhook is already set' : 'Webhook was set');
+      ok(res, true, 'Webhook was set');
     },
 
     deleteWebhook(_req, res, current) {

@@ -95,6 +95,30 @@ describe('bot (Telegram Bot API) emulation', () => {
     expect((await call('getWebhookInfo')).body.result).toMatchObject({ url: '' });
   });
 
+  it('closes the webhook before it judges a new one: a refused setWebhook leaves the bot with none', async () => {
+    expect((await setWebhook()).body).toMatchObject({ ok: true, description: 'Webhook was set' });
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    expect(await call('setWebhook', { url: `${receiver.url}/other`, secret_token: 'x'.repeat(257) })).toEqual(
+      {
+        status: 400,
+        body: { ok: false, error_code: 400, description: 'Bad Request: secret token is too long' },
+      },
+    );
+    expect((await call('getWebhookInfo')).body.result).toMatchObject({ url: '' });
+    // What the bot's users write now reaches no one (held by Telegram, not posted).
+    expect((await inbound()).status).toBe(409);
+    expect((await call('deleteWebhook')).body).toMatchObject({ description: 'Webhook is already deleted' });
+    expect((await call('setWebhook', { url: '' })).body).toMatchObject({
+      description: 'Webhook is already deleted',
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    expect((await call('setWebhook', { url: 'https://' })).body).toEqual({
+      ok: false,
+      error_code: 400,
+      description: 'Bad Request: invalid webhook URL specified',
+    });
+  });
+
   it("takes a bot's webhook URL once a second, before anything else about the call, and its removal any time", async () => {
     expect((await setWebhook()).body).toMatchObject({ ok: true, description: 'Webhook was set' });
     const throttled = {
