@@ -248,6 +248,47 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     expect(received[0]).toMatchObject({ from: '+5511944440002', name: 'Lia', text: 'por lid' });
   });
 
+  it('keys a contact WhatsApp sent no number for by its LID, replies to it there, and reads the acks', async () => {
+    const { workspaceId, created } = await create('alt-a', { instance: 'evo-lid', api_key: 'klid' });
+    const delivered = await control('/inbound', {
+      channel: 'alt-a',
+      account: 'evo-lid',
+      from: '5511944440032',
+      name: 'Lia',
+      text: 'sem número',
+      addressing_mode: 'lid-only',
+    });
+    expect(delivered.body).toMatchObject({ delivered_status: 200 });
+    const [received] = await outbox(workspaceId, 'inbound.message');
+    expect(received).toMatchObject({
+      from: null,
+      from_user_id: expect.stringMatching(/^\d{14}@lid$/),
+      name: 'Lia',
+      text: 'sem número',
+      integration: { id: created.id, channel: 'alt-a', provider: 'chat' },
+    });
+    const typed = { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-lid', api_key: 'klid' };
+    const { providerMessageId } = await altAAdapter.sendText(
+      typed,
+      { to: String(received!.from_user_id), text: 'resposta' },
+      call(),
+    );
+    const sent = (await (await fetch(`${sandboxUrl}/_sandbox/sent?channel=alt-a`)).json()) as Json[];
+    expect(sent.find((entry) => entry.provider_message_id === providerMessageId)).toMatchObject({
+      to: received!.from_user_id,
+      body: { number: received!.from_user_id, text: 'resposta' },
+    });
+    await control('/status', {
+      channel: 'alt-a',
+      account: 'evo-lid',
+      message_id: providerMessageId,
+      status: 'read',
+    });
+    expect(await outbox(workspaceId, 'inbound.status')).toEqual([
+      expect.objectContaining({ provider_message_id: providerMessageId, status: 'read' }),
+    ]);
+  });
+
   it('reads what each kind says, a place with where it is, inside a disappearing-messages envelope too, and no reaction taken back', async () => {
     const { workspaceId } = await create('alt-a', { instance: 'evo-6', api_key: 'k6' });
     const say = async (type: string, text: string) =>

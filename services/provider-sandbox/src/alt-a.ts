@@ -161,13 +161,16 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
       return;
     }
     current.known.add(digits);
+    // A LID jid is sent to as it is (createJid keeps it, and onWhatsapp takes any LID as valid).
+    const lidJid = /^\d+(?::\d+)?@lid$/.test(number) ? number.replace(/:\d+/, '') : undefined;
+    const to = lidJid ?? digits;
     const now = new Date();
     const id = sentMessageId();
-    issued.set(id, { account, to: digits });
+    issued.set(id, { account, to });
     stores.sent.record({
       channel: CHANNEL,
       account,
-      to: digits,
+      to,
       method: req.method,
       path: `${req.baseUrl}${req.path}`,
       body: req.body,
@@ -177,7 +180,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     // prepareMessage of what Baileys sent: no pushName of ours, so "Você"; Baileys' ids from this
     // library start 3EB0 and read as the "web" device.
     res.status(201).json({
-      key: { remoteJid: `${whatsappNumber(digits)}@s.whatsapp.net`, fromMe: true, id },
+      key: { remoteJid: lidJid ?? `${whatsappNumber(digits)}@s.whatsapp.net`, fromMe: true, id },
       pushName: 'Você',
       status: 'PENDING',
       message: { conversation: text },
@@ -308,7 +311,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     // messages.update's own object; `messageId` is Evolution's database row, kept by default.
     return callback(update.account, found, 'messages.update', {
       keyId: update.messageId,
-      remoteJid: `${whatsappNumber(sent.to)}@s.whatsapp.net`,
+      remoteJid: sent.to.endsWith('@lid') ? sent.to : `${whatsappNumber(sent.to)}@s.whatsapp.net`,
       fromMe: true,
       status: ACKS[update.status],
       instanceId: found.current.id,
@@ -376,7 +379,7 @@ function messageKey(message: InboundMessage, id: string, lid: string): MessageKe
   // The chat as WhatsApp names it, which for many Brazilian mobiles is not the number as written.
   const number = `${whatsappNumber(message.from)}@s.whatsapp.net`;
   const lidJid = `${lid}@lid`;
-  const byLid = message.addressingMode === 'lid';
+  const byLid = message.addressingMode === 'lid' || message.addressingMode === 'lid-only';
   if (message.groupId !== undefined) {
     return {
       remoteJid: `${message.groupId}@g.us`,
@@ -386,6 +389,10 @@ function messageKey(message: InboundMessage, id: string, lid: string): MessageKe
       ...(byLid ? { participantAlt: number, addressingMode: 'lid' } : {}),
     };
   }
+  // WhatsApp may leave out the sender's number (sender_pn), and Baileys then has no other jid to give
+  // (decode-wa-message.ts; Evolution issues #1872, #2217, #2337).
+  if (message.addressingMode === 'lid-only')
+    return { remoteJid: lidJid, fromMe: false, id, addressingMode: 'lid' };
   // Baileys 7 names the other jid of a one-to-one chat either way (decode-wa-message.ts).
   return byLid
     ? { remoteJid: lidJid, fromMe: false, id, remoteJidAlt: number, addressingMode: 'lid' }

@@ -254,6 +254,8 @@ export function createAltB(stores: SandboxStores, fetchImpl: typeof fetch): Chan
 
   function inboundDelivery(message: InboundMessage): InboundDelivery | undefined {
     const kind = zapiKinds.of(message.type);
+    if (message.addressingMode === 'lid-only')
+      throw new ControlError(400, `${CHANNEL} names a contact with no number by its LID alone: use lid`);
     const current = requireConnected(message.account);
     const url = current.webhooks.get('received-delivery') ?? current.webhooks.get('received');
     if (!url) return undefined;

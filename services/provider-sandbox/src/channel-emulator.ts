@@ -32,7 +32,11 @@ export interface InboundMessage {
   /** Written in a group rather than to the account directly (providers that have groups). */
   groupId?: string;
   /** WhatsApp's LID addressing, where the provider names the chat by an opaque id (alt-a). */
-  addressingMode?: 'pn' | 'lid';
+  /**
+   * `lid`: the contact named by its LID, its number beside it where the provider gives one; `lid-only`:
+   * by its LID with no number at all (WhatsApp sent no sender_pn, so Baileys has no `remoteJidAlt`).
+   */
+  addressingMode?: 'pn' | 'lid' | 'lid-only';
   /** What the message is, on providers with several kinds (Mercado Livre: a question, or a post-sale message). */
   topic?: string;
   /** A username the user adopted, on providers that then hide the user's number (chat-official). */

@@ -93,7 +93,9 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
         .string({ error: 'group_id must be a string' })
         .regex(/^[\d-]+$/, 'group_id must be digits (and dashes)')
         .optional(),
-      addressing_mode: z.enum(['pn', 'lid'], { error: 'addressing_mode must be pn or lid' }).optional(),
+      addressing_mode: z
+        .enum(['pn', 'lid', 'lid-only'], { error: 'addressing_mode must be pn, lid or lid-only' })
+        .optional(),
       topic: z.string({ error: 'topic must be a string' }).optional(),
       username: z
         .string({ error: 'username must be a string' })

@@ -159,6 +159,21 @@ describe('alt-a (Evolution API v2) emulation', () => {
       expect(second?.remoteJid).toBe(first?.remoteJid);
     });
 
+    it('names a chat WhatsApp sent no number for by its LID alone, and sends to that LID', async () => {
+      await setWebhook();
+      await inbound({ addressing_mode: 'lid-only' });
+      const key = (payloads()[0]!.data as { key: Json }).key;
+      expect(key).toEqual({
+        remoteJid: expect.stringMatching(/^\d{14}@lid$/),
+        fromMe: false,
+        id: expect.any(String),
+        addressingMode: 'lid',
+      });
+      const answer = await sendText({ number: key.remoteJid, text: 'olá' });
+      expect(answer.status).toBe(201);
+      expect(((await answer.json()) as Json).key).toMatchObject({ remoteJid: key.remoteJid, fromMe: true });
+    });
+
     it('writes a group message with the group as the chat and the sender as participant', async () => {
       await setWebhook();
       await inbound({ group_id: '120363025246125486' });

@@ -114,14 +114,18 @@ describe('alt-a (Evolution API v2) callbacks', () => {
     expect(read(older).messages[0]).toMatchObject({ from: '5511933330001' });
   });
 
-  it('never makes a LID into a phone: a LID chat without remoteJidAlt or senderPn is reported, not taken in', () => {
+  it('never makes a LID into a phone: a LID chat without remoteJidAlt or senderPn is keyed by the LID', () => {
+    expect(read(upsert({ remoteJid: '103899771998284@lid', addressingMode: 'lid' })).messages).toEqual([
+      expect.objectContaining({ from: '103899771998284@lid', keyedBy: 'user_id', name: 'Helô Lucarello' }),
+    ]);
+    // Neither a number nor a LID: reported, not taken in.
     expect(read(upsert({ remoteJid: '13718@lid' }))).toEqual({
       messages: [],
       statuses: [],
       unreadable: [
         {
           providerMessageId: '3A4F2B9C1D0E8F7A6B5C',
-          reason: 'alt-a chat names no phone number (a LID without remoteJidAlt or senderPn)',
+          reason: 'alt-a chat names neither a phone number nor a LID',
         },
       ],
     });

@@ -61,6 +61,7 @@ const ackStatuses: Record<string, StatusUpdate['status']> = {
 };
 
 const PHONE_JID = /^(\d+)(?::\d+)?@s\.whatsapp\.net$/;
+const LID_JID = /^(\d{6,20})(?::\d+)?@lid$/;
 
 /**
  * The number of a one-to-one chat. With LID addressing (`addressingMode: "lid"`) `remoteJid` is the
@@ -224,9 +225,13 @@ function readUpsert(data: unknown): InboundBatch {
   if (!upsert.success || upsert.data.key.fromMe) return empty();
   const { key, pushName, message, messageTimestamp } = upsert.data;
   if (/@(g\.us|broadcast|newsletter)$/.test(key.remoteJid)) return empty();
-  const from = customerNumber(key);
+  const number = customerNumber(key);
+  // WhatsApp may name a contact by its LID with no number at all (no sender_pn): such a contact is keyed
+  // by the LID, as Z-API's are, and sent to there (Evolution's createJid keeps a `…@lid` jid).
+  const lid = number ? undefined : LID_JID.exec(key.remoteJid)?.[1];
+  const from = number ?? (lid ? `${lid}@lid` : undefined);
   if (!from) {
-    const reason = 'alt-a chat names no phone number (a LID without remoteJidAlt or senderPn)';
+    const reason = 'alt-a chat names neither a phone number nor a LID';
     return { ...empty(), unreadable: [{ providerMessageId: key.id, reason }] };
   }
   const said = messageContent(message);
@@ -236,6 +241,7 @@ function readUpsert(data: unknown): InboundBatch {
       {
         providerMessageId: key.id,
         from,
+        ...(lid ? { keyedBy: 'user_id' as const } : {}),
         name: pushName?.trim() || null,
         ...said,
         sentAt: sentAt(messageTimestamp),
