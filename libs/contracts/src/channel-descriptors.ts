@@ -46,6 +46,12 @@ export interface ChannelDescriptor<Config extends StoredConfig = StoredConfig> {
   callbackSecret?: true;
 }
 
+/** A token the Bot API server passes on to Telegram: `<bot id>:<secret>`, at most 80 characters, its id 1 to 2^54 - 1. */
+function isBotToken(token: string): boolean {
+  const shape = /^([1-9]\d{0,16}):[\w-]+$/.exec(token);
+  return shape !== null && token.length <= 80 && BigInt(shape[1]!) < 2n ** 54n;
+}
+
 const required = (key: string) =>
   z.string({ error: platformTexts.configRequired(key) }).min(1, { error: platformTexts.configRequired(key) });
 const baseUrl = z.url({ protocol: /^https?$/, error: platformTexts.configBaseUrlInvalid });
@@ -162,8 +168,9 @@ export const channelDescriptors = {
   // registers and Telegram repeats in `X-Telegram-Bot-Api-Secret-Token` on every update.
   bot: describe(
     z.object({
-      // BotFather's tokens are `<bot id>:<secret>`.
-      bot_token: required('bot_token').regex(/^\d+:[\w-]+$/, { error: platformTexts.configBotTokenInvalid }),
+      // BotFather's tokens are `<bot id>:<secret>`; the Bot API server refuses, before Telegram sees it, one
+      // over 80 characters or whose id starts with 0 or is 2^54 or more (ClientManager::send).
+      bot_token: required('bot_token').refine(isBotToken, { error: platformTexts.configBotTokenInvalid }),
       // What setWebhook accepts as `secret_token`.
       secret_token: required('secret_token').regex(/^[\w-]{1,256}$/, {
         error: platformTexts.configSecretTokenInvalid,

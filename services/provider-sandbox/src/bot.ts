@@ -28,7 +28,7 @@ const blockBody = z.object({
   user: z.string().regex(/^\d+$/, "a Telegram user id's digits"),
 });
 
-/** A token is `<bot id>:<secret>`; one of another shape is not a bot's, and the route is unknown. */
+/** A token is `<bot id>:<secret>`, its secret as BotFather writes it. */
 const TOKEN = /^(\d+):([\w-]+)$/;
 /** setWebhook: "1-256 characters. Only characters A-Z, a-z, 0-9, _ and - are allowed." (empty: none). */
 const SECRET_TOKEN = /^[\w-]{0,256}$/;
@@ -332,14 +332,31 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
   }
 
   // `/bot<token>/<method>`, by GET or POST; method names are case-insensitive.
+  // The token is judged as telegram-bot-api's ClientManager::send judges it, before Telegram is asked:
+  // no colon, a leading 0 or over 80 characters, or a bot id out of 1..2^54, is an invalid token (401);
+  // an id that is no integer at all is misdirected (421). A token of the right shape that is not the
+  // bot's is Telegram's plain 401.
   router.all('/:botToken/:method', (req: Request<{ botToken: string; method: string }>, res) => {
-    const token = req.params.botToken.startsWith('bot') ? TOKEN.exec(req.params.botToken.slice(3)) : null;
-    if (!token) {
+    if (!req.params.botToken.startsWith('bot')) {
       refuse(res, 404);
       return;
     }
-    const account = token[1]!;
-    if (!stores.credentials.accept(CHANNEL, account, req.params.botToken.slice(3))) {
+    const token = req.params.botToken.slice(3);
+    const colon = token.indexOf(':');
+    if (token.startsWith('0') || token.length > 80 || colon < 0) {
+      refuse(res, 401, 'Unauthorized: invalid token specified');
+      return;
+    }
+    const account = token.slice(0, colon);
+    if (!/^\d{1,19}$/.test(account)) {
+      res.status(421).json(telegramError(421, 'Misdirected Request: unallowed token specified'));
+      return;
+    }
+    if (BigInt(account) >= 2n ** 54n) {
+      refuse(res, 401, 'Unauthorized: invalid token specified');
+      return;
+    }
+    if (!TOKEN.test(token) || !stores.credentials.accept(CHANNEL, account, token)) {
       refuse(res, 401);
       return;
     }
@@ -347,7 +364,7 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
       (known) => known.toLowerCase() === req.params.method.toLowerCase(),
     );
     if (!name) {
-      refuse(res, 404);
+      refuse(res, 404, 'Not Found: method not found');
       return;
     }
     methods[name]!(req, res, bot(account), account);

@@ -53,17 +53,33 @@ describe('bot (Telegram Bot API) emulation', () => {
     });
   });
 
-  it('answers 401 Unauthorized to another token of the same bot, 404 to a token of no bot shape', async () => {
+  it('answers 401 Unauthorized to another token of the same bot, and judges a token of no bot shape first', async () => {
     await call('getMe');
     expect(await call('getMe', {}, `${BOT_ID}:another-secret`)).toEqual({
       status: 401,
       body: { ok: false, error_code: 401, description: 'Unauthorized' },
     });
-    expect(await call('getMe', {}, 'not-a-token')).toEqual({
-      status: 404,
-      body: { ok: false, error_code: 404, description: 'Not Found' },
+    // As telegram-bot-api's ClientManager::send: no colon, a leading 0, over 80 characters or an id of
+    // 2^54 or more is an invalid token; an id that is no number is misdirected.
+    const invalid = {
+      status: 401,
+      body: { ok: false, error_code: 401, description: 'Unauthorized: invalid token specified' },
+    };
+    for (const token of ['not-a-token', `0${TOKEN}`, `${BOT_ID}:${'a'.repeat(80)}`, '18014398509481984:AAH'])
+      expect(await call('getMe', {}, token)).toEqual(invalid);
+    expect(await call('getMe', {}, 'abc:AAH')).toEqual({
+      status: 421,
+      body: { ok: false, error_code: 421, description: 'Misdirected Request: unallowed token specified' },
     });
-    expect((await call('noSuchMethod')).status).toBe(404);
+    expect(await call('noSuchMethod')).toEqual({
+      status: 404,
+      body: { ok: false, error_code: 404, description: 'Not Found: method not found' },
+    });
+    const notBot = await fetch(`${base}/bot/user${TOKEN}/getMe`);
+    expect([notBot.status, await notBot.json()]).toEqual([
+      404,
+      { ok: false, error_code: 404, description: 'Not Found' },
+    ]);
   });
 
   it('sets, reads and deletes the webhook with its secret token and allowed updates', async () => {

@@ -176,6 +176,12 @@ describe('bot adapter: Telegram updates', () => {
     const parsed = descriptorOf('bot').config.parse({ bot_token: config.bot_token, secret_token: 'x' });
     expect(parsed.base_url).toBe('https://api.telegram.org');
     expect(descriptorOf('bot').accountId(parsed, 'ignored')).toBe('123456789');
+    // Tokens the Bot API server refuses as invalid before asking Telegram are refused at the door.
+    for (const bot_token of ['0123456789:AAH', `123456789:${'A'.repeat(80)}`, '18014398509481984:AAH'])
+      expect(descriptorOf('bot').config.safeParse({ bot_token, secret_token: 'x' }).success).toBe(false);
+    expect(
+      descriptorOf('bot').config.safeParse({ bot_token: '18014398509481983:AAH', secret_token: 'x' }).success,
+    ).toBe(true);
     const refused = descriptorOf('bot').config.safeParse({ bot_token: 'not a token', secret_token: 'a b' });
     expect(refused.error?.issues.map((issue) => issue.message)).toEqual([
       'config.bot_token deve ser o token do BotFather, como 123456789:AAH…',
