@@ -14,7 +14,10 @@ import {
 const fixture = useStack();
 let ws: { id: string; key: string; integrationId: string };
 const account = 'pn-templates';
-const appSecret = `app-${createHash('sha256').update(account).digest('hex').slice(0, 12)}`;
+/** The app secret of an account's integration here: derived from the account, as the sandbox is told it. */
+const appSecretOf = (phoneNumberId: string) =>
+  `app-${createHash('sha256').update(phoneNumberId).digest('hex').slice(0, 12)}`;
+const appSecret = appSecretOf(account);
 
 const registerTemplate = (template: Json) =>
   sandbox(fixture.stack, '/_sandbox/templates', { account, ...template });
@@ -361,11 +364,7 @@ describe('a send-template naming its integration', () => {
       language: 'pt_BR',
       body: 'Olá {{1}}, seu pedido {{2}} saiu!',
     });
-    const named = await officialWorkspace(
-      'templates-named',
-      namedAccount,
-      `app-${createHash('sha256').update(namedAccount).digest('hex').slice(0, 12)}`,
-    );
+    const named = await officialWorkspace('templates-named', namedAccount, appSecretOf(namedAccount));
     const request = {
       phone: '+5511966660007',
       channel: 'chat-official',

@@ -21,8 +21,7 @@ import type { OutboundGuard } from '@inbox/outbound-http';
 import { answerJson, clientAddress, inRequestContext, type Logger } from '@inbox/service-kit';
 import { meter, traceAdmitted } from '@inbox/telemetry';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
-import type { InboundBatch } from '../adapters/channel-adapter.js';
-import { defaultCallbackBodyBytes } from '../adapters/channel-adapter.js';
+import { defaultCallbackBodyBytes, type InboundBatch } from '../adapters/channel-adapter.js';
 import { adapterFor, InboundRejected, ProviderError, type StoredConfigAdapter } from '../adapters/index.js';
 import {
   boundMessage,
