@@ -11,6 +11,7 @@ import {
   resolveIntegration,
   updateIntegration,
 } from './handlers/integrations.js';
+import { KeptCallbacks } from './handlers/kept-callbacks.js';
 import { sendOutcome } from './handlers/send-outcome.js';
 import { sendText } from './handlers/send-text.js';
 import { templates } from './handlers/templates.js';
@@ -124,6 +125,8 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         },
       );
       const relay = outboxRelay(service, 'connector', options.outboxRetentionHours);
+      const fetching = { guard, providerTimeoutMs };
+      const kept = new KeptCallbacks({ pool, store, relay, logger, fetching });
       const bookkeeping = bookkeepingPruner(pool, logger);
       const livechatSweeper = livechatPruner(pool, logger);
       return {
@@ -134,7 +137,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         traceFrom: 'admission',
         trustProxy: options.trustProxy,
         routes: (app) => {
-          app.use(inboundRoutes({ pool, store, relay, logger, fetching: { guard, providerTimeoutMs } }));
+          app.use(inboundRoutes({ pool, store, relay, logger, fetching, kept }));
           app.use(
             livechatRoutes({
               pool,
@@ -180,6 +183,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           );
           streams.start();
           relay.start();
+          kept.start();
           // Catalogues are refreshed in the background; replicas share the work through claims.
           sweep.start();
           bookkeeping.start();
@@ -190,6 +194,8 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           await bookkeeping.stop();
           await livechatSweeper.stop();
           streams.stop();
+          // Before the relay: what it records goes out through the outbox.
+          await kept.stop();
           await relay.stop();
           await guard.close();
         },

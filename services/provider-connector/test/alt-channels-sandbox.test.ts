@@ -14,6 +14,7 @@ import { altBAdapter } from '../src/adapters/alt-b.js';
 import { botAdapter } from '../src/adapters/bot.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration, updateIntegration } from '../src/handlers/integrations.js';
+import { KeptCallbacks } from '../src/handlers/kept-callbacks.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { loopbackProviders, migratedPool } from './support.js';
@@ -29,6 +30,7 @@ const providers = loopbackProviders();
 const { logger, call } = providers;
 let pool: Pool;
 let store: IntegrationStore;
+let kept: KeptCallbacks;
 let connectorUrl = '';
 let sandboxUrl = '';
 
@@ -40,13 +42,15 @@ beforeAll(async () => {
   // The events stay in the outbox, where the tests read them.
   const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
   const app = createHttpApp({ logger, parseJson: false });
-  app.use(inboundRoutes({ pool, store, relay, logger }));
+  kept = new KeptCallbacks({ pool, store, relay, logger });
+  app.use(inboundRoutes({ pool, store, relay, logger, kept }));
   finishHttpApp(app, logger);
   connectorUrl = await providers.listen(app);
   sandboxUrl = await providers.listen(sandbox.app);
 });
 
 afterAll(async () => {
+  await kept?.stop();
   await pool?.end();
 });
 
@@ -89,6 +93,8 @@ async function registered(channel: string, account: string): Promise<Json[]> {
 }
 
 async function outbox(workspaceId: string, type: string): Promise<Json[]> {
+  // Z-API's callbacks are kept and recorded by the workers: all of them, before the outbox is read.
+  await kept.drain();
   const { rows } = await pool.query<{ data: Json }>(
     'select data from outbox where workspace_id = $1 and type = $2 order by seq',
     [workspaceId, type],

@@ -10,6 +10,7 @@ import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/se
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
+import { KeptCallbacks } from '../src/handlers/kept-callbacks.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { replyContexts } from '../src/store/reply-contexts.js';
@@ -81,6 +82,7 @@ export function channelContract(subject: ChannelUnderTest): void {
     let pool: Pool;
     let guard: OutboundGuard;
     let store: IntegrationStore;
+    let kept: KeptCallbacks;
     let connectorUrl = '';
     let sandboxUrl = '';
     let workspaceId = '';
@@ -103,6 +105,8 @@ export function channelContract(subject: ChannelUnderTest): void {
       return { status: res.status, body: (await res.json()) as Json };
     };
     const outbox = async (type: string): Promise<Json[]> => {
+      // Callbacks a channel keeps (Z-API's) are recorded by the workers: all of them, before it is read.
+      await kept.drain();
       const { rows } = await pool.query<{ data: Json }>(
         'select data from outbox where workspace_id = $1 and type = $2 order by seq',
         [workspaceId, type],
@@ -137,7 +141,9 @@ export function channelContract(subject: ChannelUnderTest): void {
       const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
       const app = createHttpApp({ logger, parseJson: false });
       guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
-      app.use(inboundRoutes({ pool, store, relay, logger, fetching: { guard, providerTimeoutMs: 5_000 } }));
+      const fetching = { guard, providerTimeoutMs: 5_000 };
+      kept = new KeptCallbacks({ pool, store, relay, logger, fetching });
+      app.use(inboundRoutes({ pool, store, relay, logger, fetching, kept }));
       finishHttpApp(app, logger);
       connectorUrl = await listen(app);
       // The connector here serves plain http; real providers would want https.
@@ -164,6 +170,7 @@ export function channelContract(subject: ChannelUnderTest): void {
         server.closeAllConnections();
         server.close();
       }
+      await kept?.stop();
       await guard?.close();
       await pool?.end();
     });

@@ -11,6 +11,7 @@ import { waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
+import { KeptCallbacks } from '../src/handlers/kept-callbacks.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { migratedPool } from './support.js';
@@ -45,7 +46,9 @@ async function startWorld(options: { httpCallbacks?: 'allow' | 'refuse'; publicC
   // Not started: the events stay in the outbox, where the test reads them.
   const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
   const app = createHttpApp({ logger, parseJson: false });
-  app.use(inboundRoutes({ pool, store, relay, logger }));
+  app.use(
+    inboundRoutes({ pool, store, relay, logger, kept: new KeptCallbacks({ pool, store, relay, logger }) }),
+  );
   finishHttpApp(app, logger);
   const connectorUrl = await serve(app);
   const guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ALT_A_CALLBACK_HEADER } from '../src/adapters/alt-a.js';
 import { type CallbackLimits, defaultCallbackLimits } from '../src/handlers/callback-admission.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
+import { KeptCallbacks } from '../src/handlers/kept-callbacks.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { migratedPool } from './support.js';
 
@@ -59,6 +60,7 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
       relay,
       logger,
       limits: { ...defaultCallbackLimits, channelRates: {}, ...limits },
+      kept: new KeptCallbacks({ pool, store, relay, logger }),
     }),
   );
   finishHttpApp(app, logger);

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'v
 import { marketAdapter } from '../src/adapters/market.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
+import { KeptCallbacks } from '../src/handlers/kept-callbacks.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { oauthTokens } from '../src/store/oauth-tokens.js';
@@ -80,7 +81,17 @@ beforeAll(async () => {
   closers.push(() => guard.close());
   const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
   const app = createHttpApp({ logger, parseJson: false });
-  app.use(inboundRoutes({ pool, store, relay, logger, fetching: { guard, providerTimeoutMs: 5_000 } }));
+  const fetching = { guard, providerTimeoutMs: 5_000 };
+  app.use(
+    inboundRoutes({
+      pool,
+      store,
+      relay,
+      logger,
+      fetching,
+      kept: new KeptCallbacks({ pool, store, relay, logger, fetching }),
+    }),
+  );
   finishHttpApp(app, logger);
   connectorUrl = await serve(app);
 });

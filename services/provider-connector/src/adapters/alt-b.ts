@@ -255,6 +255,10 @@ export const altBAdapter: ChannelAdapter<'alt-b'> = {
   // Z-API calls only HTTPS webhook URLs (developer.z-api.io, webhooks introduction).
   callbackUrlRules: { httpsOnly: true },
 
+  // Its docs describe no redelivery of a webhook that failed, and a Multi Device instance keeps no
+  // messages to fetch later: a callback refused or answered late is lost.
+  callbackIntake: 'kept',
+
   readInbound(config, request) {
     const inUrl = request.query?.[ALT_B_CALLBACK_PARAM];
     const byUrl =

@@ -193,6 +193,14 @@ export interface ProviderOperations<C> {
    * documents a larger one says so here.
    */
   callbackBodyBytes?: number;
+  /**
+   * How the connector takes the provider's callbacks in. `inline` (when unsaid): recorded before the
+   * answer, and one refused or left unanswered is the provider's to deliver again, as it documents.
+   * `kept`: once verified and read, kept in the callback inbox and answered at once, then recorded by the
+   * connector's workers (KeptCallbacks), for a provider that delivers each callback once: any answer but a
+   * 2xx in time loses it.
+   */
+  callbackIntake?: 'inline' | 'kept';
 }
 
 /** The largest callback body a provider that documents none may post: a mebibyte, a few hundred messages. */

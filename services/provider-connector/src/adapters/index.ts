@@ -59,6 +59,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     resolveInbound,
     oneCallbackPerAccount,
     callbackBodyBytes,
+    callbackIntake,
   } = adapter;
   return {
     sendText: (config, message, call) => adapter.sendText(read(config), message, call),
@@ -75,6 +76,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     ...(callbackPathEvents ? { callbackPathEvents } : {}),
     ...(oneCallbackPerAccount ? { oneCallbackPerAccount } : {}),
     ...(callbackBodyBytes ? { callbackBodyBytes } : {}),
+    ...(callbackIntake ? { callbackIntake } : {}),
   };
 }
 

@@ -35,6 +35,11 @@ export interface CallbackLimits {
   perWorkspaceInFlight: number;
   /** And how many more may wait for a turn before one is refused (429). */
   perWorkspaceWaiting: number;
+  /**
+   * What one workspace's callbacks kept and not yet recorded may weigh, as read (`callbackIntake:
+   * 'kept'`); past it, its next ones are refused (429) until the workers catch up.
+   */
+  keptBytesPerWorkspace: number;
 }
 
 /**
@@ -67,6 +72,10 @@ export const defaultCallbackLimits: CallbackLimits = {
   bytesPerItem: 16 * 1024,
   perWorkspaceInFlight: 8,
   perWorkspaceWaiting: 200,
+  // Some tens of thousands of Z-API callbacks (a message is about a kilobyte): minutes of a busy
+  // workspace's traffic while Postgres or the workers are down, and a bounded share of the database for
+  // a flood of its own.
+  keptBytesPerWorkspace: 64 * 2 ** 20,
 };
 
 /** Charges one callback as what it costs becomes known; never twice for the same cost. */
@@ -157,6 +166,10 @@ export class CallbackAdmission {
 
   get itemsPerCallback(): number {
     return this.limits.itemsPerCallback;
+  }
+
+  get keptBytesPerWorkspace(): number {
+    return this.limits.keptBytesPerWorkspace;
   }
 
   async admit(channel: string, integrationId: string, address: string): Promise<Admission> {

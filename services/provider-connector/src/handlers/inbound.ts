@@ -35,6 +35,7 @@ import { oauthTokens } from '../store/oauth-tokens.js';
 import { rememberReplyContext } from '../store/reply-contexts.js';
 import { sendsKnownByStatus, sentMessageIds } from '../store/sends.js';
 import { type Admission, CallbackAdmission, type CallbackLimits } from './callback-admission.js';
+import type { KeptCallbacks } from './kept-callbacks.js';
 
 export interface RecordDeps {
   pool: Pool;
@@ -48,6 +49,11 @@ export interface InboundDeps extends RecordDeps {
   limits?: CallbackLimits;
   /** For notifications that name a resource to fetch (Mercado Livre's): the provider calls' client and deadline. */
   fetching?: { guard: OutboundGuard; providerTimeoutMs: number };
+}
+
+export interface InboundRouteDeps extends InboundDeps {
+  /** Where callbacks of channels whose intake is `kept` go, and the workers that record them. */
+  kept: KeptCallbacks;
 }
 
 /** Where a provider delivers an integration's inbound messages and status updates. */
@@ -87,7 +93,7 @@ function refuse(
  * in once, and what arrived is announced through the outbox, in the same transaction that records it
  * as seen, every field first made storable and cut to the connector's bounds.
  */
-export function inboundRoutes(deps: InboundDeps): Router {
+export function inboundRoutes(deps: InboundRouteDeps): Router {
   const router = Router();
   const admission = new CallbackAdmission(deps.store, deps.logger, deps.limits);
   const bodyReaders = new Map<number, RequestHandler>();
@@ -100,6 +106,20 @@ export function inboundRoutes(deps: InboundDeps): Router {
     return reader;
   };
   const admitted = new WeakMap<Request, CallbackIntegration>();
+
+  /**
+   * Keeps a callback of a provider that delivers once, and answers at once: its budgets' debts are not
+   * held against it (refused, it would be lost), only its workspace's kept backlog, which bounds what one
+   * workspace's flood or a stalled recording can pile up.
+   */
+  const keep = async (res: Response, found: CallbackIntegration, batch: InboundBatch) => {
+    if (await deps.kept.keep(found, batch, admission.keptBytesPerWorkspace)) {
+      answerJson(res, 200, { ok: true });
+      return;
+    }
+    res.setHeader('Retry-After', String(keptFullRetrySeconds));
+    answerJson(res, 429, { error: platformTexts.callbacksTooMany });
+  };
 
   const admit =
     (unknown: { status: number; text: string }): RequestHandler =>
@@ -192,26 +212,21 @@ export function inboundRoutes(deps: InboundDeps): Router {
         answerJson(res, 413, { error: platformTexts.callbackTooManyItems(admission.itemsPerCallback) });
         return;
       }
+      if (adapter.callbackIntake === 'kept') {
+        await bill.items(items);
+        // Presence, connection and the like carry nothing to record.
+        if (items === 0) answerJson(res, 200, { ok: true });
+        else await keep(res, found, batch);
+        return;
+      }
       // Read, not fetched nor recorded: the provider delivers it again once the debt is paid.
       const owed = await bill.owedToOthers();
       if (owed) return refuse(res, owed, unknownIntegration);
-      if (batch.toFetch?.length) {
-        const resolved = await resolveNotified(deps, found, adapter, batch);
-        if (!resolved) {
-          answerJson(res, 503, { error: platformTexts.callbackResourceUnavailable });
-          return;
-        }
-        batch = resolved;
+      const taken = await takeIn(deps, found, adapter, batch, (resolved) => bill.items(itemsOf(resolved)));
+      if (!taken) {
+        answerJson(res, 503, { error: platformTexts.callbackResourceUnavailable });
+        return;
       }
-      await bill.items(itemsOf(batch));
-      const notes = recordNotes(batch.unreadable);
-      try {
-        await recordBatch(deps, found, batch, notes);
-        await recordElsewhere(deps, found, batch.elsewhere ?? [], notes);
-      } finally {
-        logNotes(deps.logger, found, notes);
-      }
-      deps.relay.wake();
       answerJson(res, 200, { ok: true });
     },
   ];
@@ -220,6 +235,39 @@ export function inboundRoutes(deps: InboundDeps): Router {
   router.post('/inbound/:channel/:integrationId/:event', eventPath, ...takeCallback);
 
   return router;
+}
+
+/** What a provider is told to wait when its workspace's kept backlog is full: it drains at the workers' pace. */
+const keptFullRetrySeconds = 30;
+
+/**
+ * Takes a verified batch in: fetches what it names (false when the provider would not answer now), runs
+ * `beforeRecording` on what it then holds, records it with what it carried for other accounts, logs what
+ * it left out, and wakes the outbox relay.
+ */
+export async function takeIn(
+  deps: InboundDeps,
+  found: CallbackIntegration,
+  adapter: StoredConfigAdapter,
+  batch: InboundBatch,
+  beforeRecording?: (resolved: InboundBatch) => Promise<void>,
+): Promise<boolean> {
+  let taken = batch;
+  if (batch.toFetch?.length) {
+    const resolved = await resolveNotified(deps, found, adapter, batch);
+    if (!resolved) return false;
+    taken = resolved;
+  }
+  await beforeRecording?.(taken);
+  const notes = recordNotes(taken.unreadable);
+  try {
+    await recordBatch(deps, found, taken, notes);
+    await recordElsewhere(deps, found, taken.elsewhere ?? [], notes);
+  } finally {
+    logNotes(deps.logger, found, notes);
+  }
+  deps.relay.wake();
+  return true;
 }
 
 /**

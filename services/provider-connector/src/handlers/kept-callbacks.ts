@@ -1,0 +1,210 @@
+import { captureContext, meter, startSpan, withCapturedContext } from '@inbox/telemetry';
+import type { InboundBatch } from '../adapters/channel-adapter.js';
+import { adapterFor } from '../adapters/index.js';
+import { CallbackInbox, type KeptCallback, type LeaseOptions } from '../store/callback-inbox.js';
+import { ExpiringCache } from '../store/expiring-cache.js';
+import type { CallbackIntegration } from '../store/integrations.js';
+import { type InboundDeps, takeIn } from './inbound.js';
+
+export interface KeptCallbacksOptions extends LeaseOptions {
+  /** Integrations of a round recorded at once. */
+  lanes: number;
+  /** How often a worker looks for callbacks that others kept, or whose backoff ended. */
+  pollMs: number;
+  /** How long after it came a callback whose recording keeps failing is tried again; then it is given up. */
+  keepForMs: number;
+}
+
+export const defaultKeptCallbacksOptions: KeptCallbacksOptions = {
+  round: 200,
+  perIntegration: 20,
+  // Twenty callbacks of up to 5,000 items each, or twenty notified resources fetched within the
+  // provider timeout: well within it.
+  leaseMs: 2 * 60_000,
+  lanes: 4,
+  pollMs: 1_000,
+  keepForMs: 24 * 3_600_000,
+};
+
+const outcomes = meter('connector').createCounter('connector.kept_callbacks', {
+  description:
+    'Callbacks of providers that deliver once, by outcome: kept, refused_full (their workspace had too many kept), recorded, postponed after a failure, given_up after keepForMs, dropped with their integration',
+});
+
+/** How often a workspace whose kept callbacks are at their bound is logged, at most. */
+const fullLoggedMs = 30_000;
+
+/** The wait before a failed callback is tried again: doubling from a second, at most five minutes. */
+const backoffMs = (attempts: number) => Math.min(1_000 * 2 ** Math.max(0, attempts - 1), 5 * 60_000);
+
+/**
+ * Records the callbacks the inbound routes kept (`callbackIntake: 'kept'`), in rounds leased from the
+ * callback inbox: each integration's in the order they came, workspaces in turns, a failure tried again
+ * after a backoff without holding the integration's later callbacks. A callback is forgotten only once
+ * recorded; a worker that dies meanwhile leaves it to the next once its lease ends, and recording it again
+ * takes each message in once (inbound_seen).
+ */
+export class KeptCallbacks {
+  private readonly inbox: CallbackInbox;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopping = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly fullLogged = new ExpiringCache<string, true>(fullLoggedMs, 10_000);
+
+  constructor(
+    private readonly deps: InboundDeps,
+    private readonly options: KeptCallbacksOptions = defaultKeptCallbacksOptions,
+  ) {
+    this.inbox = new CallbackInbox(deps.pool);
+  }
+
+  /**
+   * Keeps a verified batch of the integration's, to be recorded here soon, in the trace it came in; false
+   * when its workspace's kept callbacks would weigh more than `maxBytes`.
+   */
+  async keep(found: CallbackIntegration, batch: InboundBatch, maxBytes: number): Promise<boolean> {
+    const { workspaceId, integration } = found;
+    const kept = await this.inbox.keep(workspaceId, integration.id, batch, captureContext(), maxBytes);
+    outcomes.add(1, { outcome: kept ? 'kept' : 'refused_full' });
+    if (kept) this.wake();
+    else if (!this.fullLogged.get(workspaceId)) {
+      this.fullLogged.set(workspaceId, true);
+      this.deps.logger.error(
+        { integration_id: integration.id, workspace_id: workspaceId, max_bytes: maxBytes },
+        'inbound callbacks refused: their workspace has too many kept and not yet recorded',
+      );
+    }
+    return kept;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.wake(), this.options.pollMs);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Records what is due, now: after a callback was kept here, or on the poll. */
+  wake(): void {
+    if (this.stopping) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.work().finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  /** Records every callback due now, and resolves when none is left or the rest wait their backoff. */
+  async drain(): Promise<void> {
+    this.wake();
+    while (this.running) await this.running;
+  }
+
+  /** Leases nothing more, and finishes the callbacks being recorded; the rest of their rounds go back. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  private async work(): Promise<void> {
+    do {
+      this.again = false;
+      try {
+        for (;;) {
+          if (this.stopping) return;
+          const round = await this.inbox.lease(this.options);
+          if (round.length === 0) break;
+          await this.recordRound(round);
+        }
+      } catch (error) {
+        // The next wake or poll tries again; the leases end on their own.
+        this.deps.logger.warn({ err: error }, 'kept callbacks not leased');
+        return;
+      }
+    } while (this.again && !this.stopping);
+  }
+
+  /** A round's integrations in `lanes` at once, each one's callbacks one after another. */
+  private async recordRound(round: KeptCallback[]): Promise<void> {
+    const byIntegration = new Map<string, KeptCallback[]>();
+    for (const kept of round) {
+      const queue = byIntegration.get(kept.integrationId) ?? [];
+      queue.push(kept);
+      byIntegration.set(kept.integrationId, queue);
+    }
+    const queues = [...byIntegration.values()];
+    const lane = async () => {
+      for (let queue = queues.shift(); queue; queue = queues.shift()) {
+        for (const [index, kept] of queue.entries()) {
+          if (this.stopping) {
+            await Promise.all(queue.slice(index).map((left) => this.inbox.postpone(left.id, 0)));
+            break;
+          }
+          await this.recordOne(kept);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.options.lanes, queues.length) }, lane));
+  }
+
+  private async recordOne(kept: KeptCallback): Promise<void> {
+    const about = { integration_id: kept.integrationId, workspace_id: kept.workspaceId };
+    try {
+      const recorded = await withCapturedContext(kept.traceContext, () =>
+        startSpan('record kept callback', () => this.take(kept), {
+          attributes: { 'inbox.integration_id': kept.integrationId, 'inbox.attempt': kept.attempts },
+        }),
+      );
+      if (recorded) {
+        await this.inbox.finish(kept.id);
+        outcomes.add(1, { outcome: recorded });
+        return;
+      }
+      await this.retryOrGiveUp(kept, about, undefined);
+    } catch (error) {
+      await this.retryOrGiveUp(kept, about, error).catch((failed: unknown) =>
+        this.deps.logger.warn({ ...about, err: failed }, 'kept callback not postponed: its lease will end'),
+      );
+    }
+  }
+
+  /** 'recorded', 'dropped' when its integration is gone, or undefined when a notified resource was not read. */
+  private async take(kept: KeptCallback): Promise<'recorded' | 'dropped' | undefined> {
+    const { stored } = await this.deps.store.forCallback(kept.integrationId);
+    const adapter = stored && adapterFor(stored.integration.channel);
+    if (!stored || !adapter || stored.workspaceId !== kept.workspaceId) {
+      this.deps.logger.warn(
+        { integration_id: kept.integrationId, workspace_id: kept.workspaceId },
+        'kept callback dropped: its integration is gone',
+      );
+      return 'dropped';
+    }
+    return (await takeIn(this.deps, stored, adapter, kept.batch)) ? 'recorded' : undefined;
+  }
+
+  private async retryOrGiveUp(
+    kept: KeptCallback,
+    about: { integration_id: string; workspace_id: string },
+    error: unknown,
+  ): Promise<void> {
+    if (Date.now() - kept.receivedAt.getTime() >= this.options.keepForMs) {
+      this.deps.logger.error(
+        { ...about, err: error, attempts: kept.attempts, received_at: kept.receivedAt.toISOString() },
+        'kept callback given up: it could not be recorded in time',
+      );
+      await this.inbox.finish(kept.id);
+      outcomes.add(1, { outcome: 'given_up' });
+      return;
+    }
+    const delayMs = backoffMs(kept.attempts);
+    this.deps.logger.warn(
+      { ...about, err: error, attempts: kept.attempts, retry_in_ms: delayMs },
+      'kept callback not recorded: tried again later',
+    );
+    await this.inbox.postpone(kept.id, delayMs);
+    outcomes.add(1, { outcome: 'postponed' });
+  }
+}

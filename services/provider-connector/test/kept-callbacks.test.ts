@@ -1,0 +1,419 @@
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as pause } from 'node:timers/promises';
+import { InProcessBus } from '@inbox/bus';
+import { platformTexts } from '@inbox/contracts';
+import { OutboxRelay, type Pool } from '@inbox/db';
+import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
+import { waitFor } from '@inbox/testkit';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ALT_B_CALLBACK_PARAM } from '../src/adapters/alt-b.js';
+import { type CallbackLimits, defaultCallbackLimits } from '../src/handlers/callback-admission.js';
+import { inboundRoutes } from '../src/handlers/inbound.js';
+import {
+  defaultKeptCallbacksOptions,
+  KeptCallbacks,
+  type KeptCallbacksOptions,
+} from '../src/handlers/kept-callbacks.js';
+import { CallbackInbox } from '../src/store/callback-inbox.js';
+import { IntegrationStore } from '../src/store/integrations.js';
+import { migratedPool } from './support.js';
+
+// Z-API documents no redelivery of a webhook it could not deliver: every callback the connector does not
+// answer 2xx in time is lost. Its callbacks are kept as read, answered at once, and recorded by workers.
+
+const logLines: Array<Record<string, unknown>> = [];
+const logger = createLogger('provider-connector', {
+  level: 'warn',
+  destination: { write: (line: string) => logLines.push(JSON.parse(line) as Record<string, unknown>) },
+});
+
+let pool: Pool;
+const servers: Server[] = [];
+const workers: KeptCallbacks[] = [];
+beforeAll(async () => {
+  pool = await migratedPool();
+});
+afterEach(async () => {
+  // A test that makes the outbox refuse a text takes the refusal down with it.
+  await pool.query('alter table outbox drop constraint if exists refuses_recusado');
+});
+afterAll(async () => {
+  for (const worker of workers) await worker.stop();
+  for (const server of servers) {
+    server.closeAllConnections();
+    server.close();
+  }
+  await pool?.end();
+});
+
+/** Makes Postgres refuse to record an inbound message whose text is "recusado", as a failing database would. */
+const refuseRecusado = () =>
+  pool.query(
+    `alter table outbox add constraint refuses_recusado check (data->>'text' is distinct from 'recusado') not valid`,
+  );
+
+/** The connector's inbound routes and kept-callback workers on a loopback port, as the service mounts them. */
+async function startConnector(
+  limits: Partial<CallbackLimits> = {},
+  options: Partial<KeptCallbacksOptions> = {},
+) {
+  const store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
+  // Not started: the events stay in the outbox, where the test reads them.
+  const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
+  const kept = new KeptCallbacks(
+    { pool, store, relay, logger },
+    { ...defaultKeptCallbacksOptions, ...options },
+  );
+  workers.push(kept);
+  const app = createHttpApp({ logger, parseJson: false });
+  app.use(
+    inboundRoutes({
+      pool,
+      store,
+      relay,
+      logger,
+      limits: { ...defaultCallbackLimits, ...limits },
+      kept,
+    }),
+  );
+  finishHttpApp(app, logger);
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  servers.push(server);
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  /** A Z-API integration; its callbacks carry the secret in the URL, as the connector registers it. */
+  const integration = async (workspaceId = randomUUID()) => {
+    const instance = randomUUID().replaceAll('-', '').toUpperCase();
+    const secret = `secret-${randomUUID()}`;
+    const created = await store.create(workspaceId, {
+      channel: 'alt-b',
+      config: {
+        base_url: `http://127.0.0.1:9/z-${randomUUID().slice(0, 8)}`,
+        instance_id: instance,
+        token: `token-${randomUUID()}`,
+        callback_secret: secret,
+      },
+      accountId: instance,
+    });
+    return { id: created!.integration.id, workspaceId, instance, secret };
+  };
+  type Target = Awaited<ReturnType<typeof integration>>;
+  /** A ReceivedCallback as Z-API posts it (its docs' example, webhooks/on-message-received). */
+  const receivedBody = (target: Target, text: string) =>
+    JSON.stringify({
+      isStatusReply: false,
+      isGroup: false,
+      isNewsletter: false,
+      instanceId: target.instance,
+      messageId: randomUUID().replaceAll('-', '').toUpperCase(),
+      phone: '5544999999999',
+      fromMe: false,
+      momment: Date.now(),
+      status: 'RECEIVED',
+      chatName: 'Maria',
+      senderName: 'Maria',
+      broadcast: false,
+      type: 'ReceivedCallback',
+      text: { message: text },
+    });
+  const callbackUrl = (target: Target) =>
+    `${url}/inbound/alt-b/${target.id}?${ALT_B_CALLBACK_PARAM}=${target.secret}`;
+  const callback = (target: Target, text: string) =>
+    fetch(callbackUrl(target), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: receivedBody(target, text),
+    });
+  /** A callback whose body arrives only when `finish` is called: admitted now, read then. */
+  const slowCallback = async (target: Target, text: string) => {
+    const body = receivedBody(target, text);
+    const request = httpRequest(callbackUrl(target), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const answered = new Promise<number>((resolve, reject) => {
+      request.once('response', (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      request.once('error', reject);
+    });
+    request.write(body.slice(0, 10));
+    request.flushHeaders();
+    return {
+      finish: () => {
+        request.end(body.slice(10));
+        return answered;
+      },
+    };
+  };
+  return { kept, integration, callback, slowCallback };
+}
+
+const textsOf = async (workspaceId: string) =>
+  (
+    await pool.query<{ text: string }>(
+      `select data->>'text' as text from outbox
+        where workspace_id = $1 and type = 'inbound.message' order by seq`,
+      [workspaceId],
+    )
+  ).rows.map((row) => row.text);
+
+const keptOf = async (workspaceId: string) =>
+  (
+    await pool.query<{ attempts: number; due_later: boolean }>(
+      `select attempts, due_at > now() as due_later from callback_inbox where workspace_id = $1 order by id`,
+      [workspaceId],
+    )
+  ).rows;
+
+const usageOf = async (workspaceId: string) =>
+  Number(
+    (
+      await pool.query<{ bytes: string }>('select bytes from callback_inbox_usage where workspace_id = $1', [
+        workspaceId,
+      ])
+    ).rows[0]?.bytes ?? 0,
+  );
+
+/** Makes every postponed callback due now, as its backoff's end would. */
+const backoffOver = () => pool.query('update callback_inbox set due_at = now()');
+
+describe('kept callbacks (Z-API)', () => {
+  it('answers a callback once kept and records it, then forgets it and its weight', async () => {
+    const connector = await startConnector();
+    const target = await connector.integration();
+    expect((await connector.callback(target, 'oi')).status).toBe(200);
+    await connector.kept.drain();
+    expect(await textsOf(target.workspaceId)).toEqual(['oi']);
+    expect(await keptOf(target.workspaceId)).toEqual([]);
+    expect(await usageOf(target.workspaceId)).toBe(0);
+  });
+
+  it('answers 200 to a callback Postgres will not record now, and records it once it does, holding back none after it', async () => {
+    const connector = await startConnector();
+    const target = await connector.integration();
+    await refuseRecusado();
+    expect((await connector.callback(target, 'recusado')).status).toBe(200);
+    expect((await connector.callback(target, 'depois')).status).toBe(200);
+    await connector.kept.drain();
+    // The one after it is recorded; the refused one waits its backoff, kept.
+    expect(await textsOf(target.workspaceId)).toEqual(['depois']);
+    expect(await keptOf(target.workspaceId)).toEqual([{ attempts: 1, due_later: true }]);
+    expect(logLines).toContainEqual(
+      expect.objectContaining({
+        msg: 'kept callback not recorded: tried again later',
+        integration_id: target.id,
+        attempts: 1,
+        retry_in_ms: 1_000,
+      }),
+    );
+    await pool.query('alter table outbox drop constraint refuses_recusado');
+    await backoffOver();
+    await connector.kept.drain();
+    expect(await textsOf(target.workspaceId)).toEqual(['depois', 'recusado']);
+    expect(await keptOf(target.workspaceId)).toEqual([]);
+    expect(await usageOf(target.workspaceId)).toBe(0);
+  });
+
+  it('keeps a callback admitted before others put its budgets in debt, where a redelivering provider’s is refused', async () => {
+    const connector = await startConnector({ workspacePerSecond: 5, workspaceBurst: 10, bytesPerItem: 1024 });
+    const first = await connector.integration();
+    const other = await connector.integration(first.workspaceId);
+    // Admitted, its body still arriving, when another callback of the workspace charges some twenty items.
+    const slow = await connector.slowCallback(first, 'devagar');
+    await pause(200);
+    expect((await connector.callback(other, 'x'.repeat(20_000))).status).toBe(200);
+    expect(await slow.finish()).toBe(200);
+    await connector.kept.drain();
+    expect((await textsOf(first.workspaceId)).map((text) => text.slice(0, 8))).toEqual(
+      expect.arrayContaining(['devagar', 'xxxxxxxx']),
+    );
+  });
+
+  it('refuses with 429 once its workspace’s kept callbacks weigh their bound, others’ still kept, and keeps again once they are recorded', async () => {
+    const connector = await startConnector({ keptBytesPerWorkspace: 600 });
+    const crowded = await connector.integration();
+    const elsewhere = await connector.integration();
+    await refuseRecusado();
+    const answers: number[] = [];
+    for (let i = 0; i < 6; i++) answers.push((await connector.callback(crowded, 'recusado')).status);
+    await connector.kept.drain();
+    // Some hundreds of bytes each as read: a few fit.
+    const fitted = answers.filter((status) => status === 200).length;
+    expect(fitted).toBeGreaterThan(0);
+    expect(fitted).toBeLessThan(6);
+    expect(answers).toEqual([...Array(fitted).fill(200), ...Array(6 - fitted).fill(429)]);
+    expect(await keptOf(crowded.workspaceId)).toHaveLength(fitted);
+    const refused = await connector.callback(crowded, 'cheio');
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('30');
+    expect(await refused.json()).toEqual({ error: platformTexts.callbacksTooMany });
+    expect((await connector.callback(elsewhere, 'oi')).status).toBe(200);
+
+    await pool.query('alter table outbox drop constraint refuses_recusado');
+    await backoffOver();
+    await connector.kept.drain();
+    expect(await textsOf(crowded.workspaceId)).toEqual(Array(fitted).fill('recusado'));
+    expect(await usageOf(crowded.workspaceId)).toBe(0);
+    expect((await connector.callback(crowded, 'de novo')).status).toBe(200);
+    await connector.kept.drain();
+    expect(await textsOf(crowded.workspaceId)).toContain('de novo');
+  });
+
+  it('gives up a callback it could not record within keepForMs, and says so', async () => {
+    const connector = await startConnector({}, { keepForMs: 0 });
+    const target = await connector.integration();
+    await refuseRecusado();
+    expect((await connector.callback(target, 'recusado')).status).toBe(200);
+    await connector.kept.drain();
+    expect(await keptOf(target.workspaceId)).toEqual([]);
+    expect(await usageOf(target.workspaceId)).toBe(0);
+    expect(await textsOf(target.workspaceId)).toEqual([]);
+    expect(logLines).toContainEqual(
+      expect.objectContaining({
+        level: 'error',
+        msg: 'kept callback given up: it could not be recorded in time',
+        integration_id: target.id,
+        attempts: 1,
+      }),
+    );
+  });
+
+  it('stops only once the callback being recorded is, and gives the rest of its round back to be taken at once', async () => {
+    const connector = await startConnector({}, { lanes: 1 });
+    const target = await connector.integration();
+    const inbox = new CallbackInbox(pool);
+    for (const text of ['primeiro', 'segundo', 'terceiro']) {
+      const batch = {
+        messages: [
+          {
+            providerMessageId: randomUUID(),
+            from: '5544999999999',
+            name: null,
+            text,
+            type: 'text' as const,
+            sentAt: new Date(),
+          },
+        ],
+        statuses: [],
+      };
+      await inbox.keep(target.workspaceId, target.id, batch, {}, 1e6);
+    }
+    // The outbox takes no row until the lock is let go: the first callback's recording waits on it.
+    const locker = await pool.connect();
+    await locker.query('begin');
+    await locker.query('lock table outbox in share row exclusive mode');
+    connector.kept.wake();
+    await waitFor(async () => (await keptOf(target.workspaceId)).every((row) => row.attempts === 1));
+    let stopped = false;
+    const stopping = connector.kept.stop().then(() => {
+      stopped = true;
+    });
+    await pause(200);
+    expect(stopped).toBe(false);
+    await locker.query('commit');
+    locker.release();
+    await stopping;
+    expect(await textsOf(target.workspaceId)).toEqual(['primeiro']);
+    expect(await keptOf(target.workspaceId)).toEqual([
+      { attempts: 1, due_later: false },
+      { attempts: 1, due_later: false },
+    ]);
+    const { rows } = await pool.query<{ leased: boolean }>(
+      'select leased_until > now() as leased from callback_inbox where workspace_id = $1',
+      [target.workspaceId],
+    );
+    expect(rows.map((row) => row.leased)).toEqual([false, false]);
+  });
+
+  it('drops, and counts out, the callbacks of an integration deleted before they were recorded', async () => {
+    const connector = await startConnector();
+    const target = await connector.integration();
+    const inbox = new CallbackInbox(pool);
+    await inbox.keep(target.workspaceId, randomUUID(), { messages: [], statuses: [] }, {}, 1e6);
+    await connector.kept.drain();
+    expect(await keptOf(target.workspaceId)).toEqual([]);
+    expect(await usageOf(target.workspaceId)).toBe(0);
+  });
+});
+
+describe('the callback inbox', () => {
+  const inbox = () => new CallbackInbox(pool);
+  const batch = (text: string) => ({
+    messages: [
+      {
+        providerMessageId: randomUUID(),
+        from: '5544999999999',
+        name: null,
+        text,
+        type: 'text' as const,
+        sentAt: new Date('2026-12-02T10:00:00.000Z'),
+      },
+    ],
+    statuses: [{ providerMessageId: 'p', status: 'read' as const, error: null, at: new Date(0) }],
+  });
+  const keepSome = async (workspaceId: string, integrationId: string, count: number) => {
+    for (let i = 0; i < count; i++)
+      expect(await inbox().keep(workspaceId, integrationId, batch(`m${i}`), {}, 1e9)).toBe(true);
+  };
+  // Each test's rows only: the inbox is shared by the file's tests.
+  const mine = <T extends { workspaceId: string }>(leased: T[], ...workspaces: string[]) =>
+    leased.filter((kept) => workspaces.includes(kept.workspaceId));
+  afterEach(() => pool.query('delete from callback_inbox'));
+
+  it('gives back a kept batch as it was read, times included', async () => {
+    const workspace = randomUUID();
+    const kept = batch('oi');
+    await inbox().keep(workspace, randomUUID(), kept, {}, 1e9);
+    const [leased] = mine(await inbox().lease({ round: 100, perIntegration: 5, leaseMs: 60_000 }), workspace);
+    expect(leased!.batch).toEqual(kept);
+    expect(leased!.attempts).toBe(1);
+  });
+
+  it('shares a round out among workspaces in turns, however long one’s backlog', async () => {
+    const [busy, quiet] = [randomUUID(), randomUUID()];
+    const busyIntegrations = [randomUUID(), randomUUID(), randomUUID()];
+    for (const integration of busyIntegrations) await keepSome(busy, integration, 30);
+    await keepSome(quiet, randomUUID(), 1);
+    const round = mine(await inbox().lease({ round: 4, perIntegration: 20, leaseMs: 60_000 }), busy, quiet);
+    expect(round).toHaveLength(4);
+    expect(round.filter((kept) => kept.workspaceId === quiet)).toHaveLength(1);
+  });
+
+  it('leases none of an integration whose callbacks another worker holds, and each one’s in order', async () => {
+    const [workspace, integration] = [randomUUID(), randomUUID()];
+    await keepSome(workspace, integration, 5);
+    const first = mine(await inbox().lease({ round: 100, perIntegration: 2, leaseMs: 60_000 }), workspace);
+    expect(first.map((kept) => kept.batch.messages[0]!.text)).toEqual(['m0', 'm1']);
+    expect(mine(await inbox().lease({ round: 100, perIntegration: 2, leaseMs: 60_000 }), workspace)).toEqual(
+      [],
+    );
+    for (const kept of first) await inbox().finish(kept.id);
+    const next = mine(await inbox().lease({ round: 100, perIntegration: 2, leaseMs: 60_000 }), workspace);
+    expect(next.map((kept) => kept.batch.messages[0]!.text)).toEqual(['m2', 'm3']);
+  });
+
+  it('leases again, to another worker, a callback whose lease ended unfinished', async () => {
+    const [workspace, integration] = [randomUUID(), randomUUID()];
+    await keepSome(workspace, integration, 1);
+    expect(mine(await inbox().lease({ round: 10, perIntegration: 1, leaseMs: 1 }), workspace)).toHaveLength(
+      1,
+    );
+    await pause(20);
+    const [again] = mine(await inbox().lease({ round: 10, perIntegration: 1, leaseMs: 60_000 }), workspace);
+    expect(again!.attempts).toBe(2);
+  });
+
+  it('holds a postponed callback back without holding the integration’s next', async () => {
+    const [workspace, integration] = [randomUUID(), randomUUID()];
+    await keepSome(workspace, integration, 2);
+    const [failed] = mine(await inbox().lease({ round: 10, perIntegration: 1, leaseMs: 60_000 }), workspace);
+    await inbox().postpone(failed!.id, 60_000);
+    const [next] = mine(await inbox().lease({ round: 10, perIntegration: 1, leaseMs: 60_000 }), workspace);
+    expect(next!.batch.messages[0]!.text).toBe('m1');
+  });
+});
