@@ -37,6 +37,7 @@ let sandboxUrl = '';
 let connectorUrl = '';
 let guard: OutboundGuard;
 let store: IntegrationStore;
+let kept: KeptCallbacks;
 
 async function serve(app: { listen: Sandbox['app']['listen'] }): Promise<string> {
   const server: Server = app.listen(0, '127.0.0.1');
@@ -58,6 +59,8 @@ const control = async <T = Json>(path: string, body?: Json) => {
 };
 
 const outbox = async (workspaceId: string, type: string): Promise<Json[]> => {
+  // Notifications are kept and their resources fetched by the workers: all of them, before it is read.
+  await kept.drain();
   const { rows } = await pool.query<{ data: Json }>(
     'select data from outbox where workspace_id = $1 and type = $2 order by seq',
     [workspaceId, type],
@@ -82,16 +85,9 @@ beforeAll(async () => {
   const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
   const app = createHttpApp({ logger, parseJson: false });
   const fetching = { guard, providerTimeoutMs: 5_000 };
-  app.use(
-    inboundRoutes({
-      pool,
-      store,
-      relay,
-      logger,
-      fetching,
-      kept: new KeptCallbacks({ pool, store, relay, logger, fetching }),
-    }),
-  );
+  kept = new KeptCallbacks({ pool, store, relay, logger, fetching });
+  closers.push(() => kept.stop());
+  app.use(inboundRoutes({ pool, store, relay, logger, fetching, kept }));
   finishHttpApp(app, logger);
   connectorUrl = await serve(app);
 });
@@ -100,9 +96,17 @@ afterAll(async () => {
   await pool?.end();
 });
 
-/** The buyer writes to the seller: a reply then has a conversation to go to. */
-const buyerWrote = () =>
-  control('/inbound', { channel: 'market', account: SELLER, from: BUYER, text: 'oi', topic: 'messages' });
+/** The buyer writes to the seller, and the workers take it in: a reply then has a conversation to go to. */
+const buyerWrote = async () => {
+  await control('/inbound', {
+    channel: 'market',
+    account: SELLER,
+    from: BUYER,
+    text: 'oi',
+    topic: 'messages',
+  });
+  await kept.drain();
+};
 
 /** A new seller consent and integration, its notification URL set in the emulated console. */
 async function connect() {
@@ -237,6 +241,35 @@ describe('market (Mercado Livre)', () => {
     expect(await outbox(workspaceId, 'inbound.message')).toEqual([]);
   });
 
+  it('answers a notification at once and fetches its question once ML gives it, however long ML will not', async () => {
+    const { workspaceId } = await connect();
+    const fault = (body: Json) => control('/faults', { channel: 'market', account: SELLER, ...body });
+    expect((await fault({ mode: 'error', status: 500 })).status).toBe(200);
+    try {
+      const asked = await control('/inbound', {
+        channel: 'market',
+        account: SELLER,
+        from: BUYER,
+        text: 'Ainda tem?',
+      });
+      // ML gets its 200 at once: the fetch it would not answer waits, kept.
+      expect(asked.body).toMatchObject({ ok: true, delivered_status: 200 });
+      expect(await outbox(workspaceId, 'inbound.message')).toEqual([]);
+      const { rows } = await pool.query<{ attempts: number }>(
+        'select attempts from callback_inbox where workspace_id = $1',
+        [workspaceId],
+      );
+      expect(rows).toEqual([{ attempts: 1 }]);
+      expect((await fault({ mode: 'off' })).status).toBe(200);
+      await pool.query('update callback_inbox set due_at = now() where workspace_id = $1', [workspaceId]);
+      expect(await outbox(workspaceId, 'inbound.message')).toEqual([
+        expect.objectContaining({ text: 'Ainda tem?', provider_message_id: asked.body.provider_message_id }),
+      ]);
+    } finally {
+      await fault({ mode: 'off' });
+    }
+  });
+
   it('refreshes an expired token once across two replicas, and stores the rotated pair sealed', async () => {
     const { workspaceId, created, send, granted } = await connect();
     await control('/inbound', {
@@ -246,6 +279,7 @@ describe('market (Mercado Livre)', () => {
       text: 'pós-venda',
       topic: 'messages',
     });
+    await kept.drain();
     await control('/market/expire-tokens', { seller_id: SELLER });
     // A second replica: its own store and pool, the same database and key.
     const otherPool = createPool({ url: databaseUrl, schema: 'connector' });

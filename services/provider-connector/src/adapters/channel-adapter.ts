@@ -197,8 +197,8 @@ export interface ProviderOperations<C> {
    * How the connector takes the provider's callbacks in. `inline` (when unsaid): recorded before the
    * answer, and one refused or left unanswered is the provider's to deliver again, as it documents.
    * `kept`: once verified and read, kept in the callback inbox and answered at once, then recorded by the
-   * connector's workers (KeptCallbacks), for a provider that delivers each callback once: any answer but a
-   * 2xx in time loses it.
+   * connector's workers (KeptCallbacks), for a provider that delivers each callback once (any answer but a
+   * 2xx in time loses it) or wants an answer sooner than what a notification names can be fetched.
    */
   callbackIntake?: 'inline' | 'kept';
 }

@@ -360,6 +360,11 @@ export const marketAdapter: ChannelAdapter<'market'> = {
     return { manual: { url: callbackUrl, topics: [...MARKET_TOPICS] } };
   },
 
+  // ML wants a 200 within 500 ms ("Receba notificações") and retries for an hour at most; the resource is
+  // fetched with the seller's token, refreshed first when it expired, which can take longer. Kept, a
+  // notification is answered at once, and a fetch ML will not answer now is tried again for a day.
+  callbackIntake: 'kept',
+
   readInbound(config, request) {
     const notification = Notification.safeParse(JSON.parse(request.rawBody.toString('utf8')));
     if (!notification.success) throw new InboundRejected('market body is not a Mercado Livre notification');

@@ -272,9 +272,9 @@ export async function takeIn(
 
 /**
  * Fetches what a verified notification names, with the integration's credentials: only that answer is
- * taken in. Undefined when the provider would not answer now; the notification is then refused so the
- * provider delivers it again (Mercado Livre retries for an hour), and credentials it refused disconnect
- * the integration as a failed send would.
+ * taken in. Undefined when the provider would not answer now; the notification is then tried again (a
+ * kept one by the workers, an inline one by the provider's redelivery), and credentials it refused
+ * disconnect the integration as a failed send would.
  */
 async function resolveNotified(
   deps: InboundDeps,
