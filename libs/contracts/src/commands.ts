@@ -42,7 +42,8 @@ export type WorkspaceContext = z.infer<typeof WorkspaceContext>;
 /**
  * Why the provider, not an operator, disconnected an integration: `credentials_rejected`, it no longer
  * takes the credentials; `callback_taken`, another integration of the same provider account (in any
- * workspace) registered its callback URL since, and the provider keeps one per account.
+ * workspace) registered its callback URL since, and the provider keeps one per account (or, on Telegram,
+ * tried to: a setWebhook it refuses leaves the bot with no webhook).
  */
 export const integrationStatusReasons = ['credentials_rejected', 'callback_taken'] as const;
 
@@ -63,7 +64,7 @@ export const Integration = z.object({
    * Set when the provider disconnected it: `credentials_rejected`, the provider no longer takes its
    * credentials (an expired or revoked token); `callback_taken`, another integration of the same account
    * registered its callback URL since, so the provider calls that one only (a Telegram bot's webhook, an
-   * Evolution or Z-API instance's). Null when connected, or disconnected by an operator.
+   * Evolution or Z-API instance's), or on Telegram had one refused, which leaves the bot with none. Null when connected, or disconnected by an operator.
    */
   status_reason: z.enum(integrationStatusReasons).nullable(),
   connected_at: z.iso.datetime().nullable(),

@@ -830,6 +830,33 @@ describe('an account connected in two workspaces, on providers that keep one cal
     },
   );
 
+  it('bot: a callback URL Telegram refuses leaves the bot with no webhook, and the integration it called says so', async () => {
+    const deps = { ...handlerDeps(), publicConnectorUrl: 'https://connector.example' };
+    const [first, second, third] = [randomUUID(), randomUUID(), randomUUID()];
+    const a = await createIntegration(deps, {
+      workspace_id: first,
+      channel: 'bot',
+      config: bot('7001002007'),
+    });
+    const bystander = await createIntegration(deps, {
+      workspace_id: third,
+      channel: 'bot',
+      config: bot('7001002008'),
+    });
+    expect(await registered('bot', '7001002007')).toHaveLength(1);
+    // Telegram calls ports 80, 88, 443 and 8443 only, and says so once it has closed the bot's webhook.
+    const elsewhere = { ...deps, publicConnectorUrl: 'https://connector.example:9443' };
+    await expect(
+      createIntegration(elsewhere, { workspace_id: second, channel: 'bot', config: bot('7001002007') }),
+    ).rejects.toMatchObject({ status: 502 });
+    expect(await registered('bot', '7001002007')).toEqual([]);
+    expect((await store.get(first, a.id))?.integration).toMatchObject({
+      status: 'disconnected',
+      status_reason: 'callback_taken',
+    });
+    expect((await store.get(third, bystander.id))?.integration.status).toBe('connected');
+  });
+
   it('takes nothing from a registration accepted while its own call ran: which came last is unknown', async () => {
     const config = zapi('z-overlap');
     const deps = handlerDeps();

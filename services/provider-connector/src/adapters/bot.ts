@@ -120,8 +120,9 @@ const UNREACHABLE = [
 /**
  * A refusal in words. 401 is a token Telegram does not know (revoked with BotFather, or mistyped); a
  * recipient the bot cannot reach (`UNREACHABLE`) is said so; 429 is Telegram's flood control, which says
- * how long to wait in `parameters.retry_after`; setWebhook's `400 "Bad Request: bad webhook: …"` is the
- * callback URL Telegram will not call (not https, another port, a name it cannot resolve).
+ * how long to wait in `parameters.retry_after`; setWebhook's 400 is a callback URL or secret Telegram will not take
+ * (`bad webhook: …`: not https, another port, a name it cannot resolve; or an invalid URL, a secret too
+ * long or of other characters).
  */
 function failure(method: string, answer: ProviderAnswer): ProviderError {
   const parsed = Answer.safeParse(answer.body);
@@ -137,7 +138,7 @@ function failure(method: string, answer: ProviderAnswer): ProviderError {
   } else if (code === 429) {
     refusal = 'rate_limited';
     text = `bot: Telegram is rate limiting the bot, retry after ${retryAfter ?? '?'} s (${method} answered 429${said})`;
-  } else if (method === 'setWebhook' && code === 400 && /bad webhook/i.test(description ?? '')) {
+  } else if (method === 'setWebhook' && code === 400) {
     refusal = 'callback_refused';
   } else if (UNREACHABLE.some((known) => known.code === code && known.description.test(description ?? ''))) {
     refusal = 'recipient_unreachable';
@@ -253,6 +254,10 @@ export const botAdapter: ChannelAdapter<'bot'> = {
 
   // A bot has one webhook: setWebhook replaces its URL, whoever set it.
   oneCallbackPerAccount: true,
+  // And closes the one it had before it judges the new URL and secret (telegram-bot-api, Client.cpp:
+  // process_set_webhook_query, then do_set_webhook and the new webhook's verification): a 400 leaves the
+  // bot with none. Only its once-a-second 429 comes before.
+  refusedRegistrationDropsCallback: true,
 
   // "Ports currently supported for webhooks: 443, 80, 88, 8443", and only over HTTPS.
   // setWebhook: "Ports currently supported for webhooks: 443, 80, 88, 8443."

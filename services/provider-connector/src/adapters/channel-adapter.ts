@@ -172,6 +172,12 @@ export interface ProviderOperations<C> {
    * takes the account's callbacks from whatever URL had them, another workspace's integration included.
    */
   oneCallbackPerAccount?: true;
+  /**
+   * The provider drops the account's callback URL before it judges a new one (Telegram's setWebhook): a
+   * registration it refuses (`callback_refused`) leaves the account with none, and the integrations it
+   * called no longer hear it either.
+   */
+  refusedRegistrationDropsCallback?: true;
   /** Verifies a callback as the provider's own and reads it; throws InboundRejected otherwise. */
   readInbound(config: C, request: InboundRequest): InboundBatch;
   /** Fetches a resource a verified notification named (`InboundBatch.toFetch`) and reads it. */

@@ -58,6 +58,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     callbackPathEvents,
     resolveInbound,
     oneCallbackPerAccount,
+    refusedRegistrationDropsCallback,
     callbackBodyBytes,
     callbackIntake,
   } = adapter;
@@ -75,6 +76,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     ...(callbackUrlRules ? { callbackUrlRules } : {}),
     ...(callbackPathEvents ? { callbackPathEvents } : {}),
     ...(oneCallbackPerAccount ? { oneCallbackPerAccount } : {}),
+    ...(refusedRegistrationDropsCallback ? { refusedRegistrationDropsCallback } : {}),
     ...(callbackBodyBytes ? { callbackBodyBytes } : {}),
     ...(callbackIntake ? { callbackIntake } : {}),
   };

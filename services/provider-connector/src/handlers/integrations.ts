@@ -132,6 +132,9 @@ async function registerCallback(
       oauth: oauthTokens(store, workspaceId, id, providerTimeoutMs),
     });
   } catch (error) {
+    const refused = error instanceof ProviderError && error.refusal === 'callback_refused';
+    if (refused && startedAt !== undefined && adapter.refusedRegistrationDropsCallback)
+      await accountCallbackDropped(deps, workspaceId, id, startedAt);
     await undo(error);
     if (error instanceof AppError) throw error;
     // A mistyped account, key or token: the caller's config is wrong, and the answer says so.
@@ -143,7 +146,6 @@ async function registerCallback(
       );
     }
     // The provider would not take the callback URL: say which of its rules the URL breaks.
-    const refused = error instanceof ProviderError && error.refusal === 'callback_refused';
     throw new AppError(
       502,
       {
@@ -180,6 +182,24 @@ async function takeAccountCallbacks(
   deps.logger.warn(
     { integration_id: id, taken_from: taken.map((other) => other.id) },
     "registering this integration's callback URL took the account's callbacks from other integrations of it",
+  );
+}
+
+/**
+ * The provider dropped the account's callback URL as it refused this integration's: the others of the
+ * account it called say so too (disconnected, `callback_taken`), until one is connected again.
+ */
+async function accountCallbackDropped(
+  deps: CreateIntegrationDeps,
+  workspaceId: string,
+  id: string,
+  startedAt: string,
+) {
+  const deaf = await deps.store.callbackDropped(workspaceId, id, startedAt);
+  if (deaf.length === 0) return;
+  deps.logger.warn(
+    { integration_id: id, no_longer_called: deaf.map((other) => other.id) },
+    "the provider refused this integration's callback URL after dropping the account's: other integrations of it are no longer called",
   );
 }
 

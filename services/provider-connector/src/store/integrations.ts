@@ -476,16 +476,42 @@ export class IntegrationStore {
       [workspaceId, id],
     );
     const registered = ours[0];
-    if (!registered) return [];
+    return registered ? this.othersNoLongerCalled(registered, startedAt) : [];
+  }
+
+  /**
+   * A provider that drops an account's callback URL before it judges a new one refused this integration's
+   * registration, in a call begun at `startedAt`: the account has no callback URL now, and every other
+   * connected integration of it whose registration was accepted before that call began no longer hears it
+   * either. Each is disconnected with `callback_taken`, and answered, as callbackRegistered does.
+   */
+  async callbackDropped(
+    workspaceId: string,
+    id: string,
+    startedAt: string,
+  ): Promise<Array<{ workspaceId: string; id: string }>> {
+    const { rows } = await this.pool.query<IntegrationRow & { account_id: string }>(
+      `select ${columns}, account_id from integrations where workspace_id = $1 and id = $2`,
+      [workspaceId, id],
+    );
+    const refused = rows[0];
+    return refused ? this.othersNoLongerCalled(refused, startedAt) : [];
+  }
+
+  /** The other connected integrations of `ours`'s account registered before `startedAt`, disconnected. */
+  private async othersNoLongerCalled(
+    ours: IntegrationRow & { account_id: string },
+    startedAt: string,
+  ): Promise<Array<{ workspaceId: string; id: string }>> {
     // Bounded: as many as a few hundred workspaces could connect one account, and each is opened.
     const taken = (
       await this.connectedOfAccount(
         this.pool,
         {
-          id,
-          channel: registered.channel,
-          accountId: registered.account_id,
-          baseUrl: this.toStored(registered).config.base_url,
+          id: ours.id,
+          channel: ours.channel,
+          accountId: ours.account_id,
+          baseUrl: this.toStored(ours).config.base_url,
         },
         { registeredBefore: startedAt, limit: 500 },
       )
