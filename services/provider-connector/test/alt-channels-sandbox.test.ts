@@ -516,6 +516,41 @@ describe('alt-a against the Evolution API v2 emulator', () => {
     ]);
   });
 
+  it('takes in, when Evolution delivers it again, a message the connector could not record the first time', async () => {
+    // Evolution's own waits (5 s, doubling) times a fiftieth: the second try comes some 100 ms later.
+    const evolution = createSandbox({ redeliveryDelayScale: 0.02 });
+    const evolutionUrl = await providers.listen(evolution.app);
+    await createEvolutionInstance(evolutionUrl, 'evo-again', 'ka');
+    const workspaceId = randomUUID();
+    await createIntegration(handlerDeps(), {
+      workspace_id: workspaceId,
+      channel: 'alt-a',
+      config: { base_url: `${evolutionUrl}/alt-a`, instance: 'evo-again', api_key: 'ka' },
+    });
+    // Postgres refuses to record it, as while it is down.
+    await pool.query(
+      `alter table outbox add constraint refuses_recusado check (data->>'text' is distinct from 'recusado') not valid`,
+    );
+    let answer: Response;
+    try {
+      answer = await fetch(`${evolutionUrl}/_sandbox/inbound`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          channel: 'alt-a',
+          account: 'evo-again',
+          from: '5511944440009',
+          text: 'recusado',
+        }),
+      });
+    } finally {
+      await pool.query('alter table outbox drop constraint refuses_recusado');
+    }
+    expect(await answer.json()).toMatchObject({ delivered_status: 500, redelivering: true });
+    await evolution.redelivered();
+    expect((await outbox(workspaceId, 'inbound.message')).map((event) => event.text)).toEqual(['recusado']);
+  });
+
   it('fails a send to a number with no WhatsApp, naming the number, as Evolution refuses it', async () => {
     const config = { base_url: `${sandboxUrl}/alt-a`, instance: 'evo-8', api_key: 'k8' };
     await createEvolutionInstance(sandboxUrl, 'evo-8', 'k8');

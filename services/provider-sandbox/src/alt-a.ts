@@ -29,6 +29,7 @@ import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { parseControl } from './parse-control.js';
 import { evolutionLocalIsoTime, randomDigits, unixSeconds, upperHexId } from './provider-ids.js';
+import type { RedeliveryPolicy } from './redelivery.js';
 import { whatsappNumber } from './whatsapp-number.js';
 
 // Emulates Evolution API v2, the provider behind the `alt-a` channel, from its source
@@ -38,6 +39,20 @@ import { whatsappNumber } from './whatsapp-number.js';
 // sendMessageWithTyping, whatsappNumber, messages.upsert, messages.update, prepareMessage),
 // utils/renderStatus.ts, utils/createJid.ts, env.config.ts and .env.example (defaults).
 const CHANNEL = 'alt-a';
+
+/**
+ * Evolution's webhook retries at their defaults (webhook.controller.ts, `retryWebhookRequest`: WEBHOOK.RETRY
+ * unset): 10 deliveries in all, waiting 5 s after the first failure and doubling up to 300 s, each wait
+ * ±20 % but never under 5 s; a 400, 401, 403, 404 or 422 is final, and any other answer, a timeout or no
+ * connection is tried again.
+ */
+export const evolutionRedelivery: RedeliveryPolicy = {
+  attempts: 10,
+  initialDelayMs: 5_000,
+  maxDelayMs: 300_000,
+  jitter: 0.2,
+  finalStatuses: [400, 401, 403, 404, 422],
+};
 
 const instanceBody = z.object({
   instance: z.string({ error: 'instance must be a string' }).min(1, 'instance must not be empty'),
@@ -357,6 +372,7 @@ export function createAltA(stores: SandboxStores): ChannelEmulator {
     controlRouter,
     inboundDelivery,
     statusDelivery,
+    redelivery: evolutionRedelivery,
     setAccountState: (account, state) => {
       instance(account).state = state;
     },

@@ -2,6 +2,7 @@ import type { Response, Router } from 'express';
 import type { ConversationWindows } from './conversation-windows.js';
 import type { CredentialBook } from './credentials.js';
 import type { FaultBook } from './faults.js';
+import type { RedeliveryPolicy } from './redelivery.js';
 import type { SentLog } from './sent-log.js';
 import type { NumbersWithoutWhatsApp } from './without-whatsapp.js';
 
@@ -113,6 +114,11 @@ export interface ChannelEmulator {
    * held); the fault is refused for the others.
    */
   losesAnswers?: boolean;
+  /**
+   * How the provider delivers a webhook the receiver did not take again, of its own accord. Absent: the
+   * sandbox does not (yet) emulate its redelivery, and only the controls' `repeat` delivers again.
+   */
+  redelivery?: RedeliveryPolicy;
   /** Forgets the channel's own state (webhook registrations and the like). */
   reset(): void;
   /** Settles once nothing the channel posts of its own accord (e.g. a late failure status) is under way. */

@@ -11,12 +11,15 @@ import { ControlError } from './control-error.js';
 import { DEFAULT_FAULT_STATUS, FaultMode } from './faults.js';
 import { parseControl } from './parse-control.js';
 import { toDigits } from './phone-digits.js';
+import { deliversAgain, type Redeliveries } from './redelivery.js';
 import { deliverWebhook } from './webhook-transport.js';
 
 export interface ControlsOptions {
   stores: SandboxStores;
   channels: ReadonlyMap<string, ChannelEmulator>;
   fetchImpl: typeof fetch;
+  /** Where a provider that redelivers (`ChannelEmulator.redelivery`) carries on delivering, in the background. */
+  redeliveries: Redeliveries;
   reset: () => void;
 }
 
@@ -24,7 +27,13 @@ export interface ControlsOptions {
  * The `/_sandbox` API that tests and demos use to inspect and steer the emulated providers. The calls
  * here apply to every channel; a channel's own controls (templates) come with its emulator.
  */
-export function createControls({ stores, channels, fetchImpl, reset }: ControlsOptions): Router {
+export function createControls({
+  stores,
+  channels,
+  fetchImpl,
+  redeliveries,
+  reset,
+}: ControlsOptions): Router {
   const channelName = z.string({ error: 'channel is required' }).refine((name) => channels.has(name), {
     error: `channel must be one of ${[...channels.keys()].join(', ')}`,
   });
@@ -138,6 +147,12 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
     res.json(sends);
   });
 
+  // What the providers delivered again of their own accord (`redelivering` in a control's answer).
+  router.get('/redeliveries', (req, res) => {
+    const { channel, account } = parseControl(webhooksQuery, req.query);
+    res.json(redeliveries.made(channel, account));
+  });
+
   router.get('/webhooks', (req, res) => {
     const { channel, account } = parseControl(webhooksQuery, req.query);
     const emulators = channel ? [channels.get(channel)!] : [...channels.values()];
@@ -186,7 +201,7 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
     stores.windows.open(channel, message.account, message.from);
     res.json({
       ok: true,
-      ...(await deliverRepeatedly(delivery, repeat)),
+      ...(await deliverRepeatedly(emulator, message.account, delivery, repeat)),
       provider_message_id: delivery.providerMessageId,
     });
   });
@@ -208,15 +223,48 @@ export function createControls({ stores, channels, fetchImpl, reset }: ControlsO
       appSecret: app_secret,
     });
     if (!delivery) throw noWebhook(channel, account);
-    res.json({ ok: true, ...(await deliverRepeatedly(delivery, repeat)) });
+    res.json({ ok: true, ...(await deliverRepeatedly(emulator, account, delivery, repeat)) });
   });
 
-  /** The same bytes `times` times, one after another, as a provider redelivering would. */
-  async function deliverRepeatedly(delivery: WebhookDelivery, times: number) {
+  /**
+   * The same bytes `times` times, one after another, as a provider redelivering would; then, where the
+   * provider delivers again of its own accord and the last delivery was not taken, on in the background
+   * at the provider's pace (`redelivering: true`).
+   */
+  async function deliverRepeatedly(
+    emulator: ChannelEmulator,
+    account: string,
+    delivery: WebhookDelivery,
+    times: number,
+  ) {
     const statuses: number[] = [];
-    for (let attempt = 0; attempt < times; attempt++)
-      statuses.push(await deliverWebhook(fetchImpl, delivery));
-    return { delivered_status: statuses[0]!, ...(times > 1 ? { delivered_statuses: statuses } : {}) };
+    try {
+      for (let attempt = 0; attempt < times; attempt++)
+        statuses.push(await deliverWebhook(fetchImpl, delivery));
+    } catch (unreachable) {
+      redeliver(emulator, account, delivery, statuses.length + 1, undefined);
+      throw unreachable;
+    }
+    const again = redeliver(emulator, account, delivery, times, statuses.at(-1));
+    return {
+      delivered_status: statuses[0]!,
+      ...(times > 1 ? { delivered_statuses: statuses } : {}),
+      ...(again ? { redelivering: true } : {}),
+    };
+  }
+
+  /** Whether the provider delivers again after `made` deliveries, the last answered `status`; it then does. */
+  function redeliver(
+    emulator: ChannelEmulator,
+    account: string,
+    delivery: WebhookDelivery,
+    made: number,
+    status: number | undefined,
+  ): boolean {
+    const policy = emulator.redelivery;
+    if (!policy || made >= policy.attempts || !deliversAgain(policy, status)) return false;
+    redeliveries.schedule(emulator.channel, account, delivery, policy, made);
+    return true;
   }
 
   // WhatsApp's own knowledge, shared by every provider that speaks to it.

@@ -7,6 +7,7 @@ const logger = createLogger('provider-sandbox');
 const sandbox = createSandbox({
   httpCallbacks: config.SANDBOX_HTTP_CALLBACKS,
   sentLogLimit: config.SANDBOX_SENT_LOG_LIMIT,
+  redeliveryDelayScale: config.SANDBOX_REDELIVERY_DELAY_SCALE,
 });
 const http = await listen(sandbox.app, config.SANDBOX_PORT, config.SANDBOX_HOST);
 logger.info({ port: http.port }, 'started');

@@ -14,6 +14,7 @@ import { DEFAULT_FAULT_HOLD_MS, FaultBook } from './faults.js';
 import { jsonBody } from './json-body.js';
 import { createMarket } from './market.js';
 import { createPhoto, createSocial } from './meta-messaging.js';
+import { Redeliveries } from './redelivery.js';
 import { SentLog } from './sent-log.js';
 import { whatsappNumber } from './whatsapp-number.js';
 import { NumbersWithoutWhatsApp } from './without-whatsapp.js';
@@ -31,6 +32,11 @@ export interface SandboxOptions {
   httpCallbacks?: 'allow' | 'refuse';
   /** How many sends `GET /_sandbox/sent` keeps, newest last (DEFAULT_SENT_LOG_LIMIT unless set). */
   sentLogLimit?: number;
+  /**
+   * The providers' redelivery waits times this (1, the default, is their own: Evolution's first is 5 s);
+   * tests shrink it.
+   */
+  redeliveryDelayScale?: number;
 }
 
 export interface Sandbox {
@@ -38,6 +44,8 @@ export interface Sandbox {
   reset(): void;
   /** Settles once no notification the emulated providers post of their own accord is under way. */
   idle(): Promise<void>;
+  /** Settles once no redelivery is under way or waiting (at the providers' own pace, minutes). */
+  redelivered(): Promise<void>;
 }
 
 /** Every emulated provider; a new channel is one more factory here. */
@@ -62,6 +70,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     faultHoldMs: options.faultHoldMs ?? DEFAULT_FAULT_HOLD_MS,
     allowHttpCallbacks: options.httpCallbacks === 'allow',
   };
+  const redeliveries = new Redeliveries(fetchImpl, options.redeliveryDelayScale ?? 1);
   const channels = new Map<string, ChannelEmulator>();
   for (const factory of CHANNEL_FACTORIES) {
     const emulator = factory(stores, fetchImpl);
@@ -75,6 +84,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     stores.windows.clear();
     stores.withoutWhatsApp.clear();
     for (const emulator of channels.values()) emulator.reset();
+    redeliveries.reset();
   }
 
   const app = express();
@@ -85,7 +95,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   });
   // No spans: a real provider is not in our traces, and the connector's client span of each call already
   // shows its time and its answer.
-  app.use('/_sandbox', jsonBody, createControls({ stores, channels, fetchImpl, reset }));
+  app.use('/_sandbox', jsonBody, createControls({ stores, channels, fetchImpl, redeliveries, reset }));
   for (const emulator of channels.values()) {
     if (emulator.controlRouter) app.use('/_sandbox', emulator.controlRouter);
   }
@@ -99,7 +109,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     await Promise.all([...channels.values()].map((emulator) => emulator.idle?.()));
   }
 
-  return { app, reset, idle };
+  return { app, reset, idle, redelivered: () => redeliveries.settled() };
 }
 
 const answerError: ErrorRequestHandler = (error: unknown, _req, res, next) => {

@@ -317,3 +317,122 @@ describe('alt-a (Evolution API v2) emulation', () => {
     });
   });
 });
+
+describe("alt-a: Evolution's redelivery of a webhook its receiver did not take", () => {
+  // Evolution's own waits (5 s, doubling) times a thousandth.
+  const sandbox = createSandbox({ httpCallbacks: 'allow', redeliveryDelayScale: 0.001 });
+  let base = '';
+  let sandboxServer: Server;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    ({ server: sandboxServer, url: base } = await listen(sandbox));
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await close(sandboxServer);
+    await close(receiver.server);
+  });
+  beforeEach(async () => {
+    sandbox.reset();
+    receiver.calls.length = 0;
+    receiver.answers.length = 0;
+    await createEvolutionInstance(base, INSTANCE, API_KEY);
+  });
+
+  const hookTo = (url: string) =>
+    postJson(
+      `${base}/alt-a/webhook/set/${INSTANCE}`,
+      { webhook: { enabled: true, url, events: ['MESSAGES_UPSERT'] } },
+      { apikey: API_KEY },
+    );
+  const inbound = async () =>
+    (await postJson(`${base}/_sandbox/inbound`, {
+      channel: 'alt-a',
+      account: INSTANCE,
+      from: CUSTOMER,
+      text: 'oi',
+    })) as Response;
+  const redeliveries = async () =>
+    (await (await fetch(`${base}/_sandbox/redeliveries?channel=alt-a`)).json()) as Array<{
+      attempt: number;
+      status: number | null;
+    }>;
+
+  it('delivers the same bytes again after any other answer, until one is 2xx', async () => {
+    expect((await hookTo(`${receiver.url}/hooks/evo`)).status).toBe(201);
+    receiver.answers.push(503, 429, 413);
+    const answer = await inbound();
+    expect(await answer.json()).toMatchObject({ ok: true, delivered_status: 503, redelivering: true });
+    await sandbox.redelivered();
+    const bodies = receiver.posts().map((call) => call.rawBody);
+    expect(bodies).toHaveLength(4);
+    expect(new Set(bodies).size).toBe(1);
+    expect(await redeliveries()).toEqual([
+      expect.objectContaining({ attempt: 2, status: 429 }),
+      expect.objectContaining({ attempt: 3, status: 413 }),
+      expect.objectContaining({ attempt: 4, status: 200 }),
+    ]);
+  });
+
+  it.each([400, 401, 403, 404, 422])('gives up at once on a %i', async (status) => {
+    await hookTo(`${receiver.url}/hooks/evo`);
+    receiver.answers.push(status);
+    const answer = (await (await inbound()).json()) as Record<string, unknown>;
+    expect(answer).toMatchObject({ delivered_status: status });
+    expect(answer.redelivering).toBeUndefined();
+    await sandbox.redelivered();
+    expect(receiver.posts()).toHaveLength(1);
+  });
+
+  it('delivers ten times in all, then gives up', async () => {
+    await hookTo(`${receiver.url}/hooks/evo`);
+    receiver.answers.push(...Array(12).fill(500));
+    await inbound();
+    await sandbox.redelivered();
+    expect(receiver.posts()).toHaveLength(10);
+    expect((await redeliveries()).at(-1)).toMatchObject({ attempt: 10, status: 500 });
+  });
+
+  it('tries a receiver it cannot reach again too', async () => {
+    const gone = await startReceiver();
+    await close(gone.server);
+    await hookTo(`${gone.url}/hooks/evo`);
+    expect((await inbound()).status).toBe(502);
+    await sandbox.redelivered();
+    const made = await redeliveries();
+    expect(made).toHaveLength(9);
+    expect(made.every((entry) => entry.status === null)).toBe(true);
+  });
+
+  it('stops redelivering at a reset, without waiting for the next try', async () => {
+    const patient = createSandbox({ httpCallbacks: 'allow' });
+    const { server, url } = await listen(patient);
+    try {
+      await createEvolutionInstance(url, INSTANCE, API_KEY);
+      await postJson(
+        `${url}/alt-a/webhook/set/${INSTANCE}`,
+        { webhook: { enabled: true, url: `${receiver.url}/hooks/evo`, events: ['MESSAGES_UPSERT'] } },
+        { apikey: API_KEY },
+      );
+      receiver.answers.push(503);
+      const answer = await postJson(`${url}/_sandbox/inbound`, {
+        channel: 'alt-a',
+        account: INSTANCE,
+        from: CUSTOMER,
+        text: 'oi',
+      });
+      expect(await answer.json()).toMatchObject({ delivered_status: 503, redelivering: true });
+      // Evolution's first wait is 5 s; a reset ends it now.
+      patient.reset();
+      const settled = await Promise.race([
+        patient.redelivered().then(() => 'settled'),
+        new Promise((resolve) => setTimeout(resolve, 2_000, 'still waiting')),
+      ]);
+      expect(settled).toBe('settled');
+      expect(receiver.posts()).toHaveLength(1);
+    } finally {
+      await close(server);
+    }
+  });
+});

@@ -40,6 +40,8 @@ export interface Receiver {
   /** The POSTs only (webhooks), without the handshake GETs. */
   posts(): ReceivedCall[];
   handshake: HandshakeAnswer;
+  /** What the next webhooks are answered, one each, before the receiver goes back to 200. */
+  answers: number[];
 }
 
 /**
@@ -52,6 +54,7 @@ export function startReceiver(): Promise<Receiver> {
     calls,
     posts: () => calls.filter((call) => call.method === 'POST'),
     handshake: 'echo',
+    answers: [],
   };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -72,7 +75,7 @@ export function startReceiver(): Promise<Receiver> {
         else res.writeHead(200).end(receiver.handshake === 'echo' ? challenge : `${challenge}x`);
         return;
       }
-      res.writeHead(200).end();
+      res.writeHead(receiver.answers.shift() ?? 200).end();
     });
   });
   return new Promise((resolve) => {
