@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import { InProcessBus } from '@inbox/bus';
 import { platformTexts } from '@inbox/contracts';
 import { OutboxRelay, type Pool } from '@inbox/db';
+import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
 import { waitFor } from '@inbox/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -32,6 +33,8 @@ const logger = createLogger('provider-connector', {
 let pool: Pool;
 const servers: Server[] = [];
 const workers: KeptCallbacks[] = [];
+// Providers here are on loopback; a silent one holds its calls for up to 10 s.
+const guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 10_000 });
 beforeAll(async () => {
   pool = await migratedPool();
 });
@@ -40,11 +43,12 @@ afterEach(async () => {
   await pool.query('alter table outbox drop constraint if exists refuses_recusado');
 });
 afterAll(async () => {
-  for (const worker of workers) await worker.stop();
   for (const server of servers) {
     server.closeAllConnections();
     server.close();
   }
+  for (const worker of workers) await worker.stop();
+  await guard.close();
   await pool?.end();
 });
 
@@ -62,8 +66,9 @@ async function startConnector(
   const store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
   // Not started: the events stay in the outbox, where the test reads them.
   const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
+  const fetching = { guard, providerTimeoutMs: 10_000 };
   const kept = new KeptCallbacks(
-    { pool, store, relay, logger },
+    { pool, store, relay, logger, fetching },
     { ...defaultKeptCallbacksOptions, ...options },
   );
   workers.push(kept);
@@ -75,6 +80,7 @@ async function startConnector(
       relay,
       logger,
       limits: { ...defaultCallbackLimits, ...limits },
+      fetching,
       kept,
     }),
   );
@@ -150,7 +156,43 @@ async function startConnector(
       },
     };
   };
-  return { kept, integration, callback, slowCallback };
+  /**
+   * A Mercado Livre integration whose API is at `baseUrl`, and a notification of a buyer's question as ML
+   * posts it (unsigned: it names the application and the seller).
+   */
+  const marketIntegration = async (baseUrl: string) => {
+    const workspaceId = randomUUID();
+    const config = {
+      base_url: baseUrl,
+      seller_id: '123456789',
+      access_token: 'APP_USR-access',
+      refresh_token: 'TG-refresh',
+      client_id: '5503910054141466',
+      client_secret: 'secret',
+    };
+    const created = await store.create(workspaceId, {
+      channel: 'market',
+      config,
+      accountId: config.seller_id,
+    });
+    const notify = (question: number) =>
+      fetch(`${url}/inbound/market/${created!.integration.id}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          _id: randomUUID(),
+          resource: `/questions/${question}`,
+          user_id: Number(config.seller_id),
+          topic: 'questions',
+          application_id: Number(config.client_id),
+          attempts: 1,
+          sent: new Date().toISOString(),
+          received: new Date().toISOString(),
+        }),
+      });
+    return { workspaceId, notify };
+  };
+  return { kept, integration, callback, slowCallback, marketIntegration };
 }
 
 const textsOf = async (workspaceId: string) =>
@@ -330,6 +372,33 @@ describe('kept callbacks (Z-API)', () => {
     expect(rows.map((row) => row.leased)).toEqual([false, false]);
   });
 
+  it('gives a workspace whose provider keeps silent one lane, and records the others’ callbacks meanwhile', async () => {
+    // Mercado Livre as a tenant's base URL may make it: it takes every call and never answers.
+    let calls = 0;
+    const silent = createServer(() => {
+      calls++;
+    });
+    servers.push(silent);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const connector = await startConnector();
+    const stalled = await connector.marketIntegration(silentUrl);
+    const stalledToo = await connector.marketIntegration(silentUrl);
+    for (const question of [13000000001, 13000000002])
+      expect((await stalled.notify(question)).status).toBe(200);
+    expect((await stalledToo.notify(13000000003)).status).toBe(200);
+    await waitFor(() => calls >= 2, { what: 'both silent workspaces called' });
+    const other = await connector.integration();
+    expect((await connector.callback(other, 'oi')).status).toBe(200);
+    await waitFor(async () => (await textsOf(other.workspaceId)).length === 1, {
+      timeoutMs: 3_000,
+      what: "the other workspace's callback recorded while the silent provider holds its calls",
+    });
+    // One lane per silent workspace: its second notification waits behind its first.
+    expect(calls).toBe(2);
+    expect(await keptOf(stalled.workspaceId)).toHaveLength(2);
+  });
+
   it('drops, and counts out, the callbacks of an integration deleted before they were recorded', async () => {
     const connector = await startConnector();
     const target = await connector.integration();
@@ -395,6 +464,18 @@ describe('the callback inbox', () => {
     for (const kept of first) await inbox().finish(kept.id);
     const next = mine(await inbox().lease({ round: 100, perIntegration: 2, leaseMs: 60_000 }), workspace);
     expect(next.map((kept) => kept.batch.messages[0]!.text)).toEqual(['m2', 'm3']);
+  });
+
+  it('leases none of a workspace its worker is recording for already', async () => {
+    const [busy, free] = [randomUUID(), randomUUID()];
+    await keepSome(busy, randomUUID(), 1);
+    await keepSome(free, randomUUID(), 1);
+    const round = mine(
+      await inbox().lease({ round: 10, perIntegration: 1, leaseMs: 60_000, busyWorkspaces: [busy] }),
+      busy,
+      free,
+    );
+    expect(round.map((kept) => kept.workspaceId)).toEqual([free]);
   });
 
   it('leases again, to another worker, a callback whose lease ended unfinished', async () => {

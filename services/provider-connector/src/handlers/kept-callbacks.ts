@@ -7,7 +7,7 @@ import type { CallbackIntegration } from '../store/integrations.js';
 import { type InboundDeps, takeIn } from './inbound.js';
 
 export interface KeptCallbacksOptions extends LeaseOptions {
-  /** Integrations of a round recorded at once. */
+  /** Integrations recorded at once, each of another workspace. */
   lanes: number;
   /** How often a worker looks for callbacks that others kept, or whose backoff ended. */
   pollMs: number;
@@ -16,12 +16,12 @@ export interface KeptCallbacksOptions extends LeaseOptions {
 }
 
 export const defaultKeptCallbacksOptions: KeptCallbacksOptions = {
-  round: 200,
-  perIntegration: 20,
-  // Twenty callbacks of up to 5,000 items each, or twenty notified resources fetched within the
-  // provider timeout: well within it.
+  round: 100,
+  perIntegration: 10,
+  // Ten callbacks of up to 5,000 items each, or ten notified resources fetched within the provider
+  // timeout: well within it.
   leaseMs: 2 * 60_000,
-  lanes: 4,
+  lanes: 8,
   pollMs: 1_000,
   keepForMs: 24 * 3_600_000,
 };
@@ -38,16 +38,22 @@ const fullLoggedMs = 30_000;
 const backoffMs = (attempts: number) => Math.min(1_000 * 2 ** Math.max(0, attempts - 1), 5 * 60_000);
 
 /**
- * Records the callbacks the inbound routes kept (`callbackIntake: 'kept'`), in rounds leased from the
- * callback inbox: each integration's in the order they came, workspaces in turns, a failure tried again
- * after a backoff without holding the integration's later callbacks. A callback is forgotten only once
+ * Records the callbacks the inbound routes kept (`callbackIntake: 'kept'`), leased from the callback
+ * inbox in rounds that take workspaces in turns, in `lanes` lanes: each on one integration's callbacks at a
+ * time, in the order they came, no two on one workspace; a failure is tried again after a backoff without
+ * holding the integration's later callbacks. A callback is forgotten only once
  * recorded; a worker that dies meanwhile leaves it to the next once its lease ends, and recording it again
  * takes each message in once (inbound_seen).
  */
 export class KeptCallbacks {
   private readonly inbox: CallbackInbox;
-  private running: Promise<void> | undefined;
-  private again = false;
+  private readonly lanes = new Set<Promise<void>>();
+  /** Leased integrations' callbacks no lane has taken yet, in the lease's order. */
+  private readonly pending: KeptCallback[][] = [];
+  /** The workspaces the lanes are recording for. */
+  private readonly busy = new Set<string>();
+  private leasing: Promise<number> | undefined;
+  private wanted = false;
   private stopping = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly fullLogged = new ExpiringCache<string, true>(fullLoggedMs, 10_000);
@@ -87,67 +93,88 @@ export class KeptCallbacks {
   /** Records what is due, now: after a callback was kept here, or on the poll. */
   wake(): void {
     if (this.stopping) return;
-    if (this.running) {
-      this.again = true;
-      return;
+    this.wanted = true;
+    while (this.lanes.size < this.options.lanes) {
+      const lane: Promise<void> = this.lane().finally(() => this.lanes.delete(lane));
+      this.lanes.add(lane);
     }
-    this.running = this.work().finally(() => {
-      this.running = undefined;
-    });
   }
 
   /** Records every callback due now, and resolves when none is left or the rest wait their backoff. */
   async drain(): Promise<void> {
     this.wake();
-    while (this.running) await this.running;
+    while (this.lanes.size > 0) await Promise.all(this.lanes);
   }
 
-  /** Leases nothing more, and finishes the callbacks being recorded; the rest of their rounds go back. */
+  /** Leases nothing more, and finishes the callbacks being recorded; the rest of their leases go back. */
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.timer);
-    await this.running;
+    while (this.lanes.size > 0) await Promise.all(this.lanes);
+    const left = this.pending.splice(0).flat();
+    await Promise.all(left.map((kept) => this.inbox.postpone(kept.id, 0)));
   }
 
-  private async work(): Promise<void> {
-    do {
-      this.again = false;
-      try {
-        for (;;) {
-          if (this.stopping) return;
-          const round = await this.inbox.lease(this.options);
-          if (round.length === 0) break;
-          await this.recordRound(round);
-        }
-      } catch (error) {
-        // The next wake or poll tries again; the leases end on their own.
-        this.deps.logger.warn({ err: error }, 'kept callbacks not leased');
-        return;
-      }
-    } while (this.again && !this.stopping);
-  }
-
-  /** A round's integrations in `lanes` at once, each one's callbacks one after another. */
-  private async recordRound(round: KeptCallback[]): Promise<void> {
-    const byIntegration = new Map<string, KeptCallback[]>();
-    for (const kept of round) {
-      const queue = byIntegration.get(kept.integrationId) ?? [];
-      queue.push(kept);
-      byIntegration.set(kept.integrationId, queue);
-    }
-    const queues = [...byIntegration.values()];
-    const lane = async () => {
-      for (let queue = queues.shift(); queue; queue = queues.shift()) {
-        for (const [index, kept] of queue.entries()) {
-          if (this.stopping) {
-            await Promise.all(queue.slice(index).map((left) => this.inbox.postpone(left.id, 0)));
-            break;
+  /**
+   * One lane: an integration's leased callbacks at a time, in order, never of a workspace another lane
+   * is on. A lane is held as long as its integration's recording takes (a notified resource's provider
+   * may keep silent until the timeout): the others go on leasing and recording meanwhile, so one tenant
+   * holds one lane of a replica, never the rest.
+   */
+  private async lane(): Promise<void> {
+    try {
+      for (let queue = await this.next(); queue; queue = await this.next()) {
+        const workspace = queue[0]!.workspaceId;
+        this.busy.add(workspace);
+        try {
+          for (const [index, kept] of queue.entries()) {
+            if (this.stopping) {
+              await Promise.all(queue.slice(index).map((left) => this.inbox.postpone(left.id, 0)));
+              break;
+            }
+            await this.recordOne(kept);
           }
-          await this.recordOne(kept);
+        } finally {
+          this.busy.delete(workspace);
         }
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.options.lanes, queues.length) }, lane));
+    } catch (error) {
+      // The next wake or poll tries again; the leases end on their own.
+      this.deps.logger.warn({ err: error }, 'kept callbacks not leased');
+    }
+  }
+
+  /** The next integration's callbacks a lane may take, leased first when none is; undefined when none is due. */
+  private async next(): Promise<KeptCallback[] | undefined> {
+    for (;;) {
+      const index = this.pending.findIndex((queue) => !this.busy.has(queue[0]!.workspaceId));
+      if (index >= 0) return this.pending.splice(index, 1)[0];
+      if (this.stopping) return undefined;
+      // A callback kept while the lease ran may have missed it: one more when a wake came meanwhile.
+      this.wanted = false;
+      const leased = await this.leaseMore();
+      if (leased === 0 && !this.wanted) return undefined;
+    }
+  }
+
+  /** Leases a round outside the workspaces the lanes are on, one lease at a time; how many it leased. */
+  private leaseMore(): Promise<number> {
+    this.leasing ??= this.inbox
+      .lease({ ...this.options, busyWorkspaces: [...this.busy] })
+      .then((round) => {
+        const byIntegration = new Map<string, KeptCallback[]>();
+        for (const kept of round) {
+          const queue = byIntegration.get(kept.integrationId) ?? [];
+          queue.push(kept);
+          byIntegration.set(kept.integrationId, queue);
+        }
+        this.pending.push(...byIntegration.values());
+        return round.length;
+      })
+      .finally(() => {
+        this.leasing = undefined;
+      });
+    return this.leasing;
   }
 
   private async recordOne(kept: KeptCallback): Promise<void> {

@@ -20,6 +20,8 @@ export interface LeaseOptions {
   perIntegration: number;
   /** How long the lease lasts: a worker that dies holding it leaves the callbacks to others then. */
   leaseMs: number;
+  /** Workspaces whose callbacks this worker is recording already: none of theirs is leased. */
+  busyWorkspaces?: readonly string[];
 }
 
 /**
@@ -64,7 +66,12 @@ export class CallbackInbox {
    * callbacks due gets its first in before any gets its second, so one workspace's backlog, however long,
    * delays only its own.
    */
-  async lease({ round, perIntegration, leaseMs }: LeaseOptions): Promise<KeptCallback[]> {
+  async lease({
+    round,
+    perIntegration,
+    leaseMs,
+    busyWorkspaces = [],
+  }: LeaseOptions): Promise<KeptCallback[]> {
     const { rows } = await this.db.query<{
       id: string;
       workspace_id: string;
@@ -81,6 +88,9 @@ export class CallbackInbox {
            from callback_inbox
           where due_at <= now() and leased_until <= now()
             and integration_id not in (select integration_id from busy)
+            and workspace_id <> all($4::uuid[])
+
+
        ), turns as (
          select id, row_number() over (partition by workspace_id order by place, id) as turn
            from due where place <= $2
@@ -91,7 +101,7 @@ export class CallbackInbox {
         where kept.id = picked.id and kept.leased_until <= now()
        returning kept.id, kept.workspace_id, kept.integration_id, kept.batch, kept.trace_context,
                  kept.attempts, kept.received_at`,
-      [round, perIntegration, leaseMs],
+      [round, perIntegration, leaseMs, busyWorkspaces],
     );
     return rows
       .map((row) => ({
