@@ -409,9 +409,12 @@ function messageKey(message: InboundMessage, id: string, lid: string): MessageKe
   // (decode-wa-message.ts; Evolution issues #1872, #2217, #2337).
   if (message.addressingMode === 'lid-only')
     return { remoteJid: lidJid, fromMe: false, id, addressingMode: 'lid' };
-  // Baileys 7 names the other jid of a one-to-one chat either way (decode-wa-message.ts).
+  // Baileys 7 names the other jid of a one-to-one chat either way (decode-wa-message.ts). Under LID
+  // addressing it gives the LID first and the number in remoteJidAlt, and Evolution 2.3.7 then writes the
+  // number over the LID before it posts messages.upsert (whatsapp.baileys.service.ts, messages.upsert:
+  // `messageRaw.key.remoteJid = messageRaw.key.remoteJidAlt`): the LID is gone, the number named twice.
   return byLid
-    ? { remoteJid: lidJid, fromMe: false, id, remoteJidAlt: number, addressingMode: 'lid' }
+    ? { remoteJid: number, fromMe: false, id, remoteJidAlt: number, addressingMode: 'lid' }
     : { remoteJid: number, fromMe: false, id, remoteJidAlt: lidJid, addressingMode: 'pn' };
 }
 

@@ -143,20 +143,26 @@ describe('alt-a (Evolution API v2) emulation', () => {
       expect(answer.key).toMatchObject({ remoteJid: '5491123456789@s.whatsapp.net', fromMe: true });
     });
 
-    it('names a LID-addressed chat by its LID, the number in remoteJidAlt', async () => {
+    it('names a LID-addressed chat by its number twice, as Evolution 2.3.7 writes it over the LID', async () => {
       await setWebhook();
       await inbound({ addressing_mode: 'lid' });
-      await inbound({ addressing_mode: 'lid', text: 'de novo' });
-      const [first, second] = payloads().map((payload) => (payload.data as { key: Json }).key);
-      expect(first).toEqual({
-        remoteJid: expect.stringMatching(/^\d{14}@lid$/),
+      const [key] = payloads().map((payload) => (payload.data as { key: Json }).key);
+      expect(key).toEqual({
+        remoteJid: `${CUSTOMER}@s.whatsapp.net`,
         fromMe: false,
         id: expect.any(String),
         remoteJidAlt: `${CUSTOMER}@s.whatsapp.net`,
         addressingMode: 'lid',
       });
-      // One contact keeps one LID.
-      expect(second?.remoteJid).toBe(first?.remoteJid);
+    });
+
+    it('keeps one LID per contact, in the phone-addressed key and the LID-only one', async () => {
+      await setWebhook();
+      await inbound();
+      await inbound({ addressing_mode: 'lid-only', text: 'de novo' });
+      const [byNumber, byLid] = payloads().map((payload) => (payload.data as { key: Json }).key);
+      expect(byNumber?.remoteJidAlt).toMatch(/^\d{14}@lid$/);
+      expect(byLid?.remoteJid).toBe(byNumber?.remoteJidAlt);
     });
 
     it('names a chat WhatsApp sent no number for by its LID alone, and sends to that LID', async () => {

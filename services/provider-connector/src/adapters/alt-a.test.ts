@@ -101,9 +101,12 @@ describe('alt-a (Evolution API v2) callbacks', () => {
       from: '5511933330001',
       providerMessageId: '3A4F2B9C1D0E8F7A6B5C',
     });
-    // Some 2.3 versions put the number first and the LID second.
+    // 2.4.0's release candidates put the number first and the LID second.
     const swapped = upsert({ remoteJidAlt: '103899771998284@lid', addressingMode: 'lid' });
     expect(read(swapped).messages[0]?.from).toBe('5511933330001');
+    // 2.3.7 writes the number over the LID: both name the number.
+    const overwritten = upsert({ remoteJidAlt: '5511933330001@s.whatsapp.net', addressingMode: 'lid' });
+    expect(read(overwritten).messages[0]).toMatchObject({ from: '5511933330001', name: 'Helô Lucarello' });
   });
 
   it('takes the number from senderPn under LID addressing on Evolution 2.2 to 2.3.0', () => {

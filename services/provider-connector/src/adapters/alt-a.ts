@@ -65,8 +65,9 @@ const LID_JID = /^(\d{6,20})(?::\d+)?@lid$/;
 
 /**
  * The number of a one-to-one chat. With LID addressing (`addressingMode: "lid"`) `remoteJid` is the
- * `…@lid` id and the number is in `remoteJidAlt`, as Evolution's own Chatwoot integration reads it
- * (some 2.3 versions swapped the two before sending); on Evolution 2.2 to 2.3.0, whose Baileys had no
+ * `…@lid` id and the number is in `remoteJidAlt`, as Evolution's own Chatwoot integration reads it (2.3.6);
+ * 2.3.7 writes the number over the LID before it posts, so both name it, and 2.4.0's release candidates
+ * swap the two: whichever names a number is the number. On Evolution 2.2 to 2.3.0, whose Baileys had no
  * `*Alt` jids, it is in `senderPn`, where that version's Chatwoot integration read it
  * (chatwoot.service.ts at 2.3.0: `isLid ? body.key.senderPn : body.key.remoteJid`). A LID chat with
  * neither names no number.
