@@ -52,7 +52,7 @@ export class KeptCallbacks {
   private readonly pending: KeptCallback[][] = [];
   /** The workspaces the lanes are recording for. */
   private readonly busy = new Set<string>();
-  private leasing: Promise<number> | undefined;
+  private leasing: Promise<unknown> = Promise.resolve();
   private wanted = false;
   private stopping = false;
   private timer: NodeJS.Timeout | undefined;
@@ -157,24 +157,25 @@ export class KeptCallbacks {
     }
   }
 
-  /** Leases a round outside the workspaces the lanes are on, one lease at a time; how many it leased. */
+  /**
+   * Leases a round outside the workspaces the lanes are on, and says how many it leased. One lease at a
+   * time, each its own after the one before: a lane that joined a lease begun before its own integration
+   * was done would find that integration still busy, and stop with its later callbacks due.
+   */
   private leaseMore(): Promise<number> {
-    this.leasing ??= this.inbox
-      .lease({ ...this.options, busyWorkspaces: [...this.busy] })
-      .then((round) => {
-        const byIntegration = new Map<string, KeptCallback[]>();
-        for (const kept of round) {
-          const queue = byIntegration.get(kept.integrationId) ?? [];
-          queue.push(kept);
-          byIntegration.set(kept.integrationId, queue);
-        }
-        this.pending.push(...byIntegration.values());
-        return round.length;
-      })
-      .finally(() => {
-        this.leasing = undefined;
-      });
-    return this.leasing;
+    const leased = this.leasing.then(async () => {
+      const round = await this.inbox.lease({ ...this.options, busyWorkspaces: [...this.busy] });
+      const byIntegration = new Map<string, KeptCallback[]>();
+      for (const kept of round) {
+        const queue = byIntegration.get(kept.integrationId) ?? [];
+        queue.push(kept);
+        byIntegration.set(kept.integrationId, queue);
+      }
+      this.pending.push(...byIntegration.values());
+      return round.length;
+    });
+    this.leasing = leased.catch(() => undefined);
+    return leased;
   }
 
   private async recordOne(kept: KeptCallback): Promise<void> {
