@@ -47,11 +47,11 @@ const CHANNEL = 'alt-a';
  * connection is tried again.
  */
 export const evolutionRedelivery: RedeliveryPolicy = {
-  attempts: 10,
-  initialDelayMs: 5_000,
-  maxDelayMs: 300_000,
-  jitter: 0.2,
-  finalStatuses: [400, 401, 403, 404, 422],
+  nextWaitMs({ failures, answer }) {
+    if (failures >= 10 || (answer && [400, 401, 403, 404, 422].includes(answer.status))) return undefined;
+    const doubled = Math.min(5_000 * 2 ** (failures - 1), 300_000);
+    return Math.max(5_000, doubled + doubled * 0.2 * (Math.random() * 2 - 1));
+  },
 };
 
 const instanceBody = z.object({

@@ -13,6 +13,7 @@ import { inboundKinds } from './inbound-kinds.js';
 import { jsonBody } from './json-body.js';
 import { parseControl } from './parse-control.js';
 import { unixSeconds } from './provider-ids.js';
+import type { RedeliveryPolicy } from './redelivery.js';
 import { SHARED_PIN } from './shared-pin.js';
 
 // Emulates the Telegram Bot API, the provider behind the `bot` channel, from its reference
@@ -21,6 +22,27 @@ import { SHARED_PIN } from './shared-pin.js';
 /** The ports setWebhook accepts (Bot API, setWebhook). */
 const WEBHOOK_PORTS = [443, 80, 88, 8443];
 const CHANNEL = 'bot';
+
+/**
+ * Telegram's webhook retries (telegram-bot-api, WebhookActor::on_update_error): any answer but a 2xx, or
+ * none, is tried again: at once the first time, then after 2 s, doubling up to a random 60–120 s, or after
+ * the answer's `Retry-After` seconds (up to 3,600) when it has one. An update is dropped once its next try
+ * would fall past its expiry, a day after the message. (The server doubles only on failures without
+ * `Retry-After`, the emulator on all; and it holds a chat's later updates behind a failing one, which the
+ * emulator does not.)
+ */
+export const telegramRedelivery: RedeliveryPolicy = {
+  nextWaitMs({ failures, answer, elapsedMs }) {
+    // HttpQuery::get_retry_after: a whole number of seconds, else none.
+    const asked = /^\d{1,9}$/.test(answer?.retryAfter ?? '')
+      ? Math.min(Number(answer!.retryAfter), 3_600)
+      : 0;
+    const backoff =
+      failures <= 1 ? 0 : Math.min(60_000 + Math.random() * 60_000, 1_000 * 2 ** (failures - 1));
+    const wait = asked > 0 ? asked * 1_000 : backoff;
+    return elapsedMs + wait > 24 * 3_600_000 ? undefined : wait;
+  },
+};
 
 /** `POST /_sandbox/bot/blocks`: the bot, by its id, and the user who blocks it. */
 const blockBody = z.object({
@@ -450,6 +472,7 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
 
   return {
     channel: CHANNEL,
+    redelivery: telegramRedelivery,
     router,
     controlRouter,
     inboundDelivery,

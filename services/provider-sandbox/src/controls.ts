@@ -11,8 +11,8 @@ import { ControlError } from './control-error.js';
 import { DEFAULT_FAULT_STATUS, FaultMode } from './faults.js';
 import { parseControl } from './parse-control.js';
 import { toDigits } from './phone-digits.js';
-import { deliversAgain, type Redeliveries } from './redelivery.js';
-import { deliverWebhook } from './webhook-transport.js';
+import { type Redeliveries, taken } from './redelivery.js';
+import { answerOfWebhook, type WebhookAnswer } from './webhook-transport.js';
 
 export interface ControlsOptions {
   stores: SandboxStores;
@@ -237,15 +237,18 @@ export function createControls({
     delivery: WebhookDelivery,
     times: number,
   ) {
-    const statuses: number[] = [];
+    const firstAt = Date.now();
+    const answers: WebhookAnswer[] = [];
     try {
       for (let attempt = 0; attempt < times; attempt++)
-        statuses.push(await deliverWebhook(fetchImpl, delivery));
+        answers.push(await answerOfWebhook(fetchImpl, delivery));
     } catch (unreachable) {
-      redeliver(emulator, account, delivery, statuses.length + 1, undefined);
+      redeliver(emulator, account, delivery, { count: answers.length + 1, firstAt, last: undefined });
       throw unreachable;
     }
-    const again = redeliver(emulator, account, delivery, times, statuses.at(-1));
+    const last = answers.at(-1)!;
+    const again = !taken(last) && redeliver(emulator, account, delivery, { count: times, firstAt, last });
+    const statuses = answers.map((answer) => answer.status);
     return {
       delivered_status: statuses[0]!,
       ...(times > 1 ? { delivered_statuses: statuses } : {}),
@@ -253,18 +256,15 @@ export function createControls({
     };
   }
 
-  /** Whether the provider delivers again after `made` deliveries, the last answered `status`; it then does. */
+  /** Whether the provider delivers again after the deliveries `made`, none taken; it then does. */
   function redeliver(
     emulator: ChannelEmulator,
     account: string,
     delivery: WebhookDelivery,
-    made: number,
-    status: number | undefined,
+    made: { count: number; firstAt: number; last: WebhookAnswer | undefined },
   ): boolean {
     const policy = emulator.redelivery;
-    if (!policy || made >= policy.attempts || !deliversAgain(policy, status)) return false;
-    redeliveries.schedule(emulator.channel, account, delivery, policy, made);
-    return true;
+    return policy !== undefined && redeliveries.schedule(emulator.channel, account, delivery, policy, made);
   }
 
   // WhatsApp's own knowledge, shared by every provider that speaks to it.

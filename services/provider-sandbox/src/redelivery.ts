@@ -1,19 +1,22 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WebhookDelivery } from './channel-emulator.js';
 import { OwnAccordPosts } from './own-accord-posts.js';
-import { deliverWebhook } from './webhook-transport.js';
+import { postWebhook, type WebhookAnswer } from './webhook-transport.js';
+
+/** A delivery the receiver did not take, as a provider judges whether and when to deliver it again. */
+export interface FailedDelivery {
+  /** Failed deliveries so far, this one included. */
+  failures: number;
+  /** What the receiver answered this time: undefined when it could not be reached or timed out. */
+  answer: WebhookAnswer | undefined;
+  /** Since the first delivery. */
+  elapsedMs: number;
+}
 
 /** How a provider delivers a webhook again, of its own accord, when its receiver did not take it. */
 export interface RedeliveryPolicy {
-  /** Deliveries in all, the first included. */
-  attempts: number;
-  /** The wait after the first failure; each later one doubles, up to `maxDelayMs`. */
-  initialDelayMs: number;
-  maxDelayMs: number;
-  /** Each wait varies by up to this share of it either way, and is never shorter than the first. */
-  jitter: number;
-  /** Answers after which it gives up at once; any other non-2xx answer, or none, is tried again. */
-  finalStatuses: readonly number[];
+  /** The provider's wait before it delivers again, or undefined when it gives up. */
+  nextWaitMs(failed: FailedDelivery): number | undefined;
 }
 
 /** One delivery a provider made again: `status` null when the receiver could not be reached. */
@@ -28,11 +31,9 @@ export interface Redelivery {
 /** How many redeliveries `GET /_sandbox/redeliveries` keeps, newest last. */
 const keptRedeliveries = 1_000;
 
-/** Whether a provider with `policy` delivers again after this answer (undefined: no answer at all). */
-export function deliversAgain(policy: RedeliveryPolicy, status: number | undefined): boolean {
-  if (status === undefined) return true;
-  return !(status >= 200 && status < 300) && !policy.finalStatuses.includes(status);
-}
+/** Whether the receiver took the delivery: any 2xx, as axios and Telegram's webhook actor both judge it. */
+export const taken = (answer: WebhookAnswer | undefined): boolean =>
+  answer !== undefined && answer.status >= 200 && answer.status < 300;
 
 /**
  * The redeliveries the emulated providers make in the background, at their own pace times `delayScale`
@@ -51,33 +52,42 @@ export class Redeliveries {
     private readonly delayScale: number,
   ) {}
 
-  /** Carries on delivering after `made` deliveries that the receiver did not take. */
+  /**
+   * Carries on delivering after `made` deliveries the receiver did not take, the first at `firstAt`, the
+   * last answered `last`, as `policy` says; false when the provider gives up at once.
+   */
   schedule(
     channel: string,
     account: string,
     delivery: WebhookDelivery,
     policy: RedeliveryPolicy,
-    made: number,
-  ): void {
+    made: { count: number; firstAt: number; last: WebhookAnswer | undefined },
+  ): boolean {
+    const elapsed = () => Date.now() - made.firstAt;
+    const firstWait = policy.nextWaitMs({ failures: made.count, answer: made.last, elapsedMs: elapsed() });
+    if (firstWait === undefined) return false;
     const { signal } = this.#resetting;
     this.#posts.schedule(async (stillCurrent) => {
-      for (let attempt = made + 1; attempt <= policy.attempts; attempt++) {
+      let failures = made.count;
+      for (let wait: number | undefined = firstWait; wait !== undefined; ) {
         // Unref'd: a provider's pending redelivery keeps no process alive.
-        await sleep(this.waitMs(policy, attempt - 1), undefined, { signal, ref: false });
+        await sleep(wait * this.delayScale, undefined, { signal, ref: false });
         if (!stillCurrent()) return;
-        const status = await deliverWebhook(this.fetchImpl, delivery).catch(() => undefined);
-        this.#log.push({ channel, account, url: delivery.url, attempt, status: status ?? null });
+        const answer = await postWebhook(this.fetchImpl, delivery).catch(() => undefined);
+        failures++;
+        this.#log.push({
+          channel,
+          account,
+          url: delivery.url,
+          attempt: failures,
+          status: answer?.status ?? null,
+        });
         if (this.#log.length > keptRedeliveries) this.#log.shift();
-        if (!deliversAgain(policy, status)) return;
+        if (taken(answer)) return;
+        wait = policy.nextWaitMs({ failures, answer, elapsedMs: elapsed() });
       }
     });
-  }
-
-  /** The wait after the `failed`-th failed delivery: Evolution's `retryWebhookRequest` formula. */
-  private waitMs(policy: RedeliveryPolicy, failed: number): number {
-    const doubled = Math.min(policy.initialDelayMs * 2 ** (failed - 1), policy.maxDelayMs);
-    const jittered = doubled + doubled * policy.jitter * (Math.random() * 2 - 1);
-    return Math.max(policy.initialDelayMs, jittered) * this.delayScale;
+    return true;
   }
 
   /** The redeliveries made, of one channel's account when given, oldest first. */

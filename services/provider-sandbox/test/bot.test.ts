@@ -1,6 +1,6 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSandbox } from '../src/index.js';
-import { close, listen, postJson, type Receiver, sandboxAndReceiver } from './support.js';
+import { close, listen, postJson, type Receiver, sandboxAndReceiver, startReceiver } from './support.js';
 
 const BOT_ID = '123456789';
 const TOKEN = `${BOT_ID}:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw`;
@@ -373,5 +373,58 @@ describe('bot (Telegram Bot API) emulation', () => {
         parameters: { retry_after: 5 },
       },
     });
+  });
+});
+
+describe("bot: Telegram's redelivery of an update its webhook did not take", () => {
+  // Telegram's own waits times a thousandth.
+  const sandbox = createSandbox({ httpCallbacks: 'allow', redeliveryDelayScale: 0.001 });
+  let base = '';
+  let server: Awaited<ReturnType<typeof listen>>['server'];
+  let receiver: Receiver;
+  beforeAll(async () => {
+    ({ server, url: base } = await listen(sandbox));
+    receiver = await startReceiver();
+    return async () => {
+      await close(server);
+      await close(receiver.server);
+    };
+  });
+  beforeEach(async () => {
+    sandbox.reset();
+    receiver.calls.length = 0;
+    receiver.answers.length = 0;
+    await postJson(`${base}/bot/bot${TOKEN}/setWebhook`, {
+      url: `${receiver.url}/hook`,
+      secret_token: SECRET,
+    });
+  });
+  const inbound = async () =>
+    (await (
+      await postJson(`${base}/_sandbox/inbound`, { channel: 'bot', account: BOT_ID, from: USER, text: 'oi' })
+    ).json()) as Record<string, unknown>;
+
+  it('delivers the same update again after any answer but a 2xx, a 4xx included, the first time at once', async () => {
+    receiver.answers.push(404, 500, 429);
+    expect(await inbound()).toMatchObject({ delivered_status: 404, redelivering: true });
+    await sandbox.redelivered();
+    const bodies = receiver.posts().map((call) => call.rawBody);
+    expect(bodies).toHaveLength(4);
+    expect(new Set(bodies).size).toBe(1);
+    const made = (await (await fetch(`${base}/_sandbox/redeliveries?channel=bot`)).json()) as unknown[];
+    expect(made).toEqual([
+      expect.objectContaining({ attempt: 2, status: 500 }),
+      expect.objectContaining({ attempt: 3, status: 429 }),
+      expect.objectContaining({ attempt: 4, status: 200 }),
+    ]);
+  });
+
+  it("waits the answer's Retry-After instead of its own backoff", async () => {
+    // An hour, here 3.6 s: the retry Telegram would make at once waits for it.
+    receiver.answers.push({ status: 429, headers: { 'retry-after': '3600' } });
+    expect(await inbound()).toMatchObject({ delivered_status: 429, redelivering: true });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(receiver.posts()).toHaveLength(1);
+    sandbox.reset();
   });
 });

@@ -41,7 +41,7 @@ export interface Receiver {
   posts(): ReceivedCall[];
   handshake: HandshakeAnswer;
   /** What the next webhooks are answered, one each, before the receiver goes back to 200. */
-  answers: number[];
+  answers: Array<number | { status: number; headers: Record<string, string> }>;
 }
 
 /**
@@ -75,7 +75,9 @@ export function startReceiver(): Promise<Receiver> {
         else res.writeHead(200).end(receiver.handshake === 'echo' ? challenge : `${challenge}x`);
         return;
       }
-      res.writeHead(receiver.answers.shift() ?? 200).end();
+      const answer = receiver.answers.shift() ?? 200;
+      if (typeof answer === 'number') res.writeHead(answer).end();
+      else res.writeHead(answer.status, answer.headers).end();
     });
   });
   return new Promise((resolve) => {
