@@ -1,5 +1,5 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { request as httpRequest, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
@@ -14,7 +14,7 @@ import { type CallbackLimits, defaultCallbackLimits } from '../src/handlers/call
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { KeptCallbacks } from '../src/handlers/kept-callbacks.js';
 import { IntegrationStore } from '../src/store/integrations.js';
-import { migratedPool } from './support.js';
+import { migratedPool, slowPost } from './support.js';
 
 /** Counts decrypts, to see how often a callback costs one. */
 class CountingSecretBox extends SecretBox {
@@ -186,30 +186,7 @@ async function startConnector(limits: Partial<CallbackLimits> = {}) {
         message: { conversation: 'devagar' },
       },
     });
-    const request = httpRequest(`${url}/inbound/alt-a/${target.id}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(body),
-        [ALT_A_CALLBACK_HEADER]: target.secret,
-      },
-    });
-    const answered = new Promise<number>((resolve, reject) => {
-      request.once('response', (response) => {
-        response.resume();
-        resolve(response.statusCode ?? 0);
-      });
-      request.once('error', reject);
-    });
-    request.write(body.slice(0, 10));
-    request.flushHeaders();
-    return {
-      answered,
-      finish: () => {
-        request.end(body.slice(10));
-        return answered;
-      },
-    };
+    return slowPost(`${url}/inbound/alt-a/${target.id}`, { [ALT_A_CALLBACK_HEADER]: target.secret }, body);
   };
   return { url, store, secrets, integration, callback, officialIntegration, batchCallback, slowCallback };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import { InProcessBus } from '@inbox/bus';
@@ -10,6 +10,7 @@ import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/se
 import { waitFor } from '@inbox/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ALT_B_CALLBACK_PARAM } from '../src/adapters/alt-b.js';
+import type { InboundBatch } from '../src/adapters/channel-adapter.js';
 import { type CallbackLimits, defaultCallbackLimits } from '../src/handlers/callback-admission.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import {
@@ -19,7 +20,7 @@ import {
 } from '../src/handlers/kept-callbacks.js';
 import { CallbackInbox } from '../src/store/callback-inbox.js';
 import { IntegrationStore } from '../src/store/integrations.js';
-import { migratedPool } from './support.js';
+import { migratedPool, slowPost } from './support.js';
 
 // Z-API documents no redelivery of a webhook it could not deliver: every callback the connector does not
 // answer 2xx in time is lost. Its callbacks are kept as read, answered at once, and recorded by workers.
@@ -134,28 +135,8 @@ async function startConnector(
       body: receivedBody(target, text),
     });
   /** A callback whose body arrives only when `finish` is called: admitted now, read then. */
-  const slowCallback = async (target: Target, text: string) => {
-    const body = receivedBody(target, text);
-    const request = httpRequest(callbackUrl(target), {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    });
-    const answered = new Promise<number>((resolve, reject) => {
-      request.once('response', (response) => {
-        response.resume();
-        resolve(response.statusCode ?? 0);
-      });
-      request.once('error', reject);
-    });
-    request.write(body.slice(0, 10));
-    request.flushHeaders();
-    return {
-      finish: () => {
-        request.end(body.slice(10));
-        return answered;
-      },
-    };
-  };
+  const slowCallback = (target: Target, text: string) =>
+    slowPost(callbackUrl(target), {}, receivedBody(target, text));
   /**
    * A Mercado Livre integration whose API is at `baseUrl`, and a notification of a buyer's question as ML
    * posts it (unsigned: it names the application and the seller).
@@ -220,6 +201,21 @@ const usageOf = async (workspaceId: string) =>
       ])
     ).rows[0]?.bytes ?? 0,
   );
+
+/** A batch as an adapter reads it: one customer's message saying `text`, and a status. */
+const batchOf = (text: string): InboundBatch => ({
+  messages: [
+    {
+      providerMessageId: randomUUID(),
+      from: '5544999999999',
+      name: null,
+      text,
+      type: 'text',
+      sentAt: new Date('2026-12-02T10:00:00.000Z'),
+    },
+  ],
+  statuses: [{ providerMessageId: 'p', status: 'read', error: null, at: new Date(0) }],
+});
 
 /** Makes every postponed callback due now, as its backoff's end would. */
 const backoffOver = () => pool.query('update callback_inbox set due_at = now()');
@@ -329,22 +325,8 @@ describe('kept callbacks (Z-API)', () => {
     const connector = await startConnector({}, { lanes: 1 });
     const target = await connector.integration();
     const inbox = new CallbackInbox(pool);
-    for (const text of ['primeiro', 'segundo', 'terceiro']) {
-      const batch = {
-        messages: [
-          {
-            providerMessageId: randomUUID(),
-            from: '5544999999999',
-            name: null,
-            text,
-            type: 'text' as const,
-            sentAt: new Date(),
-          },
-        ],
-        statuses: [],
-      };
-      await inbox.keep(target.workspaceId, target.id, batch, {}, 1e6);
-    }
+    for (const text of ['primeiro', 'segundo', 'terceiro'])
+      await inbox.keep(target.workspaceId, target.id, batchOf(text), {}, 1e6);
     // The outbox takes no row until the lock is let go: the first callback's recording waits on it.
     const locker = await pool.connect();
     await locker.query('begin');
@@ -412,22 +394,9 @@ describe('kept callbacks (Z-API)', () => {
 
 describe('the callback inbox', () => {
   const inbox = () => new CallbackInbox(pool);
-  const batch = (text: string) => ({
-    messages: [
-      {
-        providerMessageId: randomUUID(),
-        from: '5544999999999',
-        name: null,
-        text,
-        type: 'text' as const,
-        sentAt: new Date('2026-12-02T10:00:00.000Z'),
-      },
-    ],
-    statuses: [{ providerMessageId: 'p', status: 'read' as const, error: null, at: new Date(0) }],
-  });
   const keepSome = async (workspaceId: string, integrationId: string, count: number) => {
     for (let i = 0; i < count; i++)
-      expect(await inbox().keep(workspaceId, integrationId, batch(`m${i}`), {}, 1e9)).toBe(true);
+      expect(await inbox().keep(workspaceId, integrationId, batchOf(`m${i}`), {}, 1e9)).toBe(true);
   };
   // Each test's rows only: the inbox is shared by the file's tests.
   const mine = <T extends { workspaceId: string }>(leased: T[], ...workspaces: string[]) =>
@@ -436,7 +405,7 @@ describe('the callback inbox', () => {
 
   it('gives back a kept batch as it was read, times included', async () => {
     const workspace = randomUUID();
-    const kept = batch('oi');
+    const kept = batchOf('oi');
     await inbox().keep(workspace, randomUUID(), kept, {}, 1e9);
     const [leased] = mine(await inbox().lease({ round: 100, perIntegration: 5, leaseMs: 60_000 }), workspace);
     expect(leased!.batch).toEqual(kept);

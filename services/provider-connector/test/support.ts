@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, request as httpRequest, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
@@ -58,4 +58,31 @@ export function loopbackProviders() {
     }),
   };
   return providers;
+}
+
+/**
+ * A JSON POST whose body arrives only when `finish` is called: the connector admits it on its headers and
+ * reads its body then. `answered` settles with the status once it is answered.
+ */
+export function slowPost(url: string, headers: Record<string, string>, body: string) {
+  const request = httpRequest(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
+  });
+  const answered = new Promise<number>((resolve, reject) => {
+    request.once('response', (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.once('error', reject);
+  });
+  request.write(body.slice(0, 10));
+  request.flushHeaders();
+  return {
+    answered,
+    finish: () => {
+      request.end(body.slice(10));
+      return answered;
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createEvolutionInstance, createSandbox } from '../src/index.js';
-import { close, listen, postJson, type Receiver, startReceiver } from './support.js';
+import { close, listen, postJson, type Receiver, sandboxAndReceiver, startReceiver } from './support.js';
 
 const INSTANCE = 'loja-1';
 const API_KEY = 'evo-key-1';
@@ -326,23 +326,12 @@ describe('alt-a (Evolution API v2) emulation', () => {
 
 describe("alt-a: Evolution's redelivery of a webhook its receiver did not take", () => {
   // Evolution's own waits (5 s, doubling) times a thousandth.
-  const sandbox = createSandbox({ httpCallbacks: 'allow', redeliveryDelayScale: 0.001 });
+  const env = sandboxAndReceiver({ redeliveryDelayScale: 0.001 });
+  const { sandbox } = env;
   let base = '';
-  let sandboxServer: Server;
   let receiver: Receiver;
-
-  beforeAll(async () => {
-    ({ server: sandboxServer, url: base } = await listen(sandbox));
-    receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await close(sandboxServer);
-    await close(receiver.server);
-  });
   beforeEach(async () => {
-    sandbox.reset();
-    receiver.calls.length = 0;
-    receiver.answers.length = 0;
+    ({ base, receiver } = env);
     await createEvolutionInstance(base, INSTANCE, API_KEY);
   });
 

@@ -1,6 +1,6 @@
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSandbox } from '../src/index.js';
-import { close, listen, postJson, type Receiver, sandboxAndReceiver, startReceiver } from './support.js';
+import { close, listen, postJson, type Receiver, sandboxAndReceiver } from './support.js';
 
 const BOT_ID = '123456789';
 const TOKEN = `${BOT_ID}:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw`;
@@ -378,22 +378,12 @@ describe('bot (Telegram Bot API) emulation', () => {
 
 describe("bot: Telegram's redelivery of an update its webhook did not take", () => {
   // Telegram's own waits times a thousandth.
-  const sandbox = createSandbox({ httpCallbacks: 'allow', redeliveryDelayScale: 0.001 });
+  const env = sandboxAndReceiver({ redeliveryDelayScale: 0.001 });
+  const { sandbox } = env;
   let base = '';
-  let server: Awaited<ReturnType<typeof listen>>['server'];
   let receiver: Receiver;
-  beforeAll(async () => {
-    ({ server, url: base } = await listen(sandbox));
-    receiver = await startReceiver();
-    return async () => {
-      await close(server);
-      await close(receiver.server);
-    };
-  });
   beforeEach(async () => {
-    sandbox.reset();
-    receiver.calls.length = 0;
-    receiver.answers.length = 0;
+    ({ base, receiver } = env);
     await postJson(`${base}/bot/bot${TOKEN}/setWebhook`, {
       url: `${receiver.url}/hook`,
       secret_token: SECRET,

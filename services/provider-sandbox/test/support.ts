@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import { createSandbox, type Sandbox } from '../src/index.js';
+import { createSandbox, type Sandbox, type SandboxOptions } from '../src/index.js';
 
 export function listen(sandbox: Sandbox): Promise<{ server: Server; url: string }> {
   return new Promise((resolve) => {
@@ -107,12 +107,12 @@ export function postJson(
  * and a receiver, both listening for the enclosing describe and reset before each of its tests. Read
  * `base` and `receiver` once they have started (in hooks and tests).
  */
-export function sandboxAndReceiver(): {
+export function sandboxAndReceiver(options: Omit<SandboxOptions, 'httpCallbacks'> = {}): {
   sandbox: Sandbox;
   readonly base: string;
   readonly receiver: Receiver;
 } {
-  const sandbox = createSandbox({ httpCallbacks: 'allow' });
+  const sandbox = createSandbox({ ...options, httpCallbacks: 'allow' });
   let server: Server | undefined;
   let base = '';
   let receiver: Receiver | undefined;
@@ -128,6 +128,7 @@ export function sandboxAndReceiver(): {
     sandbox.reset();
     receiver!.calls.length = 0;
     receiver!.handshake = 'echo';
+    receiver!.answers.length = 0;
   });
   return {
     sandbox,

@@ -108,9 +108,9 @@ export function inboundRoutes(deps: InboundRouteDeps): Router {
   const admitted = new WeakMap<Request, CallbackIntegration>();
 
   /**
-   * Keeps a callback of a provider that delivers once, and answers at once: its budgets' debts are not
-   * held against it (refused, it would be lost), only its workspace's kept backlog, which bounds what one
-   * workspace's flood or a stalled recording can pile up.
+   * Keeps a callback of a channel whose intake is `kept`, and answers at once: its budgets' debts are not
+   * held against it (refused, a provider that delivers once loses it), only its workspace's kept backlog,
+   * which bounds what one workspace's flood or a stalled recording can pile up.
    */
   const keep = async (res: Response, found: CallbackIntegration, batch: InboundBatch) => {
     if (await deps.kept.keep(found, batch, admission.keptBytesPerWorkspace)) {
