@@ -117,8 +117,11 @@ export function inboundRoutes(deps: InboundRouteDeps): Router {
       answerJson(res, 200, { ok: true });
       return;
     }
-    res.setHeader('Retry-After', String(keptFullRetrySeconds));
-    answerJson(res, 429, { error: platformTexts.callbacksTooMany });
+    refuse(
+      res,
+      { admitted: false, status: 429, retryAfterSeconds: keptFullRetrySeconds },
+      unknownIntegration,
+    );
   };
 
   const admit =

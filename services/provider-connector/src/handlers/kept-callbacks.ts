@@ -28,7 +28,7 @@ export const defaultKeptCallbacksOptions: KeptCallbacksOptions = {
 
 const outcomes = meter('connector').createCounter('connector.kept_callbacks', {
   description:
-    'Callbacks of providers that deliver once, by outcome: kept, refused_full (their workspace had too many kept), recorded, postponed after a failure, given_up after keepForMs, dropped with their integration',
+    'Callbacks kept to be recorded after the answer (Z-API, Mercado Livre), by outcome: kept, refused_full (their workspace had too many kept), recorded, postponed after a failure, given_up after keepForMs, dropped with their integration',
 });
 
 /** How often a workspace whose kept callbacks are at their bound is logged, at most. */
@@ -39,11 +39,11 @@ const backoffMs = (attempts: number) => Math.min(1_000 * 2 ** Math.max(0, attemp
 
 /**
  * Records the callbacks the inbound routes kept (`callbackIntake: 'kept'`), leased from the callback
- * inbox in rounds that take workspaces in turns, in `lanes` lanes: each on one integration's callbacks at a
- * time, in the order they came, no two on one workspace; a failure is tried again after a backoff without
- * holding the integration's later callbacks. A callback is forgotten only once
- * recorded; a worker that dies meanwhile leaves it to the next once its lease ends, and recording it again
- * takes each message in once (inbound_seen).
+ * inbox in rounds that take workspaces in turns, in `lanes` lanes: each on one integration's callbacks at
+ * a time, in the order they came, no two on one workspace; a failure is tried again after a backoff
+ * without holding the integration's later callbacks. A callback is forgotten only once recorded; a worker
+ * that dies meanwhile leaves it to the next once its lease ends, and recording it again takes each
+ * message in once (inbound_seen).
  */
 export class KeptCallbacks {
   private readonly inbox: CallbackInbox;

@@ -89,8 +89,6 @@ export class CallbackInbox {
           where due_at <= now() and leased_until <= now()
             and integration_id not in (select integration_id from busy)
             and workspace_id <> all($4::uuid[])
-
-
        ), turns as (
          select id, row_number() over (partition by workspace_id order by place, id) as turn
            from due where place <= $2
