@@ -428,6 +428,9 @@ describe('one trace from the API call to the webhook', () => {
     expect(messaging).toMatch(/^bus_command_duration\w*_bucket\{.*subject="cmd\.connector\.send-text"/m);
     const connector = await scrape('provider-connector');
     expect(connector).toMatch(/^provider_request_duration\w*_bucket\{.*channel="alt-a".*outcome="ok"/m);
+    // Read from Postgres as the connector starts: present before any callback is kept.
+    expect(connector).toMatch(/^connector_kept_callbacks_backlog\{[^}]*\} \d+$/m);
+    expect(connector).toMatch(/^connector_kept_callbacks_oldest_age\{/m);
     const dispatcher = await scrape('webhook-dispatcher');
     expect(dispatcher).toMatch(/^webhook_deliveries_total\{.*outcome="delivered"/m);
     expect(dispatcher).toMatch(/^webhook_attempt_duration\w*_bucket\{/m);

@@ -48,6 +48,10 @@ const FAMILIES: Record<string, Kind> = {
   webhook_consumer_pending: 'gauge',
   webhook_retries_pending: 'gauge',
   webhook_endpoints_disabled_total: 'counter',
+  connector_kept_callbacks_total: 'counter',
+  connector_kept_callbacks_backlog: 'gauge',
+  connector_kept_callbacks_backlog_bytes: 'gauge',
+  connector_kept_callbacks_oldest_age: 'gauge',
   // libs/db: statements inside an operation, and each pool's connections.
   db_client_operation_duration: 'histogram',
   db_client_connection_count: 'gauge',

@@ -7,6 +7,7 @@ import { platformTexts } from '@inbox/contracts';
 import { OutboxRelay, type Pool } from '@inbox/db';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { createHttpApp, createLogger, finishHttpApp, SecretBox } from '@inbox/service-kit';
+import { serveMetrics } from '@inbox/telemetry';
 import { waitFor } from '@inbox/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ALT_B_CALLBACK_PARAM } from '../src/adapters/alt-b.js';
@@ -217,6 +218,24 @@ const batchOf = (text: string): InboundBatch => ({
   statuses: [{ providerMessageId: 'p', status: 'read', error: null, at: new Date(0) }],
 });
 
+/** The connector's gauges as Prometheus scrapes them, by series name. */
+async function scrapedGauges(): Promise<Map<string, number>> {
+  const server = createServer(serveMetrics);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return new Map(
+      text
+        .split('\n')
+        .filter((line) => line.startsWith('connector_kept_callbacks_'))
+        .map((line) => [line.split(/[{ ]/)[0]!, Number(line.split(' ').at(-1))]),
+    );
+  } finally {
+    server.close();
+  }
+}
+
 /** Makes every postponed callback due now, as its backoff's end would. */
 const backoffOver = () => pool.query('update callback_inbox set due_at = now()');
 
@@ -300,6 +319,39 @@ describe('kept callbacks (Z-API)', () => {
     expect((await connector.callback(crowded, 'de novo')).status).toBe(200);
     await connector.kept.drain();
     expect(await textsOf(crowded.workspaceId)).toContain('de novo');
+  });
+
+  it('reports the backlog: how many kept callbacks wait, what they weigh, and how long the oldest has', async () => {
+    const connector = await startConnector();
+    const inbox = new CallbackInbox(pool);
+    const before = await inbox.backlog();
+    const target = await connector.integration();
+    await refuseRecusado();
+    for (const text of ['recusado', 'recusado'])
+      expect((await connector.callback(target, text)).status).toBe(200);
+    await connector.kept.drain();
+    await pool.query(
+      `update callback_inbox set received_at = now() - interval '1 hour'
+        where id = (select min(id) from callback_inbox where workspace_id = $1)`,
+      [target.workspaceId],
+    );
+    await connector.kept.refreshBacklog();
+    const gauges = await scrapedGauges();
+    expect(gauges.get('connector_kept_callbacks_backlog')).toBe(before.callbacks + 2);
+    expect(gauges.get('connector_kept_callbacks_backlog_bytes')).toBe(
+      before.bytes + (await usageOf(target.workspaceId)),
+    );
+    expect(await usageOf(target.workspaceId)).toBeGreaterThan(0);
+    expect(gauges.get('connector_kept_callbacks_oldest_age')).toBeGreaterThanOrEqual(3_600);
+
+    await pool.query('alter table outbox drop constraint refuses_recusado');
+    await backoffOver();
+    await connector.kept.drain();
+    await connector.kept.refreshBacklog();
+    const after = await scrapedGauges();
+    expect(after.get('connector_kept_callbacks_backlog')).toBe(before.callbacks);
+    expect(after.get('connector_kept_callbacks_backlog_bytes')).toBe(before.bytes);
+    expect(after.get('connector_kept_callbacks_oldest_age')).toBeLessThan(3_600);
   });
 
   it('gives up a callback it could not record within keepForMs, and says so', async () => {

@@ -1,7 +1,12 @@
 import { captureContext, meter, startSpan, withCapturedContext } from '@inbox/telemetry';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
 import { adapterFor } from '../adapters/index.js';
-import { CallbackInbox, type KeptCallback, type LeaseOptions } from '../store/callback-inbox.js';
+import {
+  CallbackInbox,
+  type KeptBacklog,
+  type KeptCallback,
+  type LeaseOptions,
+} from '../store/callback-inbox.js';
 import { ExpiringCache } from '../store/expiring-cache.js';
 import type { CallbackIntegration } from '../store/integrations.js';
 import { type InboundDeps, takeIn } from './inbound.js';
@@ -13,6 +18,8 @@ export interface KeptCallbacksOptions extends LeaseOptions {
   pollMs: number;
   /** How long after it came a callback whose recording keeps failing is tried again; then it is given up. */
   keepForMs: number;
+  /** How often the backlog gauges are read from Postgres. */
+  backlogRefreshMs: number;
 }
 
 export const defaultKeptCallbacksOptions: KeptCallbacksOptions = {
@@ -24,12 +31,33 @@ export const defaultKeptCallbacksOptions: KeptCallbacksOptions = {
   lanes: 8,
   pollMs: 1_000,
   keepForMs: 24 * 3_600_000,
+  backlogRefreshMs: 15_000,
 };
 
-const outcomes = meter('connector').createCounter('connector.kept_callbacks', {
+const keptMeter = meter('connector');
+const outcomes = keptMeter.createCounter('connector.kept_callbacks', {
   description:
     'Callbacks kept to be recorded after the answer (Z-API, Mercado Livre), by outcome: kept, refused_full (their workspace had too many kept), recorded, postponed after a failure, given_up after keepForMs, dropped with their integration',
 });
+
+// Every replica reads the same backlog, of every workspace: a dashboard takes their max.
+let backlog: KeptBacklog = { callbacks: 0, bytes: 0, oldestAgeSeconds: 0 };
+keptMeter
+  .createObservableGauge('connector.kept_callbacks.backlog', {
+    description: 'Kept callbacks not yet recorded, of every workspace (read every 15 s)',
+  })
+  .addCallback((result) => result.observe(backlog.callbacks));
+keptMeter
+  .createObservableGauge('connector.kept_callbacks.backlog_bytes', {
+    description: 'What the kept callbacks not yet recorded weigh as read, in bytes (read every 15 s)',
+  })
+  .addCallback((result) => result.observe(backlog.bytes));
+keptMeter
+  .createObservableGauge('connector.kept_callbacks.oldest_age', {
+    description: 'How long the oldest kept callback not yet recorded has waited (read every 15 s)',
+    unit: 's',
+  })
+  .addCallback((result) => result.observe(backlog.oldestAgeSeconds));
 
 /** How often a workspace whose kept callbacks are at their bound is logged, at most. */
 const fullLoggedMs = 30_000;
@@ -56,6 +84,7 @@ export class KeptCallbacks {
   private wanted = false;
   private stopping = false;
   private timer: NodeJS.Timeout | undefined;
+  private backlogTimer: NodeJS.Timeout | undefined;
   private readonly fullLogged = new ExpiringCache<string, true>(fullLoggedMs, 10_000);
 
   constructor(
@@ -87,7 +116,19 @@ export class KeptCallbacks {
   start(): void {
     this.timer = setInterval(() => this.wake(), this.options.pollMs);
     this.timer.unref();
+    this.backlogTimer = setInterval(() => void this.refreshBacklog(), this.options.backlogRefreshMs);
+    this.backlogTimer.unref();
+    void this.refreshBacklog();
     this.wake();
+  }
+
+  /** Reads the backlog the gauges report; a failed read leaves them as they were, until the next. */
+  async refreshBacklog(): Promise<void> {
+    try {
+      backlog = await this.inbox.backlog();
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'kept callbacks backlog not read');
+    }
   }
 
   /** Records what is due, now: after a callback was kept here, or on the poll. */
@@ -110,6 +151,7 @@ export class KeptCallbacks {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.timer);
+    clearInterval(this.backlogTimer);
     while (this.lanes.size > 0) await Promise.all(this.lanes);
     const left = this.pending.splice(0).flat();
     await Promise.all(left.map((kept) => this.inbox.postpone(kept.id, 0)));

@@ -13,6 +13,14 @@ export interface KeptCallback {
   receivedAt: Date;
 }
 
+/** The kept callbacks not yet recorded, of every workspace. */
+export interface KeptBacklog {
+  callbacks: number;
+  bytes: number;
+  /** Since the oldest came; 0 when none is kept. */
+  oldestAgeSeconds: number;
+}
+
 export interface LeaseOptions {
   /** Callbacks leased in one round, shared out among the workspaces that have any due. */
   round: number;
@@ -49,8 +57,9 @@ export class CallbackInbox {
     // bound that has room for one.
     const { rowCount } = await this.db.query(
       `with room as (
-         insert into callback_inbox_usage as usage (workspace_id, bytes) values ($1, $3)
-         on conflict (workspace_id) do update set bytes = usage.bytes + excluded.bytes
+         insert into callback_inbox_usage as usage (workspace_id, bytes, callbacks) values ($1, $3, 1)
+         on conflict (workspace_id)
+         do update set bytes = usage.bytes + excluded.bytes, callbacks = usage.callbacks + 1
           where usage.bytes + excluded.bytes <= $4
          returning 1)
        insert into callback_inbox (workspace_id, integration_id, batch, bytes, trace_context)
@@ -118,10 +127,25 @@ export class CallbackInbox {
   async finish(id: string): Promise<void> {
     await this.db.query(
       `with gone as (delete from callback_inbox where id = $1 returning workspace_id, bytes)
-       update callback_inbox_usage usage set bytes = usage.bytes - gone.bytes
+       update callback_inbox_usage usage set bytes = usage.bytes - gone.bytes, callbacks = usage.callbacks - 1
          from gone where usage.workspace_id = gone.workspace_id`,
       [id],
     );
+  }
+
+  /** What every workspace's kept callbacks add up to, and how long the oldest has waited. */
+  async backlog(): Promise<KeptBacklog> {
+    const { rows } = await this.db.query<{ callbacks: string; bytes: string; oldest_age: number | null }>(
+      `select coalesce(sum(callbacks), 0) as callbacks, coalesce(sum(bytes), 0) as bytes,
+              (select extract(epoch from now() - min(received_at))::float8 from callback_inbox) as oldest_age
+         from callback_inbox_usage`,
+    );
+    const row = rows[0]!;
+    return {
+      callbacks: Number(row.callbacks),
+      bytes: Number(row.bytes),
+      oldestAgeSeconds: row.oldest_age ?? 0,
+    };
   }
 
   /** Gives a callback whose recording failed back, to be taken again in `delayMs`. */
