@@ -25,22 +25,29 @@ const CHANNEL = 'bot';
 
 /**
  * Telegram's webhook retries (telegram-bot-api, WebhookActor::on_update_error): any answer but a 2xx, or
- * none, is tried again: at once the first time, then after 2 s, doubling up to a random 60–120 s, or after
- * the answer's `Retry-After` seconds (up to 3,600) when it has one. An update is dropped once its next try
- * would fall past its expiry, a day after the message. (The server doubles only on failures without
- * `Retry-After`, the emulator on all; and it holds a chat's later updates behind a failing one, which the
- * emulator does not.)
+ * none, is tried again. Each update keeps a delay, 1 s at first: an answer with `Retry-After` (at most
+ * 3,600 s) is tried again after that many seconds, the delay unchanged; one without it is tried again at
+ * once the first time, and afterwards after the delay doubled, at most a random 60–120 s. An update is
+ * dropped once its next try would fall past its expiry, a day after the message. Updates of a chat go out
+ * one at a time: its later ones wait until the one being delivered is taken or dropped (each message's
+ * webhook queue is its chat, Client::add_message_update).
  */
 export const telegramRedelivery: RedeliveryPolicy = {
-  nextWaitMs({ failures, answer, elapsedMs }) {
-    // HttpQuery::get_retry_after: a whole number of seconds, else none.
-    const asked = /^\d{1,9}$/.test(answer?.retryAfter ?? '')
-      ? Math.min(Number(answer!.retryAfter), 3_600)
-      : 0;
-    const backoff =
-      failures <= 1 ? 0 : Math.min(60_000 + Math.random() * 60_000, 1_000 * 2 ** (failures - 1));
-    const wait = asked > 0 ? asked * 1_000 : backoff;
-    return elapsedMs + wait > 24 * 3_600_000 ? undefined : wait;
+  nextWaitMs({ answers, elapsedMs }) {
+    let delay = 1;
+    let wait = 0;
+    for (const [earlierFailures, answer] of answers.entries()) {
+      // HttpQuery::get_retry_after: a whole number of seconds, else none.
+      const asked = /^\d{1,9}$/.test(answer?.retryAfter ?? '')
+        ? Math.min(Number(answer!.retryAfter), 3_600)
+        : 0;
+      if (asked === 0 && earlierFailures > 0) {
+        // td::Random::fast(WEBHOOK_MAX_RESEND_TIMEOUT, 2 * WEBHOOK_MAX_RESEND_TIMEOUT), bounds included.
+        delay = Math.min(60 + Math.floor(Math.random() * 61), delay * 2);
+        wait = delay;
+      } else wait = asked;
+    }
+    return elapsedMs + wait * 1_000 > 24 * 3_600_000 ? undefined : wait * 1_000;
   },
 };
 
@@ -440,6 +447,8 @@ export function createBot(stores: SandboxStores): ChannelEmulator {
       headers: { 'Content-Type': 'application/json', ...secretHeader(webhook) },
       body: JSON.stringify(update),
       providerMessageId: `${chat.id}:${messageId}`,
+      // The bot's webhook queue of the chat: one update of it at a time.
+      queue: `${CHANNEL}:${message.account}:${chat.id}`,
     };
   }
 

@@ -76,6 +76,11 @@ export interface WebhookDelivery {
   headers: Record<string, string>;
   /** As sent: the JSON text, or its bytes compressed as the provider compresses them. */
   body: string | Uint8Array;
+  /**
+   * The provider's delivery queue, where it has them: while one delivery of the queue is being delivered
+   * again, its later ones wait (Telegram's webhook queues, one per chat).
+   */
+  queue?: string;
 }
 
 export interface InboundDelivery extends WebhookDelivery {

@@ -237,34 +237,32 @@ export function createControls({
     delivery: WebhookDelivery,
     times: number,
   ) {
+    const policy = emulator.redelivery;
+    // Behind an earlier delivery of its queue the provider is still making: it goes out after that one.
+    if (policy && redeliveries.hold(emulator.channel, account, delivery, policy)) return { held: true };
     const firstAt = Date.now();
-    const answers: WebhookAnswer[] = [];
+    const answers: (WebhookAnswer | undefined)[] = [];
     try {
       for (let attempt = 0; attempt < times; attempt++)
         answers.push(await answerOfWebhook(fetchImpl, delivery));
     } catch (unreachable) {
-      redeliver(emulator, account, delivery, { count: answers.length + 1, firstAt, last: undefined });
+      answers.push(undefined);
+      const again =
+        policy && redeliveries.schedule(emulator.channel, account, delivery, policy, { answers, firstAt });
+      if (!again) redeliveries.release(delivery);
       throw unreachable;
     }
-    const last = answers.at(-1)!;
-    const again = !taken(last) && redeliver(emulator, account, delivery, { count: times, firstAt, last });
-    const statuses = answers.map((answer) => answer.status);
+    const statuses = answers.map((answer) => answer!.status);
+    const again =
+      policy !== undefined &&
+      !taken(answers.at(-1)) &&
+      redeliveries.schedule(emulator.channel, account, delivery, policy, { answers, firstAt });
+    if (!again) redeliveries.release(delivery);
     return {
       delivered_status: statuses[0]!,
       ...(times > 1 ? { delivered_statuses: statuses } : {}),
       ...(again ? { redelivering: true } : {}),
     };
-  }
-
-  /** Whether the provider delivers again after the deliveries `made`, none taken; it then does. */
-  function redeliver(
-    emulator: ChannelEmulator,
-    account: string,
-    delivery: WebhookDelivery,
-    made: { count: number; firstAt: number; last: WebhookAnswer | undefined },
-  ): boolean {
-    const policy = emulator.redelivery;
-    return policy !== undefined && redeliveries.schedule(emulator.channel, account, delivery, policy, made);
   }
 
   // WhatsApp's own knowledge, shared by every provider that speaks to it.

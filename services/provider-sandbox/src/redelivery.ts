@@ -9,6 +9,8 @@ export interface FailedDelivery {
   failures: number;
   /** What the receiver answered this time: undefined when it could not be reached or timed out. */
   answer: WebhookAnswer | undefined;
+  /** Every answer so far, oldest first, this one last: a provider may keep state across them. */
+  answers: readonly (WebhookAnswer | undefined)[];
   /** Since the first delivery. */
   elapsedMs: number;
 }
@@ -19,7 +21,30 @@ export interface RedeliveryPolicy {
   nextWaitMs(failed: FailedDelivery): number | undefined;
 }
 
-/** One delivery a provider made again: `status` null when the receiver could not be reached. */
+/** A delivery a provider is making, with whose it is and how it delivers it again. */
+interface Delivering {
+  channel: string;
+  account: string;
+  delivery: WebhookDelivery;
+  policy: RedeliveryPolicy;
+}
+
+/** One held behind an earlier delivery of its queue, since `heldAt`. */
+interface Queued extends Delivering {
+  heldAt: number;
+}
+
+const failedDelivery = (answers: (WebhookAnswer | undefined)[], firstAt: number): FailedDelivery => ({
+  failures: answers.length,
+  answer: answers.at(-1),
+  answers,
+  elapsedMs: Date.now() - firstAt,
+});
+
+/**
+ * One delivery a provider made in the background: again after one not taken, or one it held behind an
+ * earlier one of its queue (`attempt` 1). `status` null when the receiver could not be reached.
+ */
 export interface Redelivery {
   channel: string;
   account: string;
@@ -44,6 +69,8 @@ export const taken = (answer: WebhookAnswer | undefined): boolean =>
 export class Redeliveries {
   readonly #posts = new OwnAccordPosts();
   readonly #log: Redelivery[] = [];
+  /** The queues a delivery is being delivered in, each with the deliveries held behind it, oldest first. */
+  readonly #queues = new Map<string, Queued[]>();
   /** Ends the waits under way: a reset must not leave a redelivery minutes away holding `settled()`. */
   #resetting = new AbortController();
 
@@ -53,41 +80,88 @@ export class Redeliveries {
   ) {}
 
   /**
-   * Carries on delivering after `made` deliveries the receiver did not take, the first at `firstAt`, the
-   * last answered `last`, as `policy` says; false when the provider gives up at once.
+   * Carries on delivering after the deliveries `made`, none taken (their answers oldest first, undefined
+   * where the receiver could not be reached), the first at `firstAt`, as `policy` says; false when the
+   * provider gives up at once. Its queue (`hold`) is let go once it is taken or given up.
    */
   schedule(
     channel: string,
     account: string,
     delivery: WebhookDelivery,
     policy: RedeliveryPolicy,
-    made: { count: number; firstAt: number; last: WebhookAnswer | undefined },
+    made: { answers: (WebhookAnswer | undefined)[]; firstAt: number },
   ): boolean {
-    const elapsed = () => Date.now() - made.firstAt;
-    const firstWait = policy.nextWaitMs({ failures: made.count, answer: made.last, elapsedMs: elapsed() });
+    const firstWait = policy.nextWaitMs(failedDelivery(made.answers, made.firstAt));
     if (firstWait === undefined) return false;
+    const { answers, firstAt } = made;
+    this.#posts.schedule((stillCurrent) =>
+      this.#carryOn({ channel, account, delivery, policy }, answers, firstAt, firstWait, stillCurrent),
+    );
+    return true;
+  }
+
+  /**
+   * Whether the delivery waits behind an earlier one of its queue (Telegram: one queue per chat) that is
+   * still being delivered: it then goes out once that one is taken or given up, and is delivered again
+   * as `policy` says. Otherwise its queue is the caller's until it `release`s it or `schedule`s more.
+   */
+  hold(channel: string, account: string, delivery: WebhookDelivery, policy: RedeliveryPolicy): boolean {
+    if (delivery.queue === undefined) return false;
+    const held = this.#queues.get(delivery.queue);
+    if (!held) {
+      this.#queues.set(delivery.queue, []);
+      return false;
+    }
+    held.push({ channel, account, delivery, policy, heldAt: Date.now() });
+    return true;
+  }
+
+  /** Lets the delivery's queue go on: it was taken, or is given up. */
+  release(delivery: WebhookDelivery): void {
+    if (delivery.queue !== undefined) this.#next(delivery.queue);
+  }
+
+  /** Delivers after `wait`, and again as the policy says until taken; then lets the queue's next go. */
+  async #carryOn(
+    { channel, account, delivery, policy }: Delivering,
+    answers: (WebhookAnswer | undefined)[],
+    firstAt: number,
+    firstWait: number,
+    stillCurrent: () => boolean,
+  ): Promise<void> {
     const { signal } = this.#resetting;
-    this.#posts.schedule(async (stillCurrent) => {
-      let failures = made.count;
+    try {
       for (let wait: number | undefined = firstWait; wait !== undefined; ) {
         // Unref'd: a provider's pending redelivery keeps no process alive.
         await sleep(wait * this.delayScale, undefined, { signal, ref: false });
         if (!stillCurrent()) return;
         const answer = await postWebhook(this.fetchImpl, delivery).catch(() => undefined);
-        failures++;
+        answers.push(answer);
         this.#log.push({
           channel,
           account,
           url: delivery.url,
-          attempt: failures,
+          attempt: answers.length,
           status: answer?.status ?? null,
         });
         if (this.#log.length > keptRedeliveries) this.#log.shift();
         if (taken(answer)) return;
-        wait = policy.nextWaitMs({ failures, answer, elapsedMs: elapsed() });
+        wait = policy.nextWaitMs(failedDelivery(answers, firstAt));
       }
-    });
-    return true;
+    } finally {
+      if (stillCurrent() && delivery.queue !== undefined) this.#next(delivery.queue);
+    }
+  }
+
+  /** The queue's next held delivery, delivered now; or the queue is free. */
+  #next(queue: string): void {
+    const following = this.#queues.get(queue)?.shift();
+    if (!following) {
+      this.#queues.delete(queue);
+      return;
+    }
+    // Its time runs from when it came, as an update's expiry runs from its message's date.
+    this.#posts.schedule((stillCurrent) => this.#carryOn(following, [], following.heldAt, 0, stillCurrent));
   }
 
   /** The redeliveries made, of one channel's account when given, oldest first. */
@@ -102,6 +176,7 @@ export class Redeliveries {
     this.#resetting.abort();
     this.#resetting = new AbortController();
     this.#log.length = 0;
+    this.#queues.clear();
   }
 
   settled(): Promise<void> {

@@ -1,5 +1,7 @@
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { telegramRedelivery } from '../src/bot.js';
 import { createSandbox } from '../src/index.js';
+import type { WebhookAnswer } from '../src/webhook-transport.js';
 import { close, listen, postJson, type Receiver, sandboxAndReceiver } from './support.js';
 
 const BOT_ID = '123456789';
@@ -389,10 +391,11 @@ describe("bot: Telegram's redelivery of an update its webhook did not take", () 
       secret_token: SECRET,
     });
   });
-  const inbound = async () =>
+  const inbound = async (from = USER, text = 'oi') =>
     (await (
-      await postJson(`${base}/_sandbox/inbound`, { channel: 'bot', account: BOT_ID, from: USER, text: 'oi' })
+      await postJson(`${base}/_sandbox/inbound`, { channel: 'bot', account: BOT_ID, from, text })
     ).json()) as Record<string, unknown>;
+  const textOf = (rawBody: string) => (JSON.parse(rawBody) as { message: { text: string } }).message.text;
 
   it('delivers the same update again after any answer but a 2xx, a 4xx included, the first time at once', async () => {
     receiver.answers.push(404, 500, 429);
@@ -416,5 +419,76 @@ describe("bot: Telegram's redelivery of an update its webhook did not take", () 
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(receiver.posts()).toHaveLength(1);
     sandbox.reset();
+  });
+
+  it("holds a chat's later updates until the one being delivered is taken, and delivers other chats' meanwhile", async () => {
+    // 500 s, here half a second: the first update waits that long for its second try.
+    receiver.answers.push({ status: 429, headers: { 'retry-after': '500' } });
+    expect(await inbound(USER, 'primeira')).toMatchObject({ delivered_status: 429, redelivering: true });
+    const held = await inbound(USER, 'segunda');
+    expect(held).toMatchObject({ ok: true, held: true });
+    expect(held).not.toHaveProperty('delivered_status');
+    expect(await inbound('111222333', 'outro chat')).toMatchObject({ delivered_status: 200 });
+    expect(receiver.posts().map((call) => textOf(call.rawBody))).toEqual(['primeira', 'outro chat']);
+    await sandbox.redelivered();
+    expect(receiver.posts().map((call) => textOf(call.rawBody))).toEqual([
+      'primeira',
+      'outro chat',
+      'primeira',
+      'segunda',
+    ]);
+    const made = (await (await fetch(`${base}/_sandbox/redeliveries?channel=bot`)).json()) as unknown[];
+    expect(made).toEqual([
+      expect.objectContaining({ attempt: 2, status: 200 }),
+      expect.objectContaining({ attempt: 1, status: 200 }),
+    ]);
+    // The chat is free again: its next update goes out at once.
+    expect(await inbound(USER, 'terceira')).toMatchObject({ delivered_status: 200 });
+  });
+});
+
+describe("bot: Telegram's wait before delivering an update again", () => {
+  const answer = (status: number, retryAfter: string | null = null): WebhookAnswer => ({
+    status,
+    retryAfter,
+  });
+  const waitsAfter = (...answers: (WebhookAnswer | undefined)[]) =>
+    telegramRedelivery.nextWaitMs({
+      failures: answers.length,
+      answer: answers.at(-1),
+      answers,
+      elapsedMs: 0,
+    });
+
+  it('doubles its delay only on answers without Retry-After, from the second failure', () => {
+    expect(waitsAfter(answer(500))).toBe(0);
+    expect(waitsAfter(answer(500), undefined)).toBe(2_000);
+    expect(waitsAfter(answer(500), undefined, answer(429, '5'))).toBe(5_000);
+    // The Retry-After left the delay at 2 s: doubled once more, not twice.
+    expect(waitsAfter(answer(500), undefined, answer(429, '5'), answer(502))).toBe(4_000);
+    // A first failure with Retry-After: the next without one is the first doubling.
+    expect(waitsAfter(answer(429, '7'))).toBe(7_000);
+    expect(waitsAfter(answer(429, '7'), answer(500))).toBe(2_000);
+  });
+
+  it('waits at most a random 60 to 120 s of its own, at most an hour when asked, and drops an update past a day', () => {
+    const many = Array.from({ length: 30 }, () => answer(500));
+    for (let i = 0; i < 20; i++) {
+      const wait = waitsAfter(...many)!;
+      expect(wait % 1_000).toBe(0);
+      expect(wait).toBeGreaterThanOrEqual(60_000);
+      expect(wait).toBeLessThanOrEqual(120_000);
+    }
+    expect(waitsAfter(answer(429, '99999'))).toBe(3_600_000);
+    // Not a whole number of seconds: no Retry-After at all.
+    expect(waitsAfter(answer(500), answer(429, '1.5'))).toBe(2_000);
+    expect(
+      telegramRedelivery.nextWaitMs({
+        failures: 1,
+        answer: answer(429, '60'),
+        answers: [answer(429, '60')],
+        elapsedMs: 24 * 3_600_000 - 30_000,
+      }),
+    ).toBeUndefined();
   });
 });
