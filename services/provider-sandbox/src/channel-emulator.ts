@@ -4,6 +4,7 @@ import type { CredentialBook } from './credentials.js';
 import type { FaultBook } from './faults.js';
 import type { RedeliveryPolicy } from './redelivery.js';
 import type { SentLog } from './sent-log.js';
+import type { WebhookAnswer } from './webhook-transport.js';
 import type { NumbersWithoutWhatsApp } from './without-whatsapp.js';
 
 /** State every channel shares, so controls act on all channels alike. */
@@ -124,6 +125,11 @@ export interface ChannelEmulator {
    * sandbox does not (yet) emulate its redelivery, and only the controls' `repeat` delivers again.
    */
   redelivery?: RedeliveryPolicy;
+  /**
+   * A delivery the provider gave up on (`redelivery`), the last made as sent and every answer, for
+   * providers that keep those for the receiver to fetch (Mercado Livre's missed_feeds).
+   */
+  undelivered?(account: string, last: WebhookDelivery, answers: readonly (WebhookAnswer | undefined)[]): void;
   /** Forgets the channel's own state (webhook registrations and the like). */
   reset(): void;
   /** Settles once nothing the channel posts of its own accord (e.g. a late failure status) is under way. */

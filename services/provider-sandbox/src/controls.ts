@@ -238,8 +238,10 @@ export function createControls({
     times: number,
   ) {
     const policy = emulator.redelivery;
+    const gaveUp = emulator.undelivered?.bind(emulator, account);
     // Behind an earlier delivery of its queue the provider is still making: it goes out after that one.
-    if (policy && redeliveries.hold(emulator.channel, account, delivery, policy)) return { held: true };
+    if (policy && redeliveries.hold(emulator.channel, account, delivery, policy, gaveUp))
+      return { held: true };
     const firstAt = Date.now();
     const answers: (WebhookAnswer | undefined)[] = [];
     try {
@@ -248,15 +250,16 @@ export function createControls({
     } catch (unreachable) {
       answers.push(undefined);
       const again =
-        policy && redeliveries.schedule(emulator.channel, account, delivery, policy, { answers, firstAt });
+        policy &&
+        redeliveries.schedule(emulator.channel, account, delivery, policy, { answers, firstAt }, gaveUp);
       if (!again) redeliveries.release(delivery);
       throw unreachable;
     }
     const statuses = answers.map((answer) => answer!.status);
     const again =
       policy !== undefined &&
-      !taken(answers.at(-1)) &&
-      redeliveries.schedule(emulator.channel, account, delivery, policy, { answers, firstAt });
+      !taken(answers.at(-1), policy) &&
+      redeliveries.schedule(emulator.channel, account, delivery, policy, { answers, firstAt }, gaveUp);
     if (!again) redeliveries.release(delivery);
     return {
       delivered_status: statuses[0]!,

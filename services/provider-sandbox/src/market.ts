@@ -2,12 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { inRequestContext } from '@inbox/service-kit';
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import type { ChannelEmulator, InboundDelivery, InboundMessage, SandboxStores } from './channel-emulator.js';
+import type {
+  ChannelEmulator,
+  InboundDelivery,
+  InboundMessage,
+  SandboxStores,
+  WebhookDelivery,
+} from './channel-emulator.js';
 import { ControlError } from './control-error.js';
 import { answerFault } from './faults.js';
 import { jsonBody } from './json-body.js';
 import { parseControl } from './parse-control.js';
-import { deliverWebhook } from './webhook-transport.js';
+import type { RedeliveryPolicy } from './redelivery.js';
+import { deliverWebhook, type WebhookAnswer } from './webhook-transport.js';
 
 // Emulates Mercado Livre's API, the provider behind the `market` channel, from its developer documentation
 // (developers.mercadolivre.com.br: "Autenticação e autorização" for /oauth/token and its rotating,
@@ -21,6 +28,33 @@ const ACCESS_TOKEN_SECONDS = 21_600;
 const ANSWER_LIMIT = 2000;
 const POST_SALE_LIMIT = 350;
 const TOPICS = ['questions', 'messages'] as const;
+
+/** Tries in all before a notification is lost: "após a oitava tentativa (1 hora)". */
+const NOTIFICATION_TRIES = 8;
+/** "A API de missed_feeds só guarda as notificações perdidas de até 2 dias atrás." */
+const MISSED_KEPT_MS = 2 * 24 * 3_600_000;
+/** "Por padrão, só serão mostradas 10 notificações, porém, você pode utilizar LIMIT e OFFSET." */
+const MISSED_DEFAULT_LIMIT = 10;
+
+/**
+ * How ML delivers a notification again ("Receba notificações"): anything but an HTTP 200 is not
+ * delivered, and it is tried again for an hour, eight tries in all, at exponential intervals ML does not
+ * publish (here doubling from 3,600/127 s, so the eighth falls at the hour). Each try says its number in
+ * `attempts` and its time in `sent`, as the documentation's examples show; a notification still not taken
+ * after the eighth is lost, listed by /missed_feeds.
+ */
+export const mercadoLivreRedelivery: RedeliveryPolicy = {
+  nextWaitMs: ({ failures }) =>
+    failures >= NOTIFICATION_TRIES ? undefined : Math.round((3_600_000 / 127) * 2 ** (failures - 1)),
+  takes: (answer) => answer?.status === 200,
+  again(delivery, attempt) {
+    const body = JSON.parse(String(delivery.body)) as Record<string, unknown>;
+    return {
+      ...delivery,
+      body: JSON.stringify({ ...body, attempts: attempt, sent: new Date().toISOString() }),
+    };
+  },
+};
 
 export const mlError = (status: number, message: string, error: string) => ({
   message,
@@ -44,6 +78,12 @@ const refuse = (res: Response, status: number, message?: string, error?: string)
   const body = errorOf(status);
   res.status(status).json(message ? { ...body, message, ...(error ? { error } : {}) } : body);
 };
+
+/** A notification ML gave up on, with when. */
+interface MissedFeed {
+  lostAt: number;
+  entry: { topic: unknown } & Record<string, unknown>;
+}
 
 interface Application {
   clientId: string;
@@ -131,6 +171,8 @@ export function createMarket(stores: SandboxStores, fetchImpl: typeof fetch): Ch
   /** A buyer's sale with a seller: `<seller>:<buyer>` → pack id. */
   const packs = new Map<string, string>();
   const pending = new Set<Promise<unknown>>();
+  /** Each application's lost notifications, oldest first, as /missed_feeds lists them. */
+  const missed = new Map<string, MissedFeed[]>();
   let nextQuestionId = 13_000_000_000;
   let nextPackId = 2_000_000_000_000_000;
   let nextItem = 1_000_000_000;
@@ -229,6 +271,30 @@ export function createMarket(stores: SandboxStores, fetchImpl: typeof fetch): Ch
       return;
     }
     next();
+  });
+
+  // "Histórico das notificações": the application's notifications lost in the last two days, of one topic
+  // when asked. The answer is `{ messages }` alone, as the documentation shows it: no total, no paging.
+  router.get('/missed_feeds', (req, res) => {
+    const appId = typeof req.query.app_id === 'string' ? req.query.app_id : '';
+    if (!/^\d+$/.test(appId)) {
+      refuse(res, 400, 'app_id is required', 'bad_request');
+      return;
+    }
+    if (appId !== res.locals.clientId) {
+      refuse(res, 403, 'The access token does not belong to the application', 'forbidden');
+      return;
+    }
+    const number = (value: unknown, fallback: number) =>
+      typeof value === 'string' && /^\d{1,6}$/.test(value) ? Number(value) : fallback;
+    const offset = number(req.query.offset, 0);
+    const limit = number(req.query.limit, MISSED_DEFAULT_LIMIT);
+    const since = Date.now() - MISSED_KEPT_MS;
+    const kept = (missed.get(appId) ?? []).filter((feed) => feed.lostAt >= since);
+    missed.set(appId, kept);
+    const topic = req.query.topic;
+    const listed = typeof topic === 'string' ? kept.filter((feed) => feed.entry.topic === topic) : kept;
+    res.json({ messages: listed.slice(offset, offset + limit).map((feed) => feed.entry) });
   });
 
   const userAnswer = (id: string) => ({
@@ -524,13 +590,62 @@ export function createMarket(stores: SandboxStores, fetchImpl: typeof fetch): Ch
     );
   });
 
+  /** A notification ML gave up on, kept for /missed_feeds as the documentation's example shows one. */
+  function undelivered(
+    _account: string,
+    last: WebhookDelivery,
+    answers: readonly (WebhookAnswer | undefined)[],
+  ) {
+    const sent = JSON.parse(String(last.body)) as Record<string, unknown> & {
+      _id: string;
+      application_id: number;
+    };
+    const answer = answers.at(-1);
+    // request.data is the notification as first posted, without its _id.
+    const { _id, ...first } = { ...sent, attempts: 1, sent: sent.received };
+    const data = JSON.stringify(first);
+    const entry = {
+      _id,
+      resource: sent.resource,
+      user_id: sent.user_id,
+      topic: sent.topic,
+      application_id: sent.application_id,
+      attempts: answers.length,
+      sent: sent.sent,
+      received: sent.received,
+      request: {
+        url: last.url,
+        headers: {
+          accept: 'application/json',
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(data),
+        },
+        data,
+      },
+      // The documentation's examples show the body as "[object Object]", whatever it was.
+      response: answer
+        ? {
+            req_time: answer.elapsedMs ?? 0,
+            http_code: answer.status,
+            body: '[object Object]',
+            headers: answer.headers ?? {},
+          }
+        : { req_time: 0, http_code: null, body: null, headers: {} },
+    };
+    const appId = String(sent.application_id);
+    missed.set(appId, [...(missed.get(appId) ?? []), { lostAt: Date.now(), entry }]);
+  }
+
   return {
     channel: CHANNEL,
     router,
     controlRouter,
     inboundDelivery,
     rateLimited,
+    redelivery: mercadoLivreRedelivery,
+    undelivered,
     reset: () => {
+      missed.clear();
       applications.clear();
       accessTokens.clear();
       refreshTokens.clear();

@@ -19,7 +19,14 @@ export interface FailedDelivery {
 export interface RedeliveryPolicy {
   /** The provider's wait before it delivers again, or undefined when it gives up. */
   nextWaitMs(failed: FailedDelivery): number | undefined;
+  /** Whether the receiver took the delivery, as the provider judges it; any 2xx when absent. */
+  takes?(answer: WebhookAnswer | undefined): boolean;
+  /** The delivery as the provider makes its `attempt`th (2 or more); the same bytes when absent. */
+  again?(delivery: WebhookDelivery, attempt: number): WebhookDelivery;
 }
+
+/** A delivery the provider gave up on: what it sent the last time, and every answer. */
+export type GaveUp = (last: WebhookDelivery, answers: readonly (WebhookAnswer | undefined)[]) => void;
 
 /** A delivery a provider is making, with whose it is and how it delivers it again. */
 interface Delivering {
@@ -27,6 +34,7 @@ interface Delivering {
   account: string;
   delivery: WebhookDelivery;
   policy: RedeliveryPolicy;
+  gaveUp: GaveUp | undefined;
 }
 
 /** One held behind an earlier delivery of its queue, since `heldAt`. */
@@ -56,9 +64,12 @@ export interface Redelivery {
 /** How many redeliveries `GET /_sandbox/redeliveries` keeps, newest last. */
 const keptRedeliveries = 1_000;
 
-/** Whether the receiver took the delivery: any 2xx, as axios and Telegram's webhook actor both judge it. */
-export const taken = (answer: WebhookAnswer | undefined): boolean =>
-  answer !== undefined && answer.status >= 200 && answer.status < 300;
+/**
+ * Whether the receiver took the delivery, as the policy judges it, or as axios and Telegram's webhook
+ * actor both do: any 2xx.
+ */
+export const taken = (answer: WebhookAnswer | undefined, policy?: RedeliveryPolicy): boolean =>
+  policy?.takes ? policy.takes(answer) : answer !== undefined && answer.status >= 200 && answer.status < 300;
 
 /**
  * The redeliveries the emulated providers make in the background, at their own pace times `delayScale`
@@ -90,12 +101,22 @@ export class Redeliveries {
     delivery: WebhookDelivery,
     policy: RedeliveryPolicy,
     made: { answers: (WebhookAnswer | undefined)[]; firstAt: number },
+    gaveUp?: GaveUp,
   ): boolean {
     const firstWait = policy.nextWaitMs(failedDelivery(made.answers, made.firstAt));
-    if (firstWait === undefined) return false;
+    if (firstWait === undefined) {
+      gaveUp?.(delivery, made.answers);
+      return false;
+    }
     const { answers, firstAt } = made;
     this.#posts.schedule((stillCurrent) =>
-      this.#carryOn({ channel, account, delivery, policy }, answers, firstAt, firstWait, stillCurrent),
+      this.#carryOn(
+        { channel, account, delivery, policy, gaveUp },
+        answers,
+        firstAt,
+        firstWait,
+        stillCurrent,
+      ),
     );
     return true;
   }
@@ -105,14 +126,20 @@ export class Redeliveries {
    * still being delivered: it then goes out once that one is taken or given up, and is delivered again
    * as `policy` says. Otherwise its queue is the caller's until it `release`s it or `schedule`s more.
    */
-  hold(channel: string, account: string, delivery: WebhookDelivery, policy: RedeliveryPolicy): boolean {
+  hold(
+    channel: string,
+    account: string,
+    delivery: WebhookDelivery,
+    policy: RedeliveryPolicy,
+    gaveUp?: GaveUp,
+  ): boolean {
     if (delivery.queue === undefined) return false;
     const held = this.#queues.get(delivery.queue);
     if (!held) {
       this.#queues.set(delivery.queue, []);
       return false;
     }
-    held.push({ channel, account, delivery, policy, heldAt: Date.now() });
+    held.push({ channel, account, delivery, policy, gaveUp, heldAt: Date.now() });
     return true;
   }
 
@@ -123,19 +150,22 @@ export class Redeliveries {
 
   /** Delivers after `wait`, and again as the policy says until taken; then lets the queue's next go. */
   async #carryOn(
-    { channel, account, delivery, policy }: Delivering,
+    { channel, account, delivery, policy, gaveUp }: Delivering,
     answers: (WebhookAnswer | undefined)[],
     firstAt: number,
     firstWait: number,
     stillCurrent: () => boolean,
   ): Promise<void> {
     const { signal } = this.#resetting;
+    let sent = delivery;
     try {
       for (let wait: number | undefined = firstWait; wait !== undefined; ) {
         // Unref'd: a provider's pending redelivery keeps no process alive.
         await sleep(wait * this.delayScale, undefined, { signal, ref: false });
         if (!stillCurrent()) return;
-        const answer = await postWebhook(this.fetchImpl, delivery).catch(() => undefined);
+        const attempt = answers.length + 1;
+        sent = attempt > 1 && policy.again ? policy.again(delivery, attempt) : delivery;
+        const answer = await postWebhook(this.fetchImpl, sent).catch(() => undefined);
         answers.push(answer);
         this.#log.push({
           channel,
@@ -145,9 +175,10 @@ export class Redeliveries {
           status: answer?.status ?? null,
         });
         if (this.#log.length > keptRedeliveries) this.#log.shift();
-        if (taken(answer)) return;
+        if (taken(answer, policy)) return;
         wait = policy.nextWaitMs(failedDelivery(answers, firstAt));
       }
+      if (stillCurrent()) gaveUp?.(sent, answers);
     } finally {
       if (stillCurrent() && delivery.queue !== undefined) this.#next(delivery.queue);
     }

@@ -8,6 +8,9 @@ export const WEBHOOK_TIMEOUT_MS = 10_000;
 export interface WebhookAnswer {
   status: number;
   retryAfter: string | null;
+  /** The answer's headers, lower-cased, and how long it took: what a provider that logs answers keeps. */
+  headers?: Record<string, string>;
+  elapsedMs?: number;
 }
 
 /** Posts a webhook as the provider would; rejects when the receiver cannot be reached or times out. */
@@ -15,6 +18,7 @@ export async function postWebhook(
   fetchImpl: typeof fetch,
   delivery: WebhookDelivery,
 ): Promise<WebhookAnswer> {
+  const startedAt = performance.now();
   const response = await fetchImpl(delivery.url, {
     method: 'POST',
     headers: delivery.headers,
@@ -23,7 +27,12 @@ export async function postWebhook(
   });
   // Drained so the connection can be reused or closed.
   await response.arrayBuffer();
-  return { status: response.status, retryAfter: response.headers.get('retry-after') };
+  return {
+    status: response.status,
+    retryAfter: response.headers.get('retry-after'),
+    headers: Object.fromEntries(response.headers),
+    elapsedMs: Math.round(performance.now() - startedAt),
+  };
 }
 
 /** Posts a webhook as the provider would and returns what the receiver answered. */

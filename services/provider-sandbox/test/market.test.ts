@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { postJson, type Receiver, sandboxAndReceiver } from './support.js';
 
 type Json = Record<string, unknown>;
@@ -153,5 +153,101 @@ describe('market (Mercado Livre) emulation', () => {
       status: 429,
       body: { message: 'Too Many Requests', error: 'local_rate_limited', status: 429, cause: [] },
     });
+  });
+});
+
+describe("market: Mercado Livre's retries of a notification not answered 200, and its missed_feeds", () => {
+  // ML's hour of retries times a ten-thousandth: a third of a second.
+  const env = sandboxAndReceiver({ redeliveryDelayScale: 0.0001 });
+  const { sandbox } = env;
+  let base = '';
+  let receiver: Receiver;
+  let token = '';
+  beforeEach(async () => {
+    ({ base, receiver } = env);
+    await postJson(`${base}/_sandbox/market/applications`, {
+      ...APP,
+      notification_url: `${receiver.url}/notifications`,
+    });
+    const granted = (await (
+      await postJson(`${base}/_sandbox/market/authorizations`, {
+        client_id: APP.client_id,
+        seller_id: SELLER,
+      })
+    ).json()) as Json;
+    token = String(granted.access_token);
+  });
+  const inbound = async () =>
+    (await (
+      await postJson(`${base}/_sandbox/inbound`, {
+        channel: 'market',
+        account: SELLER,
+        from: BUYER,
+        text: 'oi',
+      })
+    ).json()) as Json;
+  const missedFeeds = async (query: string, bearer = token) => {
+    const res = await fetch(`${base}/market/missed_feeds?${query}`, {
+      headers: { authorization: `Bearer ${bearer}` },
+    });
+    return { status: res.status, body: (await res.json()) as Json };
+  };
+  const posted = () => receiver.posts().map((call) => JSON.parse(call.rawBody) as Json);
+
+  it('tries eight times in all, a 2xx other than 200 included, each try with its number, then lists it as lost', async () => {
+    receiver.answers.push(204, 500, 503, 500, 500, 500, 500, {
+      status: 500,
+      headers: { 'x-motivo': 'fora' },
+    });
+    expect(await inbound()).toMatchObject({ delivered_status: 204, redelivering: true });
+    await sandbox.redelivered();
+    const tries = posted();
+    expect(tries.map((body) => body.attempts)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(new Set(tries.map((body) => body._id)).size).toBe(1);
+    expect(tries.at(-1)!.sent).not.toBe(tries[0]!.sent);
+
+    const { status, body } = await missedFeeds(`app_id=${APP.client_id}`);
+    expect(status).toBe(200);
+    expect(Object.keys(body)).toEqual(['messages']);
+    const [lost] = body.messages as Json[];
+    expect(lost).toMatchObject({
+      _id: tries[0]!._id,
+      resource: tries[0]!.resource,
+      user_id: Number(SELLER),
+      topic: 'questions',
+      application_id: Number(APP.client_id),
+      attempts: 8,
+      received: tries[0]!.received,
+      request: { url: `${receiver.url}/notifications`, headers: { 'content-type': 'application/json' } },
+      response: {
+        http_code: 500,
+        body: '[object Object]',
+        headers: expect.objectContaining({ 'x-motivo': 'fora' }),
+      },
+    });
+    // The notification as first posted, without its _id.
+    const data = JSON.parse(String((lost!.request as Json).data)) as Json;
+    expect(data).toMatchObject({ resource: tries[0]!.resource, attempts: 1 });
+    expect(data).not.toHaveProperty('_id');
+
+    expect((await missedFeeds(`app_id=${APP.client_id}&topic=messages`)).body).toEqual({ messages: [] });
+    expect((await missedFeeds(`app_id=${APP.client_id}&offset=1`)).body).toEqual({ messages: [] });
+    expect((await missedFeeds(`app_id=${APP.client_id}&topic=questions&limit=1`)).body.messages).toHaveLength(
+      1,
+    );
+  });
+
+  it('stops at the first 200, and lists nothing as lost', async () => {
+    receiver.answers.push(500);
+    expect(await inbound()).toMatchObject({ delivered_status: 500, redelivering: true });
+    await sandbox.redelivered();
+    expect(posted().map((body) => body.attempts)).toEqual([1, 2]);
+    expect((await missedFeeds(`app_id=${APP.client_id}`)).body).toEqual({ messages: [] });
+  });
+
+  it("refuses another application's missed feeds, and a call without app_id", async () => {
+    expect((await missedFeeds('app_id=5503910054141466')).status).toBe(403);
+    expect((await missedFeeds('topic=questions')).body).toMatchObject({ status: 400, error: 'bad_request' });
+    expect((await missedFeeds(`app_id=${APP.client_id}`, 'APP_USR-desconhecido')).status).toBe(401);
   });
 });
