@@ -2,6 +2,7 @@ import { inBatches, type Pool } from '@inbox/db';
 import { type Logger, Periodic } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { inboundSeenRetentionMs, pruneInboundSeen } from './store/inbound-seen.js';
+import { missedTakenRetentionMs, pruneMissedTaken } from './store/missed-callbacks.js';
 import { pruneSends, sendRetentionMs } from './store/sends.js';
 
 const seenPruned = meter('connector').createCounter('connector.inbound_seen.pruned', {
@@ -9,6 +10,10 @@ const seenPruned = meter('connector').createCounter('connector.inbound_seen.prun
 });
 const sendsPruned = meter('connector').createCounter('connector.sends.pruned', {
   description: 'Records of sends the providers accepted, forgotten once past their retention',
+});
+
+const missedPruned = meter('connector').createCounter('connector.missed_callbacks_taken.pruned', {
+  description: 'Keys of missed callbacks taken in, forgotten once the provider no longer lists them',
 });
 
 type PruneBatch = (pool: Pool, retentionMs: number, batchSize: number) => Promise<number>;
@@ -37,13 +42,18 @@ export const forgetSeenIds = forgetter(pruneInboundSeen, seenPruned, inboundSeen
  */
 export const forgetSends = forgetter(pruneSends, sendsPruned, sendRetentionMs);
 
-/** Both every five minutes, beside the callbacks and sends and never inside one. */
+/** Forgets the keys of missed callbacks taken in once the provider no longer lists them (missedTakenRetentionMs). */
+export const forgetMissedTaken = forgetter(pruneMissedTaken, missedPruned, missedTakenRetentionMs);
+
+/** All three every five minutes, beside the callbacks and sends and never inside one. */
 export const bookkeepingPruner = (pool: Pool, logger: Logger) =>
   new Periodic(
     async () => {
       await forgetSeenIds(pool);
       await forgetSends(pool);
+      await forgetMissedTaken(pool);
     },
     5 * 60_000,
-    (error) => logger.warn({ err: error }, 'pruning seen provider message ids or sends failed'),
+    (error) =>
+      logger.warn({ err: error }, 'pruning seen provider message ids, sends or missed callbacks failed'),
   );

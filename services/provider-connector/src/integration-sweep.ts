@@ -1,33 +1,42 @@
 import type { Logger } from '@inbox/service-kit';
 import type { IntegrationStore, StoredIntegration } from './store/integrations.js';
-import type { TemplateStore } from './store/templates.js';
 
-export interface TemplateSweepOptions {
-  /** How old a catalogue may get before it is fetched again. */
-  maxAgeMs: number;
-  /** How often the sweep looks for due catalogues; also how long a failed one waits for its next try. */
+export interface IntegrationSweepOptions {
+  /** How often the sweep looks for due integrations. */
   everyMs: number;
-  /** Refreshes under way at once in this process, at most one per workspace. */
+  /** Integrations worked on at once in this process, at most one per workspace. */
   workers: number;
 }
 
-export interface TemplateSweepDeps {
-  templates: TemplateStore;
+/** An integration a sweep claimed. */
+export interface ClaimedIntegration {
+  id: string;
+  workspace_id: string;
+}
+
+export interface IntegrationSweepDeps {
+  /** What the sweep does, as its logs say it: "template refresh", "missed callbacks poll". */
+  what: string;
+  /**
+   * Claims one due integration outside `busyWorkspaces`, stamped so that no worker of any replica claims
+   * it again until its next turn (a failed one's included).
+   */
+  claimDue: (busyWorkspaces: readonly string[]) => Promise<ClaimedIntegration | undefined>;
   integrations: IntegrationStore;
   logger: Logger;
-  /** Refreshes one catalogue; `stopping` aborts its provider call when the process stops. */
-  refresh: (stored: StoredIntegration, workspaceId: string, stopping: AbortSignal) => Promise<void>;
+  /** Works on one integration; `stopping` aborts its provider calls when the process stops. */
+  workOn: (stored: StoredIntegration, workspaceId: string, stopping: AbortSignal) => Promise<void>;
 }
 
 export const defaultSweepWorkers = 4;
 
 /**
- * Refreshes stale template catalogues in the background. Each worker claims one due integration at a time
- * (TemplateStore.claimDue) outside the workspaces this process is already refreshing, so a tenant whose
- * provider keeps silent until the timeout holds one worker, never the others' turns, however many
- * integrations it has; a failed refresh waits `everyMs` before it is claimed again.
+ * Works on due integrations in the background (template catalogues to refresh, missed callbacks to poll).
+ * Each worker claims one due integration at a time outside the workspaces this process is already working
+ * for, so a tenant whose provider keeps silent until the timeout holds one worker, never the others'
+ * turns, however many integrations it has.
  */
-export class TemplateSweep {
+export class IntegrationSweep {
   private readonly busy = new Set<string>();
   private readonly running = new Set<Promise<void>>();
   /** One claim at a time: two at once would each pass by the other's workspace. */
@@ -36,8 +45,8 @@ export class TemplateSweep {
   private readonly stopping = new AbortController();
 
   constructor(
-    private readonly deps: TemplateSweepDeps,
-    private readonly options: TemplateSweepOptions,
+    private readonly deps: IntegrationSweepDeps,
+    private readonly options: IntegrationSweepOptions,
   ) {}
 
   start(): void {
@@ -52,7 +61,7 @@ export class TemplateSweep {
   pass(): Promise<void> {
     while (!this.stopping.signal.aborted && this.running.size < this.options.workers) {
       const worker: Promise<void> = this.work()
-        .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'template refresh pass failed'))
+        .catch((error: unknown) => this.deps.logger.warn({ err: error }, `${this.deps.what} pass failed`))
         .finally(() => this.running.delete(worker));
       this.running.add(worker);
     }
@@ -65,22 +74,18 @@ export class TemplateSweep {
       if (!due) return;
       try {
         const stored = await this.deps.integrations.get(due.workspace_id, due.id);
-        if (stored) await this.deps.refresh(stored, due.workspace_id, this.stopping.signal);
+        if (stored) await this.deps.workOn(stored, due.workspace_id, this.stopping.signal);
       } catch (error) {
-        this.deps.logger.warn({ err: error, integration_id: due.id }, 'template refresh failed');
+        this.deps.logger.warn({ err: error, integration_id: due.id }, `${this.deps.what} failed`);
       } finally {
         this.busy.delete(due.workspace_id);
       }
     }
   }
 
-  private claim(): Promise<{ id: string; workspace_id: string } | undefined> {
+  private claim(): Promise<ClaimedIntegration | undefined> {
     const claimed = this.claiming.then(async () => {
-      const due = await this.deps.templates.claimDue({
-        maxAgeMs: this.options.maxAgeMs,
-        retryAfterMs: this.options.everyMs,
-        busyWorkspaces: [...this.busy],
-      });
+      const due = await this.deps.claimDue([...this.busy]);
       if (due) this.busy.add(due.workspace_id);
       return due;
     });
@@ -89,9 +94,9 @@ export class TemplateSweep {
   }
 
   /**
-   * Claims nothing more, and ends the refreshes under way: their provider calls are aborted (a catalogue
-   * is only a copy, and the claim's stamp has the next pass take it again), so a provider that keeps
-   * silent never holds a stopping process for its timeout.
+   * Claims nothing more, and ends the work under way: its provider calls are aborted (a catalogue is only
+   * a copy, a missed callback is listed again, and the claim's stamp has the next pass take it again), so
+   * a provider that keeps silent never holds a stopping process for its timeout.
    */
   async stop(): Promise<void> {
     this.stopping.abort();

@@ -12,9 +12,11 @@ import {
   updateIntegration,
 } from './handlers/integrations.js';
 import { KeptCallbacks } from './handlers/kept-callbacks.js';
+import { missedCallbacksSweep } from './handlers/missed-callbacks.js';
 import { sendOutcome } from './handlers/send-outcome.js';
 import { sendText } from './handlers/send-text.js';
 import { templates } from './handlers/templates.js';
+import { defaultSweepWorkers, IntegrationSweep } from './integration-sweep.js';
 import { visitorDelivery } from './livechat/delivery.js';
 import { livechatPruner } from './livechat/retention.js';
 import { type LivechatLimits, livechatRoutes } from './livechat/routes.js';
@@ -23,7 +25,6 @@ import { defaultStreamLimits, LivechatStreams, type StreamLimits } from './livec
 import { IntegrationStore, type StoredIntegration } from './store/integrations.js';
 import { replyContexts } from './store/reply-contexts.js';
 import { TemplateStore } from './store/templates.js';
-import { defaultSweepWorkers, TemplateSweep } from './template-sweep.js';
 
 export interface ConnectorOptions {
   encryptionKey: string;
@@ -110,23 +111,23 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
             .catch((error: unknown) => logger.warn({ err: error }, 'first template fetch failed')),
       };
       const maxAgeMs = options.templateRefreshMs ?? 30 * 60_000;
-      const sweep = new TemplateSweep(
+      const sweepEveryMs = Math.min(maxAgeMs, 5 * 60_000);
+      const sweep = new IntegrationSweep(
         {
-          templates: templateDeps.templates,
+          what: 'template refresh',
+          claimDue: (busyWorkspaces) =>
+            templateDeps.templates.claimDue({ maxAgeMs, retryAfterMs: sweepEveryMs, busyWorkspaces }),
           integrations: store,
           logger,
-          refresh: (stored, workspaceId, stopping) =>
+          workOn: (stored, workspaceId, stopping) =>
             templates.refresh(templateDeps, stored, workspaceId, stopping),
         },
-        {
-          maxAgeMs,
-          everyMs: Math.min(maxAgeMs, 5 * 60_000),
-          workers: defaultSweepWorkers,
-        },
+        { everyMs: sweepEveryMs, workers: defaultSweepWorkers },
       );
       const relay = outboxRelay(service, 'connector', options.outboxRetentionHours);
       const fetching = { guard, providerTimeoutMs };
       const kept = new KeptCallbacks({ pool, store, relay, logger, fetching });
+      const missedCallbacks = missedCallbacksSweep({ pool, store, logger, fetching, kept });
       const bookkeeping = bookkeepingPruner(pool, logger);
       const livechatSweeper = livechatPruner(pool, logger);
       return {
@@ -184,13 +185,16 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           streams.start();
           relay.start();
           kept.start();
-          // Catalogues are refreshed in the background; replicas share the work through claims.
+          // Catalogues are refreshed, and missed callbacks polled, in the background; replicas share the
+          // work through claims.
           sweep.start();
+          missedCallbacks.start();
           bookkeeping.start();
           livechatSweeper.start();
         },
         stop: async () => {
           await sweep.stop();
+          await missedCallbacks.stop();
           await bookkeeping.stop();
           await livechatSweeper.stop();
           streams.stop();

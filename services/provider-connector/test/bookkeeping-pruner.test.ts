@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from '@inbox/db';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forgetSeenIds, forgetSends } from '../src/bookkeeping-pruner.js';
+import { forgetMissedTaken, forgetSeenIds, forgetSends } from '../src/bookkeeping-pruner.js';
 import { inboundSeenRetentionMs } from '../src/store/inbound-seen.js';
+import { MissedCallbackStore, missedTakenRetentionMs } from '../src/store/missed-callbacks.js';
 import { sendRetentionMs } from '../src/store/sends.js';
 import { migratedPool } from './support.js';
 
@@ -77,4 +78,23 @@ it('forgets sends the provider accepted past their retention, and keeps every at
     [integrationId],
   );
   expect(rows.map((row) => row.provider_message_id)).toEqual(['wamid.recent', 'wamid.settled', null]);
+});
+
+it('forgets the missed callbacks taken once the provider lists them no more, and keeps the recent ones', async () => {
+  const integrationId = randomUUID();
+  const missed = new MissedCallbackStore(pool);
+  await missed.taken(integrationId, ['questions:1', 'questions:2', 'messages:abc']);
+  await pool.query(
+    `update missed_callbacks_taken set taken_at = now() - $1 * interval '1 millisecond' - interval '1 minute'`,
+    [missedTakenRetentionMs],
+  );
+  await missed.taken(integrationId, ['questions:3']);
+  expect([...(await missed.notTaken(integrationId, ['questions:1', 'questions:3', 'questions:4']))]).toEqual([
+    'questions:4',
+  ]);
+
+  expect(await forgetMissedTaken(pool, { batchSize: 2 })).toBe(3);
+  expect([...(await missed.notTaken(integrationId, ['questions:1', 'questions:3']))]).toEqual([
+    'questions:1',
+  ]);
 });

@@ -14,6 +14,7 @@ import { marketAdapter } from '../src/adapters/market.js';
 import { inboundRoutes } from '../src/handlers/inbound.js';
 import { createIntegration } from '../src/handlers/integrations.js';
 import { KeptCallbacks } from '../src/handlers/kept-callbacks.js';
+import { defaultMissedCallbacksOptions, missedCallbacksSweep } from '../src/handlers/missed-callbacks.js';
 import { sendText } from '../src/handlers/send-text.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { oauthTokens } from '../src/store/oauth-tokens.js';
@@ -38,6 +39,7 @@ let connectorUrl = '';
 let guard: OutboundGuard;
 let store: IntegrationStore;
 let kept: KeptCallbacks;
+let fetching: { guard: OutboundGuard; providerTimeoutMs: number };
 
 async function serve(app: { listen: Sandbox['app']['listen'] }): Promise<string> {
   const server: Server = app.listen(0, '127.0.0.1');
@@ -78,13 +80,14 @@ beforeAll(async () => {
   });
   secrets = new SecretBox(SecretBox.generateKey());
   store = new IntegrationStore(pool, secrets);
-  sandbox = createSandbox({ httpCallbacks: 'allow' });
+  // ML's hour of retries of a notification not answered 200, times a ten-thousandth.
+  sandbox = createSandbox({ httpCallbacks: 'allow', redeliveryDelayScale: 0.0001 });
   sandboxUrl = await serve(sandbox.app);
   guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 5_000 });
   closers.push(() => guard.close());
   const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
   const app = createHttpApp({ logger, parseJson: false });
-  const fetching = { guard, providerTimeoutMs: 5_000 };
+  fetching = { guard, providerTimeoutMs: 5_000 };
   kept = new KeptCallbacks({ pool, store, relay, logger, fetching });
   closers.push(() => kept.stop());
   app.use(inboundRoutes({ pool, store, relay, logger, fetching, kept }));
@@ -432,5 +435,69 @@ describe('market (Mercado Livre)', () => {
       status: 'disconnected',
       status_reason: 'credentials_rejected',
     });
+  });
+});
+
+describe('market: notifications ML gave up on (missed_feeds)', () => {
+  const OTHER_SELLER = '277001234';
+  const texts = async (workspaceId: string) =>
+    (await outbox(workspaceId, 'inbound.message')).map((data) => data.text);
+
+  it("takes in, once, a notification ML gave up on after its hour of retries, and not another seller's of the app", async () => {
+    const { workspaceId, created } = await connect();
+    // The connector out of reach for ML's hour: its notification URL answers 503 to every try.
+    let refused = 0;
+    const down = createServer((_req, res) => {
+      refused++;
+      res.writeHead(503).end();
+    });
+    const downUrl = await serve(down as unknown as Sandbox['app']);
+    await control('/market/applications', { ...APP, notification_url: `${downUrl}/notifications` });
+    await control('/market/authorizations', { ...APP, seller_id: OTHER_SELLER });
+    for (const [account, text] of [
+      [SELLER, 'perdida'],
+      [OTHER_SELLER, 'de outro vendedor'],
+    ]) {
+      const { body } = await control('/inbound', { channel: 'market', account, from: BUYER, text });
+      expect(body).toMatchObject({ delivered_status: 503, redelivering: true });
+    }
+    await sandbox.redelivered();
+    expect(refused).toBe(16);
+    expect(await texts(workspaceId)).toEqual([]);
+
+    const sweep = missedCallbacksSweep(
+      { pool, store, logger, fetching, kept },
+      defaultMissedCallbacksOptions,
+    );
+    closers.push(() => sweep.stop());
+    await sweep.pass();
+    expect(await texts(workspaceId)).toEqual(['perdida']);
+
+    // Its next turn: ML still lists it, and it is not kept again.
+    await pool.query('update integrations set missed_polled_at = null where id = $1', [created.id]);
+    await sweep.pass();
+    const { rows } = await pool.query('select 1 from callback_inbox where integration_id = $1', [created.id]);
+    expect(rows).toEqual([]);
+    expect(await texts(workspaceId)).toEqual(['perdida']);
+  });
+
+  it('reads every page ML lists, past its page of 50', async () => {
+    const { workspaceId } = await connect();
+    const down = createServer((_req, res) => res.writeHead(500).end());
+    const downUrl = await serve(down as unknown as Sandbox['app']);
+    await control('/market/applications', { ...APP, notification_url: `${downUrl}/notifications` });
+    const asked = Array.from({ length: 51 }, (_, i) => `pergunta ${i}`);
+    for (const text of asked)
+      await control('/inbound', { channel: 'market', account: SELLER, from: BUYER, text });
+    await sandbox.redelivered();
+
+    const sweep = missedCallbacksSweep(
+      { pool, store, logger, fetching, kept },
+      defaultMissedCallbacksOptions,
+    );
+    closers.push(() => sweep.stop());
+    await sweep.pass();
+    // In the order ML lost them, which its concurrent retries need not keep.
+    expect((await texts(workspaceId)).sort()).toEqual(asked.sort());
   });
 });

@@ -8,9 +8,9 @@ import { createLogger, SecretBox } from '@inbox/service-kit';
 import { waitFor } from '@inbox/testkit';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { templates } from '../src/handlers/templates.js';
+import { IntegrationSweep, type IntegrationSweepOptions } from '../src/integration-sweep.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { TemplateStore } from '../src/store/templates.js';
-import { TemplateSweep, type TemplateSweepOptions } from '../src/template-sweep.js';
 import { migratedPool } from './support.js';
 
 const logger = createLogger('provider-connector', { level: 'silent' });
@@ -58,7 +58,7 @@ async function tenantProvider(mode: 'silent' | 'failing') {
 // Replicas share the key that seals the integrations' credentials.
 const key = SecretBox.generateKey();
 
-async function startWorld(options: Partial<TemplateSweepOptions> = {}) {
+async function startWorld(options: Partial<IntegrationSweepOptions & { maxAgeMs: number }> = {}) {
   const sandbox = createSandbox({ httpCallbacks: 'allow' });
   const sandboxUrl = await listen(createServer(sandbox.app));
   const store = new IntegrationStore(pool, new SecretBox(key));
@@ -66,14 +66,21 @@ async function startWorld(options: Partial<TemplateSweepOptions> = {}) {
   const guard = new OutboundGuard(AddressPolicy.fromSetting('127.0.0.0/8'), { timeoutMs: 60_000 });
   closers.push(() => guard.close());
   const deps = { integrations: store, templates: catalogue, guard, logger, providerTimeoutMs: 60_000 };
-  const sweep = new TemplateSweep(
+  const { maxAgeMs, everyMs, workers } = {
+    maxAgeMs: 60 * 60_000,
+    everyMs: 60 * 60_000,
+    workers: 2,
+    ...options,
+  };
+  const sweep = new IntegrationSweep(
     {
-      templates: catalogue,
+      what: 'template refresh',
+      claimDue: (busyWorkspaces) => catalogue.claimDue({ maxAgeMs, retryAfterMs: everyMs, busyWorkspaces }),
       integrations: store,
       logger,
-      refresh: (stored, workspaceId, stopping) => templates.refresh(deps, stored, workspaceId, stopping),
+      workOn: (stored, workspaceId, stopping) => templates.refresh(deps, stored, workspaceId, stopping),
     },
-    { maxAgeMs: 60 * 60_000, everyMs: 60 * 60_000, workers: 2, ...options },
+    { everyMs, workers },
   );
 
   /** A chat-official integration of `workspaceId` on `baseUrl`, its catalogue last fetched `refreshedAt`. */

@@ -182,6 +182,13 @@ export interface ProviderOperations<C> {
   readInbound(config: C, request: InboundRequest): InboundBatch;
   /** Fetches a resource a verified notification named (`InboundBatch.toFetch`) and reads it. */
   resolveInbound?(config: C, notified: NotifiedResource, call: ProviderCall): Promise<InboundBatch>;
+  /**
+   * The account's callbacks the provider gave up delivering and keeps for the receiver to fetch (Mercado
+   * Livre's missed_feeds), each read as `readInbound` reads a callback, under a key that names it for as
+   * long as the provider keeps it: the connector polls them (missedCallbacksSweep) and takes each in once.
+   * Page by page, so a poll cut short keeps the pages it read.
+   */
+  missedCallbacks?(config: C, call: ProviderCall): AsyncIterable<MissedCallback[]>;
   /** Template sends and the provider's template list, for channels that have templates. */
   templates?: TemplateCapability<C>;
   /** Answers the provider's subscription handshake (GET on the callback URL), when it has one. */
@@ -207,6 +214,12 @@ export interface ProviderOperations<C> {
    * 2xx in time loses it) or wants an answer sooner than what a notification names can be fetched.
    */
   callbackIntake?: 'inline' | 'kept';
+}
+
+/** A callback the provider could not deliver, fetched from it: its key, and the batch read from it. */
+export interface MissedCallback {
+  key: string;
+  batch: InboundBatch;
 }
 
 /** The largest callback body a provider that documents none may post: a mebibyte, a few hundred messages. */

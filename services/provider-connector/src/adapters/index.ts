@@ -57,6 +57,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     callbackUrlRules,
     callbackPathEvents,
     resolveInbound,
+    missedCallbacks,
     oneCallbackPerAccount,
     refusedRegistrationDropsCallback,
     callbackBodyBytes,
@@ -73,6 +74,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     answerHandshake: answerHandshake && ((config, query) => answerHandshake(read(config), query)),
     resolveInbound:
       resolveInbound && ((config, notified, call) => resolveInbound(read(config), notified, call)),
+    missedCallbacks: missedCallbacks && ((config, call) => missedCallbacks(read(config), call)),
     ...(callbackUrlRules ? { callbackUrlRules } : {}),
     ...(callbackPathEvents ? { callbackPathEvents } : {}),
     ...(oneCallbackPerAccount ? { oneCallbackPerAccount } : {}),

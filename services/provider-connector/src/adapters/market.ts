@@ -5,6 +5,7 @@ import {
   type ChannelAdapter,
   type InboundBatch,
   InboundRejected,
+  type MissedCallback,
   type NotifiedResource,
   type OAuthTokens,
   type ProviderCall,
@@ -35,6 +36,13 @@ export const POST_SALE_TEXT_LIMIT = 350;
 /** `application_id` and `user_id` come as numbers or digit strings, depending on the topic. */
 const numericId = z.union([z.number().int().nonnegative(), z.string().regex(/^\d{1,20}$/)]).transform(String);
 
+/**
+ * Lost notifications read per call, and calls per topic at most: ML keeps two days of them and pages by
+ * offset only, so each poll reads the list from its start.
+ */
+const MISSED_PAGE = 50;
+const MISSED_PAGES = 40;
+
 /** A notification as Mercado Livre posts it; only the ids are trusted, and only after checking them. */
 const Notification = z.object({
   _id: z.string().max(100).optional(),
@@ -46,6 +54,12 @@ const Notification = z.object({
   sent: z.string().max(100).optional(),
   received: z.string().max(100).optional(),
 });
+
+/**
+ * GET /missed_feeds: `{ messages }`, each a lost notification with what ML sent and was answered
+ * ("Histórico das notificações"); only the notification's own fields are read.
+ */
+const MissedFeeds = z.object({ messages: z.array(z.unknown()).max(1_000) });
 
 /** Mercado Livre's error body: `{ message, error, status, cause }`. */
 const ErrorBody = z.object({
@@ -300,6 +314,36 @@ async function resolveMessage(config: MarketConfig, id: string, call: ProviderCa
 }
 
 /**
+ * What a notification asks to be fetched. Unsigned: anyone may post one. It names our application and
+ * seller, or it is not for us; and even then only the ids are used, the resource itself is fetched with
+ * our token.
+ */
+function notifiedBy(config: MarketConfig, body: unknown): InboundBatch {
+  const notification = Notification.safeParse(body);
+  if (!notification.success) throw new InboundRejected('market body is not a Mercado Livre notification');
+  const { application_id, user_id, topic, resource } = notification.data;
+  if (!sameSecret(application_id, config.client_id) || !sameSecret(user_id, config.seller_id)) {
+    throw new InboundRejected('market notification names another application or seller');
+  }
+  const pattern =
+    topic === 'questions' ? QUESTION_RESOURCE : topic === 'messages' ? MESSAGE_RESOURCE : undefined;
+  const id = pattern?.exec(resource)?.[1];
+  // Other topics (items, orders...) are acknowledged and dropped: another answer makes ML retry them.
+  if (!id) return empty();
+  return { ...empty(), toFetch: [{ topic, resource: id }] };
+}
+
+/** A lost notification's batch when it is this integration's, else undefined. */
+function readsAsOurs(config: MarketConfig, lost: unknown): InboundBatch | undefined {
+  try {
+    return notifiedBy(config, lost);
+  } catch (error) {
+    if (error instanceof InboundRejected) return undefined;
+    throw error;
+  }
+}
+
+/**
  * market speaks Mercado Livre's API: unsigned notifications checked against the application and seller,
  * then the named question or post-sale message fetched with the seller's token; replies answer the
  * buyer's latest unanswered question (POST /answers) or go to their sale (post-sale messages).
@@ -366,20 +410,37 @@ export const marketAdapter: ChannelAdapter<'market'> = {
   callbackIntake: 'kept',
 
   readInbound(config, request) {
-    const notification = Notification.safeParse(JSON.parse(request.rawBody.toString('utf8')));
-    if (!notification.success) throw new InboundRejected('market body is not a Mercado Livre notification');
-    const { application_id, user_id, topic, resource } = notification.data;
-    // Unsigned: anyone may post one. It names our application and seller, or it is not for us; and even
-    // then only the ids are used, the resource itself is fetched with our token.
-    if (!sameSecret(application_id, config.client_id) || !sameSecret(user_id, config.seller_id)) {
-      throw new InboundRejected('market notification names another application or seller');
+    return notifiedBy(config, JSON.parse(request.rawBody.toString('utf8')));
+  },
+
+  // ML retries a notification for an hour; one still not answered 200 is lost, and listed for two days by
+  // /missed_feeds: the connector polls it, so one refused before it was read (a rate limit, an outage
+  // longer than the hour) is still taken in.
+  async *missedCallbacks(config, call) {
+    for (const topic of MARKET_TOPICS) {
+      // Paged by what ML gave, to an empty page: a limit it caps below ours is no end.
+      for (let page = 0, offset = 0; page < MISSED_PAGES; page++) {
+        const query = new URLSearchParams({
+          app_id: config.client_id,
+          topic,
+          offset: String(offset),
+          limit: String(MISSED_PAGE),
+        });
+        const answer = MissedFeeds.safeParse(await fetchJson(config, call, `missed_feeds?${query}`));
+        if (!answer.success)
+          throw new ProviderError(`${CHANNEL} answered GET /missed_feeds without messages`);
+        if (answer.data.messages.length === 0) break;
+        offset += answer.data.messages.length;
+        const missed: MissedCallback[] = [];
+        for (const lost of answer.data.messages) {
+          // Another seller's of the application, or not a notification: not ours to take.
+          const batch = readsAsOurs(config, lost);
+          const notified = batch?.toFetch?.[0];
+          if (notified) missed.push({ key: `${notified.topic}:${notified.resource}`, batch });
+        }
+        yield missed;
+      }
     }
-    const pattern =
-      topic === 'questions' ? QUESTION_RESOURCE : topic === 'messages' ? MESSAGE_RESOURCE : undefined;
-    const id = pattern?.exec(resource)?.[1];
-    // Other topics (items, orders...) are acknowledged and dropped: another answer makes ML retry them.
-    if (!id) return empty();
-    return { ...empty(), toFetch: [{ topic, resource: id }] };
   },
 
   async resolveInbound(config, notified: NotifiedResource, call) {
