@@ -40,6 +40,7 @@ import {
 } from './graph-error.js';
 import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
+import { metaRedelivery, WHATSAPP_RETRY_WINDOW_MS } from './meta-redelivery.js';
 import { OwnAccordPosts } from './own-accord-posts.js';
 import { deliverWebhook } from './webhook-transport.js';
 
@@ -265,6 +266,7 @@ export function createChatOfficial(stores: SandboxStores, fetchImpl: typeof fetc
     controlRouter: chatOfficialControls({ stores, state, notifier, post }),
     inboundDelivery,
     statusDelivery,
+    redelivery: metaRedelivery(WHATSAPP_RETRY_WINDOW_MS),
     losesAnswers: true,
     reset,
     idle: () => late.idle(),

@@ -27,6 +27,7 @@ import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
 import { metaJson } from './meta-json.js';
 import { metaAppControls } from './meta-messaging-controls.js';
+import { MESSAGING_RETRY_WINDOW_MS, metaRedelivery } from './meta-redelivery.js';
 import { randomDigits } from './provider-ids.js';
 
 // Emulates the Messenger Platform (`social`) and Instagram Messaging (`photo`) on the Graph API, from
@@ -550,6 +551,12 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       setAccountState,
       webhooks,
       rateLimited,
+      redelivery: metaRedelivery(MESSAGING_RETRY_WINDOW_MS),
+      // Failing for an hour, the app is unsubscribed from the account: nothing more is posted for it
+      // until the app subscribes again (POST subscribed_apps).
+      undelivered(account) {
+        state.subscriptions.delete(account);
+      },
       reset() {
         state.subscriptions.clear();
         state.apps.clear();

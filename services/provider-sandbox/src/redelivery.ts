@@ -42,11 +42,20 @@ interface Queued extends Delivering {
   heldAt: number;
 }
 
-const failedDelivery = (answers: (WebhookAnswer | undefined)[], firstAt: number): FailedDelivery => ({
+/**
+ * A delivery's failures so far, and its time on the provider's clock: the waits it `waited` as the
+ * provider would (scaled down here), and the rest (its posts) as they took.
+ */
+const failedDelivery = (
+  answers: (WebhookAnswer | undefined)[],
+  firstAt: number,
+  waited = 0,
+  delayScale = 1,
+): FailedDelivery => ({
   failures: answers.length,
   answer: answers.at(-1),
   answers,
-  elapsedMs: Date.now() - firstAt,
+  elapsedMs: waited + Math.max(0, Date.now() - firstAt - waited * delayScale),
 });
 
 /**
@@ -158,10 +167,12 @@ export class Redeliveries {
   ): Promise<void> {
     const { signal } = this.#resetting;
     let sent = delivery;
+    let waited = 0;
     try {
       for (let wait: number | undefined = firstWait; wait !== undefined; ) {
         // Unref'd: a provider's pending redelivery keeps no process alive.
         await sleep(wait * this.delayScale, undefined, { signal, ref: false });
+        waited += wait;
         if (!stillCurrent()) return;
         const attempt = answers.length + 1;
         sent = attempt > 1 && policy.again ? policy.again(delivery, attempt) : delivery;
@@ -176,7 +187,7 @@ export class Redeliveries {
         });
         if (this.#log.length > keptRedeliveries) this.#log.shift();
         if (taken(answer, policy)) return;
-        wait = policy.nextWaitMs(failedDelivery(answers, firstAt));
+        wait = policy.nextWaitMs(failedDelivery(answers, firstAt, waited, this.delayScale));
       }
       if (stillCurrent()) gaveUp?.(sent, answers);
     } finally {

@@ -8,6 +8,64 @@ const IG = '17841400000000001';
 const USER = '6543219870123456';
 const SECRET = 'app-secret-1';
 
+describe("social and photo: Meta's redelivery of webhooks not answered 200", () => {
+  // Meta's hour of retries times a ten-thousandth.
+  const env = sandboxAndReceiver({ redeliveryDelayScale: 0.0001 });
+  const json = async (res: Response) => ({ status: res.status, body: (await res.json()) as Json });
+  const control = async (path: string, body: unknown) =>
+    json(await postJson(`${env.base}/_sandbox${path}`, body));
+  const subscribe = () =>
+    postJson(
+      `${env.base}/social/v21.0/${PAGE}/subscribed_apps?subscribed_fields=messages`,
+      {},
+      {
+        authorization: 'Bearer EAAG-page',
+      },
+    );
+  const subscribedApps = async () =>
+    json(
+      await fetch(`${env.base}/social/v21.0/${PAGE}/subscribed_apps`, {
+        headers: { authorization: 'Bearer EAAG-page' },
+      }),
+    );
+  const connect = async () => {
+    await subscribe();
+    await control('/social/app', {
+      account: PAGE,
+      callback_url: `${env.receiver.url}/hook`,
+      verify_token: 'verify-1',
+      app_secret: SECRET,
+    });
+  };
+  const inbound = () => control('/inbound', { channel: 'social', account: PAGE, from: USER, text: 'oi' });
+
+  it('delivers again at once after any answer but a 200, a 204 included, until one is 200', async () => {
+    await connect();
+    env.receiver.answers.push(204, 500);
+    expect((await inbound()).body).toMatchObject({ delivered_status: 204, redelivering: true });
+    await env.sandbox.redelivered();
+    const bodies = env.receiver.posts().map((call) => call.rawBody);
+    expect(bodies).toHaveLength(3);
+    expect(new Set(bodies).size).toBe(1);
+    expect((await subscribedApps()).body.data).toHaveLength(1);
+  });
+
+  it('unsubscribes the app from the Page once a webhook has failed for an hour, and posts nothing more for it', async () => {
+    await connect();
+    env.receiver.answers.push(...Array<number>(30).fill(503));
+    expect((await inbound()).body).toMatchObject({ delivered_status: 503, redelivering: true });
+    await env.sandbox.redelivered();
+    // The first, again at once, then after 1, 2, 4, 8 and 16 minutes, and a last one at the hour.
+    expect(env.receiver.posts()).toHaveLength(8);
+    expect((await subscribedApps()).body).toEqual({ data: [] });
+    expect((await inbound()).status).toBe(409);
+    // Subscribed again, the Page's webhooks come again.
+    env.receiver.answers.length = 0;
+    await subscribe();
+    expect((await inbound()).body).toMatchObject({ delivered_status: 200 });
+  });
+});
+
 describe('social (Messenger) and photo (Instagram) emulation', () => {
   const env = sandboxAndReceiver();
   let base = '';
