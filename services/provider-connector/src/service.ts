@@ -3,6 +3,7 @@ import { maxProviderTimeoutMs } from '@inbox/contracts';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { outboxRelay, SecretBox, type ServiceDefinition, type TrustProxy } from '@inbox/service-kit';
 import { bookkeepingPruner } from './bookkeeping-pruner.js';
+import { callbackSubscriptionSweep } from './handlers/callback-subscriptions.js';
 import { inboundRoutes } from './handlers/inbound.js';
 import {
   createIntegration,
@@ -128,6 +129,14 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
       const fetching = { guard, providerTimeoutMs };
       const kept = new KeptCallbacks({ pool, store, relay, logger, fetching });
       const missedCallbacks = missedCallbacksSweep({ pool, store, logger, fetching, kept });
+      const subscriptions = callbackSubscriptionSweep({
+        pool,
+        store,
+        logger,
+        guard,
+        providerTimeoutMs,
+        publicConnectorUrl: options.publicConnectorUrl,
+      });
       const bookkeeping = bookkeepingPruner(pool, logger);
       const livechatSweeper = livechatPruner(pool, logger);
       return {
@@ -185,16 +194,18 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           streams.start();
           relay.start();
           kept.start();
-          // Catalogues are refreshed, and missed callbacks polled, in the background; replicas share the
-          // work through claims.
+          // Catalogues are refreshed, missed callbacks polled and subscriptions checked in the background;
+          // replicas share the work through claims.
           sweep.start();
           missedCallbacks.start();
+          subscriptions.start();
           bookkeeping.start();
           livechatSweeper.start();
         },
         stop: async () => {
           await sweep.stop();
           await missedCallbacks.stop();
+          await subscriptions.stop();
           await bookkeeping.stop();
           await livechatSweeper.stop();
           streams.stop();

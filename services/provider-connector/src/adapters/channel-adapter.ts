@@ -189,6 +189,12 @@ export interface ProviderOperations<C> {
    * Page by page, so a poll cut short keeps the pages it read.
    */
   missedCallbacks?(config: C, call: ProviderCall): AsyncIterable<MissedCallback[]>;
+  /**
+   * Whether the provider still calls the integration's callbacks, for a provider that stops of its own
+   * accord (Meta unsubscribes an app whose webhooks fail for an hour): the connector checks it now and
+   * then (callbackSubscriptionSweep) and registers again (`registerInbound`) when it does not.
+   */
+  callbackSubscribed?(config: C, call: ProviderCall): Promise<boolean>;
   /** Template sends and the provider's template list, for channels that have templates. */
   templates?: TemplateCapability<C>;
   /** Answers the provider's subscription handshake (GET on the callback URL), when it has one. */

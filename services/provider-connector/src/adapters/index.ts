@@ -58,6 +58,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     callbackPathEvents,
     resolveInbound,
     missedCallbacks,
+    callbackSubscribed,
     oneCallbackPerAccount,
     refusedRegistrationDropsCallback,
     callbackBodyBytes,
@@ -75,6 +76,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     resolveInbound:
       resolveInbound && ((config, notified, call) => resolveInbound(read(config), notified, call)),
     missedCallbacks: missedCallbacks && ((config, call) => missedCallbacks(read(config), call)),
+    callbackSubscribed: callbackSubscribed && ((config, call) => callbackSubscribed(read(config), call)),
     ...(callbackUrlRules ? { callbackUrlRules } : {}),
     ...(callbackPathEvents ? { callbackPathEvents } : {}),
     ...(oneCallbackPerAccount ? { oneCallbackPerAccount } : {}),

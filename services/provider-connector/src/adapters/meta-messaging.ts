@@ -73,6 +73,11 @@ export interface MetaMessagingProduct<K extends MetaMessagingChannel> {
 /** An account's node as `GET /<node>?fields=…` answers, ids as strings (Graph's ids outgrow a JSON number). */
 const AccountNode = z.object({ user_id: z.string().optional() });
 
+/** GET /{account}/subscribed_apps: the apps the account is subscribed to, each with its fields. */
+const SubscribedApps = z.object({
+  data: z.array(z.object({ subscribed_fields: z.array(z.string().max(100)).max(100).optional() })).max(100),
+});
+
 const SendAnswer = z.object({ recipient_id: z.string().optional(), message_id: z.string().min(1) });
 
 const Party = z.object({ id: z.string().min(1) });
@@ -323,6 +328,26 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
       url.searchParams.set('subscribed_fields', product.subscribedFields.join(','));
       await post(config, url, undefined, call);
       return { manual: { url: callbackUrl, topics: [...product.subscribedFields] } };
+    },
+
+    /**
+     * Whether the account is still subscribed to the app for every field we read: Meta unsubscribes an
+     * app whose webhooks fail for an hour. The account's list names no app as ours (the config has no
+     * app id), so an entry with every field is taken for ours.
+     */
+    async callbackSubscribed(config: ChannelConfig<K>, call: ProviderCall) {
+      const url = graph(config, 'subscribed_apps');
+      const answer = await callProvider(call, product.channel, url, {
+        method: 'GET',
+        headers: bearer(config),
+      });
+      if (!answer.ok) throw metaMessagingFailure(product, 'subscribed_apps', answer);
+      const listed = SubscribedApps.safeParse(answer.body);
+      if (!listed.success)
+        throw new ProviderError(`${product.channel} answered subscribed_apps without data`);
+      return listed.data.data.some((app) =>
+        product.subscribedFields.every((field) => app.subscribed_fields?.includes(field)),
+      );
     },
 
     // Meta calls only HTTPS endpoints with a valid certificate.

@@ -5,6 +5,7 @@ import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { adapterFor } from '../adapters/index.js';
 import { IntegrationSweep } from '../integration-sweep.js';
+import { claimDueIntegration } from '../store/integration-claims.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 import { MissedCallbackStore } from '../store/missed-callbacks.js';
 import { oauthTokens } from '../store/oauth-tokens.js';
@@ -62,7 +63,12 @@ export function missedCallbacksSweep(
     {
       what: 'missed callbacks poll',
       claimDue: (busyWorkspaces) =>
-        missed.claimDue({ channels: missedChannels, everyMs: options.everyMs, busyWorkspaces }),
+        claimDueIntegration(deps.pool, {
+          stamp: 'missed_polled_at',
+          channels: missedChannels,
+          everyMs: options.everyMs,
+          busyWorkspaces,
+        }),
       integrations: deps.store,
       logger: deps.logger,
       workOn: (stored, workspaceId, stopping) =>
