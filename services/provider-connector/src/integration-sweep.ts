@@ -49,9 +49,15 @@ export class IntegrationSweep {
     private readonly options: IntegrationSweepOptions,
   ) {}
 
+  /**
+   * Passes now and every `everyMs`: what a connector's outage left to do (a missed callback, a dropped
+   * subscription, a stale catalogue) is taken up as it comes back, and the claims' stamps keep replicas
+   * that restart together, or a crash loop, from doing it twice within a turn.
+   */
   start(): void {
     this.timer = setInterval(() => void this.pass(), this.options.everyMs);
     this.timer.unref();
+    void this.pass();
   }
 
   /**

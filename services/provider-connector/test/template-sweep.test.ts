@@ -182,3 +182,13 @@ it('puts a refresh that failed behind the others until its retry is due, and two
   expect(failing.calls).toHaveLength(12);
   await Promise.all([world.sweep.stop(), replica.sweep.stop()]);
 });
+
+it('passes as it starts, not a turn later: what an outage left due is taken up as the connector comes back', async () => {
+  const world = await startWorld({ everyMs: 60 * 60_000 });
+  const stale = await world.integrateOnSandbox(randomUUID(), new Date(Date.now() - 2 * 60 * 60_000));
+  world.sweep.start();
+  await waitFor(async () => (await world.catalogueOf(stale.id)).includes('boas_vindas'), {
+    what: 'the stale catalogue refreshed by the pass at start',
+  });
+  await world.sweep.stop();
+});
