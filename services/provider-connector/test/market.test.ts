@@ -500,4 +500,34 @@ describe('market: notifications ML gave up on (missed_feeds)', () => {
     // In the order ML lost them, which its concurrent retries need not keep.
     expect((await texts(workspaceId)).sort()).toEqual(asked.sort());
   });
+
+  it("reads at most 2,000 of a topic's lost notifications a poll, however many a tenant's base_url lists", async () => {
+    // A tenant's own server as its base_url, listing a thousand lost notifications on every page.
+    let calls = 0;
+    const hostile = createServer((req, res) => {
+      calls++;
+      const topic = new URL(req.url ?? '/', 'http://x').searchParams.get('topic');
+      const messages = Array.from({ length: 1_000 }, (_, i) => ({
+        _id: `${calls}-${i}`,
+        resource: topic === 'questions' ? `/questions/${calls * 10_000 + i}` : `m${calls}x${i}`,
+        user_id: Number(SELLER),
+        topic,
+        application_id: Number(APP.client_id),
+      }));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ messages }));
+    });
+    const hostileUrl = await serve(hostile as unknown as Sandbox['app']);
+    const config = {
+      base_url: hostileUrl,
+      seller_id: SELLER,
+      access_token: 'APP_USR-tenant',
+      refresh_token: 'TG-tenant',
+      ...APP,
+    };
+    const call = { guard, workspaceId: randomUUID(), logger, signal: AbortSignal.timeout(10_000) };
+    let read = 0;
+    for await (const page of marketAdapter.missedCallbacks!(config, call)) read += page.length;
+    expect(read).toBe(4_000);
+    expect(calls).toBe(4);
+  });
 });

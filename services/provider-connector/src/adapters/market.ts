@@ -37,11 +37,14 @@ export const POST_SALE_TEXT_LIMIT = 350;
 const numericId = z.union([z.number().int().nonnegative(), z.string().regex(/^\d{1,20}$/)]).transform(String);
 
 /**
- * Lost notifications read per call, and calls per topic at most: ML keeps two days of them and pages by
- * offset only, so each poll reads the list from its start.
+ * Lost notifications asked per call, and at most, per topic and poll, calls and notifications read: ML
+ * keeps two days of them and pages by offset only, so each poll reads the list from its start. The
+ * tenant's `base_url` answers these, so a poll is bounded whatever pages it gets: 2,000 a topic every ten
+ * minutes is a few a second, well under what the integration's callbacks may bring.
  */
 const MISSED_PAGE = 50;
 const MISSED_PAGES = 40;
+const MISSED_PER_TOPIC = 2_000;
 
 /** A notification as Mercado Livre posts it; only the ids are trusted, and only after checking them. */
 const Notification = z.object({
@@ -419,7 +422,7 @@ export const marketAdapter: ChannelAdapter<'market'> = {
   async *missedCallbacks(config, call) {
     for (const topic of MARKET_TOPICS) {
       // Paged by what ML gave, to an empty page: a limit it caps below ours is no end.
-      for (let page = 0, offset = 0; page < MISSED_PAGES; page++) {
+      for (let page = 0, offset = 0; page < MISSED_PAGES && offset < MISSED_PER_TOPIC; page++) {
         const query = new URLSearchParams({
           app_id: config.client_id,
           topic,
@@ -430,9 +433,10 @@ export const marketAdapter: ChannelAdapter<'market'> = {
         if (!answer.success)
           throw new ProviderError(`${CHANNEL} answered GET /missed_feeds without messages`);
         if (answer.data.messages.length === 0) break;
-        offset += answer.data.messages.length;
+        const listed = answer.data.messages.slice(0, MISSED_PER_TOPIC - offset);
+        offset += listed.length;
         const missed: MissedCallback[] = [];
-        for (const lost of answer.data.messages) {
+        for (const lost of listed) {
           // Another seller's of the application, or not a notification: not ours to take.
           const batch = readsAsOurs(config, lost);
           const notified = batch?.toFetch?.[0];
