@@ -11,7 +11,7 @@ import { ControlError } from './control-error.js';
 import { DEFAULT_FAULT_STATUS, FaultMode } from './faults.js';
 import { parseControl } from './parse-control.js';
 import { toDigits } from './phone-digits.js';
-import { type Redeliveries, taken } from './redelivery.js';
+import type { Redeliveries } from './redelivery.js';
 import { answerOfWebhook, type WebhookAnswer } from './webhook-transport.js';
 
 export interface ControlsOptions {
@@ -244,23 +244,19 @@ export function createControls({
       return { held: true };
     const firstAt = Date.now();
     const answers: (WebhookAnswer | undefined)[] = [];
+    const followUp = () =>
+      policy !== undefined &&
+      redeliveries.followUp(emulator.channel, account, delivery, policy, { answers, firstAt }, gaveUp);
     try {
       for (let attempt = 0; attempt < times; attempt++)
         answers.push(await answerOfWebhook(fetchImpl, delivery));
     } catch (unreachable) {
       answers.push(undefined);
-      const again =
-        policy &&
-        redeliveries.schedule(emulator.channel, account, delivery, policy, { answers, firstAt }, gaveUp);
-      if (!again) redeliveries.release(delivery);
+      followUp();
       throw unreachable;
     }
     const statuses = answers.map((answer) => answer!.status);
-    const again =
-      policy !== undefined &&
-      !taken(answers.at(-1), policy) &&
-      redeliveries.schedule(emulator.channel, account, delivery, policy, { answers, firstAt }, gaveUp);
-    if (!again) redeliveries.release(delivery);
+    const again = followUp();
     return {
       delivered_status: statuses[0]!,
       ...(times > 1 ? { delivered_statuses: statuses } : {}),

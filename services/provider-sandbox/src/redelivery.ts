@@ -77,7 +77,7 @@ const keptRedeliveries = 1_000;
  * Whether the receiver took the delivery, as the policy judges it, or as axios and Telegram's webhook
  * actor both do: any 2xx.
  */
-export const taken = (answer: WebhookAnswer | undefined, policy?: RedeliveryPolicy): boolean =>
+const taken = (answer: WebhookAnswer | undefined, policy?: RedeliveryPolicy): boolean =>
   policy?.takes ? policy.takes(answer) : answer !== undefined && answer.status >= 200 && answer.status < 300;
 
 /**
@@ -100,11 +100,12 @@ export class Redeliveries {
   ) {}
 
   /**
-   * Carries on delivering after the deliveries `made`, none taken (their answers oldest first, undefined
-   * where the receiver could not be reached), the first at `firstAt`, as `policy` says; false when the
-   * provider gives up at once. Its queue (`hold`) is let go once it is taken or given up.
+   * Goes on after the deliveries `made` (their answers oldest first, undefined where the receiver could
+   * not be reached), the first at `firstAt`: when the last was not taken, delivers again as `policy` says,
+   * and says true; when it was, or the provider gives up at once, lets the delivery's queue (`hold`) go
+   * on, and says false.
    */
-  schedule(
+  followUp(
     channel: string,
     account: string,
     delivery: WebhookDelivery,
@@ -112,12 +113,17 @@ export class Redeliveries {
     made: { answers: (WebhookAnswer | undefined)[]; firstAt: number },
     gaveUp?: GaveUp,
   ): boolean {
-    const firstWait = policy.nextWaitMs(failedDelivery(made.answers, made.firstAt));
-    if (firstWait === undefined) {
-      gaveUp?.(delivery, made.answers);
+    const { answers, firstAt } = made;
+    if (taken(answers.at(-1), policy)) {
+      this.#release(delivery);
       return false;
     }
-    const { answers, firstAt } = made;
+    const firstWait = policy.nextWaitMs(failedDelivery(answers, firstAt));
+    if (firstWait === undefined) {
+      gaveUp?.(delivery, answers);
+      this.#release(delivery);
+      return false;
+    }
     this.#posts.schedule((stillCurrent) =>
       this.#carryOn(
         { channel, account, delivery, policy, gaveUp },
@@ -133,7 +139,7 @@ export class Redeliveries {
   /**
    * Whether the delivery waits behind an earlier one of its queue (Telegram: one queue per chat) that is
    * still being delivered: it then goes out once that one is taken or given up, and is delivered again
-   * as `policy` says. Otherwise its queue is the caller's until it `release`s it or `schedule`s more.
+   * as `policy` says. Otherwise its queue is the caller's until its `followUp`.
    */
   hold(
     channel: string,
@@ -153,7 +159,7 @@ export class Redeliveries {
   }
 
   /** Lets the delivery's queue go on: it was taken, or is given up. */
-  release(delivery: WebhookDelivery): void {
+  #release(delivery: WebhookDelivery): void {
     if (delivery.queue !== undefined) this.#next(delivery.queue);
   }
 
@@ -191,7 +197,7 @@ export class Redeliveries {
       }
       if (stillCurrent()) gaveUp?.(sent, answers);
     } finally {
-      if (stillCurrent() && delivery.queue !== undefined) this.#next(delivery.queue);
+      if (stillCurrent()) this.#release(delivery);
     }
   }
 
