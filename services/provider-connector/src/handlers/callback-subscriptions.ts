@@ -1,14 +1,12 @@
 import { integrationChannels } from '@inbox/contracts';
 import type { Pool } from '@inbox/db';
-import type { OutboundGuard } from '@inbox/outbound-http';
-import type { Logger } from '@inbox/service-kit';
 import { meter } from '@inbox/telemetry';
 import { adapterFor } from '../adapters/index.js';
 import { IntegrationSweep } from '../integration-sweep.js';
 import { claimDueIntegration } from '../store/integration-claims.js';
-import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
-import { oauthTokens } from '../store/oauth-tokens.js';
-import { inboundPath } from './inbound.js';
+import type { StoredIntegration } from '../store/integrations.js';
+import { callbackUrlOf } from './inbound.js';
+import { type IntegrationCallDeps, integrationCall } from './integration-call.js';
 
 export interface CallbackSubscriptionOptions {
   /** How often each integration's subscription is checked. */
@@ -24,12 +22,8 @@ export const defaultCallbackSubscriptionOptions: CallbackSubscriptionOptions = {
   workers: 2,
 };
 
-export interface CallbackSubscriptionDeps {
+export interface CallbackSubscriptionDeps extends IntegrationCallDeps {
   pool: Pool;
-  store: IntegrationStore;
-  logger: Logger;
-  guard: OutboundGuard;
-  providerTimeoutMs: number;
   /** Where providers reach the connector: the callback URL a registration names. */
   publicConnectorUrl: string;
 }
@@ -77,16 +71,15 @@ async function subscribeAgainIfDropped(
 ): Promise<void> {
   const adapter = adapterFor(integration.channel);
   if (!adapter?.callbackSubscribed || integration.status !== 'connected') return;
-  const call = {
-    guard: deps.guard,
+  const call = integrationCall(
+    deps,
     workspaceId,
-    logger: deps.logger,
-    signal: AbortSignal.any([stopping, AbortSignal.timeout(deps.providerTimeoutMs)]),
-    oauth: oauthTokens(deps.store, workspaceId, integration.id, deps.providerTimeoutMs),
-  };
+    integration.id,
+    AbortSignal.any([stopping, AbortSignal.timeout(deps.providerTimeoutMs)]),
+  );
   if (await adapter.callbackSubscribed(config, call)) return;
-  const callbackUrl = new URL(inboundPath(integration.channel, integration.id), deps.publicConnectorUrl);
-  await adapter.registerInbound(config, callbackUrl.toString(), call);
+  const callbackUrl = callbackUrlOf(integration.channel, integration.id, deps.publicConnectorUrl);
+  await adapter.registerInbound(config, callbackUrl, call);
   resubscribed.add(1, { channel: integration.channel });
   deps.logger.warn(
     { integration_id: integration.id, workspace_id: workspaceId, channel: integration.channel },

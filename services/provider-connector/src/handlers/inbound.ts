@@ -31,10 +31,10 @@ import {
   type Truncation,
 } from '../domain/inbound-bounds.js';
 import type { CallbackIntegration, IntegrationStore } from '../store/integrations.js';
-import { oauthTokens } from '../store/oauth-tokens.js';
 import { rememberReplyContext } from '../store/reply-contexts.js';
 import { sendsKnownByStatus, sentMessageIds } from '../store/sends.js';
 import { type Admission, CallbackAdmission, type CallbackLimits } from './callback-admission.js';
+import { integrationCall } from './integration-call.js';
 import type { KeptCallbacks } from './kept-callbacks.js';
 
 export interface RecordDeps {
@@ -59,6 +59,11 @@ export interface InboundRouteDeps extends InboundDeps {
 /** Where a provider delivers an integration's inbound messages and status updates. */
 export function inboundPath(channel: string, integrationId: string): string {
   return `/inbound/${channel}/${integrationId}`;
+}
+
+/** The integration's callback URL, as a registration names it to the provider. */
+export function callbackUrlOf(channel: string, integrationId: string, publicConnectorUrl: string): string {
+  return new URL(inboundPath(channel, integrationId), publicConnectorUrl).toString();
 }
 
 const unknownIntegration = { status: 404, text: platformTexts.callbackIntegrationUnknown };
@@ -288,13 +293,11 @@ async function resolveNotified(
   const { integration, workspaceId } = found;
   if (!adapter.resolveInbound || !deps.fetching)
     throw new Error(`${integration.channel} cannot fetch notified resources here`);
-  const call = {
-    guard: deps.fetching.guard,
+  const call = integrationCall(
+    { ...deps.fetching, logger: deps.logger, store: deps.store },
     workspaceId,
-    logger: deps.logger,
-    signal: AbortSignal.timeout(deps.fetching.providerTimeoutMs),
-    oauth: oauthTokens(deps.store, workspaceId, integration.id, deps.fetching.providerTimeoutMs),
-  };
+    integration.id,
+  );
   const resolved: InboundBatch = {
     messages: [...batch.messages],
     statuses: [...batch.statuses],

@@ -18,8 +18,8 @@ import {
   type IntegrationStore,
   type StoredIntegration,
 } from '../store/integrations.js';
-import { oauthTokens } from '../store/oauth-tokens.js';
-import { inboundPath } from './inbound.js';
+import { callbackUrlOf } from './inbound.js';
+import { integrationCall } from './integration-call.js';
 
 export interface CreateIntegrationDeps {
   store: IntegrationStore;
@@ -115,22 +115,20 @@ async function registerCallback(
   stored: StoredIntegration,
   undo: (error: unknown) => Promise<unknown>,
 ) {
-  const { store, guard, logger, publicConnectorUrl, providerTimeoutMs } = deps;
+  const { store, logger, publicConnectorUrl } = deps;
   const { channel, id } = stored.integration;
   const adapter = adapterFor(channel);
   if (!adapter) throw AppError.badRequest(platformTexts.channelNotSupported(channel));
-  const callbackUrl = new URL(inboundPath(channel, id), publicConnectorUrl).toString();
+  const callbackUrl = callbackUrlOf(channel, id, publicConnectorUrl);
   const problems = callbackUrlProblems(callbackUrl, adapter.callbackUrlRules);
   let registration: Awaited<ReturnType<typeof adapter.registerInbound>>;
   const startedAt = adapter.oneCallbackPerAccount ? await store.registrationClock() : undefined;
   try {
-    registration = await adapter.registerInbound(stored.config, callbackUrl, {
-      guard,
-      workspaceId,
-      logger,
-      signal: AbortSignal.timeout(providerTimeoutMs),
-      oauth: oauthTokens(store, workspaceId, id, providerTimeoutMs),
-    });
+    registration = await adapter.registerInbound(
+      stored.config,
+      callbackUrl,
+      integrationCall(deps, workspaceId, id),
+    );
   } catch (error) {
     const refused = error instanceof ProviderError && error.refusal === 'callback_refused';
     if (refused && startedAt !== undefined && adapter.refusedRegistrationDropsCallback)

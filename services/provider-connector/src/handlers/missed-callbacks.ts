@@ -8,8 +8,8 @@ import { IntegrationSweep } from '../integration-sweep.js';
 import { claimDueIntegration } from '../store/integration-claims.js';
 import type { IntegrationStore, StoredIntegration } from '../store/integrations.js';
 import { MissedCallbackStore } from '../store/missed-callbacks.js';
-import { oauthTokens } from '../store/oauth-tokens.js';
 import { defaultCallbackLimits } from './callback-admission.js';
+import { integrationCall } from './integration-call.js';
 import type { KeptCallbacks } from './kept-callbacks.js';
 
 export interface MissedCallbacksOptions {
@@ -88,14 +88,13 @@ async function takeMissed(
   const { integration, workspaceId } = stored;
   const adapter = adapterFor(integration.channel);
   if (!adapter?.missedCallbacks || integration.status !== 'connected') return;
-  const { guard, providerTimeoutMs } = deps.fetching;
-  const call = {
-    guard,
+  const bound = AbortSignal.timeout(deps.fetching.providerTimeoutMs * pollBoundInTimeouts);
+  const call = integrationCall(
+    { ...deps.fetching, logger: deps.logger, store: deps.store },
     workspaceId,
-    logger: deps.logger,
-    signal: AbortSignal.any([stopping, AbortSignal.timeout(providerTimeoutMs * pollBoundInTimeouts)]),
-    oauth: oauthTokens(deps.store, workspaceId, integration.id, providerTimeoutMs),
-  };
+    integration.id,
+    AbortSignal.any([stopping, bound]),
+  );
   const about = { integration_id: integration.id, workspace_id: workspaceId };
   let taken = 0;
   for await (const page of adapter.missedCallbacks(stored.config, call)) {
