@@ -41,7 +41,8 @@ let store: IntegrationStore;
 let kept: KeptCallbacks;
 let fetching: { guard: OutboundGuard; providerTimeoutMs: number };
 
-async function serve(app: { listen: Sandbox['app']['listen'] }): Promise<string> {
+/** Listens on a loopback port: the sandbox's app, or a bare server standing for a provider. */
+async function serve(app: { listen(port: number, host: string): Server }): Promise<string> {
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   closers.push(async () => {
@@ -451,7 +452,7 @@ describe('market: notifications ML gave up on (missed_feeds)', () => {
       refused++;
       res.writeHead(503).end();
     });
-    const downUrl = await serve(down as unknown as Sandbox['app']);
+    const downUrl = await serve(down);
     await control('/market/applications', { ...APP, notification_url: `${downUrl}/notifications` });
     await control('/market/authorizations', { ...APP, seller_id: OTHER_SELLER });
     for (const [account, text] of [
@@ -484,7 +485,7 @@ describe('market: notifications ML gave up on (missed_feeds)', () => {
   it('reads every page ML lists, past its page of 50', async () => {
     const { workspaceId } = await connect();
     const down = createServer((_req, res) => res.writeHead(500).end());
-    const downUrl = await serve(down as unknown as Sandbox['app']);
+    const downUrl = await serve(down);
     await control('/market/applications', { ...APP, notification_url: `${downUrl}/notifications` });
     const asked = Array.from({ length: 51 }, (_, i) => `pergunta ${i}`);
     for (const text of asked)
@@ -516,7 +517,7 @@ describe('market: notifications ML gave up on (missed_feeds)', () => {
       }));
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ messages }));
     });
-    const hostileUrl = await serve(hostile as unknown as Sandbox['app']);
+    const hostileUrl = await serve(hostile);
     const config = {
       base_url: hostileUrl,
       seller_id: SELLER,
