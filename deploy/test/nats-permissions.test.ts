@@ -157,6 +157,8 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
     for (const lane of subscriptionsFor('messaging', eventConsumers.messaging))
       collect(buses.messaging, lane.durable, lane.filter, inbound);
     const leads = collect(buses.messaging, 'messaging-leads', 'lead.moved');
+    // The callbacks the connector kept on the bus while Postgres refused them, read back by itself.
+    const keptOnBus = collect(buses['provider-connector'], 'connector-kept', 'callback.kept');
     // So do the webhook events, one durable of the dispatcher's each.
     const webhooks = new Set<string>();
     const dispatcherLanes = subscriptionsFor('webhook-dispatcher', eventConsumers['webhook-dispatcher']);
@@ -173,15 +175,18 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
     };
     const fromConnector = inLanes('inbound.message');
     const fromPipeline = event('lead.moved');
+    const keptCallback = event('callback.kept');
     const fromMessaging = [...inLanes('message.sent'), ...inLanes('conversation.assigned')];
     for (const inboundEvent of fromConnector) await buses['provider-connector'].publish(inboundEvent);
     await buses.pipeline.publish(fromPipeline);
+    await buses['provider-connector'].publish(keptCallback);
     for (const webhookEvent of fromMessaging) await buses.messaging.publish(webhookEvent);
 
     await waitFor(
       () =>
         fromConnector.every((e) => inbound.has(e.id)) &&
         leads.has(fromPipeline.id) &&
+        keptOnBus.has(keptCallback.id) &&
         fromMessaging.every((e) => webhooks.has(e.id)),
       { what: 'every event at its consumers', timeoutMs: 10_000 },
     );
@@ -220,6 +225,10 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
     // On its workspace's lane, or on the type's own subject in lane 0.
     await expect(gateway.publish(event('message.sent'))).rejects.toThrow(
       /Permissions Violation for Publish to "evt\.(lane\d\.)?message\.sent"/,
+    );
+    // Nor forge a callback the connector would take in as its own.
+    await expect(gateway.publish(event('callback.kept'))).rejects.toThrow(
+      /Permissions Violation for Publish to "evt\.callback\.kept"/,
     );
     await gateway.drain().catch(() => undefined);
   });

@@ -12,6 +12,8 @@ export const eventConsumers = {
   messaging: [eventTypes.inboundMessage, eventTypes.inboundStatus, eventTypes.inboundWatermark],
   /** Messaging notes lead moves on the conversation they name. */
   'messaging-leads': [eventTypes.leadMoved],
+  /** The connector puts the callbacks it kept on the bus, while Postgres refused them, in its inbox. */
+  'connector-kept': [eventTypes.callbackKept],
   /** The webhook dispatcher schedules every public event. */
   'webhook-dispatcher': publicEventTypes,
 } as const satisfies Record<string, readonly EventType[]>;

@@ -86,6 +86,13 @@ const samples: { [T in EventType]: EventData<T> } = {
     conversation_id: null,
     moved_at: new Date().toISOString(),
   },
+  'callback.kept': {
+    workspace_id: workspace,
+    integration_id: integration,
+    batch: { messages: [], statuses: [] },
+    trace_context: {},
+    received_at: new Date().toISOString(),
+  },
 };
 const types = Object.keys(eventCatalogue) as EventType[];
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { eventTypes } from './event-types.js';
 import {
+  CallbackKeptEvent,
   InboundMessageEvent,
   InboundStatusEvent,
   InboundWatermarkEvent,
@@ -26,6 +27,7 @@ const internalEvents = {
   [eventTypes.inboundStatus]: InboundStatusEvent,
   [eventTypes.inboundWatermark]: InboundWatermarkEvent,
   [eventTypes.leadMoved]: LeadMovedEvent,
+  [eventTypes.callbackKept]: CallbackKeptEvent,
 } as const satisfies Partial<Record<EventName, EventSchema>>;
 
 /**

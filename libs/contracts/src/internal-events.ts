@@ -81,3 +81,21 @@ export const LeadMovedEvent = z.object({
   moved_at: z.iso.datetime(),
 });
 export type LeadMovedEvent = z.infer<typeof LeadMovedEvent>;
+
+/**
+ * A provider's callback the connector answered and could not keep in its database (Postgres refused the
+ * insert): the connector keeps it on the bus instead, and its own consumer puts it in the callback inbox
+ * once Postgres takes it. Only for providers that deliver a callback once (Z-API), where an error answer
+ * loses it; the batch is the connector's own reading of the verified callback.
+ */
+export const CallbackKeptEvent = z.object({
+  workspace_id: z.uuid(),
+  integration_id: z.uuid(),
+  /** The verified callback as the connector read it (its messages, statuses and what it names to fetch). */
+  batch: z.looseObject({ messages: z.array(z.unknown()), statuses: z.array(z.unknown()) }),
+  /** The trace it came in, so its recording joins it. */
+  trace_context: z.record(z.string(), z.string()),
+  /** When the callback came: kept callbacks are recorded in that order. */
+  received_at: z.iso.datetime(),
+});
+export type CallbackKeptEvent = z.infer<typeof CallbackKeptEvent>;

@@ -44,6 +44,8 @@ export interface ServiceEngine {
   stop(): Promise<void>;
   routes?(app: Express): void;
   readiness?: ReadinessChecks;
+  /** True when the service still serves its routes while its database cannot be reached: not in `/readyz`. */
+  readyWithoutDatabase?: boolean;
   /** HTTP body limit for the service's own routes. */
   bodyLimit?: string;
   /** False when the service's routes parse JSON themselves (after authentication). */
@@ -132,7 +134,9 @@ export async function hostService(
     trustProxy: engine.trustProxy,
     readiness: {
       bus: () => bus.healthy(),
-      ...(definition.schema ? { database: async () => (await pool.query('select 1')).rowCount === 1 } : {}),
+      ...(definition.schema && !engine.readyWithoutDatabase
+        ? { database: async () => (await pool.query('select 1')).rowCount === 1 }
+        : {}),
       ...engine.readiness,
     },
   });

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { consumeEvents, type HandlersOf } from '@inbox/bus';
 import { maxProviderTimeoutMs } from '@inbox/contracts';
 import { AddressPolicy, OutboundGuard } from '@inbox/outbound-http';
 import { outboxRelay, SecretBox, type ServiceDefinition, type TrustProxy } from '@inbox/service-kit';
@@ -12,7 +13,7 @@ import {
   resolveIntegration,
   updateIntegration,
 } from './handlers/integrations.js';
-import { KeptCallbacks } from './handlers/kept-callbacks.js';
+import { KeptCallbacks, keptOnBusDeliveries } from './handlers/kept-callbacks.js';
 import { missedCallbacksSweep } from './handlers/missed-callbacks.js';
 import { sendOutcome } from './handlers/send-outcome.js';
 import { sendText } from './handlers/send-text.js';
@@ -127,7 +128,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
       );
       const relay = outboxRelay(service, 'connector', options.outboxRetentionHours);
       const fetching = { guard, providerTimeoutMs };
-      const kept = new KeptCallbacks({ pool, store, relay, logger, fetching });
+      const kept = new KeptCallbacks({ pool, store, relay, logger, fetching, bus });
       const missedCallbacks = missedCallbacksSweep({ pool, store, logger, fetching, kept });
       const subscriptions = callbackSubscriptionSweep({
         pool,
@@ -146,6 +147,9 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         // not traced: callback URLs are public, and an anonymous flood must not fill the trace pipeline.
         traceFrom: 'admission',
         trustProxy: options.trustProxy,
+        // Ready while Postgres is not: callbacks of providers that deliver once are then kept on the bus,
+        // and an unready connector is one Kubernetes sends no callback to, every one of them lost.
+        readyWithoutDatabase: true,
         routes: (app) => {
           app.use(inboundRoutes({ pool, store, relay, logger, fetching, kept }));
           app.use(
@@ -190,6 +194,13 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
           );
           await bus.onNotice('notice.connector.livechat-message', ({ session_id }) =>
             streams.wake(session_id),
+          );
+          await consumeEvents(
+            bus,
+            { durable: 'connector-kept', concurrency: 4, maxDeliver: keptOnBusDeliveries },
+            {
+              'callback.kept': (event) => kept.takeFromBus(event.data),
+            } satisfies HandlersOf<'connector-kept'>,
           );
           streams.start();
           relay.start();

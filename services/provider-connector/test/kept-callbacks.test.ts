@@ -487,6 +487,16 @@ describe('the callback inbox', () => {
     expect(next.map((kept) => kept.batch.messages[0]!.text)).toEqual(['m2', 'm3']);
   });
 
+  it('leases an integration’s callbacks in the order they came, one kept late (from the bus) in its place', async () => {
+    const [workspace, integration] = [randomUUID(), randomUUID()];
+    await keepSome(workspace, integration, 2);
+    const cameEarlier = new Date(Date.now() - 60_000);
+    expect(await inbox().keep(workspace, integration, batchOf('antes'), {}, 1e9, cameEarlier)).toBe(true);
+    const round = mine(await inbox().lease({ round: 100, perIntegration: 2, leaseMs: 60_000 }), workspace);
+    expect(round.map((kept) => kept.batch.messages[0]!.text)).toEqual(['antes', 'm0']);
+    expect(round[0]!.receivedAt).toEqual(cameEarlier);
+  });
+
   it('leases none of a workspace its worker is recording for already', async () => {
     const [busy, free] = [randomUUID(), randomUUID()];
     await keepSome(busy, randomUUID(), 1);

@@ -1,3 +1,4 @@
+import { isOutage } from '@inbox/bus';
 import {
   eventTypes,
   InboundMessageEvent,
@@ -20,7 +21,13 @@ import {
 import type { OutboundGuard } from '@inbox/outbound-http';
 import { answerJson, clientAddress, inRequestContext, type Logger } from '@inbox/service-kit';
 import { meter, traceAdmitted } from '@inbox/telemetry';
-import express, { type Request, type RequestHandler, type Response, Router } from 'express';
+import express, {
+  type ErrorRequestHandler,
+  type Request,
+  type RequestHandler,
+  type Response,
+  Router,
+} from 'express';
 import { defaultCallbackBodyBytes, type InboundBatch } from '../adapters/channel-adapter.js';
 import { adapterFor, InboundRejected, ProviderError, type StoredConfigAdapter } from '../adapters/index.js';
 import {
@@ -241,6 +248,14 @@ export function inboundRoutes(deps: InboundRouteDeps): Router {
   // Each path its own route, so that the server span and the metrics name the route it matched.
   router.post('/inbound/:channel/:integrationId', ...takeCallback);
   router.post('/inbound/:channel/:integrationId/:event', eventPath, ...takeCallback);
+  // Postgres out of reach (and no kept way around it): a 503 a provider that redelivers tries again on,
+  // not an unhandled error.
+  const outage: ErrorRequestHandler = (error, _req, res, next) => {
+    if (!isOutage(error) || res.headersSent) return next(error);
+    deps.logger.warn({ err: error }, 'inbound callback not taken: the database cannot be reached');
+    answerJson(res, 503, { error: platformTexts.serviceUnavailable });
+  };
+  router.use(outage);
 
   return router;
 }

@@ -1,4 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import { type Bus, isOutage } from '@inbox/bus';
+import { type CallbackKeptEvent, eventTypes } from '@inbox/contracts';
+import { maxEventBytes } from '@inbox/db';
 import { captureContext, meter, startSpan, withCapturedContext } from '@inbox/telemetry';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { InboundBatch } from '../adapters/channel-adapter.js';
 import { adapterFor } from '../adapters/index.js';
 import {
@@ -20,6 +25,12 @@ export interface KeptCallbacksOptions extends LeaseOptions {
   keepForMs: number;
   /** How often the backlog gauges are read from Postgres. */
   backlogRefreshMs: number;
+  /**
+   * What one workspace's callbacks kept on the bus while Postgres refused them may weigh in an hour, in
+   * this process: what a flood in an outage costs the broker, as `keptBytesPerWorkspace` bounds what it
+   * costs Postgres.
+   */
+  busBytesPerWorkspaceHour: number;
 }
 
 export const defaultKeptCallbacksOptions: KeptCallbacksOptions = {
@@ -32,12 +43,20 @@ export const defaultKeptCallbacksOptions: KeptCallbacksOptions = {
   pollMs: 1_000,
   keepForMs: 24 * 3_600_000,
   backlogRefreshMs: 15_000,
+  busBytesPerWorkspaceHour: 64 * 2 ** 20,
 };
+
+/**
+ * How often a callback kept on the bus is delivered to be put in the inbox before it is dead-lettered:
+ * each delivery waits out an outage in place for up to ten minutes (busDefaults.outageWaitMs), so a day
+ * of Postgres refusing it.
+ */
+export const keptOnBusDeliveries = 144;
 
 const keptMeter = meter('connector');
 const outcomes = keptMeter.createCounter('connector.kept_callbacks', {
   description:
-    'Callbacks kept to be recorded after the answer (Z-API, Mercado Livre), by outcome: kept, refused_full (their workspace had too many kept), recorded, postponed after a failure, given_up after keepForMs, dropped with their integration',
+    'Callbacks kept to be recorded after the answer (Z-API, Mercado Livre), by outcome: kept, refused_full (their workspace had too many kept), kept_on_bus (Postgres refused them), refused_bus_full (and their workspace had put too many there), taken_from_bus (into the inbox, once Postgres took them), recorded, postponed after a failure, given_up after keepForMs, dropped with their integration',
 });
 
 // Every replica reads the same backlog, of every workspace: a dashboard takes their max.
@@ -59,7 +78,7 @@ keptMeter
   })
   .addCallback((result) => result.observe(backlog.oldestAgeSeconds));
 
-/** How often a workspace whose kept callbacks are at their bound is logged, at most. */
+/** How often a workspace whose kept callbacks are at their bound, or go to the bus, is logged, at most. */
 const fullLoggedMs = 30_000;
 
 /** The wait before a failed callback is tried again: doubling from a second, at most five minutes. */
@@ -86,22 +105,40 @@ export class KeptCallbacks {
   private timer: NodeJS.Timeout | undefined;
   private backlogTimer: NodeJS.Timeout | undefined;
   private readonly fullLogged = new ExpiringCache<string, true>(fullLoggedMs, 10_000);
+  private readonly busLogged = new ExpiringCache<string, true>(fullLoggedMs, 10_000);
+  private readonly busBudget: RateLimiterMemory;
 
+  /** `bus` keeps the callbacks Postgres refuses (`keep`); without it they fail, and their providers' answer with them. */
   constructor(
-    private readonly deps: InboundDeps,
+    private readonly deps: InboundDeps & { bus?: Pick<Bus, 'publish'> },
     private readonly options: KeptCallbacksOptions = defaultKeptCallbacksOptions,
   ) {
     this.inbox = new CallbackInbox(deps.pool);
+    this.busBudget = new RateLimiterMemory({
+      keyPrefix: 'kept-on-bus',
+      points: options.busBytesPerWorkspaceHour,
+      duration: 3_600,
+    });
   }
 
   /**
    * Keeps a verified batch of the integration's, to be recorded here soon, in the trace it came in; false
-   * when its workspace's kept callbacks would weigh more than `maxBytes`.
+   * when its workspace's kept callbacks would weigh more than `maxBytes`. While Postgres refuses it (down,
+   * failing over, out of connections), on the bus, to be put in the inbox once Postgres takes it: the
+   * provider delivers it once, and an error answer would lose it.
    */
   async keep(found: CallbackIntegration, batch: InboundBatch, maxBytes: number): Promise<boolean> {
     const { workspaceId, integration } = found;
-    const kept = await this.inbox.keep(workspaceId, integration.id, batch, captureContext(), maxBytes);
-    outcomes.add(1, { outcome: kept ? 'kept' : 'refused_full' });
+    const traceContext = captureContext();
+    let kept: boolean;
+    try {
+      kept = await this.inbox.keep(workspaceId, integration.id, batch, traceContext, maxBytes);
+      outcomes.add(1, { outcome: kept ? 'kept' : 'refused_full' });
+    } catch (error) {
+      if (!this.deps.bus || !isOutage(error)) throw error;
+      kept = await this.keepOnBus(found, batch, traceContext, error);
+      outcomes.add(1, { outcome: kept ? 'kept_on_bus' : 'refused_bus_full' });
+    }
     if (kept) this.wake();
     else if (!this.fullLogged.get(workspaceId)) {
       this.fullLogged.set(workspaceId, true);
@@ -111,6 +148,68 @@ export class KeptCallbacks {
       );
     }
     return kept;
+  }
+
+  /**
+   * Publishes a callback Postgres refused, within what its workspace may put on the bus in an hour (false
+   * when that is spent). Throws the refusal when the callback is too large for the bus, or the bus refuses
+   * it too.
+   */
+  private async keepOnBus(
+    { workspaceId, integration }: CallbackIntegration,
+    batch: InboundBatch,
+    traceContext: Record<string, string>,
+    refusal: unknown,
+  ): Promise<boolean> {
+    const data: CallbackKeptEvent = {
+      workspace_id: workspaceId,
+      integration_id: integration.id,
+      batch: batch as unknown as CallbackKeptEvent['batch'],
+      trace_context: traceContext,
+      received_at: new Date().toISOString(),
+    };
+    const bytes = Buffer.byteLength(JSON.stringify(data));
+    if (bytes > maxEventBytes) throw refusal;
+    try {
+      await this.busBudget.consume(workspaceId, bytes);
+    } catch (spent) {
+      if (!(spent instanceof RateLimiterRes)) throw spent;
+      return false;
+    }
+    await this.deps.bus!.publish({
+      id: randomUUID(),
+      type: eventTypes.callbackKept,
+      workspace_id: workspaceId,
+      occurred_at: data.received_at,
+      data,
+    });
+    if (!this.busLogged.get(workspaceId)) {
+      this.busLogged.set(workspaceId, true);
+      this.deps.logger.warn(
+        { integration_id: integration.id, workspace_id: workspaceId, err: refusal },
+        'inbound callbacks kept on the bus: Postgres refuses them',
+      );
+    }
+    return true;
+  }
+
+  /**
+   * Puts a callback kept on the bus in the inbox, in its place among the integration's by when it came.
+   * Not held to its workspace's bound: the bus held it to one already, and refused now it would be lost. A
+   * Postgres still refusing it throws, and the bus delivers it again; delivered twice, it is kept twice
+   * and its messages are still taken in once (inbound_seen).
+   */
+  async takeFromBus(event: CallbackKeptEvent): Promise<void> {
+    await this.inbox.keep(
+      event.workspace_id,
+      event.integration_id,
+      event.batch as unknown as InboundBatch,
+      event.trace_context,
+      Number.MAX_SAFE_INTEGER,
+      new Date(event.received_at),
+    );
+    outcomes.add(1, { outcome: 'taken_from_bus' });
+    this.wake();
   }
 
   start(): void {

@@ -42,7 +42,8 @@ export class CallbackInbox {
 
   /**
    * Keeps a verified batch, unless the workspace's kept callbacks would weigh more than `maxBytes`: then
-   * nothing is kept, and false says so.
+   * nothing is kept, and false says so. `receivedAt` when it came earlier than now (kept on the bus
+   * meanwhile): an integration's callbacks are leased in the order they came.
    */
   async keep(
     workspaceId: string,
@@ -50,6 +51,7 @@ export class CallbackInbox {
     batch: InboundBatch,
     traceContext: Record<string, string>,
     maxBytes: number,
+    receivedAt?: Date,
   ): Promise<boolean> {
     const text = JSON.stringify(batch);
     const bytes = Buffer.byteLength(text);
@@ -62,9 +64,9 @@ export class CallbackInbox {
          do update set bytes = usage.bytes + excluded.bytes, callbacks = usage.callbacks + 1
           where usage.bytes + excluded.bytes <= $4
          returning 1)
-       insert into callback_inbox (workspace_id, integration_id, batch, bytes, trace_context)
-       select $1, $2, $5, $3, $6 from room`,
-      [workspaceId, integrationId, bytes, maxBytes, text, traceContext],
+       insert into callback_inbox (workspace_id, integration_id, batch, bytes, trace_context, received_at)
+       select $1, $2, $5, $3, $6, coalesce($7, now()) from room`,
+      [workspaceId, integrationId, bytes, maxBytes, text, traceContext, receivedAt ?? null],
     );
     return rowCount === 1;
   }
@@ -93,7 +95,8 @@ export class CallbackInbox {
       `with busy as (
          select distinct integration_id from callback_inbox where leased_until > now()
        ), due as (
-         select id, workspace_id, row_number() over (partition by integration_id order by id) as place
+         select id, workspace_id,
+                row_number() over (partition by integration_id order by received_at, id) as place
            from callback_inbox
           where due_at <= now() and leased_until <= now()
             and integration_id not in (select integration_id from busy)
@@ -120,7 +123,7 @@ export class CallbackInbox {
         attempts: row.attempts,
         receivedAt: row.received_at,
       }))
-      .sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
+      .sort((a, b) => a.receivedAt.getTime() - b.receivedAt.getTime() || Number(BigInt(a.id) - BigInt(b.id)));
   }
 
   /** Forgets a callback recorded (or given up), and takes its weight off its workspace's. */

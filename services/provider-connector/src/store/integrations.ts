@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { isOutage } from '@inbox/bus';
 import type { Integration, IntegrationChannel } from '@inbox/contracts';
 import { integrationChannels, integrationsPerWorkspace, providerOf } from '@inbox/contracts';
 import { type Pool, withKeyLock } from '@inbox/db';
@@ -63,10 +64,21 @@ export interface CallbackLookup {
 /** How long this process trusts an integration it read, when no notice of a change arrives. */
 const callbackCacheMs = 5_000;
 const absentCacheMs = 5 * 60_000;
+/**
+ * How long an integration read for a callback still answers one while Postgres cannot be asked: no change
+ * can be made meanwhile, and a change made before reached this process by notice (forget).
+ */
+const lastReadMs = 60 * 60_000;
+
+export interface IntegrationStoreOptions {
+  /** `callbackCacheMs` in place of five seconds: for tests that must see a row read again. */
+  callbackCacheMs?: number;
+}
 
 export class IntegrationStore {
   // Separate maps, so ids that name nothing (a caller spraying them) never push real integrations out.
-  private readonly callbacks = new ExpiringCache<string, CallbackIntegration>(callbackCacheMs, 5_000);
+  private readonly callbacks: ExpiringCache<string, CallbackIntegration>;
+  private readonly lastRead = new ExpiringCache<string, CallbackIntegration>(lastReadMs, 5_000);
   private readonly absent = new ExpiringCache<string, true>(absentCacheMs, 20_000);
   private readonly lookups = new Map<string, Promise<CallbackIntegration | undefined>>();
   /** Each workspace's channel's most recently connected integration, by id, for sends that name none. */
@@ -81,13 +93,16 @@ export class IntegrationStore {
     private readonly pool: Pool,
     private readonly secrets: SecretBox,
     private readonly changed: (change: { workspaceId: string; integrationId: string }) => void = () => {},
+    options: IntegrationStoreOptions = {},
   ) {
     this.sendRecords = new SendRecords(pool);
+    this.callbacks = new ExpiringCache(options.callbackCacheMs ?? callbackCacheMs, 5_000);
   }
 
   /** Drops what this process holds of an integration (changed here, or in another replica by notice). */
   forget(workspaceId: string, integrationId: string): void {
     this.callbacks.delete(integrationId);
+    this.lastRead.delete(integrationId);
     this.absent.delete(integrationId);
     for (const channel of integrationChannels) this.latest.delete(`${workspaceId}:${channel}`);
   }
@@ -217,11 +232,22 @@ export class IntegrationStore {
       .filter((found) => sameSecret(found.config.app_secret, appSecret));
   }
 
+  /**
+   * Reads an integration for a callback. While Postgres cannot be asked, one read within the last hour
+   * still answers: a provider that delivers once (Z-API) loses what is refused, and its callbacks are kept
+   * on the bus meanwhile (KeptCallbacks).
+   */
   private async lookUpCallback(id: string): Promise<CallbackIntegration | undefined> {
-    const { rows } = await this.pool.query<IntegrationRow>(
-      `select ${columns} from integrations where id = $1`,
-      [id],
-    );
+    let rows: IntegrationRow[];
+    try {
+      ({ rows } = await this.pool.query<IntegrationRow>(`select ${columns} from integrations where id = $1`, [
+        id,
+      ]));
+    } catch (error) {
+      const last = isOutage(error) ? this.lastRead.get(id) : undefined;
+      if (!last) throw error;
+      return last;
+    }
     const row = rows[0];
     if (!row) {
       this.absent.set(id, true);
@@ -229,6 +255,7 @@ export class IntegrationStore {
     }
     const stored = { ...this.toStored(row), workspaceId: row.workspace_id };
     this.callbacks.set(id, stored);
+    this.lastRead.set(id, stored);
     return stored;
   }
 

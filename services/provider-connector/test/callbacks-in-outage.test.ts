@@ -1,0 +1,237 @@
+import { randomUUID } from 'node:crypto';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { setTimeout as pause } from 'node:timers/promises';
+import { InProcessBus } from '@inbox/bus';
+import { platformTexts, type WireEvent } from '@inbox/contracts';
+import { createPool, OutboxRelay, type Pool } from '@inbox/db';
+import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
+import { createDatabase, uniquePrefix, waitFor } from '@inbox/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ALT_B_CALLBACK_PARAM } from '../src/adapters/alt-b.js';
+import type { InboundBatch } from '../src/adapters/channel-adapter.js';
+import { defaultKeptCallbacksOptions, KeptCallbacks } from '../src/handlers/kept-callbacks.js';
+import { connectorService } from '../src/service.js';
+import { IntegrationStore } from '../src/store/integrations.js';
+
+// Z-API delivers a webhook once: a callback answered with an error is lost. While Postgres cannot be
+// reached (down, failing over), the connector keeps its callbacks on the bus and puts them in its inbox
+// once Postgres is back.
+
+/** A TCP link to Postgres that the test cuts (every connection dropped, new ones refused) and mends. */
+async function cuttableLink(target: URL) {
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  let port = 0;
+  const open = async () => {
+    if (server?.listening) return;
+    server = createServer((client) => {
+      const postgres = createConnection(Number(target.port), target.hostname);
+      for (const socket of [client, postgres]) {
+        sockets.add(socket);
+        socket.once('close', () => sockets.delete(socket));
+      }
+      client.pipe(postgres).pipe(client);
+      client.on('error', () => postgres.destroy());
+      postgres.on('error', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => server!.listen(port, '127.0.0.1', resolve));
+    port = (server.address() as { port: number }).port;
+  };
+  await open();
+  const link = new URL(target);
+  link.hostname = '127.0.0.1';
+  link.port = String(port);
+  return {
+    url: link.href,
+    cut: async () => {
+      const closed = new Promise((resolve) => server!.close(resolve));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+    mend: open,
+  };
+}
+
+/** A ReceivedCallback as Z-API posts it (its docs' example, webhooks/on-message-received). */
+const receivedBody = (instance: string, text: string) =>
+  JSON.stringify({
+    isStatusReply: false,
+    isGroup: false,
+    isNewsletter: false,
+    instanceId: instance,
+    messageId: randomUUID().replaceAll('-', '').toUpperCase(),
+    phone: '5544999999999',
+    fromMe: false,
+    momment: Date.now(),
+    status: 'RECEIVED',
+    chatName: 'Maria',
+    senderName: 'Maria',
+    broadcast: false,
+    type: 'ReceivedCallback',
+    text: { message: text },
+  });
+
+describe.each([
+  ['NATS', () => inject('infra').natsUrl],
+  ['RabbitMQ', () => inject('infra').rabbitmqUrl],
+])('Z-API callbacks while Postgres cannot be reached, on %s', (_broker, busUrl) => {
+  const encryptionKey = SecretBox.generateKey();
+  let direct: Pool;
+  let link: Awaited<ReturnType<typeof cuttableLink>>;
+  let connector: HostedService;
+
+  beforeAll(async () => {
+    const databaseUrl = await createDatabase(inject('infra').postgresAdminUrl);
+    link = await cuttableLink(new URL(databaseUrl));
+    connector = await hostService(
+      connectorService({
+        encryptionKey,
+        publicConnectorUrl: 'http://127.0.0.1:9',
+        allowedCidrs: '127.0.0.0/8',
+      }),
+      {
+        databaseUrl: link.url,
+        busUrl: busUrl(),
+        busPrefix: uniquePrefix(),
+        port: 0,
+        host: '127.0.0.1',
+        logLevel: 'silent',
+      },
+    );
+    direct = createPool({ url: databaseUrl, schema: 'connector' });
+  });
+  afterAll(async () => {
+    await link?.mend().catch(() => undefined);
+    await connector?.stop();
+    await direct?.end();
+  });
+
+  /** A Z-API integration, as the connector stores it; its callbacks carry the secret in the URL. */
+  const integration = async () => {
+    const store = new IntegrationStore(direct, new SecretBox(encryptionKey));
+    const workspaceId = randomUUID();
+    const instance = randomUUID().replaceAll('-', '').toUpperCase();
+    const secret = `secret-${randomUUID()}`;
+    const created = await store.create(workspaceId, {
+      channel: 'alt-b',
+      config: {
+        base_url: 'http://127.0.0.1:9/z-api',
+        instance_id: instance,
+        token: `token-${randomUUID()}`,
+        callback_secret: secret,
+      },
+      accountId: instance,
+    });
+    const id = created!.integration.id;
+    const callback = (text: string) =>
+      fetch(`${connector.http.url}/inbound/alt-b/${id}?${ALT_B_CALLBACK_PARAM}=${secret}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: receivedBody(instance, text),
+      });
+    return { workspaceId, callback };
+  };
+  const textsOf = async (workspaceId: string) =>
+    (
+      await direct.query<{ text: string }>(
+        `select data->>'text' as text from outbox
+          where workspace_id = $1 and type = 'inbound.message' order by seq`,
+        [workspaceId],
+      )
+    ).rows.map((row) => row.text);
+
+  it('answers 200, keeps the callback on the bus, and records it once Postgres is back, in its order', async () => {
+    const target = await integration();
+    const unknown = `${connector.http.url}/inbound/alt-b/${randomUUID()}?${ALT_B_CALLBACK_PARAM}=x`;
+    expect((await target.callback('antes')).status).toBe(200);
+    await waitFor(async () => (await textsOf(target.workspaceId)).length === 1, { what: 'antes recorded' });
+
+    await link.cut();
+    try {
+      // Past the few seconds the connector trusts what it read without asking Postgres again.
+      await pause(5_500);
+      expect((await target.callback('durante 1')).status).toBe(200);
+      expect((await target.callback('durante 2')).status).toBe(200);
+      // Ready all along: unready, Kubernetes would send it no callback at all.
+      expect((await fetch(`${connector.http.url}/readyz`)).status).toBe(200);
+      // An integration it never read cannot be told apart from none: refused, as unavailable.
+      const refused = await fetch(unknown, { method: 'POST', body: '{}' });
+      expect(refused.status).toBe(503);
+      expect(await refused.json()).toEqual({ error: platformTexts.serviceUnavailable });
+      await pause(1_000);
+    } finally {
+      await link.mend();
+    }
+    await waitFor(async () => (await textsOf(target.workspaceId)).length === 3, {
+      what: 'the callbacks kept on the bus recorded',
+      timeoutMs: 30_000,
+    });
+    expect(await textsOf(target.workspaceId)).toEqual(['antes', 'durante 1', 'durante 2']);
+    const { rows } = await direct.query('select 1 from callback_inbox');
+    expect(rows).toEqual([]);
+  });
+});
+
+describe('callbacks kept on the bus', () => {
+  const logger = createLogger('provider-connector', { level: 'silent' });
+  const batch: InboundBatch = {
+    messages: [
+      {
+        providerMessageId: randomUUID(),
+        from: '5544999999999',
+        name: null,
+        text: 'oi',
+        type: 'text',
+        sentAt: new Date(),
+      },
+    ],
+    statuses: [],
+  };
+  const found = {
+    workspaceId: randomUUID(),
+    integration: { id: randomUUID(), channel: 'alt-b' },
+    config: {},
+  } as never;
+
+  /** Workers whose Postgres refuses every connection, and what they put on an in-process bus. */
+  const refusedWorkers = (busBytesPerWorkspaceHour: number) => {
+    const pool = createPool({ url: 'postgres://nobody@127.0.0.1:9/none', schema: 'connector' });
+    const published: WireEvent[] = [];
+    const bus = new InProcessBus();
+    const kept = new KeptCallbacks(
+      {
+        pool,
+        store: new IntegrationStore(pool, new SecretBox(SecretBox.generateKey())),
+        relay: new OutboxRelay({ pool, bus, schema: 'connector' }),
+        logger,
+        bus: {
+          publish: async (event) => {
+            published.push(event);
+          },
+        },
+      },
+      { ...defaultKeptCallbacksOptions, busBytesPerWorkspaceHour },
+    );
+    return { kept, published, end: () => pool.end() };
+  };
+
+  it('puts one workspace’s on the bus up to its bound in an hour, then refuses them (429)', async () => {
+    const workers = refusedWorkers(2_000);
+    try {
+      expect(await workers.kept.keep(found, batch, 1e9)).toBe(true);
+      expect(workers.published).toHaveLength(1);
+      expect(workers.published[0]).toMatchObject({
+        type: 'callback.kept',
+        data: { workspace_id: (found as { workspaceId: string }).workspaceId, batch: { statuses: [] } },
+      });
+      let refused = false;
+      for (let i = 0; i < 10 && !refused; i++) refused = !(await workers.kept.keep(found, batch, 1e9));
+      expect(refused).toBe(true);
+      // Another workspace's still go.
+      const other = { ...(found as object), workspaceId: randomUUID() } as never;
+      expect(await workers.kept.keep(other, batch, 1e9)).toBe(true);
+    } finally {
+      await workers.end();
+    }
+  });
+});
