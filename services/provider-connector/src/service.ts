@@ -147,8 +147,8 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         // not traced: callback URLs are public, and an anonymous flood must not fill the trace pipeline.
         traceFrom: 'admission',
         trustProxy: options.trustProxy,
-        // Ready while Postgres is not: callbacks of providers that deliver once are then kept on the bus,
-        // and an unready connector is one Kubernetes sends no callback to, every one of them lost.
+        // Ready while Postgres is not: callbacks are then kept on the bus, and an unready connector is one
+        // Kubernetes sends no callback to (Z-API's then lost, the others' retries running out).
         readyWithoutDatabase: true,
         routes: (app) => {
           app.use(inboundRoutes({ pool, store, relay, logger, fetching, kept }));

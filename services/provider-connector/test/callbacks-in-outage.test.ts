@@ -7,6 +7,7 @@ import { createPool, OutboxRelay, type Pool } from '@inbox/db';
 import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
 import { createDatabase, uniquePrefix, waitFor } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ALT_A_CALLBACK_HEADER } from '../src/adapters/alt-a.js';
 import { ALT_B_CALLBACK_PARAM } from '../src/adapters/alt-b.js';
 import type { InboundBatch } from '../src/adapters/channel-adapter.js';
 import { defaultKeptCallbacksOptions, KeptCallbacks } from '../src/handlers/kept-callbacks.js';
@@ -131,6 +132,35 @@ describe.each([
       });
     return { workspaceId, callback };
   };
+  /** An Evolution integration: its callbacks are recorded before they are answered. */
+  const evolutionIntegration = async () => {
+    const store = new IntegrationStore(direct, new SecretBox(encryptionKey));
+    const workspaceId = randomUUID();
+    const instance = `inst-${randomUUID()}`;
+    const secret = `secret-${randomUUID()}`;
+    const created = await store.create(workspaceId, {
+      channel: 'alt-a',
+      config: { base_url: 'http://127.0.0.1:9/evolution', instance, api_key: 'k', callback_secret: secret },
+      accountId: instance,
+    });
+    const callback = (text: string) =>
+      fetch(`${connector.http.url}/inbound/alt-a/${created!.integration.id}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [ALT_A_CALLBACK_HEADER]: secret },
+        body: JSON.stringify({
+          event: 'messages.upsert',
+          instance,
+          apikey: null,
+          data: {
+            key: { remoteJid: '5511944440001@s.whatsapp.net', fromMe: false, id: randomUUID() },
+            pushName: 'Ana',
+            messageTimestamp: Math.floor(Date.now() / 1000),
+            message: { conversation: text },
+          },
+        }),
+      });
+    return { workspaceId, callback };
+  };
   const textsOf = async (workspaceId: string) =>
     (
       await direct.query<{ text: string }>(
@@ -142,6 +172,9 @@ describe.each([
 
   it('answers 200, keeps the callback on the bus, and records it once Postgres is back, in its order', async () => {
     const target = await integration();
+    // Evolution delivers again, but for twenty minutes only: its callbacks are kept alike.
+    const evolution = await evolutionIntegration();
+    expect((await evolution.callback('antes')).status).toBe(200);
     const unknown = `${connector.http.url}/inbound/alt-b/${randomUUID()}?${ALT_B_CALLBACK_PARAM}=x`;
     expect((await target.callback('antes')).status).toBe(200);
     await waitFor(async () => (await textsOf(target.workspaceId)).length === 1, { what: 'antes recorded' });
@@ -152,6 +185,7 @@ describe.each([
       await pause(5_500);
       expect((await target.callback('durante 1')).status).toBe(200);
       expect((await target.callback('durante 2')).status).toBe(200);
+      expect((await evolution.callback('durante')).status).toBe(200);
       // Ready all along: unready, Kubernetes would send it no callback at all.
       expect((await fetch(`${connector.http.url}/readyz`)).status).toBe(200);
       // An integration it never read cannot be told apart from none: refused, as unavailable.
@@ -167,6 +201,10 @@ describe.each([
       timeoutMs: 30_000,
     });
     expect(await textsOf(target.workspaceId)).toEqual(['antes', 'durante 1', 'durante 2']);
+    await waitFor(async () => (await textsOf(evolution.workspaceId)).length === 2, {
+      what: 'the Evolution callback kept on the bus recorded',
+    });
+    expect(await textsOf(evolution.workspaceId)).toEqual(['antes', 'durante']);
     const { rows } = await direct.query('select 1 from callback_inbox');
     expect(rows).toEqual([]);
   });

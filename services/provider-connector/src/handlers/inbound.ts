@@ -237,7 +237,18 @@ export function inboundRoutes(deps: InboundRouteDeps): Router {
       // Read, not fetched nor recorded: the provider delivers it again once the debt is paid.
       const owed = await bill.owedToOthers();
       if (owed) return refuse(res, owed, unknownIntegration);
-      const taken = await takeIn(deps, found, adapter, batch, (resolved) => bill.items(itemsOf(resolved)));
+      let taken: boolean;
+      try {
+        taken = await takeIn(deps, found, adapter, batch, (resolved) => bill.items(itemsOf(resolved)));
+      } catch (error) {
+        // Postgres out of reach: kept as a kept channel's callback is (on the bus while Postgres refuses
+        // it), rather than left to a provider whose retries may end first (Evolution's twenty minutes,
+        // Messenger's hour, after which Meta unsubscribes the app). What was recorded already is taken in
+        // once again.
+        if (!isOutage(error)) throw error;
+        await keep(res, found, batch);
+        return;
+      }
       if (!taken) {
         answerJson(res, 503, { error: platformTexts.callbackResourceUnavailable });
         return;

@@ -56,7 +56,7 @@ export const keptOnBusDeliveries = 144;
 const keptMeter = meter('connector');
 const outcomes = keptMeter.createCounter('connector.kept_callbacks', {
   description:
-    'Callbacks kept to be recorded after the answer (Z-API, Mercado Livre), by outcome: kept, refused_full (their workspace had too many kept), kept_on_bus (Postgres refused them), refused_bus_full (and their workspace had put too many there), taken_from_bus (into the inbox, once Postgres took them), recorded, postponed after a failure, given_up after keepForMs, dropped with their integration',
+    'Callbacks kept to be recorded after the answer (Z-API, Mercado Livre), by outcome: kept, refused_full (their workspace had too many kept), kept_on_bus (Postgres refused them, of any channel), refused_bus_full (and their workspace had put too many there), taken_from_bus (into the inbox, once Postgres took them), recorded, postponed after a failure, given_up after keepForMs, dropped with their integration',
 });
 
 // Every replica reads the same backlog, of every workspace: a dashboard takes their max.
