@@ -137,6 +137,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
         guard,
         providerTimeoutMs,
         publicConnectorUrl: options.publicConnectorUrl,
+        kept,
       });
       const bookkeeping = bookkeepingPruner(pool, logger);
       const livechatSweeper = livechatPruner(pool, logger);

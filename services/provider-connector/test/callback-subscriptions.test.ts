@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { Pool } from '@inbox/db';
+import { InProcessBus } from '@inbox/bus';
+import { OutboxRelay, type Pool } from '@inbox/db';
 import { createSandbox, type Sandbox } from '@inbox/provider-sandbox';
 import { createLogger, SecretBox } from '@inbox/service-kit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { socialAdapter } from '../src/adapters/social.js';
-import { callbackSubscriptionSweep } from '../src/handlers/callback-subscriptions.js';
+import {
+  callbackSubscriptionSweep,
+  defaultCallbackSubscriptionOptions,
+} from '../src/handlers/callback-subscriptions.js';
+import { KeptCallbacks } from '../src/handlers/kept-callbacks.js';
 import { IntegrationStore } from '../src/store/integrations.js';
 import { loopbackProviders, migratedPool } from './support.js';
 
@@ -49,14 +54,28 @@ const subscribedApps = async () =>
       })
     ).json()) as { data: unknown[] }
   ).data;
-const inbound = () =>
+const inbound = (text = 'oi') =>
   fetch(`${sandboxUrl}/_sandbox/inbound`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ channel: 'social', account: PAGE, from: '6543219870123456', text: 'oi' }),
+    body: JSON.stringify({
+      channel: 'social',
+      account: PAGE,
+      from: '6543219870123456',
+      text,
+      name: 'Ana Souza',
+    }),
   });
+const textsOf = async (workspaceId: string) =>
+  (
+    await pool.query<{ text: string; name: string | null }>(
+      `select data->>'text' as text, data->>'name' as name from outbox
+        where workspace_id = $1 and type = 'inbound.message' order by seq`,
+      [workspaceId],
+    )
+  ).rows;
 
-it('subscribes a Page again once Meta has unsubscribed the app after an hour of failed webhooks', async () => {
+it('subscribes a Page again once Meta has unsubscribed the app after an hour of failed webhooks, and reads back what it posted nowhere', async () => {
   const config = {
     base_url: `${sandboxUrl}/social`,
     page_id: PAGE,
@@ -79,6 +98,9 @@ it('subscribes a Page again once Meta has unsubscribed the app after an hour of 
   const store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
   const workspaceId = randomUUID();
   const created = await store.create(workspaceId, { channel: 'social', config, accountId: PAGE });
+  // Not started: the events stay in the outbox, where the test reads them.
+  const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
+  const kept = new KeptCallbacks({ pool, store, relay, logger });
   const sweep = callbackSubscriptionSweep(
     {
       pool,
@@ -87,24 +109,39 @@ it('subscribes a Page again once Meta has unsubscribed the app after an hour of 
       guard: providers.guard,
       providerTimeoutMs: 5_000,
       publicConnectorUrl: downUrl,
+      kept,
     },
-    { everyMs: 60_000, workers: 1 },
+    { ...defaultCallbackSubscriptionOptions, everyMs: 60_000, workers: 1 },
   );
 
   // Subscribed: the check changes nothing.
   await sweep.pass();
   expect(logLines).toEqual([]);
 
-  expect(await (await inbound()).json()).toMatchObject({ delivered_status: 503, redelivering: true });
+  expect(await (await inbound('perdida na hora')).json()).toMatchObject({
+    delivered_status: 503,
+    redelivering: true,
+  });
   await sandbox.redelivered();
   expect(await subscribedApps()).toEqual([]);
-  expect((await inbound()).status).toBe(409);
+  // Meta keeps it, and posts it nowhere.
+  expect((await inbound('perdida depois')).status).toBe(409);
 
-  await pool.query('update integrations set subscription_checked_at = null where id = $1', [
-    created!.integration.id,
-  ]);
+  // Checked last eleven minutes ago, it is due again.
+  await pool.query(
+    `update integrations set subscription_checked_at = now() - interval '11 minutes' where id = $1`,
+    [created!.integration.id],
+  );
   await sweep.pass();
   await sweep.stop();
+  // What Meta gave up on and what it posted nowhere are read back from its Conversations API, with the
+  // name it gives there, in the order they were sent.
+  await kept.drain();
+  expect(await textsOf(workspaceId)).toEqual([
+    { text: 'perdida na hora', name: 'Ana Souza' },
+    { text: 'perdida depois', name: 'Ana Souza' },
+  ]);
+
   expect(await subscribedApps()).toEqual([
     expect.objectContaining({ subscribed_fields: expect.arrayContaining(['messages']) }),
   ]);
@@ -117,4 +154,66 @@ it('subscribes a Page again once Meta has unsubscribed the app after an hour of 
     }),
   );
   sandbox.reset();
+});
+
+it("reads back at most forty pages and 2,000 messages from a tenant's server that lists conversations without end", async () => {
+  let calls = 0;
+  let asked: URL | undefined;
+  let sender: ((thread: number) => string) | undefined;
+  const endless = await providers.listen((req, res) => {
+    calls++;
+    asked = new URL(req.url ?? '/', 'http://x');
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, '+0000');
+    const data = Array.from({ length: 25 }, (_, thread) => ({
+      id: `t_${calls}_${thread}`,
+      updated_time: now,
+      messages: {
+        data: Array.from({ length: 20 }, (_, n) => ({
+          id: `m_${calls}_${thread}_${n}`,
+          created_time: now,
+          from: { id: sender?.(thread) ?? `65432198700${String(thread).padStart(5, '0')}`, name: 'Ana' },
+          message: 'oi',
+        })),
+      },
+    }));
+    res.setHeader('content-type', 'application/json');
+    res.end(
+      JSON.stringify({ data, paging: { cursors: { after: `c${calls}` }, next: 'https://graph/next' } }),
+    );
+  });
+  const config = {
+    base_url: endless,
+    page_id: PAGE,
+    page_access_token: TOKEN,
+    app_secret: APP_SECRET,
+    verify_token: 'v',
+  };
+  let messages = 0;
+  for await (const batch of socialAdapter.messagesSince!(
+    config,
+    providers.call(),
+    new Date(Date.now() - 60_000),
+  ))
+    messages += batch.messages.length;
+  expect(messages).toBe(2_000);
+  expect(calls).toBe(4);
+  // Each conversation's latest messages, by field expansion, paged by the cursor Meta gave.
+  expect(asked?.pathname).toBe(`/v21.0/${PAGE}/conversations`);
+  expect(Object.fromEntries(asked!.searchParams)).toMatchObject({
+    platform: 'messenger',
+    fields: 'id,updated_time,messages.limit(20){id,created_time,from,message}',
+    limit: '25',
+    after: 'c3',
+  });
+  // The Page's own messages only: pages are what bounds the read.
+  calls = 0;
+  sender = () => PAGE;
+  for await (const batch of socialAdapter.messagesSince!(
+    config,
+    providers.call(),
+    new Date(Date.now() - 60_000),
+  ))
+    messages += batch.messages.length;
+  expect(calls).toBe(40);
+  expect(messages).toBe(2_000);
 });

@@ -25,6 +25,7 @@ import {
 import { inboundKinds } from './inbound-kinds.js';
 import { IssuedMessages } from './issued-messages.js';
 import { jsonBody } from './json-body.js';
+import { Conversations, type Party } from './meta-conversations.js';
 import { metaJson } from './meta-json.js';
 import { metaAppControls } from './meta-messaging-controls.js';
 import { MESSAGING_RETRY_WINDOW_MS, metaRedelivery } from './meta-redelivery.js';
@@ -201,6 +202,27 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       endedTokens: new Map(),
       sent: new IssuedMessages(stores.sent.limit),
     };
+    /** Every message between an account and its users, kept whatever became of its webhook. */
+    const conversations = new Conversations(channel === 'social' ? 'messenger' : 'instagram');
+    /** A user or account as a conversation's message names it. */
+    const party = (id: string, name: string): Party =>
+      product.nodeType === 'Page'
+        ? { name, email: `${id}@facebook.com`, id }
+        : { username: name.toLowerCase().replaceAll(/[^a-z0-9_.]/g, '_'), id };
+    const accountParty = (account: string) =>
+      party(
+        account,
+        product.nodeType === 'Page' ? `Sandbox Page ${account.slice(-4)}` : `sandbox_${account.slice(-6)}`,
+      );
+    const userParty = (user: string, name?: string) => party(user, name ?? `Sandbox User ${user.slice(-4)}`);
+    /** A user's message to the account, kept in their conversation. */
+    const keepUserMessage = (account: string, user: string, mid: string, text: string, name?: string) =>
+      conversations.record(account, user, {
+        id: mid,
+        from: userParty(user, name),
+        to: accountParty(account),
+        text,
+      });
     /** The account each token was first seen for, so `/me` names it. */
     const accountOfToken = new Map<string, string>();
     /** An Instagram account's app-scoped id, made when first asked for, and the account each names. */
@@ -299,6 +321,12 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       }
       const mid = product.newMid(account);
       state.sent.set(mid, { account, recipient: recipient.id, at: Date.now() });
+      conversations.record(account, recipient.id, {
+        id: mid,
+        from: accountParty(account),
+        to: userParty(recipient.id),
+        text: message.text,
+      });
       stores.sent.record({
         channel,
         account,
@@ -341,6 +369,8 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       state.subscriptions.delete(authorise(req));
       res.json({ success: true });
     });
+
+    conversations.route(router, path('conversations'), authorise);
 
     // The account's node: `id` always, and the fields asked for that the node has.
     router.get('/:version/:node', (req: Request<{ node: string }>, res) => {
@@ -429,13 +459,16 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
           400,
           `${channel} has no groups nor addressing modes: users are named by their scoped id`,
         );
+      const mid = product.newMid(message.account);
+      // Meta keeps the message whether or not a webhook tells of it.
+      if (kind !== 'postback')
+        keepUserMessage(message.account, message.from, mid, message.text, message.name);
       const to = notifier(
         message.account,
         kind === 'postback' ? 'messaging_postbacks' : 'messages',
         message.appSecret,
       );
       if (!to) return undefined;
-      const mid = product.newMid(message.account);
       // The webhook carries no name: `name` is not sent, as Meta sends none.
       const event =
         kind === 'postback'
@@ -489,6 +522,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
         switch (event.kind) {
           case 'message':
             if (owner === account) stores.windows.open(channel, account, event.from);
+            keepUserMessage(owner, event.from, mid, text);
             return entry(owner, [userMessage(owner, event.from, text, mid)]);
           case 'standby':
             // Another app owns the thread: the customer wrote, and we may only watch.
@@ -563,6 +597,7 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
         state.appOfAccount.clear();
         state.endedTokens.clear();
         state.sent.clear();
+        conversations.clear();
         accountOfToken.clear();
         appScopedIds.clear();
         accountOfAppScopedId.clear();

@@ -59,6 +59,15 @@ describe("social and photo: Meta's redelivery of webhooks not answered 200", () 
     expect(env.receiver.posts()).toHaveLength(8);
     expect((await subscribedApps()).body).toEqual({ data: [] });
     expect((await inbound()).status).toBe(409);
+    // Meta keeps the messages it posted nowhere: the Conversations API lists them.
+    const listed = await json(
+      await fetch(
+        `${env.base}/social/v21.0/${PAGE}/conversations?platform=messenger&fields=messages{message}`,
+        { headers: { authorization: 'Bearer EAAG-page' } },
+      ),
+    );
+    const messages = (listed.body.data as Array<{ messages: { data: Json[] } }>)[0]!.messages.data;
+    expect(messages.slice(0, 2).map((message) => message.message)).toEqual(['oi', 'oi']);
     // Subscribed again, the Page's webhooks come again.
     env.receiver.answers.length = 0;
     await subscribe();
@@ -394,6 +403,130 @@ describe('social (Messenger) and photo (Instagram) emulation', () => {
       status: 200,
       body: { id: '104729185532277', name: expect.any(String) },
     });
+  });
+
+  it("lists an account's conversations, newest first, with their messages by field expansion, as the Conversations API does", async () => {
+    const page = '104729185532299';
+    await connect('social', page);
+    const users = ['6543219870000001', '6543219870000002', '6543219870000003'];
+    for (const user of users) {
+      expect(
+        (
+          await control('/inbound', {
+            channel: 'social',
+            account: page,
+            from: user,
+            text: `oi ${user.slice(-1)}`,
+            name: 'Ana Souza',
+          })
+        ).status,
+      ).toBe(200);
+    }
+    const reply = await graph('social', `${page}/messages`, {
+      recipient: { id: users[0] },
+      messaging_type: 'RESPONSE',
+      message: { text: 'resposta' },
+    });
+    const list = async (query: string, token = 'EAAG-page') =>
+      json(
+        await fetch(`${base}/social/v21.0/${page}/conversations?${query}`, {
+          headers: { authorization: `Bearer ${token}` },
+        }),
+      );
+
+    // Without fields: each conversation's id and when its last message came, as Graph writes times.
+    const plain = await list('platform=messenger');
+    expect(plain.status).toBe(200);
+    const threads = plain.body.data as Json[];
+    expect(threads).toHaveLength(3);
+    expect(threads[0]).toEqual({
+      id: expect.any(String),
+      updated_time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+0000$/),
+    });
+
+    // The conversation answered last comes first; its messages newest first, each as asked.
+    const expanded = await list(
+      'platform=messenger&fields=id,updated_time,messages.limit(5){id,created_time,from,to,message}',
+    );
+    const [first] = expanded.body.data as Array<{ messages: { data: Json[] } }>;
+    expect(first!.messages.data).toEqual([
+      {
+        id: reply.body.message_id,
+        created_time: expect.any(String),
+        from: { name: expect.any(String), email: `${page}@facebook.com`, id: page },
+        to: { data: [{ name: expect.any(String), email: `${users[0]}@facebook.com`, id: users[0] }] },
+        message: 'resposta',
+      },
+      {
+        id: expect.stringMatching(/^m_/),
+        created_time: expect.any(String),
+        from: { name: 'Ana Souza', email: `${users[0]}@facebook.com`, id: users[0] },
+        to: { data: [{ name: expect.any(String), email: `${page}@facebook.com`, id: page }] },
+        message: 'oi 1',
+      },
+    ]);
+
+    // Paged by cursors: `after` and a `next` while there are more.
+    const firstPage = await list('platform=messenger&limit=2');
+    expect(firstPage.body.data).toHaveLength(2);
+    const paging = firstPage.body.paging as { cursors: { after: string }; next?: string };
+    expect(paging.next).toContain(`after=${paging.cursors.after}`);
+    const secondPage = await list(`platform=messenger&limit=2&after=${paging.cursors.after}`);
+    expect(secondPage.body.data).toEqual([threads[2]]);
+    expect((secondPage.body.paging as Json).next).toBeUndefined();
+
+    // Instagram's conversations of the Page are another list; a field a conversation has not is refused.
+    expect((await list('platform=instagram')).body).toEqual({ data: [] });
+    expect(await list('fields=id,participantes')).toMatchObject({
+      status: 400,
+      body: {
+        error: {
+          code: 100,
+          message: '(#100) Tried accessing nonexisting field (participantes) on node type (UnifiedThread)',
+        },
+      },
+    });
+    expect((await list('platform=messenger', 'EAAG-other')).status).toBe(401);
+  });
+
+  it("lists an Instagram account's conversations with usernames, on platform instagram", async () => {
+    const account = '17841400000000077';
+    await connect('photo', account);
+    expect(
+      (await control('/inbound', { channel: 'photo', account, from: USER, text: 'oi', name: 'Ana' })).status,
+    ).toBe(200);
+    const listed = await json(
+      await fetch(
+        `${base}/photo/v21.0/${account}/conversations?platform=instagram&fields=messages{from,message}`,
+        {
+          headers: { authorization: 'Bearer IGAA-token' },
+        },
+      ),
+    );
+    expect(listed.body.data).toEqual([
+      {
+        id: expect.any(String),
+        messages: { data: [{ from: { username: 'ana', id: USER }, message: 'oi' }] },
+      },
+    ]);
+  });
+
+  it('gives the details of the 20 most recent messages of a conversation only', async () => {
+    const page = '104729185532298';
+    await connect('social', page);
+    for (let i = 1; i <= 22; i++)
+      await control('/inbound', { channel: 'social', account: page, from: USER, text: `m${i}` });
+    const listed = await json(
+      await fetch(`${base}/social/v21.0/${page}/conversations?fields=messages.limit(50){message}`, {
+        headers: { authorization: 'Bearer EAAG-page' },
+      }),
+    );
+    const texts = (listed.body.data as Array<{ messages: { data: Json[] } }>)[0]!.messages.data.map(
+      (m) => m.message,
+    );
+    expect(texts).toHaveLength(20);
+    expect(texts[0]).toBe('m22');
+    expect(texts.at(-1)).toBe('m3');
   });
 
   it('delivers nowhere until the account is subscribed to the app', async () => {

@@ -190,6 +190,13 @@ export interface ProviderOperations<C> {
    */
   missedCallbacks?(config: C, call: ProviderCall): AsyncIterable<MissedCallback[]>;
   /**
+   * The users' messages to the account since `since`, read from what the provider keeps, page by page:
+   * for a provider that drops what it could not deliver once it stops calling (Meta, which posts nothing
+   * it held back once it unsubscribed the app). The connector reads them when it registers again
+   * (callbackSubscriptionSweep) and takes each in once.
+   */
+  messagesSince?(config: C, call: ProviderCall, since: Date): AsyncIterable<InboundBatch>;
+  /**
    * Whether the provider still calls the integration's callbacks, for a provider that stops of its own
    * accord (Meta unsubscribes an app whose webhooks fail for an hour): the connector checks it now and
    * then (callbackSubscriptionSweep) and registers again (`registerInbound`) when it does not.

@@ -58,6 +58,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     callbackPathEvents,
     resolveInbound,
     missedCallbacks,
+    messagesSince,
     callbackSubscribed,
     oneCallbackPerAccount,
     refusedRegistrationDropsCallback,
@@ -76,6 +77,7 @@ function onStoredConfig<K extends IntegrationChannel>(channel: K): StoredConfigA
     resolveInbound:
       resolveInbound && ((config, notified, call) => resolveInbound(read(config), notified, call)),
     missedCallbacks: missedCallbacks && ((config, call) => missedCallbacks(read(config), call)),
+    messagesSince: messagesSince && ((config, call, since) => messagesSince(read(config), call, since)),
     callbackSubscribed: callbackSubscribed && ((config, call) => callbackSubscribed(read(config), call)),
     ...(callbackUrlRules ? { callbackUrlRules } : {}),
     ...(callbackPathEvents ? { callbackPathEvents } : {}),

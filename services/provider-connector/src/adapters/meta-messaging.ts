@@ -78,6 +78,61 @@ const SubscribedApps = z.object({
   data: z.array(z.object({ subscribed_fields: z.array(z.string().max(100)).max(100).optional() })).max(100),
 });
 
+/**
+ * GET /{account}/conversations with each conversation's latest messages expanded (the Conversations API:
+ * the most recently updated first, times as Graph writes them, `2019-01-10T11:18:46+0000`), as far as it
+ * is read here.
+ */
+const ConversationsPage = z.object({
+  data: z
+    .array(
+      z.object({
+        updated_time: z.string().max(40).optional(),
+        messages: z
+          .object({
+            data: z
+              .array(
+                z.object({
+                  id: z.string().min(1).max(1_000),
+                  created_time: z.string().max(40),
+                  from: z
+                    .object({ id: z.string().min(1).max(100), name: z.string().max(1_000).optional() })
+                    .optional(),
+                  message: z.string().optional(),
+                }),
+              )
+              .max(100),
+          })
+          .optional(),
+      }),
+    )
+    .max(100),
+  paging: z
+    .object({
+      cursors: z.object({ after: z.string().max(1_000).optional() }).optional(),
+      next: z.string().optional(),
+    })
+    .optional(),
+});
+
+/** Graph's datetime (`+0000`, no colon) as a Date; undefined when it is none. */
+function graphDate(text: string | undefined): Date | undefined {
+  if (text === undefined) return undefined;
+  const date = new Date(text.replace(/([+-]\d\d)(\d\d)$/, '$1:$2'));
+  return Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+/**
+ * What one read of the account's conversations goes through at most: its tenant's `base_url` answers, so
+ * a page of conversations each full of messages, or endless pages, bound what one read takes in. Meta
+ * allows two Conversations API calls a second per Page: forty pages is a minute of them at most.
+ */
+const conversationPages = 40;
+const conversationsPerPage = 25;
+const conversationMessages = 2_000;
+/** "You can only get details about the 20 most recent messages in the conversation." */
+const detailedMessages = 20;
+
 const SendAnswer = z.object({ recipient_id: z.string().optional(), message_id: z.string().min(1) });
 
 const Party = z.object({ id: z.string().min(1) });
@@ -269,6 +324,75 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
   }
 
   /**
+   * The users' messages since `since`, from the Conversations API: conversations newest first, each with
+   * its 20 latest messages (Meta details no more), until one last updated before `since`. A
+   * conversation with more than 20 messages since then gives its latest 20; the account's own messages
+   * and echoes are left out, and one with no text (an attachment: the API gives its URL apart) is noted
+   * as unreadable.
+   */
+  async function* conversationsSince(
+    config: ChannelConfig<K>,
+    call: ProviderCall,
+    since: Date,
+  ): AsyncGenerator<InboundBatch> {
+    const own = new Set([product.account(config)]);
+    if (product.webhookAccount)
+      own.add(String(config[product.webhookAccount.configKey as keyof typeof config]));
+    let after: string | undefined;
+    let read = 0;
+    for (let page = 0; page < conversationPages; page++) {
+      const url = graph(config, 'conversations');
+      url.searchParams.set('platform', product.object === 'page' ? 'messenger' : 'instagram');
+      url.searchParams.set(
+        'fields',
+        `id,updated_time,messages.limit(${detailedMessages}){id,created_time,from,message}`,
+      );
+      url.searchParams.set('limit', String(conversationsPerPage));
+      if (after !== undefined) url.searchParams.set('after', after);
+      const answer = await callProvider(call, product.channel, url, {
+        method: 'GET',
+        headers: bearer(config),
+      });
+      if (!answer.ok) throw metaMessagingFailure(product, 'conversations', answer);
+      const listed = ConversationsPage.safeParse(answer.body);
+      if (!listed.success) throw new ProviderError(`${product.channel} answered conversations without data`);
+      const batch: InboundBatch = { messages: [], statuses: [], unreadable: [] };
+      let reachedSince = false;
+      for (const conversation of listed.data.data) {
+        const updated = graphDate(conversation.updated_time);
+        if (updated && updated < since) {
+          reachedSince = true;
+          break;
+        }
+        // Newest first, as Meta lists them: each is taken in in the order it was sent (to the second).
+        for (const message of [...(conversation.messages?.data ?? [])].reverse()) {
+          const sentAt = graphDate(message.created_time);
+          if (!sentAt || sentAt < since || !message.from || own.has(message.from.id)) continue;
+          if (read++ >= conversationMessages) break;
+          if (message.message)
+            batch.messages.push({
+              providerMessageId: message.id,
+              from: message.from.id,
+              keyedBy: 'user_id',
+              name: message.from.name ?? null,
+              text: message.message,
+              type: 'text',
+              sentAt,
+            });
+          else
+            batch.unreadable!.push({
+              providerMessageId: message.id,
+              reason: `${product.channel} message without text, read back from the Conversations API: its attachment is not read there`,
+            });
+        }
+      }
+      if (batch.messages.length > 0 || batch.unreadable!.length > 0) yield batch;
+      after = listed.data.paging?.next === undefined ? undefined : listed.data.paging.cursors?.after;
+      if (reachedSince || after === undefined || read >= conversationMessages) return;
+    }
+  }
+
+  /**
    * Refuses a config whose account is not named as the account's webhooks name it (`webhookAccount`),
    * saying which id they use: read off the configured node, which the token may read. A node without
    * the field (another setup's) is left as configured.
@@ -348,6 +472,10 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
       return listed.data.data.some((app) =>
         product.subscribedFields.every((field) => app.subscribed_fields?.includes(field)),
       );
+    },
+
+    messagesSince(config: ChannelConfig<K>, call: ProviderCall, since: Date): AsyncIterable<InboundBatch> {
+      return conversationsSince(config, call, since);
     },
 
     // Meta calls only HTTPS endpoints with a valid certificate.
