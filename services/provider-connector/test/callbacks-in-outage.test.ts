@@ -13,6 +13,7 @@ import type { InboundBatch } from '../src/adapters/channel-adapter.js';
 import { defaultKeptCallbacksOptions, KeptCallbacks } from '../src/handlers/kept-callbacks.js';
 import { connectorService } from '../src/service.js';
 import { IntegrationStore } from '../src/store/integrations.js';
+import { inboundTexts, zapiReceivedBody } from './support.js';
 
 // Z-API delivers a webhook once: a callback answered with an error is lost. While Postgres cannot be
 // reached (down, failing over), the connector keeps its callbacks on the bus and puts them in its inbox
@@ -52,25 +53,6 @@ async function cuttableLink(target: URL) {
     mend: open,
   };
 }
-
-/** A ReceivedCallback as Z-API posts it (its docs' example, webhooks/on-message-received). */
-const receivedBody = (instance: string, text: string) =>
-  JSON.stringify({
-    isStatusReply: false,
-    isGroup: false,
-    isNewsletter: false,
-    instanceId: instance,
-    messageId: randomUUID().replaceAll('-', '').toUpperCase(),
-    phone: '5544999999999',
-    fromMe: false,
-    momment: Date.now(),
-    status: 'RECEIVED',
-    chatName: 'Maria',
-    senderName: 'Maria',
-    broadcast: false,
-    type: 'ReceivedCallback',
-    text: { message: text },
-  });
 
 describe.each([
   ['NATS', () => inject('infra').natsUrl],
@@ -128,7 +110,7 @@ describe.each([
       fetch(`${connector.http.url}/inbound/alt-b/${id}?${ALT_B_CALLBACK_PARAM}=${secret}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: receivedBody(instance, text),
+        body: zapiReceivedBody(instance, text),
       });
     return { workspaceId, callback };
   };
@@ -161,14 +143,7 @@ describe.each([
       });
     return { workspaceId, callback };
   };
-  const textsOf = async (workspaceId: string) =>
-    (
-      await direct.query<{ text: string }>(
-        `select data->>'text' as text from outbox
-          where workspace_id = $1 and type = 'inbound.message' order by seq`,
-        [workspaceId],
-      )
-    ).rows.map((row) => row.text);
+  const textsOf = (workspaceId: string) => inboundTexts(direct, workspaceId);
 
   it('answers 200, keeps the callback on the bus, and records it once Postgres is back, in its order', async () => {
     const target = await integration();

@@ -21,7 +21,7 @@ import {
 } from '../src/handlers/kept-callbacks.js';
 import { CallbackInbox } from '../src/store/callback-inbox.js';
 import { IntegrationStore } from '../src/store/integrations.js';
-import { migratedPool, slowPost } from './support.js';
+import { inboundTexts, migratedPool, slowPost, zapiReceivedBody } from './support.js';
 
 // Z-API documents no redelivery of a webhook it could not deliver: every callback the connector does not
 // answer 2xx in time is lost. Its callbacks are kept as read, answered at once, and recorded by workers.
@@ -109,24 +109,7 @@ async function startConnector(
     return { id: created!.integration.id, workspaceId, instance, secret };
   };
   type Target = Awaited<ReturnType<typeof integration>>;
-  /** A ReceivedCallback as Z-API posts it (its docs' example, webhooks/on-message-received). */
-  const receivedBody = (target: Target, text: string) =>
-    JSON.stringify({
-      isStatusReply: false,
-      isGroup: false,
-      isNewsletter: false,
-      instanceId: target.instance,
-      messageId: randomUUID().replaceAll('-', '').toUpperCase(),
-      phone: '5544999999999',
-      fromMe: false,
-      momment: Date.now(),
-      status: 'RECEIVED',
-      chatName: 'Maria',
-      senderName: 'Maria',
-      broadcast: false,
-      type: 'ReceivedCallback',
-      text: { message: text },
-    });
+  const receivedBody = (target: Target, text: string) => zapiReceivedBody(target.instance, text);
   const callbackUrl = (target: Target) =>
     `${url}/inbound/alt-b/${target.id}?${ALT_B_CALLBACK_PARAM}=${target.secret}`;
   const callback = (target: Target, text: string) =>
@@ -177,14 +160,7 @@ async function startConnector(
   return { kept, integration, callback, slowCallback, marketIntegration };
 }
 
-const textsOf = async (workspaceId: string) =>
-  (
-    await pool.query<{ text: string }>(
-      `select data->>'text' as text from outbox
-        where workspace_id = $1 and type = 'inbound.message' order by seq`,
-      [workspaceId],
-    )
-  ).rows.map((row) => row.text);
+const textsOf = (workspaceId: string) => inboundTexts(pool, workspaceId);
 
 const keptOf = async (workspaceId: string) =>
   (

@@ -86,3 +86,32 @@ export function slowPost(url: string, headers: Record<string, string>, body: str
     },
   };
 }
+
+/** A ReceivedCallback as Z-API posts it (its docs' example, webhooks/on-message-received). */
+export const zapiReceivedBody = (instance: string, text: string) =>
+  JSON.stringify({
+    isStatusReply: false,
+    isGroup: false,
+    isNewsletter: false,
+    instanceId: instance,
+    messageId: randomUUID().replaceAll('-', '').toUpperCase(),
+    phone: '5544999999999',
+    fromMe: false,
+    momment: Date.now(),
+    status: 'RECEIVED',
+    chatName: 'Maria',
+    senderName: 'Maria',
+    broadcast: false,
+    type: 'ReceivedCallback',
+    text: { message: text },
+  });
+
+/** The texts of the inbound messages a workspace's callbacks put in the outbox, in the order written. */
+export const inboundTexts = async (pool: Pick<Pool, 'query'>, workspaceId: string) =>
+  (
+    await pool.query<{ text: string }>(
+      `select data->>'text' as text from outbox
+        where workspace_id = $1 and type = 'inbound.message' order by seq`,
+      [workspaceId],
+    )
+  ).rows.map((row) => row.text);
