@@ -158,7 +158,7 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
       collect(buses.messaging, lane.durable, lane.filter, inbound);
     const leads = collect(buses.messaging, 'messaging-leads', 'lead.moved');
     // The callbacks the connector kept on the bus while Postgres refused them, read back by itself.
-    const keptOnBus = collect(buses['provider-connector'], 'connector-kept', 'callback.kept');
+    const keptOnBus = collect(buses['provider-connector'], 'connector-kept', 'connector.callback.kept');
     // So do the webhook events, one durable of the dispatcher's each.
     const webhooks = new Set<string>();
     const dispatcherLanes = subscriptionsFor('webhook-dispatcher', eventConsumers['webhook-dispatcher']);
@@ -175,7 +175,7 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
     };
     const fromConnector = inLanes('inbound.message');
     const fromPipeline = event('lead.moved');
-    const keptCallback = event('callback.kept');
+    const keptCallback = event('connector.callback.kept');
     const fromMessaging = [...inLanes('message.sent'), ...inLanes('conversation.assigned')];
     for (const inboundEvent of fromConnector) await buses['provider-connector'].publish(inboundEvent);
     await buses.pipeline.publish(fromPipeline);
@@ -227,8 +227,8 @@ describe('NATS users and permissions (deploy/nats/nats-server.conf)', () => {
       /Permissions Violation for Publish to "evt\.(lane\d\.)?message\.sent"/,
     );
     // Nor forge a callback the connector would take in as its own.
-    await expect(gateway.publish(event('callback.kept'))).rejects.toThrow(
-      /Permissions Violation for Publish to "evt\.callback\.kept"/,
+    await expect(gateway.publish(event('connector.callback.kept'))).rejects.toThrow(
+      /Permissions Violation for Publish to "evt\.connector\.callback\.kept"/,
     );
     await gateway.drain().catch(() => undefined);
   });

@@ -56,6 +56,18 @@ describe('filterFor', () => {
 });
 
 describe('subscriptionsFor', () => {
+  it('leaves the callbacks the connector kept on the bus to its own durable: no other consumer is sent them', () => {
+    const route = eventRoute({ type: eventTypes.callbackKept, workspace_id: randomUUID() });
+    const takers = Object.entries(eventConsumers).flatMap(([durable, types]) =>
+      subscriptionsFor(durable, types)
+        .filter((lane) => subjectMatches(lane.filter, route))
+        .map((lane) => lane.durable),
+    );
+    // A two-word type would also match the webhook dispatcher's lane 0 (`*.*`), which would read every
+    // kept callback, up to 256 KiB each, only to drop it.
+    expect(takers).toEqual(['connector-kept']);
+  });
+
   it('gives types outside the lanes one durable, and the lanes’ types a durable per lane', () => {
     expect(subscriptionsFor('messaging-leads', eventConsumers['messaging-leads'])).toEqual([
       { durable: 'messaging-leads', filter: 'lead.moved' },

@@ -11,5 +11,5 @@ export const eventTypes = {
   inboundStatus: 'inbound.status',
   inboundWatermark: 'inbound.watermark',
   leadMoved: 'lead.moved',
-  callbackKept: 'callback.kept',
+  callbackKept: 'connector.callback.kept',
 } as const;

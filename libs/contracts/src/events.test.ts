@@ -86,7 +86,7 @@ const samples: { [T in EventType]: EventData<T> } = {
     conversation_id: null,
     moved_at: new Date().toISOString(),
   },
-  'callback.kept': {
+  'connector.callback.kept': {
     workspace_id: workspace,
     integration_id: integration,
     batch: { messages: [], statuses: [] },

@@ -200,7 +200,7 @@ export function connectorService(options: ConnectorOptions): ServiceDefinition {
             bus,
             { durable: 'connector-kept', concurrency: 4, maxDeliver: keptOnBusDeliveries },
             {
-              'callback.kept': (event) => kept.takeFromBus(event.data),
+              'connector.callback.kept': (event) => kept.takeFromBus(event.data),
             } satisfies HandlersOf<'connector-kept'>,
           );
           streams.start();

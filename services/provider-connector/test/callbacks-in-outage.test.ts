@@ -234,7 +234,7 @@ describe('callbacks kept on the bus', () => {
       expect(await workers.kept.keep(found, batch, 1e9)).toBe(true);
       expect(workers.published).toHaveLength(1);
       expect(workers.published[0]).toMatchObject({
-        type: 'callback.kept',
+        type: 'connector.callback.kept',
         data: { workspace_id: (found as { workspaceId: string }).workspaceId, batch: { statuses: [] } },
       });
       let refused = false;

@@ -349,6 +349,25 @@ describe('kept callbacks (Z-API)', () => {
     );
   });
 
+  it('counts a callback’s day of retries from when it reached the inbox: one kept on the bus through a long outage is not given up at its first failure', async () => {
+    const connector = await startConnector();
+    const target = await connector.integration();
+    await refuseRecusado();
+    await connector.kept.takeFromBus({
+      workspace_id: target.workspaceId,
+      integration_id: target.id,
+      batch: JSON.parse(JSON.stringify(batchOf('recusado'))),
+      trace_context: {},
+      received_at: new Date(Date.now() - 25 * 3_600_000).toISOString(),
+    });
+    await connector.kept.drain();
+    expect(await keptOf(target.workspaceId)).toEqual([{ attempts: 1, due_later: true }]);
+    await pool.query('alter table outbox drop constraint refuses_recusado');
+    await backoffOver();
+    await connector.kept.drain();
+    expect(await textsOf(target.workspaceId)).toEqual(['recusado']);
+  });
+
   it('stops only once the callback being recorded is, and gives the rest of its round back to be taken at once', async () => {
     const connector = await startConnector({}, { lanes: 1 });
     const target = await connector.integration();

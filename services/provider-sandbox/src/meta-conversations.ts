@@ -31,6 +31,7 @@ interface Thread {
 /** "You can only get details about the 20 most recent messages in the conversation." */
 const detailedMessages = 20;
 const defaultLimit = 25;
+const keptThreads = 1_000;
 const maxLimit = 100;
 const messageFields = ['id', 'created_time', 'from', 'to', 'message'] as const;
 const conversationFields = ['id', 'updated_time', 'messages'] as const;
@@ -94,16 +95,25 @@ export class Conversations {
 
   constructor(private readonly platform: 'messenger' | 'instagram') {}
 
-  /** A message between the account and a user, in their one conversation (made with the first). */
+  /**
+   * A message between the account and a user, in their one conversation (made with the first). Only what
+   * the API can give is kept (a conversation's 20 latest messages, an account's 1,000 latest
+   * conversations), so a long run of sends holds the sandbox's memory still.
+   */
   record(account: string, user: string, message: Omit<ThreadMessage, 'at'>, at = Date.now()): void {
     const byUser = this.threads.get(account) ?? new Map<string, Thread>();
     this.threads.set(account, byUser);
-    let thread = byUser.get(user);
-    if (!thread) {
-      thread = { id: `t_${account}_${this.nextThread++}`, updatedAt: at, messages: [] };
-      byUser.set(user, thread);
-    }
+    const thread = byUser.get(user) ?? {
+      id: `t_${account}_${this.nextThread++}`,
+      updatedAt: at,
+      messages: [],
+    };
+    // The most recently updated last, so the least recently updated goes first when there are too many.
+    byUser.delete(user);
+    byUser.set(user, thread);
+    if (byUser.size > keptThreads) byUser.delete(byUser.keys().next().value!);
     thread.messages.push({ ...message, at });
+    if (thread.messages.length > detailedMessages) thread.messages.shift();
     thread.updatedAt = at;
   }
 

@@ -21,7 +21,7 @@ export interface KeptCallbacksOptions extends LeaseOptions {
   lanes: number;
   /** How often a worker looks for callbacks that others kept, or whose backoff ended. */
   pollMs: number;
-  /** How long after it came a callback whose recording keeps failing is tried again; then it is given up. */
+  /** How long after it reached the inbox a callback whose recording keeps failing is tried again; then it is given up. */
   keepForMs: number;
   /** How often the backlog gauges are read from Postgres. */
   backlogRefreshMs: number;
@@ -359,7 +359,8 @@ export class KeptCallbacks {
     about: { integration_id: string; workspace_id: string },
     error: unknown,
   ): Promise<void> {
-    if (Date.now() - kept.receivedAt.getTime() >= this.options.keepForMs) {
+    // Counted from when it reached the inbox: one kept on the bus through a long outage gets its day too.
+    if (Date.now() - kept.keptAt.getTime() >= this.options.keepForMs) {
       this.deps.logger.error(
         { ...about, err: error, attempts: kept.attempts, received_at: kept.receivedAt.toISOString() },
         'kept callback given up: it could not be recorded in time',

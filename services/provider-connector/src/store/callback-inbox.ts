@@ -10,7 +10,10 @@ export interface KeptCallback {
   traceContext: Record<string, string> | null;
   /** Tries so far, this one included. */
   attempts: number;
+  /** When it came: an integration's callbacks are recorded in this order. */
   receivedAt: Date;
+  /** When it reached the inbox (later than it came when it was kept on the bus meanwhile). */
+  keptAt: Date;
 }
 
 /** The kept callbacks not yet recorded, of every workspace. */
@@ -91,6 +94,7 @@ export class CallbackInbox {
       trace_context: Record<string, string> | null;
       attempts: number;
       received_at: Date;
+      kept_at: Date;
     }>(
       `with busy as (
          select distinct integration_id from callback_inbox where leased_until > now()
@@ -110,7 +114,7 @@ export class CallbackInbox {
          from (select id from turns order by turn, id limit $1) picked
         where kept.id = picked.id and kept.leased_until <= now()
        returning kept.id, kept.workspace_id, kept.integration_id, kept.batch, kept.trace_context,
-                 kept.attempts, kept.received_at`,
+                 kept.attempts, kept.received_at, kept.kept_at`,
       [round, perIntegration, leaseMs, busyWorkspaces],
     );
     return rows
@@ -122,6 +126,7 @@ export class CallbackInbox {
         traceContext: row.trace_context,
         attempts: row.attempts,
         receivedAt: row.received_at,
+        keptAt: row.kept_at,
       }))
       .sort((a, b) => a.receivedAt.getTime() - b.receivedAt.getTime() || Number(BigInt(a.id) - BigInt(b.id)));
   }
