@@ -12,8 +12,6 @@ export interface IntegrationSweepOptions {
 export interface ClaimedIntegration {
   id: string;
   workspace_id: string;
-  /** When the sweep claimed it before this time (its stamp as the claim found it), where it says. */
-  claimed_before?: Date | null;
 }
 
 export interface IntegrationSweepDeps {
@@ -27,12 +25,7 @@ export interface IntegrationSweepDeps {
   integrations: IntegrationStore;
   logger: Logger;
   /** Works on one integration; `stopping` aborts its provider calls when the process stops. */
-  workOn: (
-    stored: StoredIntegration,
-    workspaceId: string,
-    stopping: AbortSignal,
-    claimed: ClaimedIntegration,
-  ) => Promise<void>;
+  workOn: (stored: StoredIntegration, workspaceId: string, stopping: AbortSignal) => Promise<void>;
 }
 
 export const defaultSweepWorkers = 4;
@@ -87,7 +80,7 @@ export class IntegrationSweep {
       if (!due) return;
       try {
         const stored = await this.deps.integrations.get(due.workspace_id, due.id);
-        if (stored) await this.deps.workOn(stored, due.workspace_id, this.stopping.signal, due);
+        if (stored) await this.deps.workOn(stored, due.workspace_id, this.stopping.signal);
       } catch (error) {
         this.deps.logger.warn({ err: error, integration_id: due.id }, `${this.deps.what} failed`);
       } finally {

@@ -11,7 +11,7 @@ import {
 } from '../src/handlers/callback-subscriptions.js';
 import { KeptCallbacks } from '../src/handlers/kept-callbacks.js';
 import { IntegrationStore } from '../src/store/integrations.js';
-import { loopbackProviders, migratedPool } from './support.js';
+import { inboundTexts, loopbackProviders, migratedPool } from './support.js';
 
 // Meta unsubscribes an app whose webhooks have failed for an hour, and posts nothing more for the Page:
 // the connector finds the subscription gone and subscribes the Page again.
@@ -214,4 +214,75 @@ it("reads back at most forty pages and 2,000 messages from a tenant's server tha
   sender = () => PAGE;
   expect(await readBack()).toBe(0);
   expect(calls).toBe(40);
+});
+
+it('takes up at the next check a read back that was cut short, though the Page is subscribed by then', async () => {
+  let fields: string[] = [];
+  let conversationCalls = 0;
+  const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, '+0000');
+  // Meta as a test double: the app unsubscribed until the connector subscribes it again; the first read
+  // of the conversations throttled, the next one answered.
+  const meta = await providers.listen((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    res.setHeader('content-type', 'application/json');
+    if (url.pathname.endsWith('/subscribed_apps') && req.method === 'POST') {
+      fields = (url.searchParams.get('subscribed_fields') ?? '').split(',');
+      res.end(JSON.stringify({ success: true }));
+    } else if (url.pathname.endsWith('/subscribed_apps')) {
+      res.end(JSON.stringify({ data: fields.length ? [{ subscribed_fields: fields }] : [] }));
+    } else if (url.pathname.endsWith('/conversations') && ++conversationCalls === 1) {
+      res.writeHead(400).end(
+        JSON.stringify({
+          error: { message: 'Calls to this api have exceeded the rate limit.', code: 613 },
+        }),
+      );
+    } else {
+      const message = {
+        id: 'm_lida-depois',
+        created_time: now(),
+        from: { id: '6543219870000009' },
+        message: 'oi',
+      };
+      res.end(JSON.stringify({ data: [{ id: 't_1', updated_time: now(), messages: { data: [message] } }] }));
+    }
+  });
+  const store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
+  const workspaceId = randomUUID();
+  const page = '104729185532378';
+  const created = await store.create(workspaceId, {
+    channel: 'social',
+    config: {
+      base_url: meta,
+      page_id: page,
+      page_access_token: TOKEN,
+      app_secret: APP_SECRET,
+      verify_token: 'v',
+    },
+    accountId: page,
+  });
+  const relay = new OutboxRelay({ pool, bus: new InProcessBus(), schema: 'connector' });
+  const kept = new KeptCallbacks({ pool, store, relay, logger });
+  const sweep = callbackSubscriptionSweep(
+    { pool, store, logger, guard: providers.guard, providerTimeoutMs: 5_000, publicConnectorUrl: meta, kept },
+    { ...defaultCallbackSubscriptionOptions, everyMs: 60_000, workers: 1 },
+  );
+  const readBackSince = async () =>
+    (await pool.query('select read_back_since from integrations where id = $1', [created!.integration.id]))
+      .rows[0]?.read_back_since as Date | null;
+
+  await sweep.pass();
+  expect(fields).not.toEqual([]);
+  expect(await readBackSince()).toBeInstanceOf(Date);
+  await kept.drain();
+  expect(await inboundTexts(pool, workspaceId)).toEqual([]);
+
+  await pool.query('update integrations set subscription_checked_at = null where id = $1', [
+    created!.integration.id,
+  ]);
+  await sweep.pass();
+  await sweep.stop();
+  await kept.drain();
+  expect(conversationCalls).toBe(2);
+  expect(await inboundTexts(pool, workspaceId)).toEqual(['oi']);
+  expect(await readBackSince()).toBeNull();
 });

@@ -237,7 +237,10 @@ it('reads a catalogue written before generations, and replaces it', async () => 
     schema: 'connector',
   });
   try {
-    await cp(migrations, before, { recursive: true, filter: (path) => !/\/01[2-9]_[^/]*$/.test(path) });
+    await cp(migrations, before, {
+      recursive: true,
+      filter: (path) => !/\/(01[2-9]|0[2-9]\d)_[^/]*$/.test(path),
+    });
     await migrate(upgraded, { schema: 'connector', directory: before, outbox: true });
     const integrationId = randomUUID();
     await upgraded.query(

@@ -125,7 +125,8 @@ function graphDate(text: string | undefined): Date | undefined {
 /**
  * What one read of the account's conversations goes through at most: its tenant's `base_url` answers, so
  * a page of conversations each full of messages, or endless pages, bound what one read takes in. Meta
- * allows two Conversations API calls a second per Page: forty pages is a minute of them at most.
+ * allows two Conversations API calls a second per Page, and the pages are not paced: a read it throttles
+ * ends, and the next subscription check takes it up again.
  */
 const conversationPages = 40;
 const conversationsPerPage = 25;

@@ -1,8 +1,8 @@
 import { integrationChannels } from '@inbox/contracts';
 import type { Pool } from '@inbox/db';
 import { meter } from '@inbox/telemetry';
-import { adapterFor } from '../adapters/index.js';
-import { type ClaimedIntegration, IntegrationSweep } from '../integration-sweep.js';
+import { adapterFor, type StoredConfigAdapter } from '../adapters/index.js';
+import { IntegrationSweep } from '../integration-sweep.js';
 import { claimDueIntegration } from '../store/integration-claims.js';
 import type { CallbackIntegration } from '../store/integrations.js';
 import { defaultCallbackLimits } from './callback-admission.js';
@@ -80,8 +80,8 @@ export function callbackSubscriptionSweep(
         }),
       integrations: deps.store,
       logger: deps.logger,
-      workOn: (stored, workspaceId, stopping, claimed) =>
-        subscribeAgainIfDropped(deps, options, { ...stored, workspaceId }, stopping, claimed),
+      workOn: (stored, workspaceId, stopping) =>
+        subscribeAgainIfDropped(deps, options, { ...stored, workspaceId }, stopping),
     },
     { everyMs: options.everyMs, workers: options.workers },
   );
@@ -92,50 +92,113 @@ async function subscribeAgainIfDropped(
   options: CallbackSubscriptionOptions,
   stored: CallbackIntegration,
   stopping: AbortSignal,
-  claimed: ClaimedIntegration,
 ): Promise<void> {
   const { integration, config, workspaceId } = stored;
   const adapter = adapterFor(integration.channel);
   if (!adapter?.callbackSubscribed || integration.status !== 'connected') return;
+  const checks = new SubscriptionChecks(deps.pool, integration.id);
   const call = integrationCall(
     deps,
     workspaceId,
     integration.id,
     AbortSignal.any([stopping, AbortSignal.timeout(deps.providerTimeoutMs)]),
   );
-  if (await adapter.callbackSubscribed(config, call)) return;
-  const callbackUrl = callbackUrlOf(integration.channel, integration.id, deps.publicConnectorUrl);
-  await adapter.registerInbound(config, callbackUrl, call);
-  resubscribed.add(1, { channel: integration.channel });
-  deps.logger.warn(
-    { integration_id: integration.id, workspace_id: workspaceId, channel: integration.channel },
-    'integration registered again: its provider had stopped calling it',
-  );
-  if (!adapter.messagesSince) return;
-  // From an hour before the last check that found it subscribed (Meta gave up on what came from then
-  // on), or before it was connected when never checked.
-  const checked = claimed.claimed_before ?? new Date(integration.connected_at ?? Date.now());
-  const since = new Date(Math.max(checked.getTime() - givenUpAfterMs, Date.now() - readBackAtMostMs));
-  const readBack = integrationCall(
+  const checkedAt = new Date();
+  const known = await checks.read();
+  let since = known.readBackSince;
+  if (await adapter.callbackSubscribed(config, call)) {
+    // Subscribed, and nothing left to read back: all it posted until now reached us, or was refused and
+    // delivered again.
+    if (!since) return checks.confirm(checkedAt);
+  } else {
+    const callbackUrl = callbackUrlOf(integration.channel, integration.id, deps.publicConnectorUrl);
+    await adapter.registerInbound(config, callbackUrl, call);
+    resubscribed.add(1, { channel: integration.channel });
+    deps.logger.warn(
+      { integration_id: integration.id, workspace_id: workspaceId, channel: integration.channel },
+      'integration registered again: its provider had stopped calling it',
+    );
+    // From an hour before the last check that found it subscribed (Meta gave up on what came from then
+    // on), or before it was connected when no check found it so; an earlier read left unfinished too.
+    const confirmed = known.confirmedAt ?? new Date(integration.connected_at ?? Date.now());
+    const from = new Date(Math.max(confirmed.getTime() - givenUpAfterMs, Date.now() - readBackAtMostMs));
+    since = since && since < from ? since : from;
+    // Noted before it is read: a read cut short is taken up at the next check.
+    if (adapter.messagesSince) await checks.readBackFrom(since);
+  }
+  if (!adapter.messagesSince || !since) return checks.confirm(checkedAt);
+  await readBack(deps, options, stored, adapter.messagesSince, since, stopping);
+  // Subscribed since the check began: what came after it arrives by webhook.
+  await checks.confirm(checkedAt);
+}
+
+/** Reads the messages posted nowhere since `since` back from the provider, and keeps them to be recorded. */
+async function readBack(
+  deps: CallbackSubscriptionDeps,
+  options: CallbackSubscriptionOptions,
+  stored: CallbackIntegration,
+  messagesSince: NonNullable<StoredConfigAdapter['messagesSince']>,
+  since: Date,
+  stopping: AbortSignal,
+): Promise<void> {
+  const { integration, config, workspaceId } = stored;
+  const about = { integration_id: integration.id, workspace_id: workspaceId };
+  const call = integrationCall(
     deps,
     workspaceId,
     integration.id,
     AbortSignal.any([stopping, AbortSignal.timeout(deps.providerTimeoutMs * readBackInTimeouts)]),
   );
   let messages = 0;
-  for await (const batch of adapter.messagesSince(config, readBack, since)) {
+  for await (const batch of messagesSince(config, call, since)) {
     if (!(await deps.kept.keep(stored, batch, options.keptBytesPerWorkspace))) {
-      deps.logger.warn(
-        { integration_id: integration.id, workspace_id: workspaceId },
-        'messages read back from the provider left: their workspace has too many kept callbacks',
+      // Its workspace's kept callbacks are at their bound: read again at the next check.
+      throw new Error(
+        'messages read back left for the next check: their workspace has too many kept callbacks',
       );
-      break;
     }
     messages += batch.messages.length;
   }
   readBackMessages.add(messages, { channel: integration.channel });
   deps.logger.info(
-    { integration_id: integration.id, workspace_id: workspaceId, since: since.toISOString(), messages },
+    { ...about, since: since.toISOString(), messages },
     'messages sent while the provider did not call read back from it, kept to be recorded',
   );
+}
+
+/** The subscription check's record of one integration (migration 022). */
+class SubscriptionChecks {
+  constructor(
+    private readonly pool: Pool,
+    private readonly integrationId: string,
+  ) {}
+
+  async read(): Promise<{ confirmedAt: Date | null; readBackSince: Date | null }> {
+    const { rows } = await this.pool.query<{
+      subscription_confirmed_at: Date | null;
+      read_back_since: Date | null;
+    }>('select subscription_confirmed_at, read_back_since from integrations where id = $1', [
+      this.integrationId,
+    ]);
+    return {
+      confirmedAt: rows[0]?.subscription_confirmed_at ?? null,
+      readBackSince: rows[0]?.read_back_since ?? null,
+    };
+  }
+
+  /** Where a read back starts, until it finishes. */
+  async readBackFrom(since: Date): Promise<void> {
+    await this.pool.query('update integrations set read_back_since = $2 where id = $1', [
+      this.integrationId,
+      since,
+    ]);
+  }
+
+  /** Subscribed at `at`, with nothing left to read back. */
+  async confirm(at: Date): Promise<void> {
+    await this.pool.query(
+      'update integrations set subscription_confirmed_at = $2, read_back_since = null where id = $1',
+      [this.integrationId, at],
+    );
+  }
 }

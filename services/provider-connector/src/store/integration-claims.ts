@@ -6,8 +6,7 @@ export type SweepStamp = 'missed_polled_at' | 'subscription_checked_at';
 
 /**
  * Claims the connected integration of `channels` stamped longest ago and not within `everyMs`, outside
- * `busyWorkspaces`, stamped now: no worker of any replica claims it again for `everyMs`. Its stamp before
- * (`claimed_before`) says when it was last claimed.
+ * `busyWorkspaces`, stamped now: no worker of any replica claims it again for `everyMs`.
  */
 export async function claimDueIntegration(
   db: Queryable,
@@ -20,17 +19,16 @@ export async function claimDueIntegration(
 ): Promise<ClaimedIntegration | undefined> {
   const { stamp } = options;
   const { rows } = await db.query<ClaimedIntegration>(
-    `with due as (
-       select id, ${stamp} as claimed_before from integrations
-        where channel = any($1) and status = 'connected'
-          and (${stamp} is null or ${stamp} < now() - $2 * interval '1 millisecond')
-          and workspace_id <> all($3::uuid[])
-        order by ${stamp} nulls first, id
-        limit 1
-        for update skip locked)
-     update integrations set ${stamp} = now()
-       from due where integrations.id = due.id
-     returning integrations.id, integrations.workspace_id, due.claimed_before`,
+    `update integrations set ${stamp} = now()
+      where id = (
+        select id from integrations
+         where channel = any($1) and status = 'connected'
+           and (${stamp} is null or ${stamp} < now() - $2 * interval '1 millisecond')
+           and workspace_id <> all($3::uuid[])
+         order by ${stamp} nulls first, id
+         limit 1
+         for update skip locked)
+      returning id, workspace_id`,
     [options.channels, options.everyMs, options.busyWorkspaces],
   );
   return rows[0];
