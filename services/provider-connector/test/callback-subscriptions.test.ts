@@ -4,6 +4,7 @@ import { OutboxRelay, type Pool } from '@inbox/db';
 import { createSandbox, type Sandbox } from '@inbox/provider-sandbox';
 import { createLogger, SecretBox } from '@inbox/service-kit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { photoAdapter } from '../src/adapters/photo.js';
 import { socialAdapter } from '../src/adapters/social.js';
 import {
   callbackSubscriptionSweep,
@@ -285,4 +286,48 @@ it('takes up at the next check a read back that was cut short, though the Page i
   expect(conversationCalls).toBe(2);
   expect(await inboundTexts(pool, workspaceId)).toEqual(['oi']);
   expect(await readBackSince()).toBeNull();
+});
+
+it("leaves out an Instagram account's own messages, though a conversation names it by its app-scoped id", async () => {
+  const igUserId = '17841400000000099';
+  const appScopedId = '29990000000000001';
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, '+0000');
+  const instagram = await providers.listen((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    res.setHeader('content-type', 'application/json');
+    if (url.pathname === `/v21.0/${igUserId}`) {
+      res.end(JSON.stringify({ id: appScopedId }));
+      return;
+    }
+    const messages = [
+      {
+        id: 'aWdf-resposta',
+        created_time: now,
+        from: { id: appScopedId, username: 'loja' },
+        message: 'resposta',
+      },
+      {
+        id: 'aWdf-pergunta',
+        created_time: now,
+        from: { id: '1122334455667788', username: 'ana' },
+        message: 'oi',
+      },
+    ];
+    res.end(JSON.stringify({ data: [{ id: 't_1', updated_time: now, messages: { data: messages } }] }));
+  });
+  const config = {
+    base_url: instagram,
+    ig_user_id: igUserId,
+    access_token: 'IGAA-token',
+    app_secret: APP_SECRET,
+    verify_token: 'v',
+  };
+  const texts: string[] = [];
+  for await (const batch of photoAdapter.messagesSince!(
+    config,
+    providers.call(),
+    new Date(Date.now() - 60_000),
+  ))
+    texts.push(...batch.messages.map((message) => message.text));
+  expect(texts).toEqual(['oi']);
 });

@@ -72,6 +72,7 @@ export interface MetaMessagingProduct<K extends MetaMessagingChannel> {
 
 /** An account's node as `GET /<node>?fields=…` answers, ids as strings (Graph's ids outgrow a JSON number). */
 const AccountNode = z.object({ user_id: z.string().optional() });
+const AccountId = z.object({ id: z.string().min(1).max(100) });
 
 /** GET /{account}/subscribed_apps: the apps the account is subscribed to, each with its fields. */
 const SubscribedApps = z.object({
@@ -331,14 +332,27 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
    * and echoes are left out, and one with no text (an attachment: the API gives its URL apart) is noted
    * as unreadable.
    */
+  /**
+   * The account's other id, where its node has one apart from the one its webhooks name it by (an
+   * Instagram account's app-scoped `id`): a conversation may name the account by either, and its own
+   * messages are not a user's.
+   */
+  async function otherAccountIds(config: ChannelConfig<K>, call: ProviderCall): Promise<string[]> {
+    if (!product.webhookAccount) return [];
+    const url = graph(config);
+    url.searchParams.set('fields', 'id');
+    const answer = await callProvider(call, product.channel, url, { method: 'GET', headers: bearer(config) });
+    if (!answer.ok) throw metaMessagingFailure(product, 'account', answer);
+    const id = AccountId.safeParse(answer.body).data?.id;
+    return id === undefined ? [] : [id];
+  }
+
   async function* conversationsSince(
     config: ChannelConfig<K>,
     call: ProviderCall,
     since: Date,
   ): AsyncGenerator<InboundBatch> {
-    const own = new Set([product.account(config)]);
-    if (product.webhookAccount)
-      own.add(String(config[product.webhookAccount.configKey as keyof typeof config]));
+    const own = new Set([product.account(config), ...(await otherAccountIds(config, call))]);
     let after: string | undefined;
     let read = 0;
     for (let page = 0; page < conversationPages; page++) {
