@@ -5,7 +5,7 @@ import { InProcessBus } from '@inbox/bus';
 import { platformTexts, type WireEvent } from '@inbox/contracts';
 import { createPool, OutboxRelay, type Pool } from '@inbox/db';
 import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
-import { createDatabase, uniquePrefix, waitFor } from '@inbox/testkit';
+import { createDatabase, uniquePrefix, waitFor, watchedPool } from '@inbox/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ALT_A_CALLBACK_HEADER } from '../src/adapters/alt-a.js';
 import { ALT_B_CALLBACK_PARAM } from '../src/adapters/alt-b.js';
@@ -13,7 +13,7 @@ import type { InboundBatch } from '../src/adapters/channel-adapter.js';
 import { defaultKeptCallbacksOptions, KeptCallbacks } from '../src/handlers/kept-callbacks.js';
 import { connectorService } from '../src/service.js';
 import { IntegrationStore } from '../src/store/integrations.js';
-import { inboundTexts, zapiReceivedBody } from './support.js';
+import { inboundTexts, migratedPool, zapiReceivedBody } from './support.js';
 
 // Z-API delivers a webhook once: a callback answered with an error is lost. While Postgres cannot be
 // reached (down, failing over), the connector keeps its callbacks on the bus and puts them in its inbox
@@ -227,6 +227,48 @@ describe('callbacks kept on the bus', () => {
     );
     return { kept, published, end: () => pool.end() };
   };
+
+  it('skips Postgres for a moment once it was found out of reach: the integration last read answers, and callbacks go to the bus at once', async () => {
+    let statements = 0;
+    const pool = await migratedPool();
+    const watched = watchedPool(pool, () => statements++);
+    try {
+      const store = new IntegrationStore(watched, new SecretBox(SecretBox.generateKey()), undefined, {
+        callbackCacheMs: 0,
+      });
+      const workspaceId = randomUUID();
+      const created = await store.create(workspaceId, {
+        channel: 'alt-b',
+        config: { base_url: 'http://127.0.0.1:9/z', instance_id: 'I1', token: 't', callback_secret: 's' },
+        accountId: 'I1',
+      });
+      const id = created!.integration.id;
+      expect((await store.forCallback(id)).stored?.workspaceId).toBe(workspaceId);
+      expect(store.postgresOutOfReach).toBe(false);
+      // A statement failed as a connection that hung would.
+      expect(store.noteOutage(new Error('timeout exceeded when trying to connect'))).toBe(true);
+      expect(store.noteOutage(new Error('duplicate key'))).toBe(false);
+      expect(store.postgresOutOfReach).toBe(true);
+
+      const before = statements;
+      const found = await store.forCallback(id);
+      expect(found.stored?.integration.id).toBe(id);
+      const published: WireEvent[] = [];
+      const kept = new KeptCallbacks({
+        pool: watched,
+        store,
+        relay: new OutboxRelay({ pool: watched, bus: new InProcessBus(), schema: 'connector' }),
+        logger,
+        bus: { publish: async (event) => void published.push(event) },
+      });
+      expect(await kept.keep(found.stored!, batch, 1e9)).toBe(true);
+      expect(published).toHaveLength(1);
+      // Neither the lookup nor the keep asked Postgres.
+      expect(statements).toBe(before);
+    } finally {
+      await pool.end();
+    }
+  });
 
   it('puts one workspace’s on the bus up to its bound in an hour, then refuses them (429)', async () => {
     const workers = refusedWorkers(2_000);

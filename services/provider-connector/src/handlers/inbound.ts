@@ -1,5 +1,6 @@
 import { isOutage } from '@inbox/bus';
 import {
+  AppError,
   eventTypes,
   InboundMessageEvent,
   InboundStatusEvent,
@@ -239,13 +240,15 @@ export function inboundRoutes(deps: InboundRouteDeps): Router {
       if (owed) return refuse(res, owed, unknownIntegration);
       let taken: boolean;
       try {
+        // Found out of reach a moment ago: not waited for again.
+        if (deps.store.postgresOutOfReach) throw AppError.unavailable();
         taken = await takeIn(deps, found, adapter, batch, (resolved) => bill.items(itemsOf(resolved)));
       } catch (error) {
         // Postgres out of reach: kept as a kept channel's callback is (on the bus while Postgres refuses
         // it), rather than left to a provider whose retries may end first (Evolution's twenty minutes,
         // Messenger's hour, after which Meta unsubscribes the app). What was recorded already is taken in
         // once again.
-        if (!isOutage(error)) throw error;
+        if (!deps.store.noteOutage(error)) throw error;
         await keep(res, found, batch);
         return;
       }

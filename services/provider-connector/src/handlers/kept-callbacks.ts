@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, isOutage } from '@inbox/bus';
-import { type CallbackKeptEvent, eventTypes } from '@inbox/contracts';
+import type { Bus } from '@inbox/bus';
+import { AppError, type CallbackKeptEvent, eventTypes } from '@inbox/contracts';
 import { maxEventBytes } from '@inbox/db';
 import { captureContext, meter, startSpan, withCapturedContext } from '@inbox/telemetry';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
@@ -132,10 +132,12 @@ export class KeptCallbacks {
     const traceContext = captureContext();
     let kept: boolean;
     try {
+      // Found out of reach a moment ago: not waited for again.
+      if (this.deps.bus && this.deps.store.postgresOutOfReach) throw AppError.unavailable();
       kept = await this.inbox.keep(workspaceId, integration.id, batch, traceContext, maxBytes);
       outcomes.add(1, { outcome: kept ? 'kept' : 'refused_full' });
     } catch (error) {
-      if (!this.deps.bus || !isOutage(error)) throw error;
+      if (!this.deps.bus || !this.deps.store.noteOutage(error)) throw error;
       kept = await this.keepOnBus(found, batch, traceContext, error);
       outcomes.add(1, { outcome: kept ? 'kept_on_bus' : 'refused_bus_full' });
     }

@@ -70,6 +70,14 @@ const absentCacheMs = 5 * 60_000;
  */
 const lastReadMs = 60 * 60_000;
 
+/**
+ * How long after a statement found Postgres out of reach callbacks skip it: while its connections hang
+ * rather than fail, each callback would wait out the pool's connection timeout (5 s) before it is kept on
+ * the bus, its workspace's turn held meanwhile, and a provider that delivers once (Z-API) may give up
+ * waiting first.
+ */
+const outageHoldMs = 5_000;
+
 export interface IntegrationStoreOptions {
   /** `callbackCacheMs` in place of five seconds: for tests that must see a row read again. */
   callbackCacheMs?: number;
@@ -79,6 +87,7 @@ export class IntegrationStore {
   // Separate maps, so ids that name nothing (a caller spraying them) never push real integrations out.
   private readonly callbacks: ExpiringCache<string, CallbackIntegration>;
   private readonly lastRead = new ExpiringCache<string, CallbackIntegration>(lastReadMs, 5_000);
+  private outOfReachUntil = 0;
   private readonly absent = new ExpiringCache<string, true>(absentCacheMs, 20_000);
   private readonly lookups = new Map<string, Promise<CallbackIntegration | undefined>>();
   /** Each workspace's channel's most recently connected integration, by id, for sends that name none. */
@@ -97,6 +106,18 @@ export class IntegrationStore {
   ) {
     this.sendRecords = new SendRecords(pool);
     this.callbacks = new ExpiringCache(options.callbackCacheMs ?? callbackCacheMs, 5_000);
+  }
+
+  /** True for a few seconds after Postgres was found out of reach (`noteOutage`): callbacks skip it meanwhile. */
+  get postgresOutOfReach(): boolean {
+    return Date.now() < this.outOfReachUntil;
+  }
+
+  /** Notes a failure of a statement; true when it says Postgres is out of reach. */
+  noteOutage(error: unknown): boolean {
+    if (!isOutage(error)) return false;
+    this.outOfReachUntil = Date.now() + outageHoldMs;
+    return true;
   }
 
   /** Drops what this process holds of an integration (changed here, or in another replica by notice). */
@@ -238,15 +259,16 @@ export class IntegrationStore {
    * on the bus meanwhile (KeptCallbacks).
    */
   private async lookUpCallback(id: string): Promise<CallbackIntegration | undefined> {
+    const known = this.lastRead.get(id);
+    if (known && this.postgresOutOfReach) return known;
     let rows: IntegrationRow[];
     try {
       ({ rows } = await this.pool.query<IntegrationRow>(`select ${columns} from integrations where id = $1`, [
         id,
       ]));
     } catch (error) {
-      const last = isOutage(error) ? this.lastRead.get(id) : undefined;
-      if (!last) throw error;
-      return last;
+      if (!known || !this.noteOutage(error)) throw error;
+      return known;
     }
     const row = rows[0];
     if (!row) {
