@@ -83,10 +83,11 @@ export const LeadMovedEvent = z.object({
 export type LeadMovedEvent = z.infer<typeof LeadMovedEvent>;
 
 /**
- * A provider's callback the connector answered and could not keep in its database (Postgres refused the
- * insert): the connector keeps it on the bus instead, and its own consumer puts it in the callback inbox
- * once Postgres takes it. Only for providers that deliver a callback once (Z-API), where an error answer
- * loses it; the batch is the connector's own reading of the verified callback.
+ * A provider's callback the connector answered and could not keep in its database (Postgres out of
+ * reach): the connector keeps it on the bus instead, and its own consumer puts it in the callback inbox
+ * once Postgres takes it. A provider that delivers once (Z-API) would lose it to an error answer, and the
+ * others' retries end (Evolution's in twenty minutes); the batch is the connector's own reading of the
+ * verified callback.
  */
 export const CallbackKeptEvent = z.object({
   workspace_id: z.uuid(),

@@ -6,7 +6,7 @@ import { platformTexts, type WireEvent } from '@inbox/contracts';
 import { createPool, OutboxRelay, type Pool } from '@inbox/db';
 import { createLogger, type HostedService, hostService, SecretBox } from '@inbox/service-kit';
 import { createDatabase, uniquePrefix, waitFor, watchedPool } from '@inbox/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { ALT_A_CALLBACK_HEADER } from '../src/adapters/alt-a.js';
 import { ALT_B_CALLBACK_PARAM } from '../src/adapters/alt-b.js';
 import type { InboundBatch } from '../src/adapters/channel-adapter.js';
@@ -211,10 +211,11 @@ describe('callbacks kept on the bus', () => {
     const pool = createPool({ url: 'postgres://nobody@127.0.0.1:9/none', schema: 'connector' });
     const published: WireEvent[] = [];
     const bus = new InProcessBus();
+    const store = new IntegrationStore(pool, new SecretBox(SecretBox.generateKey()));
     const kept = new KeptCallbacks(
       {
         pool,
-        store: new IntegrationStore(pool, new SecretBox(SecretBox.generateKey())),
+        store,
         relay: new OutboxRelay({ pool, bus, schema: 'connector' }),
         logger,
         bus: {
@@ -225,8 +226,27 @@ describe('callbacks kept on the bus', () => {
       },
       { ...defaultKeptCallbacksOptions, busBytesPerWorkspaceHour },
     );
-    return { kept, published, end: () => pool.end() };
+    return { kept, store, published, end: () => pool.end() };
   };
+
+  it('tries Postgres again five seconds after a statement found it out of reach, however many callbacks skipped it meanwhile', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const workers = refusedWorkers(1e9);
+    try {
+      // The insert is refused: Postgres is out of reach for five seconds.
+      expect(await workers.kept.keep(found, batch, 1e9)).toBe(true);
+      expect(workers.store.postgresOutOfReach).toBe(true);
+      vi.setSystemTime(Date.now() + 4_000);
+      // Skipped, not refused: it holds Postgres out of reach no longer.
+      expect(await workers.kept.keep(found, batch, 1e9)).toBe(true);
+      expect(workers.published).toHaveLength(2);
+      vi.setSystemTime(Date.now() + 1_500);
+      expect(workers.store.postgresOutOfReach).toBe(false);
+    } finally {
+      vi.useRealTimers();
+      await workers.end();
+    }
+  });
 
   it('skips Postgres for a moment once it was found out of reach: the integration last read answers, and callbacks go to the bus at once', async () => {
     let statements = 0;

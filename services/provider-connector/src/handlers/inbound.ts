@@ -1,6 +1,5 @@
 import { isOutage } from '@inbox/bus';
 import {
-  AppError,
   eventTypes,
   InboundMessageEvent,
   InboundStatusEvent,
@@ -241,7 +240,7 @@ export function inboundRoutes(deps: InboundRouteDeps): Router {
       let taken: boolean;
       try {
         // Found out of reach a moment ago: not waited for again.
-        if (deps.store.postgresOutOfReach) throw AppError.unavailable();
+        deps.store.skipWhileOutOfReach();
         taken = await takeIn(deps, found, adapter, batch, (resolved) => bill.items(itemsOf(resolved)));
       } catch (error) {
         // Postgres out of reach: kept as a kept channel's callback is (on the bus while Postgres refuses

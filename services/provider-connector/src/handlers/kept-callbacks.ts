@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@inbox/bus';
-import { AppError, type CallbackKeptEvent, eventTypes } from '@inbox/contracts';
+import { type CallbackKeptEvent, eventTypes } from '@inbox/contracts';
 import { maxEventBytes } from '@inbox/db';
 import { captureContext, meter, startSpan, withCapturedContext } from '@inbox/telemetry';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
@@ -133,7 +133,7 @@ export class KeptCallbacks {
     let kept: boolean;
     try {
       // Found out of reach a moment ago: not waited for again.
-      if (this.deps.bus && this.deps.store.postgresOutOfReach) throw AppError.unavailable();
+      if (this.deps.bus) this.deps.store.skipWhileOutOfReach();
       kept = await this.inbox.keep(workspaceId, integration.id, batch, traceContext, maxBytes);
       outcomes.add(1, { outcome: kept ? 'kept' : 'refused_full' });
     } catch (error) {

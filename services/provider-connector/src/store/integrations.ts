@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { isOutage } from '@inbox/bus';
 import type { Integration, IntegrationChannel } from '@inbox/contracts';
-import { integrationChannels, integrationsPerWorkspace, providerOf } from '@inbox/contracts';
+import {
+  AppError,
+  integrationChannels,
+  integrationsPerWorkspace,
+  platformTexts,
+  providerOf,
+} from '@inbox/contracts';
 import { type Pool, withKeyLock } from '@inbox/db';
 import { type SecretBox, sameSecret } from '@inbox/service-kit';
 import { ExpiringCache } from './expiring-cache.js';
@@ -78,6 +84,16 @@ const lastReadMs = 60 * 60_000;
  */
 const outageHoldMs = 5_000;
 
+/**
+ * What a callback that skips Postgres while it is out of reach fails with: an outage (a 503 where it is
+ * answered), already noted, so it does not hold Postgres out of reach any longer.
+ */
+class SkippedWhileOutOfReach extends AppError {
+  constructor() {
+    super(503, { error: platformTexts.serviceUnavailable });
+  }
+}
+
 export interface IntegrationStoreOptions {
   /** `callbackCacheMs` in place of five seconds: for tests that must see a row read again. */
   callbackCacheMs?: number;
@@ -113,8 +129,18 @@ export class IntegrationStore {
     return Date.now() < this.outOfReachUntil;
   }
 
-  /** Notes a failure of a statement; true when it says Postgres is out of reach. */
+  /** Throws while Postgres is out of reach (`noteOutage`): callbacks skip it meanwhile, rather than wait. */
+  skipWhileOutOfReach(): void {
+    if (this.postgresOutOfReach) throw new SkippedWhileOutOfReach();
+  }
+
+  /**
+   * Notes a failure of a statement; true when it says Postgres is out of reach. Only a statement's own
+   * failure holds Postgres out of reach for longer: a skip does not, or callbacks coming every few seconds
+   * would keep it out of reach for ever.
+   */
   noteOutage(error: unknown): boolean {
+    if (error instanceof SkippedWhileOutOfReach) return true;
     if (!isOutage(error)) return false;
     this.outOfReachUntil = Date.now() + outageHoldMs;
     return true;
