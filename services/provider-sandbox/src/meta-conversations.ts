@@ -139,10 +139,11 @@ export class Conversations {
           throw nonexisting(field.name, 'UnifiedThread');
       const limit = Math.min(Number(req.query.limit ?? defaultLimit) || defaultLimit, maxLimit);
       const offset = cursorOffset(req.query.after);
+      // Kept least recently updated first (record), listed the most recently updated first.
       const threads =
         platform !== undefined && platform !== this.platform
           ? []
-          : [...(this.threads.get(account)?.values() ?? [])].sort((a, b) => b.updatedAt - a.updatedAt);
+          : [...(this.threads.get(account)?.values() ?? [])].reverse();
       const page = threads.slice(offset, offset + limit);
       const data = page.map((thread) => this.threadNode(thread, asked));
       const paging =

@@ -326,13 +326,6 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
   }
 
   /**
-   * The users' messages since `since`, from the Conversations API: conversations newest first, each with
-   * its 20 latest messages (Meta details no more), until one last updated before `since`. A
-   * conversation with more than 20 messages since then gives its latest 20; the account's own messages
-   * and echoes are left out, and one with no text (an attachment: the API gives its URL apart) is noted
-   * as unreadable.
-   */
-  /**
    * The account's other id, where its node has one apart from the one its webhooks name it by (an
    * Instagram account's app-scoped `id`): a conversation may name the account by either, and its own
    * messages are not a user's.
@@ -347,6 +340,13 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
     return id === undefined ? [] : [id];
   }
 
+  /**
+   * The users' messages since `since`, from the Conversations API: conversations newest first, each with
+   * its 20 latest messages (Meta details no more), until one last updated before `since`. A
+   * conversation with more than 20 messages since then gives its latest 20; the account's own messages
+   * and echoes are left out, and one with no text (an attachment: the API gives its URL apart) is noted
+   * as unreadable.
+   */
   async function* conversationsSince(
     config: ChannelConfig<K>,
     call: ProviderCall,

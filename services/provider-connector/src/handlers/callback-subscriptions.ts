@@ -81,13 +81,17 @@ export function callbackSubscriptionSweep(
       integrations: deps.store,
       logger: deps.logger,
       workOn: (stored, workspaceId, stopping) =>
-        subscribeAgainIfDropped(deps, options, { ...stored, workspaceId }, stopping),
+        checkSubscription(deps, options, { ...stored, workspaceId }, stopping),
     },
     { everyMs: options.everyMs, workers: options.workers },
   );
 }
 
-async function subscribeAgainIfDropped(
+/**
+ * One check of an integration: registers it again when its provider stopped calling it, and reads back
+ * what the provider posted nowhere meanwhile (or what an earlier read left unread).
+ */
+async function checkSubscription(
   deps: CallbackSubscriptionDeps,
   options: CallbackSubscriptionOptions,
   stored: CallbackIntegration,
