@@ -4,8 +4,9 @@ import { OutboxRelay, type Pool } from '@inbox/db';
 import { createSandbox, type Sandbox } from '@inbox/provider-sandbox';
 import { createLogger, SecretBox } from '@inbox/service-kit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { metaMessagingAdapter } from '../src/adapters/meta-messaging.js';
 import { photoAdapter } from '../src/adapters/photo.js';
-import { socialAdapter } from '../src/adapters/social.js';
+import { messengerProduct, socialAdapter } from '../src/adapters/social.js';
 import {
   callbackSubscriptionSweep,
   defaultCallbackSubscriptionOptions,
@@ -189,14 +190,12 @@ it("reads back at most forty pages and 2,000 messages from a tenant's server tha
     app_secret: APP_SECRET,
     verify_token: 'v',
   };
+  // Paced at a thousand calls a second, not Meta's two: what this test reads is the bound.
+  const unpaced = metaMessagingAdapter({ ...messengerProduct, conversationsPerSecond: 1_000 });
   /** The users' messages of the last minute, read back: how many. */
   const readBack = async () => {
     let read = 0;
-    for await (const batch of socialAdapter.messagesSince!(
-      config,
-      providers.call(),
-      new Date(Date.now() - 60_000),
-    ))
+    for await (const batch of unpaced.messagesSince!(config, providers.call(), new Date(Date.now() - 60_000)))
       read += batch.messages.length;
     return read;
   };
@@ -222,7 +221,7 @@ it('takes up at the next check a read back that was cut short, though the Page i
   let conversationCalls = 0;
   const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, '+0000');
   // Meta as a test double: the app unsubscribed until the connector subscribes it again; the first read
-  // of the conversations throttled, the next one answered.
+  // of the conversations failing ("An unexpected error has occurred"), the next one answered.
   const meta = await providers.listen((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     res.setHeader('content-type', 'application/json');
@@ -232,9 +231,9 @@ it('takes up at the next check a read back that was cut short, though the Page i
     } else if (url.pathname.endsWith('/subscribed_apps')) {
       res.end(JSON.stringify({ data: fields.length ? [{ subscribed_fields: fields }] : [] }));
     } else if (url.pathname.endsWith('/conversations') && ++conversationCalls === 1) {
-      res.writeHead(400).end(
+      res.writeHead(500).end(
         JSON.stringify({
-          error: { message: 'Calls to this api have exceeded the rate limit.', code: 613 },
+          error: { message: 'An unexpected error has occurred. Please retry your request later.', code: 2 },
         }),
       );
     } else {
@@ -330,4 +329,141 @@ it("leaves out an Instagram account's own messages, though a conversation names 
   ))
     texts.push(...batch.messages.map((message) => message.text));
   expect(texts).toEqual(['oi']);
+});
+
+it("paces its reads of a Page's conversations to Meta's two calls a second, counted from each answer", async () => {
+  const arrivals: number[] = [];
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, '+0000');
+  const paged = await providers.listen((_req, res) => {
+    arrivals.push(performance.now());
+    const page = arrivals.length;
+    const data = [
+      {
+        id: `t_${page}`,
+        updated_time: now,
+        messages: {
+          data: [
+            {
+              id: `m_${page}`,
+              created_time: now,
+              from: { id: `654321987000000${page}` },
+              message: `oi ${page}`,
+            },
+          ],
+        },
+      },
+    ];
+    res.setHeader('content-type', 'application/json');
+    res.end(
+      JSON.stringify(
+        page < 4
+          ? { data, paging: { cursors: { after: `c${page}` }, next: 'https://graph/next' } }
+          : { data },
+      ),
+    );
+  });
+  const config = {
+    base_url: paged,
+    page_id: PAGE,
+    page_access_token: TOKEN,
+    app_secret: APP_SECRET,
+    verify_token: 'v',
+  };
+  const texts: string[] = [];
+  for await (const batch of socialAdapter.messagesSince!(
+    config,
+    providers.call(),
+    new Date(Date.now() - 60_000),
+  ))
+    texts.push(...batch.messages.map((message) => message.text));
+  expect(texts).toEqual(['oi 1', 'oi 2', 'oi 3', 'oi 4']);
+  // Each call half a second or more after the one before it: no three within a second.
+  const gaps = arrivals.slice(1).map((at, i) => at - arrivals[i]!);
+  expect(gaps).toHaveLength(3);
+  for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(500);
+});
+
+it('asks a second later for a page of conversations Meta throttled all the same, and reads on', async () => {
+  let calls = 0;
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, '+0000');
+  const throttling = await providers.listen((_req, res) => {
+    calls++;
+    res.setHeader('content-type', 'application/json');
+    // Another reader of the Page spent its two calls: the first two asks are throttled.
+    if (calls <= 2) {
+      res.writeHead(400).end(
+        JSON.stringify({
+          error: { message: '(#613) Calls to this api have exceeded the rate limit.', code: 613 },
+        }),
+      );
+      return;
+    }
+    const message = { id: 'm_1', created_time: now, from: { id: '6543219870000001' }, message: 'oi' };
+    res.end(JSON.stringify({ data: [{ id: 't_1', updated_time: now, messages: { data: [message] } }] }));
+  });
+  const config = {
+    base_url: throttling,
+    page_id: PAGE,
+    page_access_token: TOKEN,
+    app_secret: APP_SECRET,
+    verify_token: 'v',
+  };
+  const texts: string[] = [];
+  for await (const batch of socialAdapter.messagesSince!(
+    config,
+    providers.call(),
+    new Date(Date.now() - 60_000),
+  ))
+    texts.push(...batch.messages.map((message) => message.text));
+  expect(texts).toEqual(['oi']);
+  expect(calls).toBe(3);
+
+  // Throttled on every ask, the read ends with Meta's refusal, to be taken up at the next check.
+  calls = -100;
+  await expect(
+    (async () => {
+      for await (const _ of socialAdapter.messagesSince!(
+        config,
+        providers.call(),
+        new Date(Date.now() - 60_000),
+      ));
+    })(),
+  ).rejects.toMatchObject({ name: 'ProviderError', refusal: 'rate_limited' });
+  expect(calls).toBe(-96);
+});
+
+it("reads back from the sandbox, which holds Meta's two calls a second, a Page's conversations over three pages", async () => {
+  const page = '104729185532379';
+  const token = 'EAAG-page-three-pages';
+  const config = {
+    base_url: `${sandboxUrl}/social`,
+    page_id: page,
+    page_access_token: token,
+    app_secret: APP_SECRET,
+    verify_token: 'v',
+  };
+  await socialAdapter.registerInbound(config, `${downUrl}/hook`, providers.call());
+  // Unsubscribed: Meta keeps what comes, and posts it nowhere.
+  await fetch(`${sandboxUrl}/social/v21.0/${page}/subscribed_apps`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const users = Array.from({ length: 60 }, (_, n) => `65432198710${String(n).padStart(5, '0')}`);
+  for (const from of users) {
+    const posted = await fetch(`${sandboxUrl}/_sandbox/inbound`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ channel: 'social', account: page, from, text: `oi ${from}` }),
+    });
+    expect(posted.status).toBe(409);
+  }
+  const read: string[] = [];
+  for await (const batch of socialAdapter.messagesSince!(
+    config,
+    providers.call(),
+    new Date(Date.now() - 60_000),
+  ))
+    read.push(...batch.messages.map((message) => message.from));
+  expect(read.sort()).toEqual(users);
+  sandbox.reset();
 });

@@ -5,7 +5,9 @@ import { GraphCode, GraphError } from './graph-error.js';
 // Conversations, Conversation and Message): `GET /<account>/conversations?platform=` lists an account's
 // conversations, the most recently updated first, each with the messages asked for through field
 // expansion (`messages.limit(n){id,created_time,from,to,message}`). Meta keeps the messages whatever
-// became of their webhooks: what an unsubscribed app was never posted is read here.
+// became of their webhooks: what an unsubscribed app was never posted is read here. Meta's rate limits
+// (Messenger Platform, "Rate limits"): "Your app can make 2 calls per second per Facebook Page" on the
+// Conversations API, and as many "per Instagram Professional account".
 
 /** Graph's datetime: `2019-01-10T11:18:46+0000`, as the Conversations API's answers write it. */
 export const graphTime = (at: number) => new Date(at).toISOString().replace(/\.\d{3}Z$/, '+0000');
@@ -35,6 +37,10 @@ const keptThreads = 1_000;
 const maxLimit = 100;
 const messageFields = ['id', 'created_time', 'from', 'to', 'message'] as const;
 const conversationFields = ['id', 'updated_time', 'messages'] as const;
+/** "2 calls per second per Facebook Page" (and per Instagram professional account). */
+const callsPerSecond = 2;
+/** Accounts whose last second of calls is remembered: the most recently called. */
+const pacedAccounts = 10_000;
 
 /** One field of a `fields` list: `messages.limit(5){id,message}` is messages, limit 5, two subfields. */
 interface FieldAsked {
@@ -92,8 +98,14 @@ const nonexisting = (field: string, node: string) =>
 export class Conversations {
   private readonly threads = new Map<string, Map<string, Thread>>();
   private nextThread = 1;
+  /** Per account, when the calls of the last second were answered (`performance.now()`). */
+  private readonly recentCalls = new Map<string, number[]>();
 
-  constructor(private readonly platform: 'messenger' | 'instagram') {}
+  /** `throttle`: the product's rate-limit answer, Graph's error for a call over the account's pace. */
+  constructor(
+    private readonly platform: 'messenger' | 'instagram',
+    private readonly throttle: { code: number; title: string },
+  ) {}
 
   /**
    * A message between the account and a user, in their one conversation (made with the first). Only what
@@ -119,12 +131,29 @@ export class Conversations {
 
   clear(): void {
     this.threads.clear();
+    this.recentCalls.clear();
+  }
+
+  /**
+   * Counts a call against the account's two a second, refusing it with the product's rate-limit error
+   * when two were answered within the last second. A refused call is not counted: the next second's
+   * call is answered.
+   */
+  private takeCall(account: string): void {
+    const now = performance.now();
+    const recent = (this.recentCalls.get(account) ?? []).filter((at) => at > now - 1_000);
+    if (recent.length >= callsPerSecond) throw new GraphError(400, this.throttle.code, this.throttle.title);
+    recent.push(now);
+    this.recentCalls.delete(account);
+    this.recentCalls.set(account, recent);
+    if (this.recentCalls.size > pacedAccounts) this.recentCalls.delete(this.recentCalls.keys().next().value!);
   }
 
   /** `GET /<version>/<account>/conversations`, its account authorised by `authorise`. */
   route(router: Router, path: string, authorise: (req: Request<{ node: string }>) => string): void {
     router.get(path, (req: Request<{ node: string }>, res) => {
       const account = authorise(req);
+      this.takeCall(account);
       const platform = req.query.platform;
       // A Page's Messenger conversations, or its Instagram account's: the sandbox's accounts have one.
       if (platform !== undefined && platform !== 'messenger' && platform !== 'instagram')

@@ -203,7 +203,10 @@ function createMetaMessaging(product: MetaProduct): ChannelFactory {
       sent: new IssuedMessages(stores.sent.limit),
     };
     /** Every message between an account and its users, kept whatever became of its webhook. */
-    const conversations = new Conversations(channel === 'social' ? 'messenger' : 'instagram');
+    const conversations = new Conversations(
+      channel === 'social' ? 'messenger' : 'instagram',
+      product.throttle,
+    );
     /** A user or account as a conversation's message names it. */
     const party = (id: string, name: string): Party =>
       product.nodeType === 'Page'

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { postJson, type Receiver, sandboxAndReceiver } from './support.js';
 
@@ -427,12 +428,15 @@ describe('social (Messenger) and photo (Instagram) emulation', () => {
       messaging_type: 'RESPONSE',
       message: { text: 'resposta' },
     });
-    const list = async (query: string, token = 'EAAG-page') =>
-      json(
+    // Meta's two calls a second per Page: each call a little over half a second after the last.
+    const list = async (query: string, token = 'EAAG-page') => {
+      await sleep(520);
+      return json(
         await fetch(`${base}/social/v21.0/${page}/conversations?${query}`, {
           headers: { authorization: `Bearer ${token}` },
         }),
       );
+    };
 
     // Without fields: each conversation's id and when its last message came, as Graph writes times.
     const plain = await list('platform=messenger');
@@ -509,6 +513,41 @@ describe('social (Messenger) and photo (Instagram) emulation', () => {
         messages: { data: [{ from: { username: 'ana', id: USER }, message: 'oi' }] },
       },
     ]);
+  });
+
+  it("refuses a third call to an account's conversations within a second with the product's rate-limit error, as Meta allows two a second", async () => {
+    const page = '104729185532297';
+    const account = '17841400000000078';
+    await connect('social', page);
+    await connect('photo', account);
+    const list = async (channel: 'social' | 'photo', node: string, token: string) =>
+      json(
+        await fetch(`${base}/${channel}/v21.0/${node}/conversations?fields=id`, {
+          headers: { authorization: `Bearer ${token}` },
+        }),
+      );
+    expect((await list('social', page, 'EAAG-page')).status).toBe(200);
+    expect((await list('social', page, 'EAAG-page')).status).toBe(200);
+    expect(await list('social', page, 'EAAG-page')).toMatchObject({
+      status: 400,
+      body: {
+        error: {
+          code: 613,
+          message: '(#613) Calls to this api have exceeded the rate limit.',
+          type: 'OAuthException',
+        },
+      },
+    });
+    // Each account has its own two; Instagram answers its own rate-limit error.
+    expect((await list('photo', account, 'IGAA-token')).status).toBe(200);
+    expect((await list('photo', account, 'IGAA-token')).status).toBe(200);
+    expect(await list('photo', account, 'IGAA-token')).toMatchObject({
+      status: 400,
+      body: { error: { code: 4, message: '(#4) Application request limit reached' } },
+    });
+    // The refused call did not count: a second after the first two, the Page is answered again.
+    await sleep(1_000);
+    expect((await list('social', page, 'EAAG-page')).status).toBe(200);
   });
 
   it('gives the details of the 20 most recent messages of a conversation only', async () => {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, type ChannelConfig, platformTexts } from '@inbox/contracts';
 import { z } from 'zod';
 import {
@@ -68,6 +69,11 @@ export interface MetaMessagingProduct<K extends MetaMessagingChannel> {
    * keyed by the `id` took no message in.
    */
   webhookAccount?: { field: 'user_id'; configKey: string };
+  /**
+   * The Conversations API's pace: "Your app can make 2 calls per second per Facebook Page" (and per
+   * Instagram professional account; Messenger Platform, rate limits).
+   */
+  conversationsPerSecond: number;
 }
 
 /** An account's node as `GET /<node>?fields=…` answers, ids as strings (Graph's ids outgrow a JSON number). */
@@ -125,15 +131,19 @@ function graphDate(text: string | undefined): Date | undefined {
 
 /**
  * What one read of the account's conversations goes through at most: its tenant's `base_url` answers, so
- * a page of conversations each full of messages, or endless pages, bound what one read takes in. Meta
- * allows two Conversations API calls a second per Page, and the pages are not paced: a read it throttles
- * ends, and the next subscription check takes it up again.
+ * a page of conversations each full of messages, or endless pages, bound what one read takes in. The
+ * pages are paced to the product's calls a second, counted from each answer: a read that went faster is
+ * throttled at the same page every time, and would never end.
  */
 const conversationPages = 40;
 const conversationsPerPage = 25;
 const conversationMessages = 2_000;
 /** "You can only get details about the 20 most recent messages in the conversation." */
 const detailedMessages = 20;
+/** Over the pace's gap, so that a timer a millisecond early is not a call too soon. */
+const paceMarginMs = 20;
+/** A page throttled all the same (another reader of the account) is asked for again, a second later. */
+const throttledRetries = 3;
 
 const SendAnswer = z.object({ recipient_id: z.string().optional(), message_id: z.string().min(1) });
 
@@ -353,6 +363,28 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
     since: Date,
   ): AsyncGenerator<InboundBatch> {
     const own = new Set([product.account(config), ...(await otherAccountIds(config, call))]);
+    const gapMs = 1_000 / product.conversationsPerSecond + paceMarginMs;
+    let answeredAt = Number.NEGATIVE_INFINITY;
+    const conversationsCall = async (url: URL): Promise<ProviderAnswer> => {
+      for (let throttled = 0; ; throttled++) {
+        const wait = answeredAt + gapMs - performance.now();
+        if (wait > 0) await sleep(wait, undefined, { signal: call.signal });
+        const answer = await callProvider(call, product.channel, url, {
+          method: 'GET',
+          headers: bearer(config),
+        });
+        answeredAt = performance.now();
+        if (answer.ok) return answer;
+        const failure = metaMessagingFailure(product, 'conversations', answer);
+        if (
+          throttled >= throttledRetries ||
+          !(failure instanceof ProviderError) ||
+          failure.refusal !== 'rate_limited'
+        )
+          throw failure;
+        await sleep(1_000, undefined, { signal: call.signal });
+      }
+    };
     let after: string | undefined;
     let read = 0;
     for (let page = 0; page < conversationPages; page++) {
@@ -364,11 +396,7 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
       );
       url.searchParams.set('limit', String(conversationsPerPage));
       if (after !== undefined) url.searchParams.set('after', after);
-      const answer = await callProvider(call, product.channel, url, {
-        method: 'GET',
-        headers: bearer(config),
-      });
-      if (!answer.ok) throw metaMessagingFailure(product, 'conversations', answer);
+      const answer = await conversationsCall(url);
       const listed = ConversationsPage.safeParse(answer.body);
       if (!listed.success) throw new ProviderError(`${product.channel} answered conversations without data`);
       const batch: InboundBatch = { messages: [], statuses: [], unreadable: [] };

@@ -19,5 +19,6 @@ export const photoAdapter = metaMessagingAdapter({
   // Business Use Case rate limit of the Instagram Platform.
   throttleCode: 80002,
   appSecretProof: false,
+  conversationsPerSecond: 2,
   webhookAccount: { field: 'user_id', configKey: 'ig_user_id' },
 });

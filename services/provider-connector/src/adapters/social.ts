@@ -1,10 +1,10 @@
-import { metaMessagingAdapter } from './meta-messaging.js';
+import { type MetaMessagingProduct, metaMessagingAdapter } from './meta-messaging.js';
 
 /**
  * social speaks the Messenger Platform: `POST /{page_id}/messages` with the Page access token, the Page
  * subscribed to the app for its webhooks (`object: "page"`).
  */
-export const socialAdapter = metaMessagingAdapter({
+export const messengerProduct: MetaMessagingProduct<'social'> = {
   channel: 'social',
   object: 'page',
   account: (config) => config.page_id,
@@ -19,4 +19,7 @@ export const socialAdapter = metaMessagingAdapter({
   // Business Use Case rate limit of the Messenger Platform.
   throttleCode: 80006,
   appSecretProof: true,
-});
+  conversationsPerSecond: 2,
+};
+
+export const socialAdapter = metaMessagingAdapter(messengerProduct);
