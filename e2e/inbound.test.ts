@@ -312,4 +312,48 @@ describe('numbers as WhatsApp names them', () => {
     const [atProvider] = await sentTo(fixture.stack, '5491123456789', 'chat-official');
     expect(atProvider).toMatchObject({ body: { to: '5491123456789', text: { body: '¿En qué te ayudo?' } } });
   });
+  it('keeps a customer who hides their number behind a username on the contact and conversation their number had', async () => {
+    const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      { name: 'in-bsuid' },
+    );
+    const id = ws.body.workspace_id;
+    const config = officialConfig(fixture.stack, 'pn-in-bsuid');
+    const integration = await fixture.stack.admin<Json>('POST', `/admin/v1/workspaces/${id}/integrations`, {
+      channel: 'chat-official',
+      config,
+    });
+    expect(integration.status).toBe(201);
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+      url: `${fixture.receiver.url}/in-bsuid`,
+      events: ['*'],
+    });
+    const customer = {
+      channel: 'chat-official',
+      account: 'pn-in-bsuid',
+      from: '5511944440061',
+      app_secret: config.app_secret,
+    };
+    await sandbox(fixture.stack, '/_sandbox/inbound', { ...customer, name: 'Bia', text: 'Oi' });
+    await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length === 1, {
+      what: 'message.received',
+    });
+    // Meta omits the number of a user who took a username, and names them by their business-scoped id.
+    await sandbox(fixture.stack, '/_sandbox/inbound', {
+      ...customer,
+      username: 'bia.compras',
+      text: 'Sou eu',
+    });
+    await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length === 2, {
+      what: 'the second message.received',
+    });
+    const [first, second] = eventsOf(fixture.receiver, id, 'message.received');
+    expect(first).toMatchObject({ contact: { phone: '+5511944440061', name: 'Bia' } });
+    expect(second).toMatchObject({
+      conversation_id: first!.conversation_id,
+      contact: first!.contact,
+      message: { text: 'Sou eu' },
+    });
+  });
 });

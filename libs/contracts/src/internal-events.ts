@@ -20,7 +20,10 @@ export const InboundMessageEvent = z
       .string()
       .regex(/^\+\d{8,15}$/)
       .nullable(),
-    /** The provider's id of the sender (a Telegram user id), on channels without phone numbers. */
+    /**
+     * The provider's id of the sender (a Telegram user id), on channels without phone numbers; beside
+     * `from` where the provider names a sender both ways (WhatsApp's business-scoped user id).
+     */
     from_user_id: z.string().min(1).max(providerUserIdMaxChars).optional(),
     name: z.string().nullable(),
     text: z.string(),

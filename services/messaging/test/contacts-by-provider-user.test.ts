@@ -61,6 +61,46 @@ describe('contacts keyed by the provider user id', () => {
     expect(recipient).toMatchObject({ phone: null, provider_user_id: '424242', provider: 'bot' });
   });
 
+  it('takes a WhatsApp customer who hides their number behind a username into the contact and conversation their number had', async () => {
+    const workspaceId = randomUUID();
+    const integration = { id: randomUUID(), channel: 'chat-official', provider: 'chat-official' } as const;
+    const whatsapp = (id: string, from: string | null, userId: string) =>
+      ({
+        workspace_id: workspaceId,
+        integration,
+        provider_message_id: `wamid.${id}`,
+        from,
+        from_user_id: userId,
+        name: 'Bia',
+        text: `mensagem ${id}`,
+        type: 'text',
+        sent_at: new Date().toISOString(),
+      }) satisfies InboundMessageEvent;
+    // Named by number, with the business-scoped user id Meta sends beside it; then by that id alone.
+    await receiveMessage({ pool, relay }, whatsapp('1', '+5511944440051', 'BR.1502576394655843'));
+    await receiveMessage({ pool, relay }, whatsapp('2', null, 'BR.1502576394655843'));
+    const events = await received(workspaceId);
+    expect(events).toHaveLength(2);
+    expect(events[0]!.contact).toEqual({ id: expect.any(String), phone: '+5511944440051', name: 'Bia' });
+    expect(events[1]!.contact).toEqual(events[0]!.contact);
+    expect(events[1]!.conversation_id).toBe(events[0]!.conversation_id);
+    // A reply still goes to the number.
+    const recipient = await withTransaction(pool, (client) =>
+      new ConversationStore(client, workspaceId).conversationForSend(events[0]!.conversation_id),
+    );
+    expect(recipient).toMatchObject({ phone: '+5511944440051', provider_user_id: 'BR.1502576394655843' });
+
+    // A customer first seen by the id alone stays that contact when their number shows later: two
+    // contacts, none merged, and the number's contact takes no id another contact has.
+    await receiveMessage({ pool, relay }, whatsapp('3', null, 'BR.1502576394655999'));
+    await receiveMessage({ pool, relay }, whatsapp('4', '+5511944440052', 'BR.1502576394655999'));
+    await receiveMessage({ pool, relay }, whatsapp('5', null, 'BR.1502576394655999'));
+    const [, , hidden, shown, hiddenAgain] = await received(workspaceId);
+    expect(hidden!.contact).toMatchObject({ phone: null });
+    expect(shown!.contact).toMatchObject({ phone: '+5511944440052' });
+    expect(hiddenAgain!.contact).toEqual(hidden!.contact);
+  });
+
   it('keeps phone contacts apart from user-keyed ones, and refuses a contact with neither key', async () => {
     const workspaceId = randomUUID();
     await withTransaction(pool, async (client) => {

@@ -542,7 +542,8 @@ describe('chat-official callbacks into the connector', () => {
       text: { body: 'Seu pedido saiu para entrega' },
     });
     expect(request!.body).not.toHaveProperty('to');
-    // A customer who shows their number keeps being keyed by it, BSUID or not.
+    // A customer who shows their number keeps being keyed by it, their BSUID beside it for messaging to
+    // note on their contact.
     await world.control('/inbound', {
       channel: 'chat-official',
       account: target.config.phone_number_id,
@@ -551,8 +552,21 @@ describe('chat-official callbacks into the connector', () => {
       text: 'Olá',
     });
     const events = await world.events(target.workspaceId, 'inbound.message');
-    expect(events[1]).toMatchObject({ from: '+5511944440032' });
-    expect(events[1]).not.toHaveProperty('from_user_id');
+    expect(events[1]).toMatchObject({
+      from: '+5511944440032',
+      from_user_id: expect.stringMatching(/^BR\.\d+$/),
+    });
+    // The same BSUID when they later hide their number behind a username.
+    await world.control('/inbound', {
+      channel: 'chat-official',
+      account: target.config.phone_number_id,
+      app_secret: target.config.app_secret,
+      from: '5511944440032',
+      username: 'cliente.32',
+      text: 'Sou eu de novo',
+    });
+    const [, , hidden] = await world.events(target.workspaceId, 'inbound.message');
+    expect(hidden).toMatchObject({ from: null, from_user_id: events[1]!.from_user_id });
   });
 
   it("announces Meta's late 131047 failure of a send it accepted, naming our message", async () => {

@@ -133,6 +133,20 @@ export class ConversationStore {
     return { contact: rows[0]!, created: false };
   }
 
+  /**
+   * Notes the channel's user id of a contact known by number, unless it has one or another contact has
+   * this one (a customer first seen without their number stays that contact: no two are merged).
+   */
+  async noteUserId(contactId: string, channel: string, userId: string): Promise<void> {
+    await this.client.query(
+      `update contacts k set provider_channel = $3, provider_user_id = $4, updated_at = now()
+        where k.workspace_id = $1 and k.id = $2 and k.provider_user_id is null
+          and not exists (select 1 from contacts o
+                           where o.workspace_id = $1 and o.provider_channel = $3 and o.provider_user_id = $4)`,
+      [this.workspaceId, contactId, channel, userId],
+    );
+  }
+
   /** The contact's conversation on this integration, created when missing and locked for this transaction. */
   async openConversation(
     contactId: string,

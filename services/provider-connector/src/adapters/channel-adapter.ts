@@ -55,6 +55,12 @@ export interface InboundMessage {
   from: string;
   /** How `from` names the sender: a phone number (the default) or the provider's user id. */
   keyedBy?: 'phone' | 'user_id';
+  /**
+   * The provider's user id of a sender `from` names by number, where the provider gives both (WhatsApp's
+   * business-scoped user id): noted on the contact, so that a later message naming the sender by it alone
+   * (their number hidden behind a username) reaches the same contact.
+   */
+  userId?: string;
   name: string | null;
   text: string;
   type: 'text' | 'image' | 'audio' | 'video' | 'document' | 'location' | 'others';

@@ -269,8 +269,8 @@ function messagesOf(change: Change, batch: InboundBatch): void {
     if (!content) continue;
     const phone = m.from?.replace(/\D/g, '') ?? '';
     // A number when Meta gives one, so a customer's contact stays the one it was; the BSUID otherwise.
-    const sender: Pick<InboundMessage, 'from' | 'keyedBy'> | undefined = phone
-      ? { from: phone }
+    const sender: Pick<InboundMessage, 'from' | 'keyedBy' | 'userId'> | undefined = phone
+      ? { from: phone, ...(m.from_user_id ? { userId: m.from_user_id } : {}) }
       : m.from_user_id
         ? { from: m.from_user_id, keyedBy: 'user_id' }
         : undefined;

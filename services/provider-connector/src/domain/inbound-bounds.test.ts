@@ -1,3 +1,4 @@
+import { providerUserIdMaxChars } from '@inbox/contracts';
 import { maxEventBytes } from '@inbox/db';
 import { describe, expect, it } from 'vitest';
 import { boundMessage, boundStatus, inboundBounds } from './inbound-bounds.js';
@@ -17,6 +18,26 @@ describe('inbound bounds', () => {
     expect(message.text).toHaveLength(inboundBounds.textChars);
     expect(Number.isNaN(message.sentAt.getTime())).toBe(false);
     expect(Buffer.byteLength(JSON.stringify(message))).toBeLessThan(maxEventBytes / 2);
+  });
+
+  it("keep a number's user id beside it when the contracts take it, and drop a longer one, never the message", () => {
+    const message = (userId: string) =>
+      boundMessage({
+        providerMessageId: 'w',
+        from: '5511944440001',
+        userId,
+        name: null,
+        text: 'oi',
+        type: 'text',
+        sentAt: new Date(),
+      }).message;
+    expect(message('BR.1502576394655843')).toMatchObject({
+      from: '5511944440001',
+      userId: 'BR.1502576394655843',
+    });
+    const long = message(`BR.${'1'.repeat(providerUserIdMaxChars)}`);
+    expect(long).toMatchObject({ from: '5511944440001', text: 'oi' });
+    expect(long).not.toHaveProperty('userId');
   });
 
   it('never split a character, and make NUL storable', () => {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { providerUserIdMaxChars } from '@inbox/contracts';
 import { storableText } from '@inbox/db';
 import { z } from 'zod';
 import type { InboundMessage, StatusUpdate, Watermark } from '../adapters/channel-adapter.js';
@@ -47,6 +48,10 @@ export function boundMessage(message: InboundMessage): { message: InboundMessage
           ? storableText(message.from)
           : storableText(message.from, inboundBounds.phoneChars),
       ...(message.keyedBy ? { keyedBy: message.keyedBy } : {}),
+      // Only a note beside the number: one longer than the contracts take is dropped, the message kept.
+      ...(message.userId !== undefined && message.userId.length <= providerUserIdMaxChars
+        ? { userId: storableText(message.userId) }
+        : {}),
       name: message.name === null ? null : cut('name', message.name, inboundBounds.nameChars),
       text: cut('text', message.text, inboundBounds.textChars),
       type: message.type,

@@ -456,7 +456,7 @@ async function recordMessages(
       provider_message_id: message.providerMessageId,
       ...(message.keyedBy === 'user_id'
         ? { from: null, from_user_id: message.from }
-        : { from: `+${message.from}` }),
+        : { from: `+${message.from}`, ...(message.userId ? { from_user_id: message.userId } : {}) }),
       name: message.name,
       text: message.text,
       type: message.type,
