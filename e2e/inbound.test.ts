@@ -356,4 +356,55 @@ describe('numbers as WhatsApp names them', () => {
       message: { text: 'Sou eu' },
     });
   });
+  it('keeps a customer WhatsApp later names by their LID alone on the contact their number had, on Evolution and Z-API', async () => {
+    const ws = await fixture.stack.admin<{ workspace_id: string; api_key: string }>(
+      'POST',
+      '/admin/v1/workspaces',
+      { name: 'in-lid' },
+    );
+    const id = ws.body.workspace_id;
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
+      channel: 'alt-a',
+      config: await evolutionConfig(fixture.stack, 'in-lid-a', 'key-in-lid'),
+    });
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/integrations`, {
+      channel: 'alt-b',
+      config: { base_url: `${fixture.stack.sandboxUrl}/alt-b`, instance_id: 'in-lid-b', token: 'tok-in-lid' },
+    });
+    await fixture.stack.admin('POST', `/admin/v1/workspaces/${id}/webhooks`, {
+      url: `${fixture.receiver.url}/in-lid`,
+      events: ['*'],
+    });
+    // Each channel's customer: first with their number and its LID beside it, then by the LID alone
+    // (Evolution: no sender_pn; Z-API: the LID in phone).
+    const turns = [
+      { channel: 'alt-a', account: 'in-lid-a', from: '5511944440071', addressing_mode: 'pn', text: 'Oi' },
+      {
+        channel: 'alt-a',
+        account: 'in-lid-a',
+        from: '5511944440071',
+        addressing_mode: 'lid-only',
+        text: 'Eu de novo',
+      },
+      { channel: 'alt-b', account: 'in-lid-b', from: '5511944440072', addressing_mode: 'pn', text: 'Olá' },
+      {
+        channel: 'alt-b',
+        account: 'in-lid-b',
+        from: '5511944440072',
+        addressing_mode: 'lid',
+        text: 'Sou eu',
+      },
+    ];
+    for (const [n, turn] of turns.entries()) {
+      expect((await sandbox(fixture.stack, '/_sandbox/inbound', { ...turn, name: 'Bia' })).status).toBe(200);
+      await waitFor(() => eventsOf(fixture.receiver, id, 'message.received').length === n + 1, {
+        what: `message.received ${n + 1}`,
+      });
+    }
+    const [a1, a2, b1, b2] = eventsOf(fixture.receiver, id, 'message.received');
+    expect(a1).toMatchObject({ contact: { phone: '+5511944440071' } });
+    expect(a2).toMatchObject({ conversation_id: a1!.conversation_id, contact: a1!.contact });
+    expect(b1).toMatchObject({ contact: { phone: '+5511944440072' } });
+    expect(b2).toMatchObject({ conversation_id: b1!.conversation_id, contact: b1!.contact });
+  });
 });

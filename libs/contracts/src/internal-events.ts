@@ -22,7 +22,7 @@ export const InboundMessageEvent = z
       .nullable(),
     /**
      * The provider's id of the sender (a Telegram user id), on channels without phone numbers; beside
-     * `from` where the provider names a sender both ways (WhatsApp's business-scoped user id).
+     * `from` where the provider names a sender both ways (WhatsApp's business-scoped user id, a LID).
      */
     from_user_id: z.string().min(1).max(providerUserIdMaxChars).optional(),
     name: z.string().nullable(),

@@ -35,8 +35,8 @@ export async function receiveMessage(deps: InboundDeps, inbound: InboundMessageE
               onlyIfEmpty: true,
             },
           );
-    // A WhatsApp customer named by number carries their business-scoped user id too: noted, their messages
-    // that name them by it alone (the number hidden behind a username) come to this contact.
+    // A WhatsApp customer named by number may carry the channel's other id of them too (Meta's BSUID, the
+    // LID): noted, their messages that name them by it alone (the number hidden) come to this contact.
     if (inbound.from !== null && inbound.from_user_id !== undefined)
       await store.noteUserId(contact.id, inbound.integration.channel, inbound.from_user_id);
     const { conversation } = await store.openConversation(contact.id, inbound.integration);

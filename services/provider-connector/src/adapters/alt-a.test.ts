@@ -109,6 +109,27 @@ describe('alt-a (Evolution API v2) callbacks', () => {
     expect(read(overwritten).messages[0]).toMatchObject({ from: '5511933330001', name: 'Helô Lucarello' });
   });
 
+  it('notes the LID beside the number, so that a message naming the LID alone reaches the same contact', () => {
+    // Under LID addressing the LID first and the number in remoteJidAlt, under PN addressing the reverse.
+    for (const key of [
+      {
+        remoteJid: '103899771998284@lid',
+        remoteJidAlt: '5511933330001@s.whatsapp.net',
+        addressingMode: 'lid',
+      },
+      { remoteJidAlt: '103899771998284@lid', addressingMode: 'pn' },
+    ])
+      expect(read(upsert(key)).messages[0]).toMatchObject({
+        from: '5511933330001',
+        userId: '103899771998284@lid',
+      });
+    // The number alone: nothing beside it; the LID alone: the contact keyed by it, as the note names it.
+    expect(read(upsert({})).messages[0]).not.toHaveProperty('userId');
+    const alone = read(upsert({ remoteJid: '103899771998284@lid', addressingMode: 'lid' })).messages[0];
+    expect(alone).toMatchObject({ from: '103899771998284@lid', keyedBy: 'user_id' });
+    expect(alone).not.toHaveProperty('userId');
+  });
+
   it('takes the number from senderPn under LID addressing on Evolution 2.2 to 2.3.0', () => {
     const older = upsert({
       remoteJid: '103899771998284@lid',

@@ -228,8 +228,11 @@ function readUpsert(data: unknown): InboundBatch {
   if (/@(g\.us|broadcast|newsletter)$/.test(key.remoteJid)) return empty();
   const number = customerNumber(key);
   // WhatsApp may name a contact by its LID with no number at all (no sender_pn): such a contact is keyed
-  // by the LID, as Z-API's are, and sent to there (Evolution's createJid keeps a `…@lid` jid).
-  const lid = number ? undefined : LID_JID.exec(key.remoteJid)?.[1];
+  // by the LID, as Z-API's are, and sent to there (Evolution's createJid keeps a `…@lid` jid). Beside a
+  // number, the LID is noted on its contact, which a later message naming the LID alone then reaches.
+  const lid = [key.remoteJid, key.remoteJidAlt]
+    .map((jid) => (jid ? LID_JID.exec(jid)?.[1] : undefined))
+    .find(Boolean);
   const from = number ?? (lid ? `${lid}@lid` : undefined);
   if (!from) {
     const reason = 'alt-a chat names neither a phone number nor a LID';
@@ -242,7 +245,7 @@ function readUpsert(data: unknown): InboundBatch {
       {
         providerMessageId: key.id,
         from,
-        ...(lid ? { keyedBy: 'user_id' as const } : {}),
+        ...(number ? (lid ? { userId: `${lid}@lid` } : {}) : { keyedBy: 'user_id' as const }),
         name: pushName?.trim() || null,
         ...said,
         sentAt: sentAt(messageTimestamp),

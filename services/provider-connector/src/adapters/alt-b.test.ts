@@ -78,6 +78,7 @@ describe('alt-b (Z-API) callbacks', () => {
         {
           providerMessageId: 'A20DA9C0183A2D35A260F53F5D2B9244',
           from: '5544999999999',
+          userId: '81896604192873@lid',
           name: 'name',
           text: 'test',
           type: 'text',
@@ -86,6 +87,20 @@ describe('alt-b (Z-API) callbacks', () => {
       ],
       statuses: [],
     });
+  });
+
+  it("notes the contact's LID beside its number, so that a message naming the LID alone reaches the same contact", () => {
+    const first = (body: object) => read(body).messages[0];
+    // The docs' example names the sender's LID in senderLid; callbacks seen in the wild, in chatLid too.
+    expect(first(textReceived)).toMatchObject({ from: '5544999999999', userId: '81896604192873@lid' });
+    expect(first({ ...textReceived, senderLid: null, chatLid: '81896604192874@lid' })).toMatchObject({
+      userId: '81896604192874@lid',
+    });
+    expect(first({ ...textReceived, senderLid: 'not-a-lid' })).not.toHaveProperty('userId');
+    // Named by the LID alone: keyed by it.
+    const alone = first({ ...textReceived, phone: '81896604192873@lid' });
+    expect(alone).toMatchObject({ from: '81896604192873@lid', keyedBy: 'user_id' });
+    expect(alone).not.toHaveProperty('userId');
   });
 
   it('refuses a callback without the secret, with another one, or for another instance', () => {

@@ -76,6 +76,10 @@ const ReceivedCallback = z.object({
   // Set on WhatsApp's system notices (a missed call, a member who left): not something anyone wrote.
   notification: z.string().nullish(),
   senderName: z.string().nullish(),
+  // The contact's LID beside its number (`senderLid` in the docs' example, `chatLid` in callbacks seen in
+  // the wild): what names them once WhatsApp gives no number.
+  chatLid: z.string().nullish(),
+  senderLid: z.string().nullish(),
   momment: z.number().nullish(),
   text: z.object({ message: z.string() }).nullish(),
   image: z.object({ caption: z.string().nullish() }).nullish(),
@@ -290,12 +294,14 @@ function readReceived(config: AltBConfig, received: Received): InboundBatch {
   if (!said) return empty();
   const name = received.senderName?.trim();
   const byLid = LID.test(received.phone);
+  // One-to-one chats only reach here: the sender is the chat's contact.
+  const lidBeside = [received.chatLid, received.senderLid].find((lid) => lid && LID.test(lid));
   return {
     messages: [
       {
         providerMessageId: received.messageId,
         from: received.phone,
-        ...(byLid ? { keyedBy: 'user_id' as const } : {}),
+        ...(byLid ? { keyedBy: 'user_id' as const } : lidBeside ? { userId: lidBeside } : {}),
         // With no profile name, Z-API repeats the number (or the LID) as the sender's name.
         name: name && name !== received.phone && name !== received.phone.replace(/@lid$/, '') ? name : null,
         ...said,

@@ -56,9 +56,9 @@ export interface InboundMessage {
   /** How `from` names the sender: a phone number (the default) or the provider's user id. */
   keyedBy?: 'phone' | 'user_id';
   /**
-   * The provider's user id of a sender `from` names by number, where the provider gives both (WhatsApp's
-   * business-scoped user id): noted on the contact, so that a later message naming the sender by it alone
-   * (their number hidden behind a username) reaches the same contact.
+   * The provider's user id of a sender `from` names by number, where the provider gives both (the Cloud
+   * API's business-scoped user id, a LID on alt-a and alt-b), written as a message keyed by it alone names
+   * the sender: noted on the contact, so that such a later message (the number hidden) reaches it.
    */
   userId?: string;
   name: string | null;
