@@ -88,17 +88,35 @@ describe('contacts keyed by the provider user id', () => {
     const recipient = await withTransaction(pool, (client) =>
       new ConversationStore(client, workspaceId).conversationForSend(events[0]!.conversation_id),
     );
-    expect(recipient).toMatchObject({ phone: '+5511944440051', provider_user_id: 'BR.1502576394655843' });
+    expect(recipient).toMatchObject({ phone: '+5511944440051' });
 
-    // A customer first seen by the id alone stays that contact when their number shows later: two
-    // contacts, none merged, and the number's contact takes no id another contact has.
+    // A customer first seen by the id alone keeps that contact's conversation as it was; once a message
+    // names them by number too, the number's contact is theirs, the id's later messages with it.
     await receiveMessage({ pool, relay }, whatsapp('3', null, 'BR.1502576394655999'));
     await receiveMessage({ pool, relay }, whatsapp('4', '+5511944440052', 'BR.1502576394655999'));
     await receiveMessage({ pool, relay }, whatsapp('5', null, 'BR.1502576394655999'));
     const [, , hidden, shown, hiddenAgain] = await received(workspaceId);
     expect(hidden!.contact).toMatchObject({ phone: null });
     expect(shown!.contact).toMatchObject({ phone: '+5511944440052' });
-    expect(hiddenAgain!.contact).toEqual(hidden!.contact);
+    expect(hiddenAgain!.contact).toEqual(shown!.contact);
+    expect(hiddenAgain!.conversation_id).toBe(shown!.conversation_id);
+
+    // One contact, several ids: another channel's, or another business portfolio's BSUID; an id noted on
+    // one number's contact stays there when another number names it.
+    const lid = {
+      ...whatsapp('6', '+5511944440051', '103899771998284@lid'),
+      integration: { id: randomUUID(), channel: 'alt-a', provider: 'chat' },
+    } satisfies InboundMessageEvent;
+    await receiveMessage({ pool, relay }, lid);
+    await receiveMessage({ pool, relay }, { ...lid, provider_message_id: 'lid-7', from: null });
+    await receiveMessage({ pool, relay }, whatsapp('8', '+5511944440053', 'BR.1502576394655843'));
+    await receiveMessage({ pool, relay }, whatsapp('9', null, 'BR.1502576394655843'));
+    const [, , , , , byNumber, byLid, other, byBsuid] = await received(workspaceId);
+    expect(byNumber!.contact).toEqual(events[0]!.contact);
+    expect(byLid!.contact).toEqual(events[0]!.contact);
+    expect(byLid!.conversation_id).toBe(byNumber!.conversation_id);
+    expect(other!.contact).toMatchObject({ phone: '+5511944440053' });
+    expect(byBsuid!.contact).toEqual(events[0]!.contact);
   });
 
   it('keeps phone contacts apart from user-keyed ones, and refuses a contact with neither key', async () => {

@@ -111,7 +111,9 @@ export class ConversationStore {
 
   /**
    * The contact a channel without phone numbers knows by its own user id (the bot channel's Telegram
-   * user), created when missing; the provider's name only fills an empty one, as for phone contacts.
+   * user), created when missing; the provider's name only fills an empty one, as for phone contacts. An
+   * id noted on a contact known by number (`noteUserId`: a WhatsApp customer who hid their number) names
+   * that contact.
    */
   async upsertUserContact(
     channel: string,
@@ -119,7 +121,9 @@ export class ConversationStore {
     name: string | null,
   ): Promise<{ contact: ContactRow; created: boolean }> {
     const inserted = await this.client.query<ContactRow>(
-      `insert into contacts (id, workspace_id, provider_channel, provider_user_id, name) values ($1, $2, $3, $4, $5)
+      `insert into contacts (id, workspace_id, provider_channel, provider_user_id, name)
+       select $1, $2, $3, $4, $5
+        where not exists (select 1 from contact_user_ids where workspace_id = $2 and channel = $3 and user_id = $4)
        on conflict (workspace_id, provider_channel, provider_user_id) where provider_user_id is not null do nothing
        returning id, phone, name`,
       [randomUUID(), this.workspaceId, channel, userId, name],
@@ -127,23 +131,25 @@ export class ConversationStore {
     if (inserted.rows[0]) return { contact: inserted.rows[0], created: true };
     const { rows } = await this.client.query<ContactRow>(
       `update contacts set name = coalesce(name, $4), updated_at = now()
-        where workspace_id = $1 and provider_channel = $2 and provider_user_id = $3 returning id, phone, name`,
+        where workspace_id = $1 and id = coalesce(
+          (select contact_id from contact_user_ids where workspace_id = $1 and channel = $2 and user_id = $3),
+          (select id from contacts where workspace_id = $1 and provider_channel = $2 and provider_user_id = $3))
+        returning id, phone, name`,
       [this.workspaceId, channel, userId, name],
     );
     return { contact: rows[0]!, created: false };
   }
 
   /**
-   * Notes the channel's user id of a contact known by number, unless it has one or another contact has
-   * this one (a customer first seen without their number stays that contact: no two are merged).
+   * Notes a channel's other id of a contact known by number (migration 013), unless a contact has it noted
+   * already: the first keeps it. A message naming the customer by that id alone then comes to this contact,
+   * though one was made for the id before (its conversation stays as it was).
    */
   async noteUserId(contactId: string, channel: string, userId: string): Promise<void> {
     await this.client.query(
-      `update contacts k set provider_channel = $3, provider_user_id = $4, updated_at = now()
-        where k.workspace_id = $1 and k.id = $2 and k.provider_user_id is null
-          and not exists (select 1 from contacts o
-                           where o.workspace_id = $1 and o.provider_channel = $3 and o.provider_user_id = $4)`,
-      [this.workspaceId, contactId, channel, userId],
+      `insert into contact_user_ids (workspace_id, channel, user_id, contact_id) values ($1, $2, $3, $4)
+       on conflict (workspace_id, channel, user_id) do nothing`,
+      [this.workspaceId, channel, userId, contactId],
     );
   }
 
