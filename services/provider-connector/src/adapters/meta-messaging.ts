@@ -142,8 +142,13 @@ const conversationMessages = 2_000;
 const detailedMessages = 20;
 /** Over the pace's gap, so that a timer a millisecond early is not a call too soon. */
 const paceMarginMs = 20;
-/** A page throttled all the same (another reader of the account) is asked for again, a second later. */
+/**
+ * A page throttled all the same (another reader of the account) is asked for again, a second later: only
+ * for the calls-a-second limits' codes (613, and Instagram's 4), not the Business Use Case or Page limits,
+ * which last minutes to an hour.
+ */
 const throttledRetries = 3;
+const pacedThrottleCodes: ReadonlySet<number> = new Set([4, 613]);
 
 const SendAnswer = z.object({ recipient_id: z.string().optional(), message_id: z.string().min(1) });
 
@@ -379,7 +384,7 @@ export function metaMessagingAdapter<K extends MetaMessagingChannel>(
         if (
           throttled >= throttledRetries ||
           !(failure instanceof ProviderError) ||
-          failure.refusal !== 'rate_limited'
+          !pacedThrottleCodes.has(failure.providerCode ?? 0)
         )
           throw failure;
         await sleep(1_000, undefined, { signal: call.signal });

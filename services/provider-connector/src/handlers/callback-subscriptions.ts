@@ -35,8 +35,13 @@ export const defaultCallbackSubscriptionOptions: CallbackSubscriptionOptions = {
 const givenUpAfterMs = 60 * 60_000;
 /** The furthest back messages are read: an integration unchecked for longer is read from then on. */
 const readBackAtMostMs = 7 * 24 * 3_600_000;
-/** A read back lasts at most this many provider timeouts: forty pages at Meta's two calls a second. */
+/**
+ * A read back lasts at most this many provider timeouts, and never less than a minute: forty pages at
+ * Meta's two calls a second wait twenty seconds between them, which a read cut shorter, at the same page
+ * at every check, would never get past.
+ */
 const readBackInTimeouts = 10;
+const readBackAtLeastMs = 60_000;
 
 export interface CallbackSubscriptionDeps extends IntegrationCallDeps {
   pool: Pool;
@@ -151,7 +156,10 @@ async function readBack(
     deps,
     workspaceId,
     integration.id,
-    AbortSignal.any([stopping, AbortSignal.timeout(deps.providerTimeoutMs * readBackInTimeouts)]),
+    AbortSignal.any([
+      stopping,
+      AbortSignal.timeout(Math.max(deps.providerTimeoutMs * readBackInTimeouts, readBackAtLeastMs)),
+    ]),
   );
   let messages = 0;
   for await (const batch of messagesSince(config, call, since)) {
