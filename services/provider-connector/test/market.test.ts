@@ -117,7 +117,7 @@ async function connect() {
   sandbox.reset();
   await control('/market/applications', APP);
   const granted = await control<{ access_token: string; refresh_token: string }>('/market/authorizations', {
-    ...APP,
+    client_id: APP.client_id,
     seller_id: SELLER,
     nickname: 'LOJA_TESTE',
   });
@@ -454,7 +454,7 @@ describe('market: notifications ML gave up on (missed_feeds)', () => {
     });
     const downUrl = await serve(down);
     await control('/market/applications', { ...APP, notification_url: `${downUrl}/notifications` });
-    await control('/market/authorizations', { ...APP, seller_id: OTHER_SELLER });
+    await control('/market/authorizations', { client_id: APP.client_id, seller_id: OTHER_SELLER });
     for (const [account, text] of [
       [SELLER, 'perdida'],
       [OTHER_SELLER, 'de outro vendedor'],

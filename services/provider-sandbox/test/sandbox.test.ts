@@ -327,6 +327,20 @@ describe('provider sandbox', () => {
       }
       expect((await sendText(INSTANCE, { number: '5511999990000', text: 'hello' })).status).toBe(201);
     });
+
+    it('refuses a key a control does not take, so that a misspelt one is not dropped unseen', async () => {
+      const res = await post('/_sandbox/inbound', {
+        channel: 'alt-a',
+        account: INSTANCE,
+        from: '5511933330001',
+        text: 'oi',
+        addressingMode: 'lid-only',
+      });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: 'unknown key "addressingMode"' });
+      const query = await fetch(`${base}/_sandbox/sent?to=5511933330001&canal=alt-a`);
+      expect(query.status).toBe(400);
+    });
   });
 
   describe('inbound', () => {
